@@ -1,0 +1,108 @@
+/// The name of a store (Apple's `ManagedSettingsStore.Name`): 1 to 64 letters, digits and `. _ -`.
+public struct StoreName: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    /// The store a client uses when it names none.
+    public static let `default` = StoreName(validRawValue: "default")
+
+    public let rawValue: String
+
+    public init(_ rawValue: String) throws(ScreenTimeCoreError) {
+        guard isIdentifierText(rawValue, maximumLength: 64) else {
+            throw ScreenTimeCoreError(
+                .invalidStoreName,
+                "'\(rawValue.prefix(80))' is not a store name (1 to 64 letters, digits and . _ -)"
+            )
+        }
+        self.rawValue = rawValue
+    }
+
+    /// For `RawRepresentable`: nil where `init(_:)` would throw.
+    public init?(rawValue: String) {
+        guard let name = try? StoreName(rawValue) else { return nil }
+        self = name
+    }
+
+    private init(validRawValue: String) { rawValue = validRawValue }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do {
+            self = try StoreName(try container.decode(String.self))
+        } catch let error as ScreenTimeCoreError {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// Who owns a set of stores: a guardian app (`screentime` for the CLI, `org.example.Guardian`).
+/// Apple's limits (50 stores, 20 monitored activities) apply per client.
+public struct ClientID: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    /// The command-line tool's own client.
+    public static let commandLine = ClientID(validRawValue: "screentime")
+
+    public let rawValue: String
+
+    public init(_ rawValue: String) throws(ScreenTimeCoreError) {
+        guard isIdentifierText(rawValue, maximumLength: 128) else {
+            throw ScreenTimeCoreError(
+                .invalidClient,
+                "'\(rawValue.prefix(80))' is not a client ID (1 to 128 letters, digits and . _ -, like org.example.Guardian)"
+            )
+        }
+        self.rawValue = rawValue
+    }
+
+    public init?(rawValue: String) {
+        guard let client = try? ClientID(rawValue) else { return nil }
+        self = client
+    }
+
+    private init(validRawValue: String) { rawValue = validRawValue }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { rawValue }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        do {
+            self = try ClientID(try container.decode(String.self))
+        } catch let error as ScreenTimeCoreError {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// One store of one client: what a shield is attributed to in the shield message.
+public struct StoreKey: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public var client: ClientID
+    public var name: StoreName
+
+    public init(client: ClientID, name: StoreName) {
+        self.client = client
+        self.name = name
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.client, lhs.name) < (rhs.client, rhs.name) }
+    public var description: String { "\(client)/\(name)" }
+}
+
+/// Letters, digits and `. _ -`, not starting with `.` or `-`.
+func isIdentifierText(_ text: String, maximumLength: Int) -> Bool {
+    (1...maximumLength).contains(text.utf8.count) && !text.hasPrefix(".") && !text.hasPrefix("-")
+        && text.utf8.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x30 && $0 <= 0x39)
+                || $0 == 0x2E || $0 == 0x5F || $0 == 0x2D
+        }
+}

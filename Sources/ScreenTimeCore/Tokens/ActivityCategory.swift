@@ -1,0 +1,56 @@
+/// The name of an app or web category, in the canonical form its token is minted from.
+///
+/// App categories are the freedesktop `Categories=` values of desktop entries (`Game`,
+/// `Education`, `X-GNOME-Utilities`); web categories are the names of the domain lists under
+/// `etc/screentime/categories/` (`adult`, `gambling`). Both compare without case, so the canonical
+/// form is lower-case.
+public struct ActivityCategory: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    /// The canonical (lower-case) name.
+    public let name: String
+
+    public init(_ name: String) throws(ScreenTimeCoreError) {
+        let trimmed = name.trimmingWhitespace().lowercased()
+        let valid =
+            (1...64).contains(trimmed.utf8.count)
+            && trimmed.utf8.allSatisfy {
+                ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x5F || $0 == 0x2E
+            }
+        guard valid else {
+            throw ScreenTimeCoreError(
+                .invalidCategory,
+                "'\(name.prefix(80))' is not a category name (1 to 64 letters, digits and - _ ., like Game or gambling)"
+            )
+        }
+        self.name = trimmed
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.name < rhs.name }
+
+    public var description: String { name }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        do {
+            try self.init(text)
+        } catch {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(name)
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing white space (spaces, tabs, line breaks).
+    func trimmingWhitespace() -> String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(String.UnicodeScalarView(scalars[first...last]))
+    }
+}
