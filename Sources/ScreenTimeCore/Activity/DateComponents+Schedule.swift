@@ -70,12 +70,11 @@ extension DateComponents {
         return parts.reduce(0) { $0 + Double($1.0 ?? 0) * $1.1 } + Double(nanosecond ?? 0) / 1e9
     }
 
-    /// Only the schedule fields, with no calendar or time zone.
-    var scheduleFieldsOnly: DateComponents {
-        var copy = DateComponents()
-        for field in ScheduleField.allCases {
-            if let value = value(for: field.component) { copy.setValue(value, for: field.component) }
-        }
+    /// The same components without a calendar or time zone.
+    var withoutCalendarAndTimeZone: DateComponents {
+        var copy = self
+        copy.calendar = nil
+        copy.timeZone = nil
         return copy
     }
 }

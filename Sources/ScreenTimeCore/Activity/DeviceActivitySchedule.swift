@@ -23,8 +23,10 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
     public var warningTime: DateComponents?
 
     public init(intervalStart: DateComponents, intervalEnd: DateComponents, repeats: Bool, warningTime: DateComponents? = nil) {
-        self.intervalStart = intervalStart.scheduleFieldsOnly
-        self.intervalEnd = intervalEnd.scheduleFieldsOnly
+        // The user's calendar and time zone apply, not ones carried in the components; other
+        // fields are kept so that `validate()` can refuse them.
+        self.intervalStart = intervalStart.withoutCalendarAndTimeZone
+        self.intervalEnd = intervalEnd.withoutCalendarAndTimeZone
         self.repeats = repeats
         self.warningTime = warningTime
     }
@@ -102,16 +104,36 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
     }
 
     private func occurrence(after date: Date, calendar: Calendar) -> DateInterval? {
-        guard
-            let start = calendar.nextDate(
-                after: date, matching: intervalStart, matchingPolicy: .nextTime, repeatedTimePolicy: .first,
-                direction: .forward),
-            let end = calendar.nextDate(
-                after: start, matching: intervalEnd, matchingPolicy: .nextTime, repeatedTimePolicy: .first,
-                direction: .forward),
+        guard let start = Self.nextMatch(of: intervalStart, after: date, calendar: calendar),
+            let end = Self.nextMatch(of: intervalEnd, after: start, calendar: calendar),
             end > start
         else { return nil }
         return DateInterval(start: start, end: end)
+    }
+
+    /// The next moment after `date` matching the components. A time of day that the clock skips
+    /// (spring forward) matches the first moment after the gap (`.nextTime`); but a day that does
+    /// not exist (February 30, February 29 of a common year) is no match at all, where
+    /// Foundation's `.nextTime` would roll it over to March 1 — so the day fields are checked and
+    /// the search goes on.
+    private static func nextMatch(of components: DateComponents, after date: Date, calendar: Calendar) -> Date? {
+        let dayFields: [Calendar.Component] = [.year, .month, .day, .weekday]
+        var cursor = date
+        // A calendar date recurs at least every 8 years (February 29); a few tries are plenty.
+        for _ in 0..<12 {
+            guard
+                let candidate = calendar.nextDate(
+                    after: cursor, matching: components, matchingPolicy: .nextTime, repeatedTimePolicy: .first,
+                    direction: .forward),
+                candidate > cursor
+            else { return nil }
+            let found = calendar.dateComponents(Set(dayFields), from: candidate)
+            if dayFields.allSatisfy({ components.value(for: $0) == nil || components.value(for: $0) == found.value(for: $0) }) {
+                return candidate
+            }
+            cursor = candidate
+        }
+        return nil
     }
 
     private static func minutes(_ seconds: TimeInterval) -> String {
