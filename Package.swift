@@ -27,6 +27,13 @@ let package = Package(
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings
         ),
+        // `make bench`: figures beside baselines, printed, never asserted.
+        .executableTarget(
+            name: "ScreenTimeBenchmarks",
+            dependencies: ["ScreenTimeCore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Benchmarks/ScreenTimeBenchmarks",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ScreenTimeCoreTests",
             dependencies: [

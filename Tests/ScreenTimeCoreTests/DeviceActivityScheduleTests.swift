@@ -6,7 +6,9 @@ import Testing
     let berlin = calendar("Europe/Berlin")
     let newYork = calendar("America/New_York")
 
-    private func schedule(_ start: DateComponents, _ end: DateComponents, repeats: Bool = true) -> DeviceActivitySchedule {
+    private func schedule(
+        _ start: DateComponents, _ end: DateComponents, repeats: Bool = true
+    ) -> DeviceActivitySchedule {
         DeviceActivitySchedule(intervalStart: start, intervalEnd: end, repeats: repeats)
     }
 
@@ -26,8 +28,13 @@ import Testing
     @Test func oneWeekIsTheLongest() throws {
         // Monday 08:00 to the next Monday 08:00 is exactly a week.
         try schedule(hm(8, weekday: 2), hm(8, weekday: 2)).validate()
-        let tooLong = schedule(DateComponents(year: 2030, month: 1, day: 1, hour: 0), DateComponents(year: 2030, month: 1, day: 8, hour: 1))
-        #expect(throws: ScreenTimeCoreError(.intervalTooLong, "the interval lasts 169 h 0 min; it may last at most one week")) {
+        let tooLong = schedule(
+            DateComponents(year: 2030, month: 1, day: 1, hour: 0), DateComponents(year: 2030, month: 1, day: 8, hour: 1)
+        )
+        #expect(
+            throws: ScreenTimeCoreError(
+                .intervalTooLong, "the interval lasts 169 h 0 min; it may last at most one week")
+        ) {
             try tooLong.validate()
         }
     }
@@ -74,9 +81,13 @@ import Testing
         let interval = daytime.nextInterval(at: at("2026-06-10T16:00:00+02:00"), calendar: berlin)
         #expect(interval?.start == at("2026-06-10T15:30:00+02:00"))
         // At the very end the interval is over and the next one is tomorrow's.
-        #expect(daytime.nextInterval(at: at("2026-06-10T17:00:00+02:00"), calendar: berlin)?.start == at("2026-06-11T15:30:00+02:00"))
+        #expect(
+            daytime.nextInterval(at: at("2026-06-10T17:00:00+02:00"), calendar: berlin)?.start
+                == at("2026-06-11T15:30:00+02:00"))
         // At the very start it is the current one.
-        #expect(daytime.nextInterval(at: at("2026-06-10T15:30:00+02:00"), calendar: berlin)?.start == at("2026-06-10T15:30:00+02:00"))
+        #expect(
+            daytime.nextInterval(at: at("2026-06-10T15:30:00+02:00"), calendar: berlin)?.start
+                == at("2026-06-10T15:30:00+02:00"))
     }
 
     @Test func intervalAcrossMidnight() {
@@ -86,25 +97,31 @@ import Testing
         // Started mid-interval, before and after midnight: the ongoing interval.
         #expect(bedtime.nextInterval(at: at("2026-06-10T22:00:00+02:00"), calendar: berlin) == expected)
         #expect(bedtime.nextInterval(at: at("2026-06-11T06:59:00+02:00"), calendar: berlin) == expected)
-        #expect(bedtime.nextInterval(at: at("2026-06-11T07:00:00+02:00"), calendar: berlin)?.start == at("2026-06-11T21:00:00+02:00"))
+        #expect(
+            bedtime.nextInterval(at: at("2026-06-11T07:00:00+02:00"), calendar: berlin)?.start
+                == at("2026-06-11T21:00:00+02:00"))
     }
 
     @Test func weekdayInterval() {
         let school = schedule(hm(8, weekday: 2), hm(15, weekday: 6))  // Monday 08:00 to Friday 15:00
         let expected = DateInterval(start: at("2026-06-08T08:00:00+02:00"), end: at("2026-06-12T15:00:00+02:00"))
         #expect(school.nextInterval(at: at("2026-06-10T12:00:00+02:00"), calendar: berlin) == expected)  // Wednesday
-        #expect(school.nextInterval(at: at("2026-06-13T12:00:00+02:00"), calendar: berlin)?.start == at("2026-06-15T08:00:00+02:00"))
+        #expect(
+            school.nextInterval(at: at("2026-06-13T12:00:00+02:00"), calendar: berlin)?.start
+                == at("2026-06-15T08:00:00+02:00"))
         // A weekday start and a daily end: Monday's afternoon only.
         let mondays = schedule(hm(14, weekday: 2), hm(16))
-        #expect(mondays.nextInterval(at: at("2026-06-10T12:00:00+02:00"), calendar: berlin)
-            == DateInterval(start: at("2026-06-15T14:00:00+02:00"), end: at("2026-06-15T16:00:00+02:00")))
+        #expect(
+            mondays.nextInterval(at: at("2026-06-10T12:00:00+02:00"), calendar: berlin)
+                == DateInterval(start: at("2026-06-15T14:00:00+02:00"), end: at("2026-06-15T16:00:00+02:00")))
     }
 
     @Test func equalStartAndEndIsAWholeDay() throws {
         let allDay = schedule(hm(0), hm(0))
         try allDay.validate()
-        #expect(allDay.nextInterval(at: at("2026-06-10T12:00:00+02:00"), calendar: berlin)
-            == DateInterval(start: at("2026-06-10T00:00:00+02:00"), end: at("2026-06-11T00:00:00+02:00")))
+        #expect(
+            allDay.nextInterval(at: at("2026-06-10T12:00:00+02:00"), calendar: berlin)
+                == DateInterval(start: at("2026-06-10T00:00:00+02:00"), end: at("2026-06-11T00:00:00+02:00")))
     }
 
     @Test func leapDay() {
@@ -113,8 +130,9 @@ import Testing
         #expect(interval == DateInterval(start: at("2028-02-29T10:00:00-05:00"), end: at("2028-02-29T12:00:00-05:00")))
         // A daily schedule runs on the leap day like any other.
         let daily = schedule(hm(23, 30), hm(0, 30))
-        #expect(daily.nextInterval(at: at("2028-02-29T23:45:00-05:00"), calendar: newYork)
-            == DateInterval(start: at("2028-02-29T23:30:00-05:00"), end: at("2028-03-01T00:30:00-05:00")))
+        #expect(
+            daily.nextInterval(at: at("2028-02-29T23:45:00-05:00"), calendar: newYork)
+                == DateInterval(start: at("2028-02-29T23:30:00-05:00"), end: at("2028-03-01T00:30:00-05:00")))
     }
 
     @Test func timeZonesGiveLocalTimes() {
@@ -140,7 +158,9 @@ import Testing
         let interval = early.nextInterval(at: at("2026-03-29T00:00:00+01:00"), calendar: berlin)
         #expect(interval == DateInterval(start: at("2026-03-29T03:00:00+02:00"), end: at("2026-03-29T04:00:00+02:00")))
         // The next day is ordinary again.
-        #expect(early.nextInterval(at: at("2026-03-29T05:00:00+02:00"), calendar: berlin)?.start == at("2026-03-30T02:30:00+02:00"))
+        #expect(
+            early.nextInterval(at: at("2026-03-29T05:00:00+02:00"), calendar: berlin)?.start
+                == at("2026-03-30T02:30:00+02:00"))
     }
 
     @Test func berlinFallBackLengthensTheNight() {
@@ -165,7 +185,9 @@ import Testing
         #expect(interval == DateInterval(start: at("2026-03-08T01:30:00-05:00"), end: at("2026-03-08T03:30:00-04:00")))
         #expect(interval?.duration.rounded() == TimeInterval(3_600))
         let skipped = schedule(hm(2, 15), hm(5))
-        #expect(skipped.nextInterval(at: at("2026-03-08T00:00:00-05:00"), calendar: newYork)?.start == at("2026-03-08T03:00:00-04:00"))
+        #expect(
+            skipped.nextInterval(at: at("2026-03-08T00:00:00-05:00"), calendar: newYork)?.start
+                == at("2026-03-08T03:00:00-04:00"))
     }
 
     @Test func newYorkFallBack() {
@@ -182,11 +204,15 @@ import Testing
     @Test func codesOnlyScheduleFields() throws {
         var start = hm(21, 30)
         start.timeZone = TimeZone(identifier: "Asia/Tokyo")
-        let original = DeviceActivitySchedule(intervalStart: start, intervalEnd: hm(7), repeats: true, warningTime: DateComponents(minute: 10))
+        let original = DeviceActivitySchedule(
+            intervalStart: start, intervalEnd: hm(7), repeats: true, warningTime: DateComponents(minute: 10))
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let json = String(decoding: try encoder.encode(original), as: UTF8.self)
-        #expect(json == #"{"intervalEnd":{"hour":7,"minute":0},"intervalStart":{"hour":21,"minute":30},"repeats":true,"warningTime":{"minute":10}}"#)
+        #expect(
+            json
+                == #"{"intervalEnd":{"hour":7,"minute":0},"intervalStart":{"hour":21,"minute":30},"repeats":true,"warningTime":{"minute":10}}"#
+        )
         #expect(try JSONDecoder().decode(DeviceActivitySchedule.self, from: Data(json.utf8)) == original)
     }
 }
@@ -197,7 +223,9 @@ import Testing
 
     @Test func twentyActivitiesAndTheTwentyFirstIsRefused() throws {
         var activities = MonitoredActivities()
-        for index in 0..<20 { try activities.startMonitoring(try DeviceActivityName("a\(index)"), during: daily, at: now) }
+        for index in 0..<20 {
+            try activities.startMonitoring(try DeviceActivityName("a\(index)"), during: daily, at: now)
+        }
         #expect(throws: ScreenTimeCoreError.self) {
             try activities.startMonitoring(try DeviceActivityName("a20"), during: daily, at: now)
         }
@@ -217,10 +245,13 @@ import Testing
     @Test func badSchedulesAndEventsChangeNothing() throws {
         var activities = MonitoredActivities()
         let short = DeviceActivitySchedule(intervalStart: hm(8), intervalEnd: hm(8, 5), repeats: true)
-        #expect(throws: ScreenTimeCoreError.self) { try activities.startMonitoring(try DeviceActivityName("x"), during: short, at: now) }
+        #expect(throws: ScreenTimeCoreError.self) {
+            try activities.startMonitoring(try DeviceActivityName("x"), during: short, at: now)
+        }
         let zero = DeviceActivityEvent(applications: [app("a")], threshold: DateComponents(minute: 0))
         do {
-            try activities.startMonitoring(try DeviceActivityName("x"), during: daily, events: [try .init("limit"): zero], at: now)
+            try activities.startMonitoring(
+                try DeviceActivityName("x"), during: daily, events: [try .init("limit"): zero], at: now)
             Issue.record("a zero threshold was accepted")
         } catch {
             #expect(error.code == .invalidThreshold)
@@ -239,13 +270,16 @@ import Testing
     @Test func aScheduleThatDoesNotRepeatEndsAfterItsFirstInterval() throws {
         let once = DeviceActivitySchedule(intervalStart: hm(15), intervalEnd: hm(17), repeats: false)
         let berlin = calendar("Europe/Berlin")
-        let activity = MonitoredActivity(name: try DeviceActivityName("once"), schedule: once, events: [:], monitoringStart: now)
+        let activity = MonitoredActivity(
+            name: try DeviceActivityName("once"), schedule: once, events: [:], monitoringStart: now)
         let first = DateInterval(start: at("2026-06-10T15:00:00+02:00"), end: at("2026-06-10T17:00:00+02:00"))
         #expect(activity.currentOrNextInterval(at: now, calendar: berlin) == first)
         #expect(activity.currentOrNextInterval(at: at("2026-06-10T16:00:00+02:00"), calendar: berlin) == first)
         #expect(activity.currentOrNextInterval(at: at("2026-06-10T18:00:00+02:00"), calendar: berlin) == nil)
         var repeating = activity
         repeating.schedule.repeats = true
-        #expect(repeating.currentOrNextInterval(at: at("2026-06-10T18:00:00+02:00"), calendar: berlin)?.start == at("2026-06-11T15:00:00+02:00"))
+        #expect(
+            repeating.currentOrNextInterval(at: at("2026-06-10T18:00:00+02:00"), calendar: berlin)?.start
+                == at("2026-06-11T15:00:00+02:00"))
     }
 }

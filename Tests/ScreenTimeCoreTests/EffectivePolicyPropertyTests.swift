@@ -26,7 +26,8 @@ import Testing
             case 4: settings.shield.webDomainCategories = .specific([c], except: [token])
             case 5: settings.webContent.blockedByFilter = .auto([d], except: [domains[(atom / 8) % domains.count]])
             case 6: settings.webContent.blockedByFilter = .all(except: [d])
-            default: settings.application.blockedApplications = (settings.application.blockedApplications ?? []).union([a])
+            default:
+                settings.application.blockedApplications = (settings.application.blockedApplications ?? []).union([a])
             }
         }
         return settings

@@ -32,7 +32,10 @@ import Testing
     @Test func categoryShieldCoversTheAppsOfThatCategory() {
         let policy = policy([store("default"): { $0.shield.applicationCategories = .specific([category("game")]) }])
         #expect(policy.applicationShield(for: app("chess"), categories: games) == [store("default")])
-        #expect(policy.applicationShield(for: app("chess"), categories: [category("game"), category("education")]) == [store("default")])
+        #expect(
+            policy.applicationShield(for: app("chess"), categories: [category("game"), category("education")]) == [
+                store("default")
+            ])
         #expect(policy.applicationShield(for: app("editor"), categories: [category("development")]).isEmpty)
         #expect(policy.applicationShield(for: app("uncategorised"), categories: []).isEmpty)
     }
@@ -46,7 +49,9 @@ import Testing
 
     @Test func anExceptionNeverLiftsAnotherStoresShield() {
         let policy = policy([
-            store("school"): { $0.shield.applicationCategories = .specific([category("game")], except: [app("chess")]) },
+            store("school"): {
+                $0.shield.applicationCategories = .specific([category("game")], except: [app("chess")])
+            },
             store("bedtime"): { $0.shield.applications = [app("chess")] },
             store("weekend"): { $0.shield.applicationCategories = .all(except: [app("chess")]) },
         ])
@@ -114,17 +119,23 @@ import Testing
     @Test func webDomainCategories() {
         let social = category("social")
         let policy = policy([
-            store("a"): { $0.shield.webDomainCategories = .specific([social], except: [domain("school-forum.example")]) },
+            store("a"): {
+                $0.shield.webDomainCategories = .specific([social], except: [domain("school-forum.example")])
+            },
             store("b"): { $0.shield.webDomainCategories = .all(except: [domain("wikipedia.org")]) },
         ])
-        #expect(policy.webDomainShield(for: [domain("chat.example")], categories: [social]) == [store("a"), store("b")])
+        #expect(
+            policy.webDomainShield(for: [domain("chat.example")], categories: [social]) == [store("a"), store("b")])
         #expect(policy.webDomainShield(for: [domain("school-forum.example")], categories: [social]) == [store("b")])
         #expect(policy.webDomainShield(for: [domain("wikipedia.org")], categories: []).isEmpty)
     }
 
     @Test func filterPolicies() {
         let policy = policy([
-            store("auto"): { $0.webContent.blockedByFilter = .auto([domainName("casino.example")], except: [domainName("art.example")]) },
+            store("auto"): {
+                $0.webContent.blockedByFilter = .auto(
+                    [domainName("casino.example")], except: [domainName("art.example")])
+            },
             store("specific"): { $0.webContent.blockedByFilter = .specific([domainName("chat.example")]) },
         ])
         #expect(policy.webContentFilter(for: domainName("adult.example"), isAdult: true) == [store("auto")])
@@ -148,8 +159,10 @@ import Testing
             store("default", client: "org.example.School"): { $0.shield.applications = [app("chess")] },
             store("default"): { $0.shield.applications = [app("chess")] },
         ])
-        #expect(policy.applicationShield(for: app("chess"), categories: []) == [
-            store("default", client: "org.example.School"), store("default"),
-        ].sorted())
+        #expect(
+            policy.applicationShield(for: app("chess"), categories: [])
+                == [
+                    store("default", client: "org.example.School"), store("default"),
+                ].sorted())
     }
 }

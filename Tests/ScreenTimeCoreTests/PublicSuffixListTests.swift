@@ -58,10 +58,12 @@ private let excerpt = """
     }
 
     @Test func shieldCandidatesRunFromWebDomainUp() throws {
-        #expect(list.shieldCandidates(for: try DomainName("www.bbc.co.uk")).map(\.ascii) == ["bbc.co.uk", "co.uk", "uk"])
-        #expect(list.shieldCandidates(for: try DomainName("x.alice.github.io")).map(\.ascii) == [
-            "alice.github.io", "github.io", "io",
-        ])
+        #expect(
+            list.shieldCandidates(for: try DomainName("www.bbc.co.uk")).map(\.ascii) == ["bbc.co.uk", "co.uk", "uk"])
+        #expect(
+            list.shieldCandidates(for: try DomainName("x.alice.github.io")).map(\.ascii) == [
+                "alice.github.io", "github.io", "io",
+            ])
     }
 
     @Test func badRulesAreRefusedWithTheirLine() {

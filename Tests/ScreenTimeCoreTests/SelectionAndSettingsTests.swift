@@ -15,7 +15,10 @@ import Testing
         shuffled.categoryTokens = [category("game")]
         #expect(try encoder.encode(shuffled) == first)
         let object = try JSONSerialization.jsonObject(with: first) as? [String: Any]
-        #expect(Set(object?.keys ?? [:].keys) == ["applicationTokens", "categoryTokens", "webDomainTokens", "includeEntireCategory"])
+        #expect(
+            Set(object?.keys ?? [:].keys) == [
+                "applicationTokens", "categoryTokens", "webDomainTokens", "includeEntireCategory",
+            ])
         #expect(try JSONDecoder().decode(FamilyActivitySelection.self, from: first) == selection)
     }
 
@@ -46,7 +49,9 @@ import Testing
         settings.shield.applications = tokens(50)
         try settings.validate()
         settings.shield.applications = tokens(51)
-        #expect(throws: ScreenTimeCoreError(.tooManyTokens, "shield.applications has 51 items; a store may hold at most 50")) {
+        #expect(
+            throws: ScreenTimeCoreError(.tooManyTokens, "shield.applications has 51 items; a store may hold at most 50")
+        ) {
             try settings.validate()
         }
     }
@@ -56,7 +61,10 @@ import Testing
         settings.shield.applicationCategories = .all(except: tokens(50))
         try settings.validate()
         settings.shield.applicationCategories = .specific([category("game")], except: tokens(51))
-        #expect(throws: ScreenTimeCoreError(.tooManyExceptions, "shield.applicationCategories has 51 exceptions; a store may hold at most 50")) {
+        #expect(
+            throws: ScreenTimeCoreError(
+                .tooManyExceptions, "shield.applicationCategories has 51 exceptions; a store may hold at most 50")
+        ) {
             try settings.validate()
         }
     }
@@ -66,7 +74,10 @@ import Testing
         let cases: [(String, (inout StoreSettings) -> Void)] = [
             ("shield.webDomains", { $0.shield.webDomains = Set((0..<51).map { domain("site\($0).example") }) }),
             ("application.blockedApplications", { $0.application.blockedApplications = tokens(51) }),
-            ("shield.webDomainCategories", { $0.shield.webDomainCategories = .specific(Set((0..<51).map { category("c\($0)") })) }),
+            (
+                "shield.webDomainCategories",
+                { $0.shield.webDomainCategories = .specific(Set((0..<51).map { category("c\($0)") })) }
+            ),
             ("webContent.blockedByFilter", { $0.webContent.blockedByFilter = .auto(domains) }),
             ("webContent.blockedByFilter", { $0.webContent.blockedByFilter = .all(except: domains) }),
             ("webContent.blockedByFilter", { $0.webContent.blockedByFilter = .specific(domains) }),

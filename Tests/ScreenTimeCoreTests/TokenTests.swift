@@ -62,15 +62,19 @@ import Testing
     @Test func tokensSortStably() {
         let tokens = (0..<20).map { app("app\($0)") }
         #expect(tokens.sorted() == tokens.shuffled().sorted())
-        #expect(tokens.sorted().map(\.base64) == tokens.sorted().map(\.base64).sorted { a, b in
-            Data(base64Encoded: a)!.lexicographicallyPrecedes(Data(base64Encoded: b)!)
-        })
+        #expect(
+            tokens.sorted().map(\.base64)
+                == tokens.sorted().map(\.base64).sorted { a, b in
+                    Data(base64Encoded: a)!.lexicographicallyPrecedes(Data(base64Encoded: b)!)
+                })
     }
 }
 
 @Suite struct ApplicationIdentityTests {
     @Test func desktopEntryDropsSuffix() throws {
-        #expect(try ApplicationIdentity.desktopEntry(id: "org.mozilla.firefox.desktop") == .desktopEntry("org.mozilla.firefox"))
+        #expect(
+            try ApplicationIdentity.desktopEntry(id: "org.mozilla.firefox.desktop")
+                == .desktopEntry("org.mozilla.firefox"))
         #expect(try ApplicationIdentity.desktopEntry(id: "firefox-esr").canonical == "desktop:firefox-esr")
     }
 

@@ -26,7 +26,9 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
             span(mines, [games], "2026-06-10T10:00:00Z", "2026-06-10T10:20:00Z"),
             // A second seat: chess again while the first seat plays mines.
             span(chess, [games], "2026-06-10T10:10:00Z", "2026-06-10T10:40:00Z"),
-            try! UsageSpan(.webDomain(domain("youtube.com")), categories: [category("video")], start: at("2026-06-10T11:00:00Z"), end: at("2026-06-10T11:15:00Z")),
+            try! UsageSpan(
+                .webDomain(domain("youtube.com")), categories: [category("video")], start: at("2026-06-10T11:00:00Z"),
+                end: at("2026-06-10T11:15:00Z")),
         ])
     }
 
@@ -59,13 +61,20 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         var ledger = UsageLedger()
         ledger.record(span(chess, [], "2026-06-09T20:00:00Z", "2026-06-10T02:00:00Z"))
         for minute in stride(from: 0, to: 50, by: 5) {
-            ledger.record(span(editor, [], "2026-06-10T05:\(String(format: "%02d", minute)):00Z", "2026-06-10T05:\(String(format: "%02d", minute + 1)):00Z"))
+            ledger.record(
+                span(
+                    editor, [], "2026-06-10T05:\(String(format: "%02d", minute)):00Z",
+                    "2026-06-10T05:\(String(format: "%02d", minute + 1)):00Z"))
         }
-        #expect(ledger.totalsByApplication(during: interval("2026-06-10T00:00:00Z", "2026-06-11T00:00:00Z")) == [chess: 7_200, editor: 600])
+        #expect(
+            ledger.totalsByApplication(during: interval("2026-06-10T00:00:00Z", "2026-06-11T00:00:00Z")) == [
+                chess: 7_200, editor: 600,
+            ])
     }
 
     @Test func hourlySegments() {
-        let segments = ledger.segments(.hourly(during: interval("2026-06-10T09:00:00Z", "2026-06-10T12:00:00Z")), calendar: calendar("UTC"))
+        let segments = ledger.segments(
+            .hourly(during: interval("2026-06-10T09:00:00Z", "2026-06-10T12:00:00Z")), calendar: calendar("UTC"))
         #expect(segments.map(\.totalActivityDuration) == [3_600, 2_400, 900])
         #expect(segments[1].applications == [chess: 1_800, mines: 1_200])
         #expect(segments.map(\.interval.duration) == [3_600, 3_600, 3_600])
@@ -77,7 +86,8 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         var ledger = UsageLedger()
         ledger.record(span(chess, [], "2026-03-28T23:30:00+01:00", "2026-03-29T00:30:00+01:00"))
         ledger.record(span(chess, [], "2026-03-29T23:00:00+02:00", "2026-03-30T01:00:00+02:00"))
-        let segments = ledger.segments(.daily(during: interval("2026-03-28T00:00:00+01:00", "2026-03-31T00:00:00+02:00")), calendar: berlin)
+        let segments = ledger.segments(
+            .daily(during: interval("2026-03-28T00:00:00+01:00", "2026-03-31T00:00:00+02:00")), calendar: berlin)
         #expect(segments.map(\.interval.duration) == [86_400, 82_800, 86_400])
         #expect(segments.map(\.totalActivityDuration) == [1_800, 1_800 + 3_600, 3_600])
     }
@@ -85,8 +95,12 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
     @Test func weeklySegmentsAreClippedToTheStretch() {
         var monday = calendar("UTC")
         monday.firstWeekday = 2
-        let segments = UsageLedger().segments(.weekly(during: interval("2026-06-10T00:00:00Z", "2026-06-24T00:00:00Z")), calendar: monday)
-        #expect(segments.map(\.interval.start) == [at("2026-06-10T00:00:00Z"), at("2026-06-15T00:00:00Z"), at("2026-06-22T00:00:00Z")])
+        let segments = UsageLedger().segments(
+            .weekly(during: interval("2026-06-10T00:00:00Z", "2026-06-24T00:00:00Z")), calendar: monday)
+        #expect(
+            segments.map(\.interval.start) == [
+                at("2026-06-10T00:00:00Z"), at("2026-06-15T00:00:00Z"), at("2026-06-22T00:00:00Z"),
+            ])
         #expect(segments.last?.interval.end == at("2026-06-24T00:00:00Z"))
     }
 
@@ -94,7 +108,10 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         var ledger = self.ledger
         ledger.removeSpans(endingBefore: at("2026-06-10T10:30:00Z"))
         #expect(ledger.spans.count == 2)
-        #expect(ledger.totalsByApplication(during: interval("2026-06-10T00:00:00Z", "2026-06-11T00:00:00Z")) == [chess: 1_800])
+        #expect(
+            ledger.totalsByApplication(during: interval("2026-06-10T00:00:00Z", "2026-06-11T00:00:00Z")) == [
+                chess: 1_800
+            ])
     }
 
     @Test func spansMustNotEndBeforeTheyStart() {
@@ -114,14 +131,22 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
     let games = category("game")
     let berlin = calendar("Europe/Berlin")
 
-    func activity(warning: DateComponents? = DateComponents(minute: 5), includesPast: Bool = false, start: String = "2026-06-10T08:00:00+02:00") -> MonitoredActivity {
-        let schedule = DeviceActivitySchedule(intervalStart: hm(0), intervalEnd: hm(0), repeats: true, warningTime: warning)
-        let limit = DeviceActivityEvent(categories: [games], threshold: DateComponents(minute: 30), includesPastActivity: includesPast)
-        return MonitoredActivity(name: try! DeviceActivityName("daily"), schedule: schedule, events: [try! .init("games-30m"): limit], monitoringStart: at(start))
+    func activity(
+        warning: DateComponents? = DateComponents(minute: 5), includesPast: Bool = false,
+        start: String = "2026-06-10T08:00:00+02:00"
+    ) -> MonitoredActivity {
+        let schedule = DeviceActivitySchedule(
+            intervalStart: hm(0), intervalEnd: hm(0), repeats: true, warningTime: warning)
+        let limit = DeviceActivityEvent(
+            categories: [games], threshold: DateComponents(minute: 30), includesPastActivity: includesPast)
+        return MonitoredActivity(
+            name: try! DeviceActivityName("daily"), schedule: schedule, events: [try! .init("games-30m"): limit],
+            monitoringStart: at(start))
     }
 
     func playing(from start: String, minutes: Double) -> UsageSpan {
-        try! UsageSpan(.application(chess), categories: [games], start: at(start), end: at(start).addingTimeInterval(minutes * 60))
+        try! UsageSpan(
+            .application(chess), categories: [games], start: at(start), end: at(start).addingTimeInterval(minutes * 60))
     }
 
     @Test func warningThenThresholdEachExactlyOnce() throws {
@@ -134,20 +159,29 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         ledger.record(playing(from: "2026-06-10T09:00:00+02:00", minutes: 20))
         #expect(tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:20:00+02:00")).isEmpty)
         ledger.record(playing(from: "2026-06-10T09:20:00+02:00", minutes: 5))
-        #expect(tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:25:00+02:00")) == [.eventWillReachThresholdWarning(name)])
+        #expect(
+            tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:25:00+02:00")) == [
+                .eventWillReachThresholdWarning(name)
+            ])
         #expect(tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:26:00+02:00")).isEmpty)
         ledger.record(playing(from: "2026-06-10T09:25:00+02:00", minutes: 5))
-        #expect(tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:30:00+02:00")) == [.eventDidReachThreshold(name)])
+        #expect(
+            tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:30:00+02:00")) == [
+                .eventDidReachThreshold(name)
+            ])
         ledger.record(playing(from: "2026-06-10T09:30:00+02:00", minutes: 60))
         #expect(tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T10:30:00+02:00")).isEmpty)
 
         // The next day is a new interval: both come again, once.
-        let nextDay = try #require(activity.currentOrNextInterval(at: at("2026-06-11T09:00:00+02:00"), calendar: berlin))
+        let nextDay = try #require(
+            activity.currentOrNextInterval(at: at("2026-06-11T09:00:00+02:00"), calendar: berlin))
         ledger.record(playing(from: "2026-06-11T09:00:00+02:00", minutes: 45))
-        #expect(tracker.evaluate(activity, interval: nextDay, ledger: ledger, now: at("2026-06-11T09:45:00+02:00")) == [
-            .eventWillReachThresholdWarning(name), .eventDidReachThreshold(name),
-        ])
-        #expect(tracker.evaluate(activity, interval: nextDay, ledger: ledger, now: at("2026-06-11T09:50:00+02:00")).isEmpty)
+        #expect(
+            tracker.evaluate(activity, interval: nextDay, ledger: ledger, now: at("2026-06-11T09:45:00+02:00")) == [
+                .eventWillReachThresholdWarning(name), .eventDidReachThreshold(name),
+            ])
+        #expect(
+            tracker.evaluate(activity, interval: nextDay, ledger: ledger, now: at("2026-06-11T09:50:00+02:00")).isEmpty)
     }
 
     @Test func stateSurvivesARestart() throws {
@@ -156,9 +190,11 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         var ledger = UsageLedger()
         let day = try #require(activity.currentOrNextInterval(at: at("2026-06-10T09:00:00+02:00"), calendar: berlin))
         ledger.record(playing(from: "2026-06-10T09:00:00+02:00", minutes: 31))
-        #expect(tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:31:00+02:00")).count == 2)
+        #expect(
+            tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:31:00+02:00")).count == 2)
         var restored = try JSONDecoder().decode(ThresholdTracker.self, from: JSONEncoder().encode(tracker))
-        #expect(restored.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:40:00+02:00")).isEmpty)
+        #expect(
+            restored.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:40:00+02:00")).isEmpty)
     }
 
     @Test func pastActivityCountsOnlyWhenAskedFor() throws {
@@ -176,7 +212,8 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
 
         let withPast = activity(warning: nil, includesPast: true, start: "2026-06-10T10:00:00+02:00")
         var pastTracker = ThresholdTracker()
-        #expect(pastTracker.evaluate(withPast, interval: day, ledger: ledger, now: now) == [.eventDidReachThreshold(name)])
+        #expect(
+            pastTracker.evaluate(withPast, interval: day, ledger: ledger, now: now) == [.eventDidReachThreshold(name)])
     }
 
     @Test func warningLongerThanTheThresholdComesAtOnce() throws {
@@ -184,14 +221,20 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         var tracker = ThresholdTracker()
         let now = at("2026-06-10T08:00:01+02:00")
         let day = try #require(activity.currentOrNextInterval(at: now, calendar: berlin))
-        #expect(tracker.evaluate(activity, interval: day, ledger: UsageLedger(), now: now) == [.eventWillReachThresholdWarning(try .init("games-30m"))])
+        #expect(
+            tracker.evaluate(activity, interval: day, ledger: UsageLedger(), now: now) == [
+                .eventWillReachThresholdWarning(try .init("games-30m"))
+            ])
     }
 
     @Test func usageOutsideTheEventDoesNotCount() throws {
         let activity = activity()
         var tracker = ThresholdTracker()
         var ledger = UsageLedger()
-        ledger.record(try UsageSpan(.application(app("editor")), categories: [category("development")], start: at("2026-06-10T09:00:00+02:00"), end: at("2026-06-10T11:00:00+02:00")))
+        ledger.record(
+            try UsageSpan(
+                .application(app("editor")), categories: [category("development")],
+                start: at("2026-06-10T09:00:00+02:00"), end: at("2026-06-10T11:00:00+02:00")))
         let day = try #require(activity.currentOrNextInterval(at: at("2026-06-10T11:00:00+02:00"), calendar: berlin))
         #expect(tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T11:00:00+02:00")).isEmpty)
     }
@@ -209,7 +252,8 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         let later = at("2026-06-10T09:26:00+02:00")
         _ = tracker.evaluate(activity, interval: day, ledger: ledger, now: later)
         // Warned; 26 used, threshold at 30: 4 more minutes.
-        #expect(tracker.nextCheck(activity, interval: day, ledger: ledger, now: later) == at("2026-06-10T09:30:00+02:00"))
+        #expect(
+            tracker.nextCheck(activity, interval: day, ledger: ledger, now: later) == at("2026-06-10T09:30:00+02:00"))
         ledger.record(playing(from: "2026-06-10T09:26:00+02:00", minutes: 4))
         _ = tracker.evaluate(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:30:00+02:00"))
         #expect(tracker.nextCheck(activity, interval: day, ledger: ledger, now: at("2026-06-10T09:30:00+02:00")) == nil)

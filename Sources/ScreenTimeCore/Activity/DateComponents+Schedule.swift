@@ -63,7 +63,9 @@ extension DateComponents {
     /// The length these components stand for, as a duration (days, hours, minutes, seconds), for
     /// thresholds and warning times. Nil if another field is set or a value is negative.
     var durationValue: TimeInterval? {
-        let unsupported = [era, year, month, weekday, quarter, weekOfMonth, weekOfYear, yearForWeekOfYear, weekdayOrdinal]
+        let unsupported = [
+            era, year, month, weekday, quarter, weekOfMonth, weekOfYear, yearForWeekOfYear, weekdayOrdinal,
+        ]
         guard unsupported.allSatisfy({ $0 == nil }) else { return nil }
         let parts = [(day, 86_400.0), (hour, 3_600.0), (minute, 60.0), (second, 1.0)]
         guard parts.allSatisfy({ ($0.0 ?? 0) >= 0 }), (nanosecond ?? 0) >= 0 else { return nil }

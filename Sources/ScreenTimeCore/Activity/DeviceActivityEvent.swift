@@ -81,7 +81,9 @@ public struct DeviceActivityEvent: Hashable, Sendable, Codable {
                 "an event's threshold is a duration of days, hours, minutes and seconds above zero and up to a week"
             )
         }
-        for (count, what) in [(applications.count, "applications"), (categories.count, "categories"), (webDomains.count, "webDomains")]
+        for (count, what) in [
+            (applications.count, "applications"), (categories.count, "categories"), (webDomains.count, "webDomains"),
+        ]
         where count > StoreSettings.maximumTokens {
             throw ScreenTimeCoreError(
                 .tooManyTokens,

@@ -22,7 +22,9 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
     /// warning callbacks come.
     public var warningTime: DateComponents?
 
-    public init(intervalStart: DateComponents, intervalEnd: DateComponents, repeats: Bool, warningTime: DateComponents? = nil) {
+    public init(
+        intervalStart: DateComponents, intervalEnd: DateComponents, repeats: Bool, warningTime: DateComponents? = nil
+    ) {
         // The user's calendar and time zone apply, not ones carried in the components; other
         // fields are kept so that `validate()` can refuse them.
         self.intervalStart = intervalStart.withoutCalendarAndTimeZone
@@ -128,7 +130,9 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
                 candidate > cursor
             else { return nil }
             let found = calendar.dateComponents(Set(dayFields), from: candidate)
-            if dayFields.allSatisfy({ components.value(for: $0) == nil || components.value(for: $0) == found.value(for: $0) }) {
+            if dayFields.allSatisfy({
+                components.value(for: $0) == nil || components.value(for: $0) == found.value(for: $0)
+            }) {
                 return candidate
             }
             cursor = candidate

@@ -16,7 +16,8 @@ public struct DomainName: Hashable, Comparable, Sendable, Codable, CustomStringC
         guard !host.isEmpty else {
             throw ScreenTimeCoreError(.invalidDomain, "'\(text.prefix(80))' holds no domain name")
         }
-        let folded = host.precomposedStringWithCanonicalMapping.lowercased()
+        let isASCII = host.utf8.allSatisfy { $0 < 0x80 }
+        let folded = isASCII ? host.lowercased() : host.precomposedStringWithCanonicalMapping.lowercased()
         var labels: [String] = []
         for label in folded.split(separator: ".", omittingEmptySubsequences: false) {
             labels.append(try Self.asciiLabel(label, in: text))
@@ -99,7 +100,15 @@ public struct DomainName: Hashable, Comparable, Sendable, Codable, CustomStringC
             rest = rest[..<colon]
         }
         if rest.hasPrefix("*.") { rest = rest.dropFirst(2) }
-        var host = String(rest).replacing(/[\u{3002}\u{FF0E}\u{FF61}]/, with: ".")
+        var host = String(rest)
+        if !host.utf8.allSatisfy({ $0 < 0x80 }) {
+            var scalars = String.UnicodeScalarView()
+            for scalar in host.unicodeScalars {
+                let isFullStop = scalar == "\u{3002}" || scalar == "\u{FF0E}" || scalar == "\u{FF61}"
+                scalars.append(isFullStop ? "." : scalar)
+            }
+            host = String(scalars)
+        }
         if host.hasSuffix(".") { host.removeLast() }
         return host
     }
@@ -113,7 +122,8 @@ public struct DomainName: Hashable, Comparable, Sendable, Codable, CustomStringC
             }
         } else {
             guard let encoded = Punycode.encode(label.unicodeScalars) else {
-                throw ScreenTimeCoreError(.invalidDomain, "'\(label)' in '\(text.prefix(80))' cannot be put in IDNA form")
+                throw ScreenTimeCoreError(
+                    .invalidDomain, "'\(label)' in '\(text.prefix(80))' cannot be put in IDNA form")
             }
             ascii = "xn--" + encoded
         }

@@ -39,7 +39,9 @@ public struct EffectivePolicy: Sendable {
             if let policy = settings.shield.webDomainCategories, policy != .none {
                 webDomainCategoryPolicies.append((key, policy))
             }
-            if let policy = settings.webContent.blockedByFilter, policy != .none { filterPolicies.append((key, policy)) }
+            if let policy = settings.webContent.blockedByFilter, policy != .none {
+                filterPolicies.append((key, policy))
+            }
             if settings.application.denyAppInstallation == true { appInstallationDenied.append(key) }
         }
         self.shieldedApplications = shieldedApplications
@@ -59,7 +61,9 @@ public struct EffectivePolicy: Sendable {
     }
 
     /// The stores that shield an application, by its token or by one of its categories.
-    public func applicationShield(for application: ApplicationToken, categories: Set<ActivityCategoryToken>)
+    public func applicationShield(
+        for application: ApplicationToken, categories: Set<ActivityCategoryToken>
+    )
         -> [StoreKey]
     {
         var keys = shieldedApplications[application] ?? []
@@ -78,7 +82,9 @@ public struct EffectivePolicy: Sendable {
     /// The stores that shield a domain. `candidates` are the tokens of the names whose shield
     /// covers it (`PublicSuffixList.shieldCandidates(for:)`, minted); `categories` are the web
     /// categories whose lists hold it.
-    public func webDomainShield(for candidates: [WebDomainToken], categories: Set<ActivityCategoryToken>)
+    public func webDomainShield(
+        for candidates: [WebDomainToken], categories: Set<ActivityCategoryToken>
+    )
         -> [StoreKey]
     {
         var keys = candidates.flatMap { shieldedWebDomains[$0] ?? [] }

@@ -15,7 +15,8 @@ public enum ActivityCategoryPolicy<Kind: TokenKind>: Hashable, Sendable {
         switch self {
         case .none: false
         case .all(let exceptions): !exceptions.contains(item)
-        case .specific(let shielded, let exceptions): !exceptions.contains(item) && !shielded.isDisjoint(with: categories)
+        case .specific(let shielded, let exceptions):
+            !exceptions.contains(item) && !shielded.isDisjoint(with: categories)
         }
     }
 

@@ -74,7 +74,8 @@ public struct StoreSettings: Hashable, Sendable, Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         shield = try container.decodeIfPresent(ShieldSettings.self, forKey: .shield) ?? ShieldSettings()
-        application = try container.decodeIfPresent(ApplicationSettings.self, forKey: .application) ?? ApplicationSettings()
+        application =
+            try container.decodeIfPresent(ApplicationSettings.self, forKey: .application) ?? ApplicationSettings()
         webContent = try container.decodeIfPresent(WebContentSettings.self, forKey: .webContent) ?? WebContentSettings()
     }
 
@@ -87,7 +88,8 @@ public struct StoreSettings: Hashable, Sendable, Codable {
         if case .specific(let categories, _) = shield.applicationCategories {
             try Self.check(categories.count, "shield.applicationCategories", .tooManyTokens)
         }
-        try Self.check(shield.applicationCategories?.exceptions.count, "shield.applicationCategories", .tooManyExceptions)
+        try Self.check(
+            shield.applicationCategories?.exceptions.count, "shield.applicationCategories", .tooManyExceptions)
         if case .specific(let categories, _) = shield.webDomainCategories {
             try Self.check(categories.count, "shield.webDomainCategories", .tooManyTokens)
         }
@@ -105,7 +107,9 @@ public struct StoreSettings: Hashable, Sendable, Codable {
         }
     }
 
-    private static func check(_ count: Int?, _ setting: String, _ code: ScreenTimeCoreError.Code)
+    private static func check(
+        _ count: Int?, _ setting: String, _ code: ScreenTimeCoreError.Code
+    )
         throws(ScreenTimeCoreError)
     {
         let limit = code == .tooManyExceptions ? maximumExceptions : maximumTokens

@@ -52,7 +52,8 @@ public enum ApplicationIdentity: Hashable, Sendable, Codable, CustomStringConver
     /// An executable known by the SHA-256 of its contents, as 64 hex digits.
     public static func executable(sha256 hex: String) throws(ScreenTimeCoreError) -> Self {
         let lower = hex.lowercased()
-        guard lower.utf8.count == 64, lower.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+        guard lower.utf8.count == 64,
+            lower.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
         else {
             throw ScreenTimeCoreError(
                 .invalidApplicationIdentity,

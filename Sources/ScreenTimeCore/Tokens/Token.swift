@@ -53,7 +53,8 @@ public struct Token<Kind: TokenKind>: Hashable, Comparable, Sendable, Codable, C
     /// Makes a token from the base64 text of its bytes, as in its JSON form.
     public init(base64 text: String) throws(ScreenTimeCoreError) {
         guard let data = Data(base64Encoded: text) else {
-            throw ScreenTimeCoreError(.invalidToken, "a \(Kind.kindName) token is base64 text, not '\(text.prefix(60))'")
+            throw ScreenTimeCoreError(
+                .invalidToken, "a \(Kind.kindName) token is base64 text, not '\(text.prefix(60))'")
         }
         try self.init(bytes: data)
     }

@@ -74,7 +74,8 @@ public struct UsageLedger: Hashable, Sendable, Codable {
         return spans[lower..<upper]
     }
 
-    private func totals<Key: Hashable>(during interval: DateInterval, keys: (UsageSpan) -> [Key]) -> [Key: TimeInterval] {
+    private func totals<Key: Hashable>(during interval: DateInterval, keys: (UsageSpan) -> [Key]) -> [Key: TimeInterval]
+    {
         var grouped: [Key: [UsageSpan]] = [:]
         for span in overlapping(interval) {
             for key in keys(span) { grouped[key, default: []].append(span) }

@@ -13,7 +13,9 @@ public struct UsageSpan: Hashable, Sendable, Codable {
     public let start: Date
     public let end: Date
 
-    public init(_ subject: UsageSubject, categories: Set<ActivityCategoryToken> = [], start: Date, end: Date)
+    public init(
+        _ subject: UsageSubject, categories: Set<ActivityCategoryToken> = [], start: Date, end: Date
+    )
         throws(ScreenTimeCoreError)
     {
         guard start.timeIntervalSinceReferenceDate.isFinite, end.timeIntervalSinceReferenceDate.isFinite, end >= start
