@@ -57,7 +57,7 @@ format:
 # the release binaries. The agent and its service arrive with the agent's issue.
 install: build
 	install -d $(DESTDIR)$(SYSCONFDIR)/screentime
-	@for f in $$(cd etc/screentime && find . -type f); do \
+	@for f in $$(cd etc/screentime && find . -type f | sed "s,^\./,,"); do \
 	  if [ -e "$(DESTDIR)$(SYSCONFDIR)/screentime/$$f" ]; then \
 	    echo "keeping $(SYSCONFDIR)/screentime/$$f"; \
 	  else \

@@ -6,7 +6,7 @@ public import Foundation
 public struct DeviceActivityEvent: Hashable, Sendable, Codable {
     /// The name of an event (Apple's `DeviceActivityEvent.Name`): 1 to 128 characters, no control
     /// characters.
-    public struct Name: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+    public struct Name: ValidatedString {
         public let rawValue: String
 
         public init(_ rawValue: String) throws(ScreenTimeCoreError) {
@@ -17,28 +17,6 @@ public struct DeviceActivityEvent: Hashable, Sendable, Codable {
                 )
             }
             self.rawValue = rawValue
-        }
-
-        public init?(rawValue: String) {
-            guard let name = try? Self(rawValue) else { return nil }
-            self = name
-        }
-
-        public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-        public var description: String { rawValue }
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            do {
-                self = try Self(try container.decode(String.self))
-            } catch let error as ScreenTimeCoreError {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
-            }
-        }
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            try container.encode(rawValue)
         }
     }
 

@@ -1,8 +1,6 @@
 /// The name of a monitored activity (Apple's `DeviceActivityName`): 1 to 128 characters, no
 /// control characters.
-public struct DeviceActivityName: RawRepresentable, Hashable, Comparable, Sendable, Codable,
-    CustomStringConvertible
-{
+public struct DeviceActivityName: ValidatedString {
     public let rawValue: String
 
     public init(_ rawValue: String) throws(ScreenTimeCoreError) {
@@ -13,28 +11,6 @@ public struct DeviceActivityName: RawRepresentable, Hashable, Comparable, Sendab
             )
         }
         self.rawValue = rawValue
-    }
-
-    public init?(rawValue: String) {
-        guard let name = try? Self(rawValue) else { return nil }
-        self = name
-    }
-
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-    public var description: String { rawValue }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        do {
-            self = try Self(try container.decode(String.self))
-        } catch let error as ScreenTimeCoreError {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
     }
 }
 

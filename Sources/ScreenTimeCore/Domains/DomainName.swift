@@ -7,9 +7,11 @@ import Foundation
 /// `https://www.youtube.com/watch?v=…` or `*.example.com` all give a name (the host, without the
 /// wildcard). What is not a host name — an IP address, an empty label, a label over 63 bytes, a name
 /// over 253 — is refused with the reason.
-public struct DomainName: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct DomainName: ValidatedString {
     /// The canonical ASCII form (`xn--bcher-kva.de`).
     public let ascii: String
+
+    public var rawValue: String { ascii }
 
     public init(_ text: String) throws(ScreenTimeCoreError) {
         let host = Self.host(in: text)
@@ -68,25 +70,6 @@ public struct DomainName: Hashable, Comparable, Sendable, Codable, CustomStringC
     /// Whether this name is `other` or lies under it (`a.b.example.com` is within `example.com`).
     public func isWithin(_ other: DomainName) -> Bool {
         ascii == other.ascii || ascii.hasSuffix("." + other.ascii)
-    }
-
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.ascii < rhs.ascii }
-
-    public var description: String { ascii }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        do {
-            try self.init(text)
-        } catch {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(ascii)
     }
 
     /// The host part of what a person typed: URL scheme, user, port, path and a leading `*.` are

@@ -1,5 +1,5 @@
 /// The name of a store (Apple's `ManagedSettingsStore.Name`): 1 to 64 letters, digits and `. _ -`.
-public struct StoreName: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct StoreName: ValidatedString {
     /// The store a client uses when it names none.
     public static let `default` = StoreName(validRawValue: "default")
 
@@ -15,35 +15,12 @@ public struct StoreName: RawRepresentable, Hashable, Comparable, Sendable, Codab
         self.rawValue = rawValue
     }
 
-    /// For `RawRepresentable`: nil where `init(_:)` would throw.
-    public init?(rawValue: String) {
-        guard let name = try? StoreName(rawValue) else { return nil }
-        self = name
-    }
-
     private init(validRawValue: String) { rawValue = validRawValue }
-
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-    public var description: String { rawValue }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        do {
-            self = try StoreName(try container.decode(String.self))
-        } catch let error as ScreenTimeCoreError {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
 }
 
 /// Who owns a set of stores: a guardian app (`screentime` for the CLI, `org.example.Guardian`).
 /// Apple's limits (50 stores, 20 monitored activities) apply per client.
-public struct ClientID: RawRepresentable, Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct ClientID: ValidatedString {
     /// The command-line tool's own client.
     public static let commandLine = ClientID(validRawValue: "screentime")
 
@@ -59,29 +36,7 @@ public struct ClientID: RawRepresentable, Hashable, Comparable, Sendable, Codabl
         self.rawValue = rawValue
     }
 
-    public init?(rawValue: String) {
-        guard let client = try? ClientID(rawValue) else { return nil }
-        self = client
-    }
-
     private init(validRawValue: String) { rawValue = validRawValue }
-
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-    public var description: String { rawValue }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        do {
-            self = try ClientID(try container.decode(String.self))
-        } catch let error as ScreenTimeCoreError {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
 }
 
 /// One store of one client: what a shield is attributed to in the shield message.

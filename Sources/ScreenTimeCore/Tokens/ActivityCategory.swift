@@ -4,9 +4,11 @@
 /// `Education`, `X-GNOME-Utilities`); web categories are the names of the domain lists under
 /// `etc/screentime/categories/` (`adult`, `gambling`). Both compare without case, so the canonical
 /// form is lower-case.
-public struct ActivityCategory: Hashable, Comparable, Sendable, Codable, CustomStringConvertible {
+public struct ActivityCategory: ValidatedString {
     /// The canonical (lower-case) name.
     public let name: String
+
+    public var rawValue: String { name }
 
     public init(_ name: String) throws(ScreenTimeCoreError) {
         let trimmed = name.trimmingWhitespace().lowercased()
@@ -22,25 +24,6 @@ public struct ActivityCategory: Hashable, Comparable, Sendable, Codable, CustomS
             )
         }
         self.name = trimmed
-    }
-
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.name < rhs.name }
-
-    public var description: String { name }
-
-    public init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let text = try container.decode(String.self)
-        do {
-            try self.init(text)
-        } catch {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: error.description)
-        }
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(name)
     }
 }
 
