@@ -13,10 +13,17 @@ let package = Package(
     name: "screentime",
     platforms: [.macOS(.v15)],
     products: [
-        .library(name: "ScreenTimeCore", targets: ["ScreenTimeCore"])
+        .library(name: "ScreenTimeCore", targets: ["ScreenTimeCore"]),
+        .library(name: "ScreenTimeIPC", targets: ["ScreenTimeIPC"]),
+        .executable(name: "screentimed", targets: ["screentimed"]),
+        .executable(name: "screentime", targets: ["screentime"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
     ],
     targets: [
@@ -25,6 +32,58 @@ let package = Package(
         .target(
             name: "ScreenTimeCore",
             dependencies: [.product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSettings
+        ),
+        // The control socket's protocol: length-framed, versioned JSON messages, shared by the
+        // agent, the CLI and the client modules.
+        .target(
+            name: "ScreenTimeIPC",
+            dependencies: ["ScreenTimeCore"],
+            swiftSettings: strictSettings
+        ),
+        // What Swift cannot reach through Glibc: SO_PEERCRED's struct ucred (needs _GNU_SOURCE)
+        // and a PAM conversation (C callbacks with an app-data pointer).
+        .target(
+            name: "CLinuxShim",
+            cSettings: [.define("_GNU_SOURCE")],
+            linkerSettings: [.linkedLibrary("pam")]
+        ),
+        // The kernel and the desktop: sockets, users and groups, PAM, files, desktop entries.
+        .target(
+            name: "LinuxSupport",
+            dependencies: [
+                "CLinuxShim", "ScreenTimeCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The agent's services: policy and persistence, the control server.
+        .target(
+            name: "ScreenTimeAgent",
+            dependencies: [
+                "ScreenTimeCore", "ScreenTimeIPC", "LinuxSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "screentimed",
+            dependencies: [
+                "ScreenTimeAgent",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "screentime",
+            dependencies: [
+                "ScreenTimeCore", "ScreenTimeIPC", "LinuxSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strictSettings
         ),
         // `make bench`: figures beside baselines, printed, never asserted.
@@ -40,6 +99,28 @@ let package = Package(
                 "ScreenTimeCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ScreenTimeIPCTests",
+            dependencies: ["ScreenTimeIPC"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "LinuxSupportTests",
+            dependencies: ["LinuxSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ScreenTimeAgentTests",
+            dependencies: ["ScreenTimeAgent", "ScreenTimeIPC", "LinuxSupport"],
+            swiftSettings: strictSettings
+        ),
+        // Real binaries, real users, real sockets; needs root (CI is root; `make test` fails if
+        // these are skipped).
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["ScreenTimeIPC", "ScreenTimeCore"],
             swiftSettings: strictSettings
         ),
     ],

@@ -1,0 +1,95 @@
+import Crypto
+import Glibc
+
+/// Small file operations the agent needs, done with care for crashes and permissions.
+public enum Files {
+    /// Reads a whole file.
+    public static func read(_ path: String, limit: Int = 64 << 20) throws(SystemError) -> [UInt8] {
+        let fd = try systemCall("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        var contents: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let got = try systemCall("read(\(path))") { Glibc.read(fd, &chunk, chunk.count) }
+            if got == 0 { return contents }
+            contents += chunk.prefix(got)
+            guard contents.count <= limit else {
+                throw SystemError(.badFile, "\(path) is larger than \(limit) bytes")
+            }
+        }
+    }
+
+    /// Writes a file atomically: a temporary file in the same directory with `mode`, fsync,
+    /// rename over the target, fsync the directory. A crash leaves the old file or the new one.
+    public static func writeAtomically(_ bytes: [UInt8], to path: String, mode: UInt32) throws(SystemError) {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = try systemCall("open(\(temporary))") {
+            open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
+        }
+        do {
+            try systemCall("fchmod(\(temporary))") { fchmod(fd, mode) }
+            var written = 0
+            while written < bytes.count {
+                written += try systemCall("write(\(temporary))") {
+                    bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, $0.count - written) }
+                }
+            }
+            try systemCall("fsync(\(temporary))") { fsync(fd) }
+            close(fd)
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        try systemCall("rename(\(temporary), \(path))") { rename(temporary, path) }
+        syncDirectory(of: path)
+    }
+
+    /// Creates a directory (and its parents) if missing, and gives it `mode`.
+    public static func makeDirectory(_ path: String, mode: UInt32) throws(SystemError) {
+        var partial = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            partial += "/" + component
+            if mkdir(partial, 0o755) != 0, errno != EEXIST { throw SystemError.call("mkdir(\(partial))", errno) }
+        }
+        try systemCall("chmod(\(path))") { chmod(path, mode) }
+    }
+
+    /// Whether a path exists.
+    public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// The mode bits of a file.
+    public static func mode(of path: String) throws(SystemError) -> UInt32 {
+        var info = stat()
+        try systemCall("stat(\(path))") { stat(path, &info) }
+        return info.st_mode & 0o7777
+    }
+
+    /// The SHA-256 of a file's contents as 64 hex digits, read in chunks.
+    public static func sha256(of path: String) throws(SystemError) -> String {
+        let fd = try systemCall("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC) }
+        defer { close(fd) }
+        var hasher = SHA256()
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let got = try systemCall("read(\(path))") { Glibc.read(fd, &chunk, chunk.count) }
+            if got == 0 { break }
+            hasher.update(data: chunk.prefix(got))
+        }
+        return hasher.finalize().map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    private static func syncDirectory(of path: String) {
+        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
+        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,133 @@
+import CLinuxShim
+import Glibc
+
+/// The credentials of the process at the other end of a Unix socket, from the kernel.
+public struct PeerCredentials: Hashable, Sendable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+/// A stream Unix socket: listening, accepted or connected. Blocking; every call retries EINTR and
+/// throws an error naming the call. Closed when the last reference goes.
+public final class UnixSocket: Sendable {
+    public let descriptor: Int32
+    private let path: String
+
+    private init(descriptor: Int32, path: String) {
+        self.descriptor = descriptor
+        self.path = path
+    }
+
+    deinit { close(descriptor) }
+
+    /// Listens at `path`, replacing a stale socket file; the file gets `mode` (0666: anyone may
+    /// connect, the agent checks who they are).
+    public static func listen(at path: String, mode: UInt32 = 0o666, backlog: Int32 = 64) throws(SystemError)
+        -> UnixSocket
+    {
+        let fd = try systemCall("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let listener = UnixSocket(descriptor: fd, path: path)
+        var address = try socketAddress(path)
+        unlink(path)
+        try systemCall("bind(\(path))") {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+        }
+        try systemCall("chmod(\(path))") { chmod(path, mode) }
+        try systemCall("listen(\(path))") { Glibc.listen(fd, backlog) }
+        return listener
+    }
+
+    /// Connects to a listening socket.
+    public static func connect(to path: String) throws(SystemError) -> UnixSocket {
+        let fd = try systemCall("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let connection = UnixSocket(descriptor: fd, path: path)
+        var address = try socketAddress(path)
+        try systemCall("connect(\(path))") {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+        }
+        return connection
+    }
+
+    /// Waits up to `timeout` milliseconds (-1: for ever) for a connection; nil on timeout.
+    public func accept(timeout: Int32) throws(SystemError) -> UnixSocket? {
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        let ready = try systemCall("poll(\(path))") { poll(&poller, 1, timeout) }
+        guard ready > 0 else { return nil }
+        let fd = try systemCall("accept(\(path))") { screentime_accept(descriptor) }
+        return UnixSocket(descriptor: fd, path: path)
+    }
+
+    /// Who is at the other end, as the kernel saw them connect.
+    public func peerCredentials() throws(SystemError) -> PeerCredentials {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        try systemCall("getsockopt(SO_PEERCRED)") { screentime_peer_credentials(descriptor, &pid, &uid, &gid) }
+        return PeerCredentials(pid: pid, uid: uid, gid: gid)
+    }
+
+    /// Makes blocking reads and writes give up after `seconds`.
+    public func setTimeout(seconds: Int) throws(SystemError) {
+        var value = timeval(tv_sec: seconds, tv_usec: 0)
+        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+            try systemCall("setsockopt(SO_RCVTIMEO)") {
+                setsockopt(descriptor, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
+            }
+        }
+    }
+
+    /// Reads exactly `count` bytes; nil if the peer closed before the first byte.
+    public func read(exactly count: Int) throws(SystemError) -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let got = try systemCall("read(\(path))") {
+                buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, count - filled) }
+            }
+            if got == 0 {
+                if filled == 0 { return nil }
+                throw SystemError(.systemCall, "read(\(path)): the peer closed after \(filled) of \(count) bytes")
+            }
+            filled += got
+        }
+        return buffer
+    }
+
+    /// Writes all the bytes.
+    public func write(_ bytes: [UInt8]) throws(SystemError) {
+        var sent = 0
+        while sent < bytes.count {
+            let wrote = try systemCall("write(\(path))") {
+                bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+            }
+            sent += wrote
+        }
+    }
+
+    private static func socketAddress(_ path: String) throws(SystemError) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard !bytes.isEmpty, bytes.count < capacity else {
+            throw SystemError(.systemCall, "socket path '\(path)' must be 1 to \(capacity - 1) bytes")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        return address
+    }
+}

@@ -1,0 +1,87 @@
+import CLinuxShim
+import Glibc
+
+/// A user account from the system's user database (NSS: /etc/passwd, LDAP, …).
+public struct UserAccount: Hashable, Sendable {
+    public var name: String
+    public var uid: UInt32
+    public var gid: UInt32
+    public var home: String
+
+    public init(name: String, uid: UInt32, gid: UInt32, home: String) {
+        self.name = name
+        self.uid = uid
+        self.gid = gid
+        self.home = home
+    }
+}
+
+/// Looks up users and groups through NSS, the same way `id` does.
+public struct UserDirectory: Sendable {
+    public init() {}
+
+    /// A user by name, or by uid written as digits.
+    public func user(_ reference: String) throws(SystemError) -> UserAccount {
+        if let uid = UInt32(reference) { return try user(uid: uid) }
+        return try lookUp("user '\(reference)'") { entry, buffer, size, result in
+            getpwnam_r(reference, entry, buffer, size, result)
+        }
+    }
+
+    public func user(uid: UInt32) throws(SystemError) -> UserAccount {
+        try lookUp("uid \(uid)") { entry, buffer, size, result in getpwuid_r(uid, entry, buffer, size, result) }
+    }
+
+    /// The gid of a group, nil if there is no such group.
+    public func groupID(named name: String) -> UInt32? {
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        let status = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
+        guard status == 0, let found = result else { return nil }
+        return found.pointee.gr_gid
+    }
+
+    /// The name of a group, nil if there is no such group.
+    public func groupName(gid: UInt32) -> String? {
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getgrgid_r(gid, &entry, &buffer, buffer.count, &result) == 0, let found = result else { return nil }
+        return String(cString: found.pointee.gr_name)
+    }
+
+    /// Every group the user belongs to in the database (primary group included).
+    public func groupIDs(of account: UserAccount) -> Set<UInt32> {
+        var count: Int32 = 64
+        while true {
+            var groups = [gid_t](repeating: 0, count: Int(count))
+            var found = count
+            if screentime_group_list(account.name, account.gid, &groups, &found) == 0 {
+                return Set(groups.prefix(Int(found)))
+            }
+            guard found > count, found < 65_536 else { return Set(groups.prefix(Int(count))) }
+            count = found
+        }
+    }
+
+    /// The names of the user's groups.
+    public func groupNames(of account: UserAccount) -> Set<String> {
+        Set(groupIDs(of: account).compactMap(groupName(gid:)))
+    }
+
+    private func lookUp(
+        _ what: String,
+        _ call: (UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int, UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>) -> Int32
+    ) throws(SystemError) -> UserAccount {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        let status = buffer.withUnsafeMutableBufferPointer { call(&entry, $0.baseAddress!, $0.count, &result) }
+        guard status == 0 else { throw SystemError.call("getpwnam_r(\(what))", status) }
+        guard let found = result else { throw SystemError(.noSuchUser, "there is no \(what) on this computer") }
+        return UserAccount(
+            name: String(cString: found.pointee.pw_name), uid: found.pointee.pw_uid, gid: found.pointee.pw_gid,
+            home: String(cString: found.pointee.pw_dir))
+    }
+}

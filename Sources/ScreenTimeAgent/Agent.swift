@@ -1,0 +1,65 @@
+import Foundation
+import LinuxSupport
+public import Logging
+import ScreenTimeCore
+import ServiceLifecycle
+
+/// The agent: opens its state, then runs its services in one group until SIGTERM or SIGINT, when
+/// they stop in reverse order.
+public struct Agent {
+    public let configuration: AgentConfiguration
+    private let logger: Logger
+
+    public init(configuration: AgentConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Everything that must be in place before the services start; throws what went wrong.
+    public func makePolicyService() throws -> PolicyService {
+        do {
+            try Files.makeDirectory(configuration.stateDirectory, mode: 0o700)
+        } catch {
+            throw AgentError(.state, "cannot make the state directory: \(error.message)")
+        }
+        let secret = try TokenSecret.loadOrCreate(at: configuration.stateDirectory + "/token.secret")
+        let minter = try TokenMinter(secret: secret)
+        let database: StateDatabase
+        do {
+            database = try StateDatabase(path: configuration.stateDirectory + "/state.sqlite")
+        } catch {
+            throw AgentError(.state, "cannot open \(configuration.stateDirectory)/state.sqlite: \(error)")
+        }
+        return PolicyService(
+            configuration: configuration, database: database, minter: minter, suffixes: loadSuffixes(),
+            logger: logger)
+    }
+
+    public func run() async throws {
+        let policy = try makePolicyService()
+        let server = ControlServer(path: configuration.socket, policy: policy, logger: logger)
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        logger.notice(
+            "screentimed \(AgentVersion.current) started",
+            metadata: ["state": "\(configuration.stateDirectory)", "socket": "\(configuration.socket)"])
+        try await group.run()
+        logger.notice("screentimed stopped")
+    }
+
+    /// Debian's Public Suffix List; without it, every name's registrable domain is its last two
+    /// labels (the default rule), which is right for most names and logged as a warning.
+    private func loadSuffixes() -> PublicSuffixList {
+        if let bytes = try? Files.read(configuration.publicSuffixList),
+            let list = try? PublicSuffixList(parsing: String(decoding: bytes, as: UTF8.self))
+        {
+            return list
+        }
+        logger.warning(
+            "the public suffix list is missing or unreadable; install Debian's publicsuffix package",
+            metadata: ["path": "\(configuration.publicSuffixList)"])
+        // One rule is the least a list holds; the default rule does the rest.
+        return (try? PublicSuffixList(parsing: "com")) ?? { preconditionFailure("a one-rule list parses") }()
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+
+/// The agent's configuration: `/etc/screentime/screentimed.json`, every key optional.
+///
+/// | key | default | meaning |
+/// | --- | --- | --- |
+/// | `guardianGroup` | `screentime-guardians` | members (and root) are guardians |
+/// | `stateDirectory` | `/var/lib/screentime` | the state database and the token secret |
+/// | `socket` | `/run/screentime/screentimed.sock` | the control socket |
+/// | `pamService` | `screentime` | the PAM stack that checks a guardian's password |
+/// | `adminGroups` | `["sudo", "wheel", "admin"]` | members may not be authorized as children |
+/// | `categoriesDirectory` | `/etc/screentime/categories` | web-category lists, `NAME.list` |
+/// | `publicSuffixList` | `/usr/share/publicsuffix/public_suffix_list.dat` | Debian's list |
+///
+/// An unknown key is an error (a typo would otherwise be silently ignored).
+public struct AgentConfiguration: Codable, Sendable, Hashable {
+    public static let defaultPath = "/etc/screentime/screentimed.json"
+
+    public var guardianGroup = "screentime-guardians"
+    public var stateDirectory = "/var/lib/screentime"
+    public var socket = "/run/screentime/screentimed.sock"
+    public var pamService = "screentime"
+    public var adminGroups = ["sudo", "wheel", "admin"]
+    public var categoriesDirectory = "/etc/screentime/categories"
+    public var publicSuffixList = "/usr/share/publicsuffix/public_suffix_list.dat"
+
+    public init() {}
+
+    private enum CodingKeys: String, CodingKey, CaseIterable {
+        case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
+    }
+
+    private struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let known = Set(CodingKeys.allCases.map(\.rawValue))
+        let all = try decoder.container(keyedBy: AnyKey.self)
+        if let unknown = all.allKeys.map(\.stringValue).first(where: { !known.contains($0) }) {
+            throw AgentError.configuration(
+                "unknown key '\(unknown)'; the keys are \(known.sorted().joined(separator: ", "))")
+        }
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let defaults = AgentConfiguration()
+        guardianGroup = try container.decodeIfPresent(String.self, forKey: .guardianGroup) ?? defaults.guardianGroup
+        stateDirectory = try container.decodeIfPresent(String.self, forKey: .stateDirectory) ?? defaults.stateDirectory
+        socket = try container.decodeIfPresent(String.self, forKey: .socket) ?? defaults.socket
+        pamService = try container.decodeIfPresent(String.self, forKey: .pamService) ?? defaults.pamService
+        adminGroups = try container.decodeIfPresent([String].self, forKey: .adminGroups) ?? defaults.adminGroups
+        categoriesDirectory =
+            try container.decodeIfPresent(String.self, forKey: .categoriesDirectory) ?? defaults.categoriesDirectory
+        publicSuffixList =
+            try container.decodeIfPresent(String.self, forKey: .publicSuffixList) ?? defaults.publicSuffixList
+    }
+
+    /// Reads a configuration file. A missing file at the default path means the defaults; a
+    /// missing file that was asked for by name is an error.
+    public static func load(path: String, required: Bool) throws(AgentError) -> AgentConfiguration {
+        guard FileManager.default.fileExists(atPath: path) else {
+            if required { throw AgentError.configuration("\(path) does not exist") }
+            return AgentConfiguration()
+        }
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            return try JSONDecoder().decode(AgentConfiguration.self, from: data)
+        } catch let error as AgentError {
+            throw AgentError.configuration("\(path): \(error.message)")
+        } catch let error as DecodingError {
+            throw AgentError.configuration("\(path): \(Self.describe(error))")
+        } catch {
+            throw AgentError.configuration("\(path): \(error)")
+        }
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):
+            let key = context.codingPath.map(\.stringValue).joined(separator: ".")
+            if case .dataCorrupted = error, let underlying = context.underlyingError {
+                if let agentError = underlying as? AgentError { return agentError.message }
+                return "not valid JSON (\(underlying.localizedDescription))"
+            }
+            return key.isEmpty ? context.debugDescription : "'\(key)': \(context.debugDescription)"
+        case .keyNotFound(let key, _):
+            return "missing '\(key.stringValue)'"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}

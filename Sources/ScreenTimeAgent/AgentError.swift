@@ -1,0 +1,19 @@
+/// The one error type of the agent's own start-up and storage (requests get
+/// `ScreenTimeIPCError`s): a code and a message a person can act on.
+public struct AgentError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        case configuration, state, secret, socket
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    static func configuration(_ message: String) -> AgentError { AgentError(.configuration, message) }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}

@@ -1,0 +1,574 @@
+import Foundation
+public import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+import Synchronization
+
+/// Answers control requests: authorization, stores, the catalogue and tokens, and status.
+///
+/// Every request is judged by its caller's role (guardian: root or the guardian group; child;
+/// individual; any other user) and answered with a reply or a typed error. A change is written to
+/// the state database before the reply is made, and a rejected request changes nothing. Changes
+/// are serialised; password checks happen outside that lock (PAM may take seconds to refuse).
+public final class PolicyService: Sendable {
+    private let configuration: AgentConfiguration
+    private let database: StateDatabase
+    private let minter: TokenMinter
+    private let suffixes: PublicSuffixList
+    private let users = UserDirectory()
+    private let logger: Logger
+    private let changes = Mutex(())
+    private let systemDataDirectories: [String]
+
+    /// The freedesktop main categories (Desktop Menu Specification): valid app categories even
+    /// when no installed application uses them yet.
+    static let mainCategories = [
+        "AudioVideo", "Audio", "Video", "Development", "Education", "Game", "Graphics", "Network", "Office",
+        "Science", "Settings", "System", "Utility",
+    ]
+
+    init(
+        configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.minter = minter
+        self.suffixes = suffixes
+        self.logger = logger
+        self.systemDataDirectories = ApplicationCatalogue.systemDataDirectories(
+            environment: ProcessInfo.processInfo.environment["XDG_DATA_DIRS"])
+    }
+
+    /// Decodes a request, answers it, and encodes the reply; never throws.
+    public func reply(to bytes: [UInt8], from peer: PeerCredentials) -> [UInt8] {
+        do {
+            let request = try RequestCoding.decode(bytes)
+            return try handle(request, from: peer)
+        } catch let error as ScreenTimeIPCError {
+            return ReplyCoding.encode(error)
+        } catch let error as ScreenTimeCoreError {
+            return ReplyCoding.encode(ScreenTimeIPCError(error))
+        } catch {
+            logger.error("request failed inside the agent", metadata: ["error": "\(error)"])
+            return ReplyCoding.encode(ScreenTimeIPCError(.internalError, "the agent failed: \(error)"))
+        }
+    }
+
+    func handle(_ request: Request, from peer: PeerCredentials) throws -> [UInt8] {
+        let caller = try caller(peer)
+        switch request {
+        case .ping:
+            return try ReplyCoding.encode(
+                PingReply(
+                    agentVersion: AgentVersion.current, protocolVersion: protocolVersion, callerUID: peer.uid,
+                    role: caller.role.rawValue))
+        case .status(let user): return try ReplyCoding.encode(try status(user, caller: caller))
+        case .authorize(let body): return try ReplyCoding.encode(try authorize(body, caller: caller))
+        case .revoke(let user): return try ReplyCoding.encode(try revoke(user, caller: caller))
+        case .applications(let user): return try ReplyCoding.encode(try applications(user, caller: caller))
+        case .categories(let user): return try ReplyCoding.encode(try categories(user, caller: caller))
+        case .token(let body): return try ReplyCoding.encode(try token(body, caller: caller))
+        case .shield(let body): return try ReplyCoding.encode(try shield(body, caller: caller))
+        case .clear(let body): return try ReplyCoding.encode(try clear(body, caller: caller))
+        }
+    }
+
+    // MARK: who is who
+
+    private func caller(_ peer: PeerCredentials) throws -> Caller {
+        let account: UserAccount
+        do {
+            account = try users.user(uid: peer.uid)
+        } catch {
+            throw ScreenTimeIPCError(.unknownUser, "uid \(peer.uid) is not in the user database")
+        }
+        if isGuardian(account) { return Caller(account: account, role: .guardian) }
+        if let authorization = try database.authorization(uid: account.uid), authorization.status == .approved {
+            return Caller(account: account, role: authorization.member == .child ? .child : .individual)
+        }
+        return Caller(account: account, role: .user)
+    }
+
+    private func isGuardian(_ account: UserAccount) -> Bool {
+        if account.uid == 0 { return true }
+        guard let gid = users.groupID(named: configuration.guardianGroup) else { return false }
+        return users.groupIDs(of: account).contains(gid)
+    }
+
+    /// Why an account may not be a child, nil if it may.
+    private func adminReason(_ account: UserAccount) -> String? {
+        if account.uid == 0 { return "it is root" }
+        if isGuardian(account) { return "it is a guardian (a member of \(configuration.guardianGroup))" }
+        let groups = users.groupNames(of: account)
+        if let admin = configuration.adminGroups.first(where: groups.contains) {
+            return "it is a member of \(admin) and could undo every restriction"
+        }
+        return nil
+    }
+
+    private func target(_ reference: UserReference?, caller: Caller) throws -> UserAccount {
+        guard let reference, !reference.isEmpty else { return caller.account }
+        do {
+            return try users.user(reference)
+        } catch {
+            throw ScreenTimeIPCError(.unknownUser, "there is no user '\(reference.prefix(64))' on this computer")
+        }
+    }
+
+    private func summary(_ account: UserAccount) -> UserSummary {
+        UserSummary(name: account.name, uid: account.uid)
+    }
+
+    // MARK: authorization
+
+    private func authorizationReply(_ account: UserAccount) throws -> AuthorizationReply {
+        let record = try database.authorization(uid: account.uid)
+        return AuthorizationReply(
+            user: summary(account), status: record?.status ?? .notDetermined, member: record?.member,
+            showNamesToChild: record?.showNamesToChild ?? false, changedAt: record?.changedAt)
+    }
+
+    private func authorize(_ request: AuthorizeRequest, caller: Caller) throws -> AuthorizationReply {
+        let account = try target(request.user, caller: caller)
+        switch request.member {
+        case .individual:
+            guard account.uid == caller.account.uid else {
+                throw ScreenTimeIPCError(
+                    .notAllowed, "only \(account.name) can authorize themself as an individual; a guardian uses --child")
+            }
+        case .child:
+            if let reason = adminReason(account) {
+                throw ScreenTimeIPCError(
+                    .invalidAccountType, "\(account.name) cannot be authorized as a child: \(reason)")
+            }
+            if !caller.isGuardian {
+                guard account.uid == caller.account.uid else {
+                    throw ScreenTimeIPCError(
+                        .notAllowed, "only a guardian, or \(account.name) with a guardian's password, can authorize \(account.name)")
+                }
+                try checkGuardian(request.guardian)
+            }
+        }
+        return try changes.withLock { _ in
+            let existing = try database.authorization(uid: account.uid)
+            if request.member == .individual, let existing, existing.status == .approved, existing.member == .child {
+                throw ScreenTimeIPCError(
+                    .authorizationConflict, "\(account.name) is authorized as a child; only a guardian can change that")
+            }
+            let record = StateDatabase.Authorization(
+                uid: account.uid, userName: account.name, member: request.member, status: .approved,
+                showNamesToChild: request.showNamesToChild ?? existing?.showNamesToChild ?? false, changedAt: Date(),
+                changedByUID: caller.account.uid)
+            try database.save(record)
+            logger.notice(
+                "authorized",
+                metadata: ["user": "\(account.name)", "member": "\(request.member.rawValue)", "by": "\(caller.account.name)"])
+            return try authorizationReply(account)
+        }
+    }
+
+    /// A guardian's approval given in a child's session: the named user must be a guardian and
+    /// the password right (PAM).
+    private func checkGuardian(_ credentials: GuardianCredentials?) throws {
+        guard let credentials, !credentials.user.isEmpty else {
+            throw ScreenTimeIPCError(
+                .notAllowed, "a guardian must approve: give a guardian's user name and password")
+        }
+        guard !credentials.password.isEmpty else {
+            throw ScreenTimeIPCError(.authorizationCanceled, "no password was given; nothing changed")
+        }
+        let guardian: UserAccount
+        do {
+            guardian = try users.user(credentials.user)
+        } catch {
+            throw ScreenTimeIPCError(.authenticationFailed, "'\(credentials.user.prefix(64))' is not a guardian here")
+        }
+        guard isGuardian(guardian) else {
+            throw ScreenTimeIPCError(.authenticationFailed, "'\(guardian.name)' is not a guardian here")
+        }
+        do {
+            try PAMAuthenticator(service: configuration.pamService).check(
+                user: guardian.name, password: credentials.password)
+        } catch {
+            logger.warning("a guardian password was refused", metadata: ["guardian": "\(guardian.name)"])
+            throw ScreenTimeIPCError(.authenticationFailed, "the password for \(guardian.name) is not right")
+        }
+    }
+
+    private func revoke(_ reference: UserReference?, caller: Caller) throws -> AuthorizationReply {
+        let account = try target(reference, caller: caller)
+        return try changes.withLock { _ in
+            guard var record = try database.authorization(uid: account.uid), record.status == .approved else {
+                throw ScreenTimeIPCError(.notAuthorized, "\(account.name) is not authorized; there is nothing to revoke")
+            }
+            switch record.member {
+            case .child where !caller.isGuardian:
+                throw ScreenTimeIPCError(.notAllowed, "only a guardian can revoke a child's authorization")
+            case .individual where !caller.isGuardian && caller.account.uid != account.uid:
+                throw ScreenTimeIPCError(.notAllowed, "only \(account.name) or a guardian can revoke this authorization")
+            default:
+                break
+            }
+            record.status = .denied
+            record.changedAt = Date()
+            record.changedByUID = caller.account.uid
+            // Revoking removes every setting, as on Apple's devices.
+            try database.save(record, clearingStores: true)
+            logger.notice("revoked", metadata: ["user": "\(account.name)", "by": "\(caller.account.name)"])
+            return try authorizationReply(account)
+        }
+    }
+
+    // MARK: reading
+
+    private func status(_ reference: UserReference?, caller: Caller) throws -> StatusReply {
+        let account = try target(reference, caller: caller)
+        guard caller.isGuardian || account.uid == caller.account.uid else {
+            throw ScreenTimeIPCError(.notAllowed, "you may read only your own status")
+        }
+        let authorization = try authorizationReply(account)
+        let (collection, updated) = try database.stores(uid: account.uid)
+        let stores = collection.stores.keys.sorted().map { key in
+            StoreReport(
+                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: updated[key])
+        }
+        let effective = Self.report(collection.effectivePolicy)
+        let mayReadNames =
+            caller.isGuardian || caller.role == .individual
+            || (authorization.member == .child && authorization.showNamesToChild)
+        let names = mayReadNames ? try database.tokenNames(Self.tokens(in: stores)) : [:]
+        let everyone = caller.isGuardian ? try database.authorizations().map { record in
+            AuthorizationReply(
+                user: UserSummary(name: record.userName, uid: record.uid), status: record.status, member: record.member,
+                showNamesToChild: record.showNamesToChild, changedAt: record.changedAt)
+        } : nil
+        return StatusReply(
+            authorization: authorization, stores: stores, effective: effective, names: names, authorizedUsers: everyone)
+    }
+
+    private func catalogue(for account: UserAccount) -> ApplicationCatalogue {
+        ApplicationCatalogue(
+            dataDirectories: ApplicationCatalogue.dataDirectories(
+                home: account.home, systemDataDirectories: systemDataDirectories))
+    }
+
+    /// Guardians, and individuals for themselves, may see names and mint tokens.
+    private func requireNameReader(_ account: UserAccount, caller: Caller, what: String) throws {
+        guard caller.isGuardian || (caller.role == .individual && account.uid == caller.account.uid) else {
+            throw ScreenTimeIPCError(.notAllowed, "\(what) is for guardians (and individuals, for themselves)")
+        }
+    }
+
+    private func applications(_ reference: UserReference?, caller: Caller) throws -> ApplicationsReply {
+        let account = try target(reference, caller: caller)
+        try requireNameReader(account, caller: caller, what: "the list of applications")
+        let reports = catalogue(for: account).listed.map { item in
+            ApplicationReport(
+                id: item.entry.id, name: item.entry.name, categories: item.entry.categories,
+                token: minter.token(for: item.entry.identity).base64, source: item.source)
+        }
+        return ApplicationsReply(user: summary(account), applications: reports)
+    }
+
+    private func categories(_ reference: UserReference?, caller: Caller) throws -> CategoriesReply {
+        let account = try target(reference, caller: caller)
+        guard caller.isGuardian || account.uid == caller.account.uid else {
+            throw ScreenTimeIPCError(.notAllowed, "you may list only your own categories")
+        }
+        var counts: [String: Int] = Dictionary(uniqueKeysWithValues: Self.mainCategories.map { ($0, 0) })
+        for item in catalogue(for: account).listed {
+            for name in item.entry.categories { counts[name, default: 0] += 1 }
+        }
+        var reports: [CategoryReport] = []
+        for (name, count) in counts.sorted(by: { $0.key < $1.key }) {
+            guard let category = try? ActivityCategory(name) else { continue }
+            reports.append(CategoryReport(name: name, kind: "app", token: minter.token(for: category).base64, count: count))
+        }
+        for name in webCategoryNames() {
+            guard let category = try? ActivityCategory(name) else { continue }
+            reports.append(CategoryReport(name: name, kind: "web", token: minter.token(for: category).base64, count: nil))
+        }
+        return CategoriesReply(categories: reports)
+    }
+
+    private func webCategoryNames() -> [String] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: configuration.categoriesDirectory)) ?? []
+        return files.filter { $0.hasSuffix(".list") }.map { String($0.dropLast(".list".count)) }.sorted()
+    }
+
+    private func token(_ request: TokenRequest, caller: Caller) throws -> TokenReply {
+        let account = try target(request.user, caller: caller)
+        try requireNameReader(account, caller: caller, what: "minting tokens")
+        var resolver = Resolver(service: self, account: account)
+        let token: String
+        let identity: String
+        switch request.kind {
+        case .app:
+            let (app, name) = try resolver.application(request.identity)
+            token = app.base64
+            identity = name.identity
+        case .domain:
+            let (domain, name) = try resolver.webDomain(request.identity)
+            token = domain.base64
+            identity = name.identity
+        case .category:
+            let category = try ActivityCategory(request.identity)
+            token = minter.token(for: category).base64
+            identity = category.name
+        }
+        return TokenReply(kind: request.kind, identity: identity, token: token)
+    }
+
+    // MARK: changing stores
+
+    private func storeKey(_ request: StoreRequest) throws -> StoreKey {
+        StoreKey(
+            client: try request.client.map { try ClientID($0) } ?? .commandLine,
+            name: try request.store.map { try StoreName($0) } ?? .default)
+    }
+
+    /// The account whose stores a request changes, checked: a guardian for anyone authorized, an
+    /// individual for themself.
+    private func storeOwner(_ request: StoreRequest, caller: Caller) throws -> UserAccount {
+        let account = try target(request.user, caller: caller)
+        let record = try database.authorization(uid: account.uid)
+        if !caller.isGuardian {
+            guard account.uid == caller.account.uid, caller.role == .individual else {
+                let why =
+                    caller.role == .child && account.uid == caller.account.uid
+                    ? "a child's restrictions are changed only by a guardian"
+                    : "only a guardian can change \(account.name)'s restrictions"
+                throw ScreenTimeIPCError(.notAllowed, why)
+            }
+        }
+        guard let record, record.status == .approved else {
+            throw ScreenTimeIPCError(
+                .notAuthorized,
+                "\(account.name) is not authorized; run 'screentime authorize --child \(account.name)' first")
+        }
+        return account
+    }
+
+    private func shield(_ request: ShieldRequest, caller: Caller) throws -> StoreReply {
+        let account = try storeOwner(request.target, caller: caller)
+        let key = try storeKey(request.target)
+        guard !request.isEmpty else {
+            throw ScreenTimeIPCError(
+                .invalidArgument, "nothing to \(request.remove ? "unshield" : "shield"): give --app, --app-category, --domain, --web-category or --selection")
+        }
+        // Resolve every name before touching the store: one unknown name changes nothing.
+        var resolver = Resolver(service: self, account: account)
+        var apps = Set(request.selection?.applicationTokens ?? [])
+        var appCategories = Set(request.selection?.categoryTokens ?? [])
+        var domains = Set(request.selection?.webDomainTokens ?? [])
+        var webCategories = Set(request.selection?.categoryTokens ?? [])
+        for text in request.applications { apps.insert(try resolver.application(text).0) }
+        for text in request.applicationCategories { appCategories.insert(try resolver.applicationCategory(text)) }
+        for text in request.webDomains { domains.insert(try resolver.webDomain(text).0) }
+        for text in request.webCategories { webCategories.insert(try resolver.webCategory(text)) }
+
+        return try changes.withLock { _ in
+            var (collection, _) = try database.stores(uid: account.uid)
+            try collection.update(key) { settings in
+                settings.shield.applications = Self.change(settings.shield.applications, apps, remove: request.remove)
+                settings.shield.webDomains = Self.change(settings.shield.webDomains, domains, remove: request.remove)
+                settings.shield.applicationCategories = Self.change(
+                    settings.shield.applicationCategories, appCategories, remove: request.remove)
+                settings.shield.webDomainCategories = Self.change(
+                    settings.shield.webDomainCategories, webCategories, remove: request.remove)
+            }
+            let now = Date()
+            try database.saveStore(uid: account.uid, key: key, settings: collection[key], names: resolver.names, at: now)
+            logger.notice(
+                request.remove ? "unshielded" : "shielded",
+                metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
+            return StoreReply(
+                user: summary(account),
+                store: StoreReport(
+                    client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now),
+                effective: Self.report(collection.effectivePolicy))
+        }
+    }
+
+    private func clear(_ request: StoreRequest, caller: Caller) throws -> StoreReply {
+        let account = try storeOwner(request, caller: caller)
+        let key = try storeKey(request)
+        return try changes.withLock { _ in
+            var (collection, _) = try database.stores(uid: account.uid)
+            collection.clear(key)
+            let now = Date()
+            try database.saveStore(uid: account.uid, key: key, settings: StoreSettings(), names: [:], at: now)
+            logger.notice("cleared", metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
+            return StoreReply(
+                user: summary(account),
+                store: StoreReport(client: key.client.rawValue, name: key.name.rawValue, settings: StoreSettings(), updatedAt: now),
+                effective: Self.report(collection.effectivePolicy))
+        }
+    }
+
+    private static func change<T: Hashable>(_ current: Set<T>?, _ items: Set<T>, remove: Bool) -> Set<T>? {
+        guard !items.isEmpty else { return current }
+        let result = remove ? (current ?? []).subtracting(items) : (current ?? []).union(items)
+        return result.isEmpty ? nil : result
+    }
+
+    private static func change<Kind>(
+        _ current: ActivityCategoryPolicy<Kind>?, _ categories: Set<ActivityCategoryToken>, remove: Bool
+    ) -> ActivityCategoryPolicy<Kind>? {
+        guard !categories.isEmpty else { return current }
+        switch current {
+        case .all:
+            return current
+        case .specific(let shielded, let except):
+            let result = remove ? shielded.subtracting(categories) : shielded.union(categories)
+            return result.isEmpty && except.isEmpty ? nil : .specific(result, except: except)
+        case .some(.none), nil:
+            return remove ? current : .specific(categories)
+        }
+    }
+
+    // MARK: reports
+
+    static func report(_ policy: EffectivePolicy) -> EffectiveReport {
+        func shielded<Kind>(_ map: [Token<Kind>: [StoreKey]]) -> [ShieldedToken] {
+            map.sorted { $0.key < $1.key }.map { ShieldedToken(token: $0.key.base64, stores: $0.value.map(\.description)) }
+        }
+        func category<Kind>(_ store: StoreKey, _ policy: ActivityCategoryPolicy<Kind>) -> CategoryShieldReport {
+            switch policy {
+            case .none: CategoryShieldReport(store: store.description, policy: "none", categories: [], exceptions: [])
+            case .all(let except):
+                CategoryShieldReport(
+                    store: store.description, policy: "all", categories: [], exceptions: except.sorted().map(\.base64))
+            case .specific(let categories, let except):
+                CategoryShieldReport(
+                    store: store.description, policy: "specific", categories: categories.sorted().map(\.base64),
+                    exceptions: except.sorted().map(\.base64))
+            }
+        }
+        var report = EffectiveReport()
+        report.shieldedApplications = shielded(policy.applicationsShieldedByToken)
+        report.blockedApplications = shielded(policy.applicationsBlocked)
+        report.shieldedWebDomains = shielded(policy.webDomainsShieldedByToken)
+        report.applicationCategoryShields = policy.applicationCategoryShields.map { category($0.store, $0.policy) }
+        report.webDomainCategoryShields = policy.webDomainCategoryShields.map { category($0.store, $0.policy) }
+        report.webContentFilters = policy.webContentFilters.map { FilterReport(store: $0.store.description, policy: $0.policy) }
+        report.appInstallationDeniedBy = policy.appInstallationDenied.map(\.description)
+        return report
+    }
+
+    private static func tokens(in stores: [StoreReport]) -> Set<String> {
+        var tokens: Set<String> = []
+        for store in stores {
+            let shield = store.settings.shield
+            tokens.formUnion((shield.applications ?? []).map(\.base64))
+            tokens.formUnion((shield.webDomains ?? []).map(\.base64))
+            tokens.formUnion((store.settings.application.blockedApplications ?? []).map(\.base64))
+            for policy in [shield.applicationCategories.map { Self.categoryTokens($0) }, shield.webDomainCategories.map { Self.categoryTokens($0) }] {
+                tokens.formUnion(policy ?? [])
+            }
+            if case .specific(_, let except) = shield.applicationCategories { tokens.formUnion(except.map(\.base64)) }
+            if case .all(let except) = shield.applicationCategories { tokens.formUnion(except.map(\.base64)) }
+        }
+        return tokens
+    }
+
+    private static func categoryTokens<Kind>(_ policy: ActivityCategoryPolicy<Kind>) -> [String] {
+        if case .specific(let categories, _) = policy { return categories.map(\.base64) }
+        return []
+    }
+
+    // MARK: resolving names to tokens
+
+    /// Turns what a guardian typed into tokens, checking each name, and remembers the names.
+    struct Resolver {
+        let service: PolicyService
+        let account: UserAccount
+        var names: [String: TokenName] = [:]
+        private var loadedCatalogue: ApplicationCatalogue?
+
+        init(service: PolicyService, account: UserAccount) {
+            self.service = service
+            self.account = account
+        }
+
+        mutating func application(_ text: String) throws -> (ApplicationToken, TokenName) {
+            let identity: ApplicationIdentity
+            let display: String
+            if text.hasPrefix("/") {
+                guard Files.exists(text) else {
+                    throw ScreenTimeIPCError(.unknownApplication, "there is no program at \(text.prefix(200))")
+                }
+                do {
+                    identity = try .executable(sha256: try Files.sha256(of: text))
+                } catch let error as SystemError {
+                    throw ScreenTimeIPCError(.unknownApplication, "cannot read \(text.prefix(200)): \(error.message)")
+                }
+                display = String(text.split(separator: "/").last ?? Substring(text))
+            } else if text.hasPrefix("snap:") {
+                identity = try .snap(name: String(text.dropFirst(5)))
+                display = String(text.dropFirst(5))
+            } else {
+                let catalogue = loadedCatalogue ?? service.catalogue(for: account)
+                loadedCatalogue = catalogue
+                guard let item = catalogue.entry(id: text) else {
+                    let near = catalogue.listed.filter {
+                        $0.entry.id.localizedCaseInsensitiveContains(text)
+                            || $0.entry.name.localizedCaseInsensitiveContains(text)
+                    }.prefix(5).map(\.entry.id)
+                    let hint = near.isEmpty ? "; 'screentime apps --user \(account.name)' lists them" : "; did you mean \(near.joined(separator: ", "))?"
+                    throw ScreenTimeIPCError(
+                        .unknownApplication, "\(account.name) has no application '\(text.prefix(100))' installed\(hint)")
+                }
+                identity = item.entry.identity
+                display = item.entry.name
+            }
+            let token = service.minter.token(for: identity)
+            let name = TokenName(kind: .app, identity: identity.canonical, displayName: display)
+            names[token.base64] = name
+            return (token, name)
+        }
+
+        mutating func webDomain(_ text: String) throws -> (WebDomainToken, TokenName) {
+            let domain = service.suffixes.webDomain(for: try DomainName(text))
+            let token = service.minter.token(for: domain)
+            let name = TokenName(kind: .domain, identity: domain.ascii, displayName: domain.unicode)
+            names[token.base64] = name
+            return (token, name)
+        }
+
+        mutating func applicationCategory(_ text: String) throws -> ActivityCategoryToken {
+            let category = try ActivityCategory(text)
+            let catalogue = loadedCatalogue ?? service.catalogue(for: account)
+            loadedCatalogue = catalogue
+            let known = Set(PolicyService.mainCategories.map { $0.lowercased() }).union(
+                catalogue.entries.values.flatMap { $0.entry.categories.map { $0.lowercased() } })
+            guard known.contains(category.name) else {
+                throw ScreenTimeIPCError(
+                    .unknownCategory,
+                    "'\(text.prefix(64))' is not an app category; 'screentime categories' lists them (Game, Education, …)")
+            }
+            let token = service.minter.token(for: category)
+            names[token.base64] = TokenName(kind: .category, identity: category.name, displayName: text)
+            return token
+        }
+
+        mutating func webCategory(_ text: String) throws -> ActivityCategoryToken {
+            let category = try ActivityCategory(text)
+            guard service.webCategoryNames().contains(category.name) else {
+                throw ScreenTimeIPCError(
+                    .unknownCategory,
+                    "there is no web category '\(text.prefix(64))' (lists are \(service.configuration.categoriesDirectory)/NAME.list)")
+            }
+            let token = service.minter.token(for: category)
+            names[token.base64] = TokenName(kind: .category, identity: category.name, displayName: category.name)
+            return token
+        }
+    }
+}
+
+/// The agent's version, reported by `ping`.
+public enum AgentVersion {
+    public static let current = "0.1.0"
+}

@@ -1,0 +1,175 @@
+import Foundation
+import GRDB
+import ScreenTimeCore
+import ScreenTimeIPC
+
+/// The agent's state in SQLite: authorizations, stores, and the names of tokens a guardian used.
+///
+/// WAL mode with `synchronous = FULL`: a transaction is on disk when `write` returns, so a reply
+/// sent after it survives kill -9 and power loss. Migrations are registered in order and never
+/// edited once released; a new schema is a new migration.
+final class StateDatabase: Sendable {
+    private let queue: DatabaseQueue
+
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        queue = try DatabaseQueue(path: path, configuration: configuration)
+        try Self.migrator.migrate(queue)
+    }
+
+    private static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: authorizations, stores, token names") { db in
+            try db.create(table: "authorization") { table in
+                table.primaryKey("uid", .integer)
+                table.column("userName", .text).notNull()
+                table.column("member", .text).notNull()
+                table.column("status", .text).notNull()
+                table.column("showNamesToChild", .boolean).notNull().defaults(to: false)
+                table.column("changedAt", .datetime).notNull()
+                table.column("changedByUID", .integer).notNull()
+            }
+            try db.create(table: "store") { table in
+                table.column("uid", .integer).notNull()
+                table.column("client", .text).notNull()
+                table.column("name", .text).notNull()
+                table.column("settings", .text).notNull()
+                table.column("updatedAt", .datetime).notNull()
+                table.primaryKey(["uid", "client", "name"])
+            }
+            try db.create(table: "tokenName") { table in
+                table.primaryKey("token", .text)
+                table.column("kind", .text).notNull()
+                table.column("identity", .text).notNull()
+                table.column("displayName", .text).notNull()
+            }
+        }
+        return migrator
+    }
+
+    // MARK: authorizations
+
+    struct Authorization: Hashable, Sendable {
+        var uid: UInt32
+        var userName: String
+        var member: FamilyControlsMember
+        var status: AuthorizationStatus
+        var showNamesToChild: Bool
+        var changedAt: Date
+        var changedByUID: UInt32
+    }
+
+    func authorization(uid: UInt32) throws -> Authorization? {
+        try queue.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM authorization WHERE uid = ?", arguments: [Int64(uid)])
+                .flatMap(Self.authorization(from:))
+        }
+    }
+
+    func authorizations() throws -> [Authorization] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM authorization ORDER BY userName").compactMap(Self.authorization(from:))
+        }
+    }
+
+    /// Saves an authorization; with `clearingStores`, the user's stores go in the same transaction.
+    func save(_ authorization: Authorization, clearingStores: Bool = false) throws {
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO authorization (uid, userName, member, status, showNamesToChild, changedAt, changedByUID)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(uid) DO UPDATE SET userName = excluded.userName, member = excluded.member,
+                      status = excluded.status, showNamesToChild = excluded.showNamesToChild,
+                      changedAt = excluded.changedAt, changedByUID = excluded.changedByUID
+                    """,
+                arguments: [
+                    Int64(authorization.uid), authorization.userName, authorization.member.rawValue,
+                    authorization.status.rawValue, authorization.showNamesToChild, authorization.changedAt,
+                    Int64(authorization.changedByUID),
+                ])
+            if clearingStores {
+                try db.execute(sql: "DELETE FROM store WHERE uid = ?", arguments: [Int64(authorization.uid)])
+            }
+        }
+    }
+
+    private static func authorization(from row: Row) -> Authorization? {
+        guard let member = FamilyControlsMember(rawValue: row["member"]),
+            let status = AuthorizationStatus(rawValue: row["status"])
+        else { return nil }
+        return Authorization(
+            uid: UInt32(row["uid"] as Int64), userName: row["userName"], member: member, status: status,
+            showNamesToChild: row["showNamesToChild"], changedAt: row["changedAt"],
+            changedByUID: UInt32(row["changedByUID"] as Int64))
+    }
+
+    // MARK: stores
+
+    /// Every store of a user, with when each last changed.
+    func stores(uid: UInt32) throws -> (collection: StoreCollection, updated: [StoreKey: Date]) {
+        try queue.read { db in
+            var entries: [(StoreKey, StoreSettings)] = []
+            var updated: [StoreKey: Date] = [:]
+            let decoder = JSONDecoder()
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM store WHERE uid = ?", arguments: [Int64(uid)]) {
+                let key = StoreKey(client: try ClientID(row["client"]), name: try StoreName(row["name"]))
+                let settings = try decoder.decode(StoreSettings.self, from: Data((row["settings"] as String).utf8))
+                entries.append((key, settings))
+                updated[key] = row["updatedAt"]
+            }
+            // Stores were validated before they were saved; a row that fails now is corruption.
+            return (try StoreCollection(entries), updated)
+        }
+    }
+
+    /// Replaces one store (an empty one is deleted) and records token names, in one transaction.
+    func saveStore(uid: UInt32, key: StoreKey, settings: StoreSettings, names: [String: TokenName], at date: Date)
+        throws
+    {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let json = String(decoding: try encoder.encode(settings), as: UTF8.self)
+        try queue.write { db in
+            if settings.isEmpty {
+                try db.execute(
+                    sql: "DELETE FROM store WHERE uid = ? AND client = ? AND name = ?",
+                    arguments: [Int64(uid), key.client.rawValue, key.name.rawValue])
+            } else {
+                try db.execute(
+                    sql: """
+                        INSERT INTO store (uid, client, name, settings, updatedAt) VALUES (?, ?, ?, ?, ?)
+                        ON CONFLICT(uid, client, name) DO UPDATE SET settings = excluded.settings,
+                          updatedAt = excluded.updatedAt
+                        """,
+                    arguments: [Int64(uid), key.client.rawValue, key.name.rawValue, json, date])
+            }
+            for (token, name) in names {
+                try db.execute(
+                    sql: """
+                        INSERT INTO tokenName (token, kind, identity, displayName) VALUES (?, ?, ?, ?)
+                        ON CONFLICT(token) DO UPDATE SET displayName = excluded.displayName
+                        """,
+                    arguments: [token, name.kind.rawValue, name.identity, name.displayName])
+            }
+        }
+    }
+
+    // MARK: token names
+
+    func tokenNames(_ tokens: Set<String>) throws -> [String: TokenName] {
+        guard !tokens.isEmpty else { return [:] }
+        return try queue.read { db in
+            var names: [String: TokenName] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM tokenName") where tokens.contains(row["token"]) {
+                guard let kind = TokenKindName(rawValue: row["kind"]) else { continue }
+                names[row["token"]] = TokenName(kind: kind, identity: row["identity"], displayName: row["displayName"])
+            }
+            return names
+        }
+    }
+}

@@ -1,0 +1,127 @@
+/// A freedesktop desktop entry (`.desktop` file), as far as screentime needs it: what the
+/// application is called, its categories, and how it is started.
+///
+/// Parsed from text; the file system is the caller's business. Only the `[Desktop Entry]` group is
+/// read; localised keys (`Name[de]`) are skipped; values are unescaped (`\s \n \t \r \\`, and `\;`
+/// in lists).
+public struct DesktopEntry: Hashable, Sendable {
+    /// The desktop-entry ID (`org.gnome.Chess`): the file's path below `applications/`, with `/`
+    /// turned into `-` and without `.desktop`.
+    public var id: String
+    public var name: String
+    public var categories: [String]
+    public var exec: String?
+    public var tryExec: String?
+    /// Hidden from menus (helpers, handlers); still an application a child could start.
+    public var noDisplay: Bool
+    /// `Hidden=true`: the entry is deleted, and hides entries of the same ID further down the path.
+    public var hidden: Bool
+    public var type: String
+
+    /// Parses an entry. Nil when the text has no `[Desktop Entry]` group.
+    public init?(id: String, parsing text: String) {
+        var values: [String: String] = [:]
+        var inMainGroup = false
+        for rawLine in text.split(omittingEmptySubsequences: true, whereSeparator: \.isNewline) {
+            let line = rawLine.trimmingWhitespace()
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            if line.hasPrefix("[") {
+                inMainGroup = line == "[Desktop Entry]"
+                continue
+            }
+            guard inMainGroup, let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].trimmingWhitespace()
+            guard !key.contains("["), values[key] == nil else { continue }
+            values[key] = String(line[line.index(after: equals)...]).trimmingWhitespace()
+        }
+        guard !values.isEmpty else { return nil }
+        self.id = id
+        self.type = values["Type"] ?? ""
+        self.name = Self.unescape(values["Name"] ?? id)
+        self.categories = Self.list(values["Categories"] ?? "")
+        self.exec = values["Exec"].map(Self.unescape)
+        self.tryExec = values["TryExec"].map(Self.unescape)
+        self.noDisplay = values["NoDisplay"] == "true"
+        self.hidden = values["Hidden"] == "true"
+    }
+
+    /// The entry's application identity.
+    public var identity: ApplicationIdentity { .desktopEntry(id) }
+
+    /// Whether the entry is an application a person could start from a menu.
+    public var isListedApplication: Bool { type == "Application" && !hidden && !noDisplay }
+
+    /// The program `Exec=` starts: its first word, field codes and quotes aside.
+    public var executable: String? {
+        guard let exec else { return nil }
+        var word = ""
+        var quoted = false
+        for character in exec {
+            if character == "\"" {
+                quoted.toggle()
+            } else if character == " " && !quoted {
+                if !word.isEmpty && word != "env" && !word.contains("=") { break }
+                word = ""
+            } else {
+                word.append(character)
+            }
+        }
+        return word.isEmpty ? nil : word
+    }
+
+    /// The desktop-entry ID of a file at `relativePath` below an `applications` directory.
+    public static func id(forRelativePath relativePath: String) -> String {
+        var id = relativePath.replacingOccurrences(of: "/", with: "-")
+        if id.hasSuffix(".desktop") { id.removeLast(".desktop".count) }
+        return id
+    }
+
+    private static func unescape(_ value: String) -> String {
+        var result = ""
+        var escaping = false
+        for character in value {
+            if escaping {
+                switch character {
+                case "s": result.append(" ")
+                case "n": result.append("\n")
+                case "t": result.append("\t")
+                case "r": result.append("\r")
+                default: result.append(character)
+                }
+                escaping = false
+            } else if character == "\\" {
+                escaping = true
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    private static func list(_ value: String) -> [String] {
+        var items: [String] = []
+        var current = ""
+        var escaping = false
+        for character in value {
+            if escaping {
+                current.append(character)
+                escaping = false
+            } else if character == "\\" {
+                escaping = true
+            } else if character == ";" {
+                if !current.isEmpty { items.append(current) }
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        if !current.isEmpty { items.append(current) }
+        return items
+    }
+}
+
+extension String {
+    fileprivate func replacingOccurrences(of target: String, with replacement: String) -> String {
+        split(separator: Character(target), omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ScreenTimeAgent
+
+/// The screentime agent. Runs as root under systemd (or `make install`'s fallback).
+@main
+struct Screentimed: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "screentimed",
+        abstract: "The screentime agent: enforces what guardians set, for every authorized user.",
+        discussion: """
+            Configuration keys (JSON, every key optional): guardianGroup, stateDirectory, socket, \
+            pamService, adminGroups, categoriesDirectory, publicSuffixList. Flags override the file.
+            """,
+        version: AgentVersion.current)
+
+    @Option(help: "The configuration file.")
+    var config: String = AgentConfiguration.defaultPath
+
+    @Option(name: .customLong("state-dir"), help: "Where the state database and token secret live (default /var/lib/screentime).")
+    var stateDirectory: String?
+
+    @Option(help: "The control socket (default /run/screentime/screentimed.sock).")
+    var socket: String?
+
+    @Option(name: .customLong("guardian-group"), help: "The group whose members are guardians (default screentime-guardians).")
+    var guardianGroup: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "screentime.agent")
+        do {
+            var configuration = try AgentConfiguration.load(
+                path: config, required: config != AgentConfiguration.defaultPath)
+            if let stateDirectory { configuration.stateDirectory = stateDirectory }
+            if let socket { configuration.socket = socket }
+            if let guardianGroup { configuration.guardianGroup = guardianGroup }
+            try await Agent(configuration: configuration, logger: logger).run()
+        } catch let error as AgentError {
+            logger.critical("cannot run: \(error.message)")
+            throw ExitCode(78)  // EX_CONFIG
+        }
+    }
+}
+
