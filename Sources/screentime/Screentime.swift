@@ -1,0 +1,286 @@
+import ArgumentParser
+import Foundation
+import ScreenTimeCore
+import ScreenTimeIPC
+
+@main
+struct Screentime: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "screentime",
+        abstract: "Screen Time for Linux: authorize, shield apps, categories and domains, read status.",
+        discussion: """
+            Talks to the agent (screentimed) over its control socket. Exit status: 0 done; 64 usage \
+            error; 65 the agent refused what was asked (an unknown app, a limit); 69 the agent is \
+            unreachable; 77 not allowed (your role, a wrong password); 70 the agent failed.
+            """,
+        version: AgentProtocolVersion.text,
+        subcommands: [
+            Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
+            Unshield.self, Clear.self, Pick.self, Ping.self,
+        ])
+}
+
+enum AgentProtocolVersion {
+    static let text = "screentime 0.1.0 (protocol \(protocolVersion))"
+}
+
+/// Options every command shares.
+struct ConnectionOptions: ParsableArguments {
+    @Option(help: "The agent's control socket (or $SCREENTIME_SOCKET).")
+    var socket: String = ProcessInfo.processInfo.environment["SCREENTIME_SOCKET"] ?? "/run/screentime/screentimed.sock"
+
+    var client: ControlClient { ControlClient(path: socket) }
+}
+
+struct OutputOptions: ParsableArguments {
+    @Flag(help: "Print JSON instead of text.")
+    var json = false
+}
+
+struct StoreOptions: ParsableArguments {
+    @Option(help: "The user whose store changes (name or uid).")
+    var user: String
+
+    @Option(help: "The named store (default: default).")
+    var store: String?
+
+    @Option(help: "The client owning the store (default: screentime).")
+    var client: String?
+
+    var request: StoreRequest { StoreRequest(user: user, client: client, store: store) }
+}
+
+/// Runs a request, turning the agent's errors into a message and an exit status.
+func perform<T: Decodable>(_ connection: ConnectionOptions, _ request: Request, as type: T.Type) throws -> T {
+    do {
+        return try connection.client.send(request, expecting: T.self)
+    } catch {
+        Terminal.error("screentime: \(error.message) [\(error.code)]")
+        throw ExitCode(exitStatus(for: error.code))
+    }
+}
+
+func exitStatus(for code: ScreenTimeIPCError.Code) -> Int32 {
+    if code == .agentUnreachable { return 69 }
+    if code.isRefusal { return 77 }
+    if code == .internalError || code == .malformedReply { return 70 }
+    return 65
+}
+
+/// Prints a value as pretty, sorted JSON.
+func printJSON(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    encoder.dateEncodingStrategy = .iso8601
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+struct Ping: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Check that the agent answers, and who you are to it.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        let reply = try perform(connection, .ping, as: PingReply.self)
+        if output.json { return try printJSON(reply) }
+        print("screentimed \(reply.agentVersion) (protocol \(reply.protocolVersion)); you are uid \(reply.callerUID), \(reply.role)")
+    }
+}
+
+struct Authorize: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Authorize a child account (as a guardian, or in the child's session with a guardian's password), or yourself as an individual.")
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    @Option(help: "The child's user name. In the child's own session, a guardian's name and password are asked.")
+    var child: String?
+
+    @Flag(help: "Restrict yourself (you can revoke it yourself).")
+    var individual = false
+
+    @Option(help: "The guardian approving in the child's session (asked if not given).")
+    var guardian: String?
+
+    @Flag(inversion: .prefixedEnableDisable, help: "Whether the child may see the names of what is shielded.")
+    var showNames: Bool?
+
+    func validate() throws {
+        guard (child != nil) != individual else { throw ValidationError("give either --child USER or --individual") }
+    }
+
+    func run() throws {
+        var request = AuthorizeRequest(member: individual ? .individual : .child, showNamesToChild: showNames)
+        if let child {
+            request.user = child
+            let me = try perform(connection, .ping, as: PingReply.self)
+            let target = try? UserLookup.uid(of: child)
+            if me.role != "guardian" && target == me.callerUID {
+                request.guardian = try Terminal.askGuardian(name: guardian)
+            }
+        }
+        let reply = try perform(connection, .authorize(request), as: AuthorizationReply.self)
+        if output.json { return try printJSON(reply) }
+        print("\(reply.user.name): \(reply.status.rawValue) as \(reply.member?.rawValue ?? "-")")
+    }
+}
+
+struct Revoke: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Revoke an authorization (your own as an individual; a child's only as a guardian). Its stores are cleared.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The user (default: you).") var user: String?
+
+    func run() throws {
+        let reply = try perform(connection, .revoke(user: user), as: AuthorizationReply.self)
+        if output.json { return try printJSON(reply) }
+        print("\(reply.user.name): \(reply.status.rawValue)")
+    }
+}
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Authorization, stores with their settings, and the effective policy after the merge.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The user (default: you).") var user: String?
+
+    func run() throws {
+        let reply = try perform(connection, .status(user: user), as: StatusReply.self)
+        if output.json { return try printJSON(reply) }
+        print(StatusText(reply).render(), terminator: "")
+    }
+}
+
+struct Apps: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The desktop applications installed for a user, with categories and tokens (guardians only).")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The user (default: you).") var user: String?
+
+    func run() throws {
+        let reply = try perform(connection, .applications(user: user), as: ApplicationsReply.self)
+        if output.json { return try printJSON(reply) }
+        let width = min(40, reply.applications.map(\.id.count).max() ?? 10)
+        for app in reply.applications {
+            let id = app.id.padding(toLength: max(width, app.id.count), withPad: " ", startingAt: 0)
+            print("\(id)  \(app.name)  [\(app.categories.joined(separator: ", "))]  \(app.source)")
+        }
+        print("\(reply.applications.count) applications for \(reply.user.name)")
+    }
+}
+
+struct Categories: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "App categories (freedesktop) and web categories.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The user whose applications are counted (default: you).") var user: String?
+
+    func run() throws {
+        let reply = try perform(connection, .categories(user: user), as: CategoriesReply.self)
+        if output.json { return try printJSON(reply) }
+        for category in reply.categories {
+            let count = category.count.map { "  \($0) installed" } ?? ""
+            print("\(category.kind)  \(category.name)\(count)")
+        }
+    }
+}
+
+struct TokenCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token", abstract: "The token of an app, a domain or a category on this PC.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: "app, domain or category") var kind: String
+    @Argument(help: "A desktop-entry ID, a domain, or a category name.") var identity: String
+    @Option(help: "Whose applications to look the app up in (default: you).") var user: String?
+
+    func validate() throws {
+        guard TokenKindName(rawValue: kind) != nil else { throw ValidationError("the kind is app, domain or category") }
+    }
+
+    func run() throws {
+        let request = TokenRequest(kind: TokenKindName(rawValue: kind) ?? .app, identity: identity, user: user)
+        let reply = try perform(connection, .token(request), as: TokenReply.self)
+        if output.json { return try printJSON(reply) }
+        print(reply.token)
+    }
+}
+
+
+struct ShieldItems: ParsableArguments {
+    @Option(name: .customLong("app"), help: "A desktop-entry ID (org.gnome.Chess), snap:NAME, or a program's path.")
+    var applications: [String] = []
+    @Option(name: .customLong("app-category"), help: "A freedesktop category (Game, Education, …).")
+    var applicationCategories: [String] = []
+    @Option(name: .customLong("domain"), help: "A web domain; everything under it is covered.")
+    var webDomains: [String] = []
+    @Option(name: .customLong("web-category"), help: "A web category list (see 'screentime categories').")
+    var webCategories: [String] = []
+    @Option(help: "A FamilyActivitySelection JSON file (from 'screentime pick'), or - for standard input.")
+    var selection: String?
+
+    func request(_ target: StoreRequest, remove: Bool) throws -> ShieldRequest {
+        var picked: FamilyActivitySelection?
+        if let selection {
+            let data: Data
+            do {
+                data = selection == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: selection))
+            } catch {
+                throw ValidationError("cannot read the selection \(selection): \(error.localizedDescription)")
+            }
+            do {
+                picked = try JSONDecoder().decode(FamilyActivitySelection.self, from: data)
+            } catch {
+                throw ValidationError("\(selection) is not a FamilyActivitySelection: \(error)")
+            }
+        }
+        return ShieldRequest(
+            target: target, applications: applications, applicationCategories: applicationCategories,
+            webDomains: webDomains, webCategories: webCategories, selection: picked, remove: remove)
+    }
+}
+
+struct Shield: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Shield apps, categories and domains for a user, in a named store.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var target: StoreOptions
+    @OptionGroup var items: ShieldItems
+
+    func run() throws {
+        let reply = try perform(connection, .shield(try items.request(target.request, remove: false)), as: StoreReply.self)
+        if output.json { return try printJSON(reply) }
+        print(StoreText(reply).render(), terminator: "")
+    }
+}
+
+struct Unshield: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Take apps, categories and domains out of a store.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var target: StoreOptions
+    @OptionGroup var items: ShieldItems
+
+    func run() throws {
+        let reply = try perform(connection, .shield(try items.request(target.request, remove: true)), as: StoreReply.self)
+        if output.json { return try printJSON(reply) }
+        print(StoreText(reply).render(), terminator: "")
+    }
+}
+
+struct Clear: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Clear every setting of a named store.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var target: StoreOptions
+
+    func run() throws {
+        let reply = try perform(connection, .clear(target.request), as: StoreReply.self)
+        if output.json { return try printJSON(reply) }
+        print("cleared \(reply.store.client)/\(reply.store.name) for \(reply.user.name)")
+    }
+}

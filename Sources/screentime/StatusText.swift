@@ -1,0 +1,157 @@
+import Foundation
+import ScreenTimeCore
+import ScreenTimeIPC
+
+/// `screentime status` for people: names where the reader may see them, short tokens otherwise.
+struct StatusText {
+    let reply: StatusReply
+
+    init(_ reply: StatusReply) { self.reply = reply }
+
+    func render() -> String {
+        var out = ""
+        let auth = reply.authorization
+        let since = auth.changedAt.map { " since \(Self.format($0))" } ?? ""
+        out += "\(auth.user.name) (uid \(auth.user.uid)): \(auth.status.rawValue)"
+        out += auth.member.map { " as \($0.rawValue)" } ?? ""
+        out += since + "\n"
+        if auth.member == .child { out += "  names shown to the child: \(auth.showNamesToChild ? "yes" : "no")\n" }
+        let namer = TokenNamer(names: reply.names)
+        if reply.stores.isEmpty {
+            out += "No stores.\n"
+        } else {
+            out += "Stores:\n"
+            for store in reply.stores {
+                out += "  \(store.client)/\(store.name)\n"
+                out += SettingsText(settings: store.settings, namer: namer).render(indent: "    ")
+            }
+        }
+        out += "Effective policy:\n"
+        out += EffectiveText(report: reply.effective, namer: namer).render(indent: "  ")
+        if let everyone = reply.authorizedUsers, !everyone.isEmpty {
+            out += "Authorized users:\n"
+            for user in everyone {
+                out += "  \(user.user.name) (uid \(user.user.uid)): \(user.status.rawValue) as \(user.member?.rawValue ?? "-")\n"
+            }
+        }
+        return out
+    }
+
+    static func format(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: false))
+    }
+}
+
+/// A change to one store, for people.
+struct StoreText {
+    let reply: StoreReply
+    init(_ reply: StoreReply) { self.reply = reply }
+
+    func render() -> String {
+        var out = "\(reply.user.name), store \(reply.store.client)/\(reply.store.name):\n"
+        let namer = TokenNamer(names: [:])
+        let settings = SettingsText(settings: reply.store.settings, namer: namer).render(indent: "  ")
+        out += settings.isEmpty ? "  (empty)\n" : settings
+        return out
+    }
+}
+
+struct TokenNamer {
+    let names: [String: TokenName]
+
+    func name(_ base64: String, kind: String) -> String {
+        if let name = names[base64] {
+            return name.displayName == name.identity ? name.identity : "\(name.displayName) (\(name.identity))"
+        }
+        return "\(kind):\(base64.prefix(10))…"
+    }
+
+    func names<Kind>(_ tokens: Set<Token<Kind>>?, kind: String) -> String {
+        (tokens ?? []).sorted().map { name($0.base64, kind: kind) }.joined(separator: ", ")
+    }
+}
+
+struct SettingsText {
+    let settings: StoreSettings
+    let namer: TokenNamer
+
+    func render(indent: String) -> String {
+        var lines: [String] = []
+        let shield = settings.shield
+        if let apps = shield.applications { lines.append("shield.applications: \(namer.names(apps, kind: "app"))") }
+        if let policy = shield.applicationCategories {
+            lines.append("shield.applicationCategories: \(describe(policy, exceptionKind: "app"))")
+        }
+        if let domains = shield.webDomains { lines.append("shield.webDomains: \(namer.names(domains, kind: "domain"))") }
+        if let policy = shield.webDomainCategories {
+            lines.append("shield.webDomainCategories: \(describe(policy, exceptionKind: "domain"))")
+        }
+        if let blocked = settings.application.blockedApplications {
+            lines.append("application.blockedApplications: \(namer.names(blocked, kind: "app"))")
+        }
+        if let deny = settings.application.denyAppInstallation {
+            lines.append("application.denyAppInstallation: \(deny)")
+        }
+        if let filter = settings.webContent.blockedByFilter {
+            lines.append("webContent.blockedByFilter: \(filterDescription(filter))")
+        }
+        return lines.map { indent + $0 + "\n" }.joined()
+    }
+
+    private func describe<Kind>(_ policy: ActivityCategoryPolicy<Kind>, exceptionKind: String) -> String {
+        switch policy {
+        case .none: return "none"
+        case .all(let except):
+            return except.isEmpty ? "all" : "all except \(namer.names(except, kind: exceptionKind))"
+        case .specific(let categories, let except):
+            let base = namer.names(categories, kind: "category")
+            return except.isEmpty ? base : "\(base) except \(namer.names(except, kind: exceptionKind))"
+        }
+    }
+}
+
+struct EffectiveText {
+    let report: EffectiveReport
+    let namer: TokenNamer
+
+    func render(indent: String) -> String {
+        var lines: [String] = []
+        for item in report.shieldedApplications {
+            lines.append("app \(namer.name(item.token, kind: "app")) shielded by \(item.stores.joined(separator: ", "))")
+        }
+        for item in report.applicationCategoryShields {
+            let categories = item.categories.map { namer.name($0, kind: "category") }.joined(separator: ", ")
+            let what = item.policy == "all" ? "every app" : "apps in \(categories)"
+            lines.append("\(what) shielded by \(item.store)")
+        }
+        for item in report.shieldedWebDomains {
+            lines.append("domain \(namer.name(item.token, kind: "domain")) shielded by \(item.stores.joined(separator: ", "))")
+        }
+        for item in report.webDomainCategoryShields {
+            let categories = item.categories.map { namer.name($0, kind: "category") }.joined(separator: ", ")
+            let what = item.policy == "all" ? "every domain" : "domains in \(categories)"
+            lines.append("\(what) shielded by \(item.store)")
+        }
+        for item in report.blockedApplications {
+            lines.append("app \(namer.name(item.token, kind: "app")) blocked by \(item.stores.joined(separator: ", "))")
+        }
+        for item in report.webContentFilters { lines.append("web filter \(filterDescription(item.policy)) by \(item.store)") }
+        if !report.appInstallationDeniedBy.isEmpty {
+            lines.append("installing apps denied by \(report.appInstallationDeniedBy.joined(separator: ", "))")
+        }
+        if lines.isEmpty { lines = ["nothing is shielded"] }
+        return lines.map { indent + $0 + "\n" }.joined()
+    }
+}
+
+/// A web-content filter in words.
+func filterDescription(_ policy: FilterPolicy) -> String {
+        func list(_ domains: Set<DomainName>) -> String { domains.sorted().map(\.unicode).joined(separator: ", ") }
+        switch policy {
+        case .none: return "none"
+        case .auto(let domains, let except):
+            return "auto" + (domains.isEmpty ? "" : " + \(list(domains))") + (except.isEmpty ? "" : " except \(list(except))")
+        case .specific(let domains): return "specific \(list(domains))"
+        case .all(let except): return "all" + (except.isEmpty ? "" : " except \(list(except))")
+        }
+    }
