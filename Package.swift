@@ -120,7 +120,7 @@ let package = Package(
         // these are skipped).
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ScreenTimeIPC", "ScreenTimeCore"],
+            dependencies: ["ScreenTimeIPC", "ScreenTimeCore", "LinuxSupport"],
             swiftSettings: strictSettings
         ),
     ],

@@ -35,7 +35,9 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 /// Runs a system call, retrying while it fails with EINTR; a failure throws an error naming the
 /// call (and what it was called on).
 @discardableResult
-public func systemCall<Result: BinaryInteger>(_ name: @autoclosure () -> String, _ body: () -> Result)
+public func systemCall<Result: BinaryInteger>(
+    _ name: @autoclosure () -> String, _ body: () -> Result
+)
     throws(SystemError) -> Result
 {
     while true {

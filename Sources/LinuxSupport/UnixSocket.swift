@@ -29,16 +29,22 @@ public final class UnixSocket: Sendable {
 
     /// Listens at `path`, replacing a stale socket file; the file gets `mode` (0666: anyone may
     /// connect, the agent checks who they are).
-    public static func listen(at path: String, mode: UInt32 = 0o666, backlog: Int32 = 64) throws(SystemError)
+    public static func listen(
+        at path: String, mode: UInt32 = 0o666, backlog: Int32 = 64
+    ) throws(SystemError)
         -> UnixSocket
     {
-        let fd = try systemCall("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try systemCall("socket(AF_UNIX)") {
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
         let listener = UnixSocket(descriptor: fd, path: path)
         var address = try socketAddress(path)
         unlink(path)
         try systemCall("bind(\(path))") {
             withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
         }
         try systemCall("chmod(\(path))") { chmod(path, mode) }
@@ -48,7 +54,9 @@ public final class UnixSocket: Sendable {
 
     /// Connects to a listening socket.
     public static func connect(to path: String) throws(SystemError) -> UnixSocket {
-        let fd = try systemCall("socket(AF_UNIX)") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        let fd = try systemCall("socket(AF_UNIX)") {
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
         let connection = UnixSocket(descriptor: fd, path: path)
         var address = try socketAddress(path)
         try systemCall("connect(\(path))") {
@@ -111,7 +119,9 @@ public final class UnixSocket: Sendable {
         var sent = 0
         while sent < bytes.count {
             let wrote = try systemCall("write(\(path))") {
-                bytes.withUnsafeBytes { send(descriptor, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL)) }
+                bytes.withUnsafeBytes {
+                    send(descriptor, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+                }
             }
             sent += wrote
         }

@@ -72,7 +72,10 @@ public struct UserDirectory: Sendable {
 
     private func lookUp(
         _ what: String,
-        _ call: (UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int, UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>) -> Int32
+        _ call: (
+            UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
+            UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>
+        ) -> Int32
     ) throws(SystemError) -> UserAccount {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?

@@ -136,7 +136,8 @@ public final class PolicyService: Sendable {
         case .individual:
             guard account.uid == caller.account.uid else {
                 throw ScreenTimeIPCError(
-                    .notAllowed, "only \(account.name) can authorize themself as an individual; a guardian uses --child")
+                    .notAllowed, "only \(account.name) can authorize themself as an individual; a guardian uses --child"
+                )
             }
         case .child:
             if let reason = adminReason(account) {
@@ -146,7 +147,8 @@ public final class PolicyService: Sendable {
             if !caller.isGuardian {
                 guard account.uid == caller.account.uid else {
                     throw ScreenTimeIPCError(
-                        .notAllowed, "only a guardian, or \(account.name) with a guardian's password, can authorize \(account.name)")
+                        .notAllowed,
+                        "only a guardian, or \(account.name) with a guardian's password, can authorize \(account.name)")
                 }
                 try checkGuardian(request.guardian)
             }
@@ -164,7 +166,9 @@ public final class PolicyService: Sendable {
             try database.save(record)
             logger.notice(
                 "authorized",
-                metadata: ["user": "\(account.name)", "member": "\(request.member.rawValue)", "by": "\(caller.account.name)"])
+                metadata: [
+                    "user": "\(account.name)", "member": "\(request.member.rawValue)", "by": "\(caller.account.name)",
+                ])
             return try authorizationReply(account)
         }
     }
@@ -201,13 +205,15 @@ public final class PolicyService: Sendable {
         let account = try target(reference, caller: caller)
         return try changes.withLock { _ in
             guard var record = try database.authorization(uid: account.uid), record.status == .approved else {
-                throw ScreenTimeIPCError(.notAuthorized, "\(account.name) is not authorized; there is nothing to revoke")
+                throw ScreenTimeIPCError(
+                    .notAuthorized, "\(account.name) is not authorized; there is nothing to revoke")
             }
             switch record.member {
             case .child where !caller.isGuardian:
                 throw ScreenTimeIPCError(.notAllowed, "only a guardian can revoke a child's authorization")
             case .individual where !caller.isGuardian && caller.account.uid != account.uid:
-                throw ScreenTimeIPCError(.notAllowed, "only \(account.name) or a guardian can revoke this authorization")
+                throw ScreenTimeIPCError(
+                    .notAllowed, "only \(account.name) or a guardian can revoke this authorization")
             default:
                 break
             }
@@ -232,18 +238,22 @@ public final class PolicyService: Sendable {
         let (collection, updated) = try database.stores(uid: account.uid)
         let stores = collection.stores.keys.sorted().map { key in
             StoreReport(
-                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: updated[key])
+                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: updated[key]
+            )
         }
         let effective = Self.report(collection.effectivePolicy)
         let mayReadNames =
             caller.isGuardian || caller.role == .individual
             || (authorization.member == .child && authorization.showNamesToChild)
         let names = mayReadNames ? try database.tokenNames(Self.tokens(in: stores)) : [:]
-        let everyone = caller.isGuardian ? try database.authorizations().map { record in
-            AuthorizationReply(
-                user: UserSummary(name: record.userName, uid: record.uid), status: record.status, member: record.member,
-                showNamesToChild: record.showNamesToChild, changedAt: record.changedAt)
-        } : nil
+        let everyone =
+            caller.isGuardian
+            ? try database.authorizations().map { record in
+                AuthorizationReply(
+                    user: UserSummary(name: record.userName, uid: record.uid), status: record.status,
+                    member: record.member,
+                    showNamesToChild: record.showNamesToChild, changedAt: record.changedAt)
+            } : nil
         return StatusReply(
             authorization: authorization, stores: stores, effective: effective, names: names, authorizedUsers: everyone)
     }
@@ -284,11 +294,13 @@ public final class PolicyService: Sendable {
         var reports: [CategoryReport] = []
         for (name, count) in counts.sorted(by: { $0.key < $1.key }) {
             guard let category = try? ActivityCategory(name) else { continue }
-            reports.append(CategoryReport(name: name, kind: "app", token: minter.token(for: category).base64, count: count))
+            reports.append(
+                CategoryReport(name: name, kind: "app", token: minter.token(for: category).base64, count: count))
         }
         for name in webCategoryNames() {
             guard let category = try? ActivityCategory(name) else { continue }
-            reports.append(CategoryReport(name: name, kind: "web", token: minter.token(for: category).base64, count: nil))
+            reports.append(
+                CategoryReport(name: name, kind: "web", token: minter.token(for: category).base64, count: nil))
         }
         return CategoriesReply(categories: reports)
     }
@@ -356,7 +368,9 @@ public final class PolicyService: Sendable {
         let key = try storeKey(request.target)
         guard !request.isEmpty else {
             throw ScreenTimeIPCError(
-                .invalidArgument, "nothing to \(request.remove ? "unshield" : "shield"): give --app, --app-category, --domain, --web-category or --selection")
+                .invalidArgument,
+                "nothing to \(request.remove ? "unshield" : "shield"): give --app, --app-category, --domain, --web-category or --selection"
+            )
         }
         // Resolve every name before touching the store: one unknown name changes nothing.
         var resolver = Resolver(service: self, account: account)
@@ -380,7 +394,8 @@ public final class PolicyService: Sendable {
                     settings.shield.webDomainCategories, webCategories, remove: request.remove)
             }
             let now = Date()
-            try database.saveStore(uid: account.uid, key: key, settings: collection[key], names: resolver.names, at: now)
+            try database.saveStore(
+                uid: account.uid, key: key, settings: collection[key], names: resolver.names, at: now)
             logger.notice(
                 request.remove ? "unshielded" : "shielded",
                 metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
@@ -400,10 +415,12 @@ public final class PolicyService: Sendable {
             collection.clear(key)
             let now = Date()
             try database.saveStore(uid: account.uid, key: key, settings: StoreSettings(), names: [:], at: now)
-            logger.notice("cleared", metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
+            logger.notice(
+                "cleared", metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
             return StoreReply(
                 user: summary(account),
-                store: StoreReport(client: key.client.rawValue, name: key.name.rawValue, settings: StoreSettings(), updatedAt: now),
+                store: StoreReport(
+                    client: key.client.rawValue, name: key.name.rawValue, settings: StoreSettings(), updatedAt: now),
                 effective: Self.report(collection.effectivePolicy))
         }
     }
@@ -433,7 +450,9 @@ public final class PolicyService: Sendable {
 
     static func report(_ policy: EffectivePolicy) -> EffectiveReport {
         func shielded<Kind>(_ map: [Token<Kind>: [StoreKey]]) -> [ShieldedToken] {
-            map.sorted { $0.key < $1.key }.map { ShieldedToken(token: $0.key.base64, stores: $0.value.map(\.description)) }
+            map.sorted { $0.key < $1.key }.map {
+                ShieldedToken(token: $0.key.base64, stores: $0.value.map(\.description))
+            }
         }
         func category<Kind>(_ store: StoreKey, _ policy: ActivityCategoryPolicy<Kind>) -> CategoryShieldReport {
             switch policy {
@@ -453,7 +472,9 @@ public final class PolicyService: Sendable {
         report.shieldedWebDomains = shielded(policy.webDomainsShieldedByToken)
         report.applicationCategoryShields = policy.applicationCategoryShields.map { category($0.store, $0.policy) }
         report.webDomainCategoryShields = policy.webDomainCategoryShields.map { category($0.store, $0.policy) }
-        report.webContentFilters = policy.webContentFilters.map { FilterReport(store: $0.store.description, policy: $0.policy) }
+        report.webContentFilters = policy.webContentFilters.map {
+            FilterReport(store: $0.store.description, policy: $0.policy)
+        }
         report.appInstallationDeniedBy = policy.appInstallationDenied.map(\.description)
         return report
     }
@@ -465,7 +486,10 @@ public final class PolicyService: Sendable {
             tokens.formUnion((shield.applications ?? []).map(\.base64))
             tokens.formUnion((shield.webDomains ?? []).map(\.base64))
             tokens.formUnion((store.settings.application.blockedApplications ?? []).map(\.base64))
-            for policy in [shield.applicationCategories.map { Self.categoryTokens($0) }, shield.webDomainCategories.map { Self.categoryTokens($0) }] {
+            for policy in [
+                shield.applicationCategories.map { Self.categoryTokens($0) },
+                shield.webDomainCategories.map { Self.categoryTokens($0) },
+            ] {
                 tokens.formUnion(policy ?? [])
             }
             if case .specific(_, let except) = shield.applicationCategories { tokens.formUnion(except.map(\.base64)) }
@@ -517,9 +541,13 @@ public final class PolicyService: Sendable {
                         $0.entry.id.localizedCaseInsensitiveContains(text)
                             || $0.entry.name.localizedCaseInsensitiveContains(text)
                     }.prefix(5).map(\.entry.id)
-                    let hint = near.isEmpty ? "; 'screentime apps --user \(account.name)' lists them" : "; did you mean \(near.joined(separator: ", "))?"
+                    let hint =
+                        near.isEmpty
+                        ? "; 'screentime apps --user \(account.name)' lists them"
+                        : "; did you mean \(near.joined(separator: ", "))?"
                     throw ScreenTimeIPCError(
-                        .unknownApplication, "\(account.name) has no application '\(text.prefix(100))' installed\(hint)")
+                        .unknownApplication, "\(account.name) has no application '\(text.prefix(100))' installed\(hint)"
+                    )
                 }
                 identity = item.entry.identity
                 display = item.entry.name
@@ -547,7 +575,8 @@ public final class PolicyService: Sendable {
             guard known.contains(category.name) else {
                 throw ScreenTimeIPCError(
                     .unknownCategory,
-                    "'\(text.prefix(64))' is not an app category; 'screentime categories' lists them (Game, Education, …)")
+                    "'\(text.prefix(64))' is not an app category; 'screentime categories' lists them (Game, Education, …)"
+                )
             }
             let token = service.minter.token(for: category)
             names[token.base64] = TokenName(kind: .category, identity: category.name, displayName: text)
@@ -559,7 +588,8 @@ public final class PolicyService: Sendable {
             guard service.webCategoryNames().contains(category.name) else {
                 throw ScreenTimeIPCError(
                     .unknownCategory,
-                    "there is no web category '\(text.prefix(64))' (lists are \(service.configuration.categoriesDirectory)/NAME.list)")
+                    "there is no web category '\(text.prefix(64))' (lists are \(service.configuration.categoriesDirectory)/NAME.list)"
+                )
             }
             let token = service.minter.token(for: category)
             names[token.base64] = TokenName(kind: .category, identity: category.name, displayName: category.name)

@@ -72,7 +72,8 @@ final class StateDatabase: Sendable {
 
     func authorizations() throws -> [Authorization] {
         try queue.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM authorization ORDER BY userName").compactMap(Self.authorization(from:))
+            try Row.fetchAll(db, sql: "SELECT * FROM authorization ORDER BY userName").compactMap(
+                Self.authorization(from:))
         }
     }
 
@@ -128,7 +129,9 @@ final class StateDatabase: Sendable {
     }
 
     /// Replaces one store (an empty one is deleted) and records token names, in one transaction.
-    func saveStore(uid: UInt32, key: StoreKey, settings: StoreSettings, names: [String: TokenName], at date: Date)
+    func saveStore(
+        uid: UInt32, key: StoreKey, settings: StoreSettings, names: [String: TokenName], at date: Date
+    )
         throws
     {
         let encoder = JSONEncoder()

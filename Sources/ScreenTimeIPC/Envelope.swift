@@ -129,7 +129,8 @@ public enum ReplyCoding {
         do {
             header = try decoder.decode(Header.self, from: data)
         } catch {
-            throw ScreenTimeIPCError(.malformedReply, "the agent's reply is not a reply: \(RequestCoding.describe(error))")
+            throw ScreenTimeIPCError(
+                .malformedReply, "the agent's reply is not a reply: \(RequestCoding.describe(error))")
         }
         if let error = header.error { throw error }
         do {

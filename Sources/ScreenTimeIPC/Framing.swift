@@ -8,14 +8,17 @@ public enum Framing {
     /// The frame for a message.
     public static func frame(_ payload: [UInt8]) -> [UInt8] {
         let count = UInt32(payload.count)
-        return [UInt8(count >> 24), UInt8(truncatingIfNeeded: count >> 16), UInt8(truncatingIfNeeded: count >> 8),
-            UInt8(truncatingIfNeeded: count)] + payload
+        return [
+            UInt8(count >> 24), UInt8(truncatingIfNeeded: count >> 16), UInt8(truncatingIfNeeded: count >> 8),
+            UInt8(truncatingIfNeeded: count),
+        ] + payload
     }
 
     /// The payload length a 4-byte header announces, checked against the limit.
     public static func payloadLength(header: [UInt8]) throws(ScreenTimeIPCError) -> Int {
         guard header.count == 4 else {
-            throw ScreenTimeIPCError(.malformedRequest, "a frame starts with a 4-byte length, got \(header.count) bytes")
+            throw ScreenTimeIPCError(
+                .malformedRequest, "a frame starts with a 4-byte length, got \(header.count) bytes")
         }
         let length = header.reduce(0) { $0 << 8 | Int($1) }
         guard length > 0 else { throw ScreenTimeIPCError(.malformedRequest, "an empty message") }

@@ -28,7 +28,8 @@ struct ControlClient {
         } catch let error as SystemError {
             throw ScreenTimeIPCError(
                 .agentUnreachable,
-                "cannot reach the agent at \(path) (\(error.message)); is screentimed running? (sudo make install starts it)")
+                "cannot reach the agent at \(path) (\(error.message)); is screentimed running? (sudo make install starts it)"
+            )
         } catch let error as ScreenTimeIPCError {
             throw error
         } catch {

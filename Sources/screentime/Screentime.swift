@@ -83,13 +83,17 @@ struct Ping: ParsableCommand {
     func run() throws {
         let reply = try perform(connection, .ping, as: PingReply.self)
         if output.json { return try printJSON(reply) }
-        print("screentimed \(reply.agentVersion) (protocol \(reply.protocolVersion)); you are uid \(reply.callerUID), \(reply.role)")
+        print(
+            "screentimed \(reply.agentVersion) (protocol \(reply.protocolVersion)); you are uid \(reply.callerUID), \(reply.role)"
+        )
     }
 }
 
 struct Authorize: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Authorize a child account (as a guardian, or in the child's session with a guardian's password), or yourself as an individual.")
+        abstract:
+            "Authorize a child account (as a guardian, or in the child's session with a guardian's password), or yourself as an individual."
+    )
 
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
@@ -103,7 +107,9 @@ struct Authorize: ParsableCommand {
     @Option(help: "The guardian approving in the child's session (asked if not given).")
     var guardian: String?
 
-    @Flag(inversion: .prefixedEnableDisable, help: "Whether the child may see the names of what is shielded.")
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Whether the child may see the names of what is shielded (--show-names, --no-show-names).")
     var showNames: Bool?
 
     func validate() throws {
@@ -128,7 +134,9 @@ struct Authorize: ParsableCommand {
 
 struct Revoke: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Revoke an authorization (your own as an individual; a child's only as a guardian). Its stores are cleared.")
+        abstract:
+            "Revoke an authorization (your own as an individual; a child's only as a guardian). Its stores are cleared."
+    )
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @Option(help: "The user (default: you).") var user: String?
@@ -210,7 +218,6 @@ struct TokenCommand: ParsableCommand {
     }
 }
 
-
 struct ShieldItems: ParsableArguments {
     @Option(name: .customLong("app"), help: "A desktop-entry ID (org.gnome.Chess), snap:NAME, or a program's path.")
     var applications: [String] = []
@@ -228,7 +235,10 @@ struct ShieldItems: ParsableArguments {
         if let selection {
             let data: Data
             do {
-                data = selection == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: selection))
+                data =
+                    selection == "-"
+                    ? FileHandle.standardInput.readDataToEndOfFile()
+                    : try Data(contentsOf: URL(fileURLWithPath: selection))
             } catch {
                 throw ValidationError("cannot read the selection \(selection): \(error.localizedDescription)")
             }
@@ -245,14 +255,16 @@ struct ShieldItems: ParsableArguments {
 }
 
 struct Shield: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Shield apps, categories and domains for a user, in a named store.")
+    static let configuration = CommandConfiguration(
+        abstract: "Shield apps, categories and domains for a user, in a named store.")
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @OptionGroup var target: StoreOptions
     @OptionGroup var items: ShieldItems
 
     func run() throws {
-        let reply = try perform(connection, .shield(try items.request(target.request, remove: false)), as: StoreReply.self)
+        let reply = try perform(
+            connection, .shield(try items.request(target.request, remove: false)), as: StoreReply.self)
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }
@@ -266,7 +278,8 @@ struct Unshield: ParsableCommand {
     @OptionGroup var items: ShieldItems
 
     func run() throws {
-        let reply = try perform(connection, .shield(try items.request(target.request, remove: true)), as: StoreReply.self)
+        let reply = try perform(
+            connection, .shield(try items.request(target.request, remove: true)), as: StoreReply.self)
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }

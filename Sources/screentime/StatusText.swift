@@ -31,7 +31,8 @@ struct StatusText {
         if let everyone = reply.authorizedUsers, !everyone.isEmpty {
             out += "Authorized users:\n"
             for user in everyone {
-                out += "  \(user.user.name) (uid \(user.user.uid)): \(user.status.rawValue) as \(user.member?.rawValue ?? "-")\n"
+                out +=
+                    "  \(user.user.name) (uid \(user.user.uid)): \(user.status.rawValue) as \(user.member?.rawValue ?? "-")\n"
             }
         }
         return out
@@ -82,7 +83,9 @@ struct SettingsText {
         if let policy = shield.applicationCategories {
             lines.append("shield.applicationCategories: \(describe(policy, exceptionKind: "app"))")
         }
-        if let domains = shield.webDomains { lines.append("shield.webDomains: \(namer.names(domains, kind: "domain"))") }
+        if let domains = shield.webDomains {
+            lines.append("shield.webDomains: \(namer.names(domains, kind: "domain"))")
+        }
         if let policy = shield.webDomainCategories {
             lines.append("shield.webDomainCategories: \(describe(policy, exceptionKind: "domain"))")
         }
@@ -117,7 +120,8 @@ struct EffectiveText {
     func render(indent: String) -> String {
         var lines: [String] = []
         for item in report.shieldedApplications {
-            lines.append("app \(namer.name(item.token, kind: "app")) shielded by \(item.stores.joined(separator: ", "))")
+            lines.append(
+                "app \(namer.name(item.token, kind: "app")) shielded by \(item.stores.joined(separator: ", "))")
         }
         for item in report.applicationCategoryShields {
             let categories = item.categories.map { namer.name($0, kind: "category") }.joined(separator: ", ")
@@ -125,7 +129,8 @@ struct EffectiveText {
             lines.append("\(what) shielded by \(item.store)")
         }
         for item in report.shieldedWebDomains {
-            lines.append("domain \(namer.name(item.token, kind: "domain")) shielded by \(item.stores.joined(separator: ", "))")
+            lines.append(
+                "domain \(namer.name(item.token, kind: "domain")) shielded by \(item.stores.joined(separator: ", "))")
         }
         for item in report.webDomainCategoryShields {
             let categories = item.categories.map { namer.name($0, kind: "category") }.joined(separator: ", ")
@@ -135,7 +140,9 @@ struct EffectiveText {
         for item in report.blockedApplications {
             lines.append("app \(namer.name(item.token, kind: "app")) blocked by \(item.stores.joined(separator: ", "))")
         }
-        for item in report.webContentFilters { lines.append("web filter \(filterDescription(item.policy)) by \(item.store)") }
+        for item in report.webContentFilters {
+            lines.append("web filter \(filterDescription(item.policy)) by \(item.store)")
+        }
         if !report.appInstallationDeniedBy.isEmpty {
             lines.append("installing apps denied by \(report.appInstallationDeniedBy.joined(separator: ", "))")
         }
@@ -146,12 +153,13 @@ struct EffectiveText {
 
 /// A web-content filter in words.
 func filterDescription(_ policy: FilterPolicy) -> String {
-        func list(_ domains: Set<DomainName>) -> String { domains.sorted().map(\.unicode).joined(separator: ", ") }
-        switch policy {
-        case .none: return "none"
-        case .auto(let domains, let except):
-            return "auto" + (domains.isEmpty ? "" : " + \(list(domains))") + (except.isEmpty ? "" : " except \(list(except))")
-        case .specific(let domains): return "specific \(list(domains))"
-        case .all(let except): return "all" + (except.isEmpty ? "" : " except \(list(except))")
-        }
+    func list(_ domains: Set<DomainName>) -> String { domains.sorted().map(\.unicode).joined(separator: ", ") }
+    switch policy {
+    case .none: return "none"
+    case .auto(let domains, let except):
+        return "auto" + (domains.isEmpty ? "" : " + \(list(domains))")
+            + (except.isEmpty ? "" : " except \(list(except))")
+    case .specific(let domains): return "specific \(list(domains))"
+    case .all(let except): return "all" + (except.isEmpty ? "" : " except \(list(except))")
     }
+}

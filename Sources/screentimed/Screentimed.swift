@@ -18,13 +18,17 @@ struct Screentimed: AsyncParsableCommand {
     @Option(help: "The configuration file.")
     var config: String = AgentConfiguration.defaultPath
 
-    @Option(name: .customLong("state-dir"), help: "Where the state database and token secret live (default /var/lib/screentime).")
+    @Option(
+        name: .customLong("state-dir"),
+        help: "Where the state database and token secret live (default /var/lib/screentime).")
     var stateDirectory: String?
 
     @Option(help: "The control socket (default /run/screentime/screentimed.sock).")
     var socket: String?
 
-    @Option(name: .customLong("guardian-group"), help: "The group whose members are guardians (default screentime-guardians).")
+    @Option(
+        name: .customLong("guardian-group"),
+        help: "The group whose members are guardians (default screentime-guardians).")
     var guardianGroup: String?
 
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
@@ -57,4 +61,3 @@ struct Screentimed: AsyncParsableCommand {
         }
     }
 }
-

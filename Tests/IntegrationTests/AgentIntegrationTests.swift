@@ -1,0 +1,318 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+import ScreenTimeIPC
+import Testing
+
+let isRoot = getuid() == 0
+
+/// The agent and the CLI for real: a real screentimed on its own socket, real users, PAM.
+@Suite(
+    .serialized, .enabled(if: isRoot, "needs root: creates users and groups, runs the agent, checks passwords with PAM")
+)
+struct AgentIntegrationTests {
+    @Test func guardianAuthorizesShieldsAndReadsStatus() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+
+        // Before: nothing is known about the child.
+        #expect(try world.status(of: world.child).authorization.status == .notDetermined)
+
+        let authorize = try world.cli(as: world.guardian, "authorize", "--child", world.child)
+        #expect(authorize.status == 0, "\(authorize.stderr)")
+        #expect(authorize.stdout.contains("approved as child"))
+
+        let shield = try world.cli(
+            as: world.guardian, "shield", "--user", world.child, "--app", "org.example.Counter", "--app-category",
+            "Game",
+            "--domain", "https://www.YouTube.com/watch?v=1", "--web-category", "games", "--store", "school")
+        #expect(shield.status == 0, "\(shield.stderr)")
+
+        let text = try world.cli(as: world.guardian, "status", "--user", world.child)
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("approved as child"))
+        #expect(text.stdout.contains("Counter Game"))
+        #expect(text.stdout.contains("youtube.com"))
+        #expect(text.stdout.contains("shielded by screentime/school"))
+
+        let status = try world.status(of: world.child)
+        #expect(status.authorization.status == .approved)
+        #expect(status.authorization.member == .child)
+        #expect(status.stores.map(\.name) == ["school"])
+        #expect(status.effective.shieldedApplications.count == 1)
+        #expect(status.effective.shieldedWebDomains.count == 1)
+        #expect(status.effective.applicationCategoryShields.first?.policy == "specific")
+        #expect(status.effective.webDomainCategoryShields.first?.policy == "specific")
+        #expect(Set(status.names.values.map(\.displayName)).isSuperset(of: ["Counter Game", "youtube.com"]))
+
+        // The token the agent minted is the one `token` gives.
+        let token = try world.cli(as: world.guardian, "token", "app", "org.example.Counter", "--user", world.child)
+        #expect(
+            status.effective.shieldedApplications.first?.token
+                == token.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+
+        // Unshield and clear.
+        let unshield = try world.cli(
+            as: world.guardian, "unshield", "--user", world.child, "--store", "school", "--domain", "youtube.com")
+        #expect(unshield.status == 0)
+        #expect(try world.status(of: world.child).effective.shieldedWebDomains.isEmpty)
+        #expect(try world.cli(as: world.guardian, "clear", "--user", world.child, "--store", "school").status == 0)
+        #expect(try world.status(of: world.child).stores.isEmpty)
+    }
+
+    @Test func theChildReadsOnlyItsOwnStatusAndChangesNothing() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        #expect(
+            try world.cli(as: world.guardian, "shield", "--user", world.child, "--app", "org.example.Counter").status
+                == 0)
+        let before = try world.status(of: world.child)
+
+        // Its own status: tokens, no names (the guardian did not choose to show them).
+        let own = try world.cli(as: world.child, "status", "--json")
+        #expect(own.status == 0, "\(own.stderr)")
+        #expect(own.stdout.contains(before.effective.shieldedApplications[0].token))
+        #expect(!own.stdout.contains("Counter Game"))
+
+        // Every attempt to change its policy is refused, with a reason and exit status 77.
+        let attempts: [[String]] = [
+            ["unshield", "--user", world.child, "--app", "org.example.Counter"],
+            ["clear", "--user", world.child, "--store", "default"],
+            ["revoke"],
+            ["shield", "--user", world.bystander, "--domain", "example.com"],
+            ["status", "--user", world.guardian],
+            ["apps"],
+        ]
+        for arguments in attempts {
+            let result = try world.cli(as: world.child, arguments: arguments)
+            #expect(result.status == 77, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stderr.hasPrefix("screentime: "), "\(arguments): \(result.stderr)")
+        }
+        // A child cannot turn itself into an individual (who could revoke): Apple's conflict code.
+        let conflict = try world.cli(as: world.child, "authorize", "--individual")
+        #expect(conflict.status == 65)
+        #expect(conflict.stderr.contains("[authorizationConflict]"))
+        let refused = try world.cli(as: world.child, "clear", "--user", world.child)
+        #expect(refused.stderr.contains("only by a guardian"))
+        #expect(try world.status(of: world.child) == before)
+
+        // Once the guardian lets the child see names, it does.
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child, "--show-names").status == 0)
+        #expect(try world.cli(as: world.child, "status").stdout.contains("Counter Game"))
+    }
+
+    @Test func theBystanderSeesNothingOfTheChild() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        #expect(
+            try world.cli(as: world.guardian, "shield", "--user", world.child, "--domain", "example.com").status == 0)
+
+        let peek = try world.cli(as: world.bystander, "status", "--user", world.child)
+        #expect(peek.status == 77)
+        #expect(peek.stdout.isEmpty)
+        let own = try world.cli(as: world.bystander, "status", "--json")
+        #expect(own.status == 0)
+        #expect(!own.stdout.contains(world.child))
+        #expect(own.stdout.contains("notDetermined"))
+        #expect(try world.cli(as: world.bystander, "token", "domain", "example.com").status == 77)
+    }
+
+    @Test func anAdminCannotBeAChild() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let admin = try world.makeUser("stadm", groups: ["sudo"])
+        let result = try world.cli(as: world.guardian, "authorize", "--child", admin)
+        #expect(result.status == 65)
+        #expect(result.stderr.contains("invalidAccountType"))
+        #expect(result.stderr.contains("sudo"))
+        let guardianAsChild = try world.cli(as: nil, "authorize", "--child", world.guardian)
+        #expect(guardianAsChild.stderr.contains("guardian"))
+        #expect(try world.cli(as: nil, "authorize", "--child", "root").status == 65)
+        #expect(try world.status(of: admin).authorization.status == .notDetermined)
+    }
+
+    @Test func aGuardiansPasswordApprovesInTheChildsSession() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+
+        let wrong = try world.cli(
+            as: world.child, "authorize", "--child", world.child, input: "\(world.guardian)\nnot the password\n")
+        #expect(wrong.status == 77, "\(wrong.stderr)")
+        #expect(wrong.stderr.contains("authenticationFailed"))
+        #expect(try world.status(of: world.child).authorization.status == .notDetermined)
+
+        let notAGuardian = try world.cli(
+            as: world.child, "authorize", "--child", world.child, input: "\(world.bystander)\nwhatever\n")
+        #expect(notAGuardian.status == 77)
+        #expect(notAGuardian.stderr.contains("not a guardian"))
+
+        let empty = try world.cli(as: world.child, "authorize", "--child", world.child, input: "\(world.guardian)\n\n")
+        #expect(empty.stderr.contains("authorizationCanceled"))
+
+        let right = try world.cli(
+            as: world.child, "authorize", "--child", world.child,
+            input: "\(world.guardian)\n\(world.guardianPassword)\n")
+        #expect(right.status == 0, "\(right.stderr)")
+        let status = try world.status(of: world.child)
+        #expect(status.authorization.status == .approved)
+        #expect(status.authorization.member == .child)
+
+        // Nobody approves someone else this way.
+        let other = try world.cli(
+            as: world.bystander, "authorize", "--child", world.child,
+            input: "\(world.guardian)\n\(world.guardianPassword)\n")
+        #expect(other.status == 77)
+    }
+
+    @Test func anIndividualRestrictsAndReleasesThemself() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.bystander, "authorize", "--individual").status == 0)
+        let shield = try world.cli(as: world.bystander, "shield", "--user", world.bystander, "--domain", "news.example")
+        #expect(shield.status == 0, "\(shield.stderr)")
+        #expect(try world.cli(as: world.bystander, "status").stdout.contains("news.example"))
+        let revoke = try world.cli(as: world.bystander, "revoke")
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        let after = try world.status(of: world.bystander)
+        #expect(after.authorization.status == .denied)
+        #expect(after.stores.isEmpty)
+
+        // A child's authorization is revoked only by a guardian.
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        #expect(try world.cli(as: world.child, "revoke").status == 77)
+        #expect(try world.cli(as: world.guardian, "revoke", "--user", world.child).status == 0)
+        #expect(try world.status(of: world.child).authorization.status == .denied)
+    }
+
+    @Test func acknowledgedChangesSurviveKill9() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        for round in 0..<5 {
+            let result = try world.cli(
+                as: world.guardian, "shield", "--user", world.child, "--store", "s\(round)", "--domain",
+                "site\(round).example")
+            #expect(result.status == 0)
+            world.kill9()
+            try world.start()
+        }
+        let status = try world.status(of: world.child)
+        #expect(status.authorization.status == .approved)
+        #expect(status.stores.map(\.name) == ["s0", "s1", "s2", "s3", "s4"])
+        #expect(status.effective.shieldedWebDomains.count == 5)
+        #expect(Files.exists(world.directory + "/state/token.secret"))
+        #expect(try Files.mode(of: world.directory + "/state/token.secret") == 0o600)
+
+        // The token secret is kept across restarts: the same name gives the same token.
+        let before = try world.cli(as: nil, "token", "domain", "example.com").stdout
+        #expect(world.terminate() == 0)
+        try world.start()
+        #expect(try world.cli(as: nil, "token", "domain", "example.com").stdout == before)
+    }
+
+    @Test func badRequestsGetErrorsAndChangeNothing() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        #expect(
+            try world.cli(as: world.guardian, "shield", "--user", world.child, "--app", "org.example.Counter").status
+                == 0)
+        let before = try world.status(of: world.child)
+
+        // Unknown users, apps, categories; a bad domain; nothing to shield.
+        let cases: [([String], String)] = [
+            (["shield", "--user", "no-such-user-\(world.id)", "--domain", "x.example"], "unknownUser"),
+            (["shield", "--user", world.child, "--app", "org.example.Nope"], "unknownApplication"),
+            (["shield", "--user", world.child, "--app-category", "Gamez"], "unknownCategory"),
+            (["shield", "--user", world.child, "--web-category", "nonsense"], "unknownCategory"),
+            (["shield", "--user", world.child, "--domain", "10.0.0.1"], "invalidDomain"),
+            (["shield", "--user", world.child, "--store", "bad name"], "invalidStoreName"),
+            (["shield", "--user", world.child], "invalidArgument"),
+            (["shield", "--user", world.bystander, "--domain", "x.example"], "notAuthorized"),
+        ]
+        for (arguments, code) in cases {
+            let result = try world.cli(as: world.guardian, arguments: arguments)
+            #expect(result.status == 65, "\(arguments): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("[\(code)]"), "\(arguments): \(result.stderr)")
+        }
+
+        // The 51st token: a selection with 51 applications.
+        let tokens = (0..<51).map { index in
+            Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ index) }).base64EncodedString()
+        }
+        let selection = #"{"applicationTokens":["# + tokens.map { #"{"data":"\#($0)"}"# }.joined(separator: ",") + "]}"
+        let file = world.directory + "/selection.json"
+        try selection.write(toFile: file, atomically: true, encoding: .utf8)
+        let limit = try world.cli(as: world.guardian, "shield", "--user", world.child, "--selection", file)
+        #expect(limit.status == 65)
+        #expect(limit.stderr.contains("[tooManyTokens]"))
+        #expect(limit.stderr.contains("at most 50"))
+
+        #expect(try world.status(of: world.child) == before)
+        #expect(world.agentIsRunning)
+    }
+
+    @Test func hostileFramesNeverStopTheAgent() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let connection = try UnixSocket.connect(to: world.socket)
+        try connection.setTimeout(seconds: 10)
+
+        func exchange(_ payload: [UInt8]) throws -> ScreenTimeIPCError.Code? {
+            try connection.write(Framing.frame(payload))
+            return try readReplyCode(connection)
+        }
+        // Garbage, wrong version, unknown kind, a wrong body: each answered on the same connection.
+        #expect(try exchange(Array("garbage \u{0}\u{1}".utf8)) == .malformedRequest)
+        #expect(try exchange(Array(#"{"version":2,"kind":"ping","body":{}}"#.utf8)) == .unsupportedVersion)
+        #expect(try exchange(Array(#"{"version":1,"kind":"format","body":{}}"#.utf8)) == .unknownRequest)
+        #expect(try exchange(Array(#"{"version":1,"kind":"shield","body":{"target":7}}"#.utf8)) == .malformedRequest)
+        // A frame over the limit is read, dropped and answered; the connection goes on.
+        let huge = [UInt8](repeating: 0x41, count: Framing.maximumMessageSize + 1)
+        #expect(try exchange(huge) == .requestTooLarge)
+        #expect(try exchange(try RequestCoding.encode(.ping)) == nil)
+        // An empty frame.
+        try connection.write([0, 0, 0, 0])
+        #expect(try readReplyCode(connection) == .malformedRequest)
+
+        // Truncated frames and abandoned connections.
+        for bytes in [[0, 0], [0, 0, 1, 0, 0x7B], [0xFF, 0xFF, 0xFF, 0xFF, 1, 2, 3]] as [[UInt8]] {
+            let abandoned = try UnixSocket.connect(to: world.socket)
+            try abandoned.write(bytes)
+        }
+        // Random bytes from many connections.
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<50 {
+            let noisy = try UnixSocket.connect(to: world.socket)
+            let count = Int.random(in: 1...64, using: &generator)
+            try? noisy.write((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        }
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(world.agentIsRunning)
+        #expect(try world.cli(as: nil, "ping").status == 0)
+    }
+
+    @Test func unreachableAgentHasItsOwnExitStatus() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(world.terminate() == 0)
+        let result = try world.cli(as: nil, "status")
+        #expect(result.status == 69)
+        #expect(result.stderr.contains("cannot reach the agent"))
+        #expect(try world.cli(as: nil, "shield").status == 64)
+    }
+}
+
+private func readReplyCode(_ connection: UnixSocket) throws -> ScreenTimeIPCError.Code? {
+    guard let header = try connection.read(exactly: 4) else { throw WorldError("the agent closed the connection") }
+    let length = try Framing.payloadLength(header: header)
+    guard let payload = try connection.read(exactly: length) else { throw WorldError("the agent closed mid-reply") }
+    do {
+        _ = try ReplyCoding.decode(PingReply.self, from: payload)
+        return nil
+    } catch {
+        return error.code
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeIPC
+
+/// What a command printed and how it ended.
+struct CommandResult {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs a program to its end, feeding `input` on standard input.
+func run(
+    _ program: String, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil
+)
+    throws -> CommandResult
+{
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: program)
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let stdout = Pipe()
+    let stderr = Pipe()
+    let stdin = Pipe()
+    process.standardOutput = stdout
+    process.standardError = stderr
+    process.standardInput = stdin
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+    try stdin.fileHandleForWriting.close()
+    // Read both pipes before waiting, on separate threads, so a chatty program cannot block.
+    nonisolated(unsafe) var errorData = Data()
+    let errorReader = Thread { errorData = stderr.fileHandleForReading.readDataToEndOfFile() }
+    errorReader.start()
+    let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    while !errorReader.isFinished { Thread.sleep(forTimeInterval: 0.005) }
+    return CommandResult(
+        status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
+        stderr: String(decoding: errorData, as: UTF8.self))
+}
+
+/// Runs a system tool and fails loudly if it fails.
+@discardableResult
+func system(_ program: String, _ arguments: String..., input: String? = nil) throws -> CommandResult {
+    let result = try run(program, arguments, input: input)
+    guard result.status == 0 else {
+        throw WorldError("\(program) \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")
+    }
+    return result
+}
+
+struct WorldError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A real agent on its own state directory and socket, with real users made for the test: a
+/// guardian (in a guardian group of its own, with a password), a child, a bystander, and a fixture
+/// application. Everything is removed by `tearDown()`.
+final class AgentWorld {
+    static let binaries: String = {
+        if let dir = ProcessInfo.processInfo.environment["SCREENTIME_BIN_DIR"] { return dir }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+    }()
+
+    let id = String(UUID().uuidString.lowercased().prefix(6))
+    let directory: String
+    let socket: String
+    let guardianGroup: String
+    let guardian: String
+    let child: String
+    let bystander: String
+    let guardianPassword = "correct horse \(UUID().uuidString.prefix(4))"
+    let pamService: String
+    private var agent: Process?
+    private var madeUsers: [String] = []
+    private var madeGroups: [String] = []
+
+    init() throws {
+        directory = "/tmp/screentime-test-\(id)"
+        socket = directory + "/run/screentimed.sock"
+        guardianGroup = "stg-\(id)"
+        guardian = "stguard\(id)"
+        child = "stchild\(id)"
+        bystander = "stby\(id)"
+        pamService = "screentime-test-\(id)"
+        do {
+            try setUp()
+        } catch {
+            tearDown()
+            throw error
+        }
+    }
+
+    private func setUp() throws {
+        try Files.makeDirectory(directory + "/run", mode: 0o755)
+        try Files.makeDirectory(directory, mode: 0o755)
+        try Files.makeDirectory(directory + "/data/applications", mode: 0o755)
+        try """
+        [Desktop Entry]
+        Type=Application
+        Name=Counter Game
+        Exec=/usr/bin/sleep 1000
+        Categories=Game;
+        """.write(
+            toFile: directory + "/data/applications/org.example.Counter.desktop", atomically: true, encoding: .utf8)
+        try system("/usr/sbin/groupadd", guardianGroup)
+        madeGroups.append(guardianGroup)
+        for user in [guardian, child, bystander] {
+            try system("/usr/sbin/useradd", "-M", "-N", "-s", "/bin/sh", user)
+            madeUsers.append(user)
+        }
+        try system("/usr/sbin/usermod", "-aG", guardianGroup, guardian)
+        try system("/usr/sbin/chpasswd", input: "\(guardian):\(guardianPassword)\n")
+        try "auth required pam_unix.so\naccount required pam_unix.so\n".write(
+            toFile: "/etc/pam.d/\(pamService)", atomically: true, encoding: .utf8)
+        let configuration = """
+            {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
+             "categoriesDirectory": "\(directory)/categories"}
+            """
+        try configuration.write(toFile: directory + "/screentimed.json", atomically: true, encoding: .utf8)
+        try Files.makeDirectory(directory + "/categories", mode: 0o755)
+        try "# test list\nexample-games.test\n".write(
+            toFile: directory + "/categories/games.list", atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    /// Makes an extra user (removed at tear-down), optionally in more groups.
+    func makeUser(_ name: String, groups: [String] = []) throws -> String {
+        let user = "\(name)\(id)"
+        try system("/usr/sbin/useradd", "-M", "-N", "-s", "/bin/sh", user)
+        madeUsers.append(user)
+        for group in groups { try system("/usr/sbin/usermod", "-aG", group, user) }
+        return user
+    }
+
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binaries + "/screentimed")
+        process.arguments = [
+            "--config", directory + "/screentimed.json", "--state-dir", directory + "/state", "--socket", socket,
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_DATA_DIRS"] = directory + "/data"
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        agent = process
+        // Wait for the socket to answer.
+        for _ in 0..<500 {
+            if (try? cli(as: nil, "ping").status) == 0 { return }
+            guard process.isRunning else { throw WorldError("screentimed exited with \(process.terminationStatus)") }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        throw WorldError("screentimed did not answer on \(socket)")
+    }
+
+    /// kill -9, no warning.
+    func kill9() {
+        guard let agent, agent.isRunning else { return }
+        kill(agent.processIdentifier, SIGKILL)
+        agent.waitUntilExit()
+        self.agent = nil
+    }
+
+    /// SIGTERM; returns the agent's exit status.
+    func terminate() -> Int32? {
+        guard let agent, agent.isRunning else { return nil }
+        kill(agent.processIdentifier, SIGTERM)
+        agent.waitUntilExit()
+        self.agent = nil
+        return agent.terminationStatus
+    }
+
+    var agentIsRunning: Bool { agent?.isRunning ?? false }
+
+    /// Runs `screentime` as a user (nil: root), with this world's socket.
+    func cli(as user: String?, _ arguments: String..., input: String? = nil) throws -> CommandResult {
+        try cli(as: user, arguments: arguments, input: input)
+    }
+
+    func cli(as user: String?, arguments: [String], input: String? = nil) throws -> CommandResult {
+        let environment = ["SCREENTIME_SOCKET": socket, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"]
+        let tool = Self.binaries + "/screentime"
+        guard let user else { return try run(tool, arguments, input: input, environment: environment) }
+        return try run(
+            "/usr/bin/setpriv", ["--reuid=\(user)", "--regid=users", "--init-groups", "--", tool] + arguments,
+            input: input, environment: environment)
+    }
+
+    /// `status --json` for a user as root, decoded.
+    func status(of user: String) throws -> StatusReply {
+        let result = try cli(as: nil, "status", "--user", user, "--json")
+        guard result.status == 0 else { throw WorldError("status failed: \(result.stderr)") }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(StatusReply.self, from: Data(result.stdout.utf8))
+    }
+
+    func tearDown() {
+        kill9()
+        for user in madeUsers { _ = try? run("/usr/sbin/userdel", [user]) }
+        for group in madeGroups { _ = try? run("/usr/sbin/groupdel", [group]) }
+        try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(pamService)")
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import LinuxSupport
+import Testing
+
+/// A temporary directory tree, removed at the end.
+final class Fixture {
+    let root: String
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("st-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
+    func write(_ relative: String, _ text: String) throws {
+        let path = root + "/" + relative
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+    }
+}
+
+private func entry(_ name: String, _ categories: String = "", extra: String = "") -> String {
+    "[Desktop Entry]\nType=Application\nName=\(name)\nExec=/usr/bin/true\nCategories=\(categories)\n\(extra)"
+}
+
+@Suite struct ApplicationCatalogueTests {
+    @Test func firstDirectoryWinsAndHiddenDeletes() throws {
+        let fixture = try Fixture()
+        try fixture.write("home/.local/share/applications/org.example.Chess.desktop", entry("My Chess", "Game;"))
+        try fixture.write("system/applications/org.example.Chess.desktop", entry("System Chess", "Game;"))
+        try fixture.write("system/applications/org.example.Editor.desktop", entry("Editor", "Development;"))
+        try fixture.write(
+            "home/.local/share/applications/org.example.Gone.desktop", entry("Gone", extra: "Hidden=true"))
+        try fixture.write("system/applications/org.example.Gone.desktop", entry("Gone", "Game;"))
+        try fixture.write("system/applications/kde/org.example.Nested.desktop", entry("Nested", "Utility;"))
+        try fixture.write("system/applications/org.example.Helper.desktop", entry("Helper", extra: "NoDisplay=true"))
+        try fixture.write("system/applications/broken.desktop", "\u{0}\u{1} not an entry")
+
+        let catalogue = ApplicationCatalogue(
+            dataDirectories: ApplicationCatalogue.dataDirectories(
+                home: fixture.root + "/home", systemDataDirectories: [fixture.root + "/system"]))
+        #expect(catalogue.entry(id: "org.example.Chess")?.entry.name == "My Chess")
+        #expect(catalogue.entry(id: "org.example.Chess.desktop")?.source == "user")
+        #expect(catalogue.entry(id: "org.example.Gone") == nil)
+        #expect(catalogue.entry(id: "kde-org.example.Nested")?.entry.name == "Nested")
+        #expect(catalogue.entry(id: "org.example.Helper") != nil)
+        #expect(
+            catalogue.listed.map(\.entry.id) == ["org.example.Editor", "org.example.Chess", "kde-org.example.Nested"])
+    }
+
+    @Test func xdgDataDirsDefaultsAsTheSpecSays() {
+        #expect(ApplicationCatalogue.systemDataDirectories(environment: nil) == ["/usr/local/share", "/usr/share"])
+        #expect(ApplicationCatalogue.systemDataDirectories(environment: "/a:relative:/b") == ["/a", "/b"])
+    }
+}
+
+@Suite struct FilesTests {
+    @Test func atomicWriteSetsTheMode() throws {
+        let fixture = try Fixture()
+        let path = fixture.root + "/secret"
+        try Files.writeAtomically([1, 2, 3], to: path, mode: 0o600)
+        #expect(try Files.read(path) == [1, 2, 3])
+        #expect(try Files.mode(of: path) == 0o600)
+        try Files.writeAtomically([4], to: path, mode: 0o640)
+        #expect(try Files.read(path) == [4])
+        #expect(try Files.mode(of: path) == 0o640)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.root) == ["secret"])
+    }
+
+    @Test func sha256OfAFile() throws {
+        let fixture = try Fixture()
+        try fixture.write("abc", "abc")
+        // SHA-256("abc") from FIPS 180-2.
+        #expect(
+            try Files.sha256(of: fixture.root + "/abc")
+                == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
+
+    @Test func errorsNameTheCall() {
+        do {
+            _ = try Files.read("/nonexistent/file")
+            Issue.record("read a missing file")
+        } catch {
+            #expect(error.message.hasPrefix("open(/nonexistent/file)"))
+            #expect(error.errno == ENOENT)
+        }
+    }
+
+    @Test func socketsCarryPeerCredentials() throws {
+        let fixture = try Fixture()
+        let path = fixture.root + "/s.sock"
+        let listener = try UnixSocket.listen(at: path)
+        let client = try UnixSocket.connect(to: path)
+        let server = try #require(try listener.accept(timeout: 1_000))
+        let peer = try server.peerCredentials()
+        #expect(peer.uid == getuid())
+        #expect(peer.pid == getpid())
+        try client.write([1, 2, 3, 4])
+        #expect(try server.read(exactly: 4) == [1, 2, 3, 4])
+        #expect(try Files.mode(of: path) == 0o666)
+    }
+
+    @Test func usersByNameAndUID() throws {
+        let users = UserDirectory()
+        #expect(try users.user("root").uid == 0)
+        #expect(try users.user("0").name == "root")
+        #expect(throws: SystemError.self) { try users.user("no-such-user-\(UUID().uuidString.prefix(8))") }
+        #expect(users.groupIDs(of: try users.user("root")).contains(0))
+    }
+}
