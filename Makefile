@@ -9,9 +9,12 @@ DESTDIR     ?=
 SWIFT       ?= swift
 
 # Debian packages the build and the tests need. Each later part adds its own here.
-#   publicsuffix  the Public Suffix List the tests parse (and the agent reads)
-#   tzdata        the time zones the schedule tests run in (Europe/Berlin, America/New_York)
-DEB_PACKAGES := publicsuffix tzdata
+#   publicsuffix    the Public Suffix List the tests parse (and the agent reads)
+#   tzdata          the time zones the schedule tests run in (Europe/Berlin, America/New_York)
+#   libpam0g-dev    PAM, for a guardian's password given in a child's session
+#   libsqlite3-dev  SQLite, the agent's state (GRDB)
+#   passwd util-linux  useradd/groupadd/chpasswd and setpriv, for the integration tests' users
+DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 
@@ -53,10 +56,17 @@ lint:
 format:
 	$(SWIFT) format format --in-place --parallel --recursive $(SWIFT_SOURCES)
 
-# Installs what exists so far: configuration defaults (never overwriting a guardian's edits) and
-# the release binaries. The agent and its service arrive with the agent's issue.
+GUARDIAN_GROUP ?= screentime-guardians
+BINARIES := screentimed screentime
+
+# Installs the binaries, configuration defaults (never overwriting a guardian's edits), the PAM
+# stack, the guardian group, the state and run directories, and starts the agent: through systemd
+# where systemd runs, else under packaging/screentimed-supervise (pid file, restart on crash).
 install: build
-	install -d $(DESTDIR)$(SYSCONFDIR)/screentime
+	@bin=$$($(SWIFT) build -c release --show-bin-path); \
+	for b in $(BINARIES); do install -D -m 0755 "$$bin/$$b" "$(DESTDIR)$(PREFIX)/bin/$$b"; done
+	install -D -m 0755 packaging/screentimed-supervise $(DESTDIR)$(PREFIX)/sbin/screentimed-supervise
+	install -d $(DESTDIR)$(SYSCONFDIR)/screentime/categories
 	@for f in $$(cd etc/screentime && find . -type f | sed "s,^\./,,"); do \
 	  if [ -e "$(DESTDIR)$(SYSCONFDIR)/screentime/$$f" ]; then \
 	    echo "keeping $(SYSCONFDIR)/screentime/$$f"; \
@@ -64,16 +74,40 @@ install: build
 	    install -D -m 0644 "etc/screentime/$$f" "$(DESTDIR)$(SYSCONFDIR)/screentime/$$f"; \
 	  fi; \
 	done
-	@bin=$$($(SWIFT) build -c release --show-bin-path); \
-	for b in screentimed screentime screentime-shield; do \
-	  if [ -x "$$bin/$$b" ]; then install -D -m 0755 "$$bin/$$b" "$(DESTDIR)$(PREFIX)/bin/$$b"; fi; \
-	done
-	@echo "installed screentime under $(DESTDIR)$(PREFIX) and $(DESTDIR)$(SYSCONFDIR)/screentime"
+	install -D -m 0644 packaging/pam.d/screentime $(DESTDIR)$(SYSCONFDIR)/pam.d/screentime
+	sed 's,/usr/local/bin/,$(PREFIX)/bin/,' packaging/screentimed.service > screentimed.service.tmp && \
+	  install -D -m 0644 screentimed.service.tmp $(DESTDIR)/etc/systemd/system/screentimed.service; \
+	  rm -f screentimed.service.tmp
+	install -d -m 0700 $(DESTDIR)/var/lib/screentime
+	@if [ -z "$(DESTDIR)" ]; then \
+	  getent group $(GUARDIAN_GROUP) >/dev/null || groupadd --system $(GUARDIAN_GROUP); \
+	  install -d -m 0755 /run/screentime; \
+	  if [ -d /run/systemd/system ]; then \
+	    systemctl daemon-reload && systemctl enable screentimed.service && systemctl restart screentimed.service; \
+	    echo "screentimed runs under systemd (systemctl status screentimed)"; \
+	  else \
+	    SCREENTIMED=$(PREFIX)/bin/screentimed $(PREFIX)/sbin/screentimed-supervise restart; \
+	  fi; \
+	  echo "installed. Guardians are root and members of $(GUARDIAN_GROUP): sudo usermod -aG $(GUARDIAN_GROUP) YOU"; \
+	fi
 
-# Keeps the configuration unless PURGE=1.
+# Stops the agent and removes what install put in place; keeps the state, the configuration and
+# the guardian group unless PURGE=1. The agent's firewall rules (later) go with it.
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/screentimed $(DESTDIR)$(PREFIX)/bin/screentime $(DESTDIR)$(PREFIX)/bin/screentime-shield
-	@if [ "$(PURGE)" = "1" ]; then rm -rf $(DESTDIR)$(SYSCONFDIR)/screentime; fi
+	@if [ -z "$(DESTDIR)" ]; then \
+	  if [ -d /run/systemd/system ]; then systemctl disable --now screentimed.service 2>/dev/null || true; \
+	  elif [ -x $(PREFIX)/sbin/screentimed-supervise ]; then $(PREFIX)/sbin/screentimed-supervise stop; fi; \
+	fi
+	for b in $(BINARIES); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done
+	rm -f $(DESTDIR)$(PREFIX)/sbin/screentimed-supervise $(DESTDIR)/etc/systemd/system/screentimed.service
+	rm -f $(DESTDIR)$(SYSCONFDIR)/pam.d/screentime
+	@if [ "$(PURGE)" = "1" ]; then \
+	  rm -rf $(DESTDIR)$(SYSCONFDIR)/screentime $(DESTDIR)/var/lib/screentime $(DESTDIR)/var/log/screentime; \
+	  if [ -z "$(DESTDIR)" ]; then groupdel $(GUARDIAN_GROUP) 2>/dev/null || true; fi; \
+	  echo "removed screentime, its state and configuration"; \
+	else \
+	  echo "removed screentime; kept /var/lib/screentime and $(SYSCONFDIR)/screentime (make uninstall PURGE=1 removes them)"; \
+	fi
 
 clean:
 	rm -rf .build

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import LinuxSupport
 public import Logging
 import ScreenTimeIPC
@@ -50,6 +51,8 @@ public final class ControlServer: Service {
         } onGracefulShutdown: { [self] in
             stopping.store(true, ordering: .relaxed)
         }
+        // Nobody listens any more: a stale socket file would only make clients wait on a refusal.
+        unlink(path)
         logger.info("stopped listening", metadata: ["socket": "\(path)"])
     }
 
