@@ -294,6 +294,34 @@ struct AgentIntegrationTests {
         #expect(try world.cli(as: nil, "ping").status == 0)
     }
 
+    @Test func aPickedSelectionShields() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let pick = try world.cli(
+            as: world.guardian, "pick", "--user", world.child, "--app", "org.example.Counter", "--category", "Game",
+            "--domain", "www.example.com")
+        #expect(pick.status == 0, "\(pick.stderr)")
+        let selection = try JSONDecoder().decode(FamilyActivitySelection.self, from: Data(pick.stdout.utf8))
+        #expect(selection.applicationTokens.count == 1)
+        #expect(selection.categoryTokens.count == 1)
+        #expect(selection.webDomainTokens.count == 1)
+
+        let shield = try world.cli(
+            as: world.guardian, "shield", "--user", world.child, "--selection", "-", input: pick.stdout)
+        #expect(shield.status == 0, "\(shield.stderr)")
+        let status = try world.status(of: world.child)
+        #expect(status.effective.shieldedApplications.map(\.token) == selection.applicationTokens.map(\.base64))
+        #expect(status.effective.shieldedWebDomains.map(\.token) == selection.webDomainTokens.map(\.base64))
+        #expect(status.effective.applicationCategoryShields.first?.categories == selection.categoryTokens.map(\.base64))
+
+        // A name that is not a category, and no terminal with nothing to pick.
+        #expect(try world.cli(as: world.guardian, "pick", "--category", "Gamez").status == 65)
+        #expect(try world.cli(as: world.guardian, "pick").status == 64)
+        // Children do not mint tokens.
+        #expect(try world.cli(as: world.child, "pick", "--domain", "example.com").status == 77)
+    }
+
     @Test func unreachableAgentHasItsOwnExitStatus() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
