@@ -13,8 +13,10 @@ final class StateDatabase: Sendable {
 
     init(path: String) throws {
         var configuration = Configuration()
-        configuration.journalMode = .wal
+        // WAL and FULL are set here, in this order: GRDB's own `.wal` setting would lower
+        // synchronous to NORMAL, which can lose the last transactions on power loss.
         configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         queue = try DatabaseQueue(path: path, configuration: configuration)
@@ -49,6 +51,16 @@ final class StateDatabase: Sendable {
             }
         }
         return migrator
+    }
+
+    /// SQLite's journal mode and synchronous level, as in force (`wal`, 2 = FULL).
+    func durability() throws -> (journalMode: String, synchronous: Int) {
+        try queue.read { db in
+            (
+                try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? "",
+                try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+            )
+        }
     }
 
     // MARK: authorizations

@@ -1,0 +1,130 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+import ScreenTimeIPC
+import Testing
+
+@testable import ScreenTimeAgent
+
+/// A temporary directory, removed at the end.
+final class TemporaryDirectory {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("st-agent-\(UUID().uuidString)").path
+    init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+}
+
+@Suite struct AgentConfigurationTests {
+    @Test func missingDefaultFileMeansDefaults() throws {
+        let configuration = try AgentConfiguration.load(path: "/nonexistent/screentimed.json", required: false)
+        #expect(configuration == AgentConfiguration())
+        #expect(configuration.guardianGroup == "screentime-guardians")
+    }
+
+    @Test func missingNamedFileIsAnError() {
+        #expect(throws: AgentError.self) { try AgentConfiguration.load(path: "/nonexistent/x.json", required: true) }
+    }
+
+    @Test func keysAreReadAndTyposRefused() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/c.json"
+        try #"{"guardianGroup":"parents","adminGroups":["wheel"]}"#.write(
+            toFile: path, atomically: true, encoding: .utf8)
+        let configuration = try AgentConfiguration.load(path: path, required: true)
+        #expect(configuration.guardianGroup == "parents")
+        #expect(configuration.adminGroups == ["wheel"])
+        #expect(configuration.socket == AgentConfiguration().socket)
+
+        try #"{"guardianGroop":"parents"}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        do {
+            _ = try AgentConfiguration.load(path: path, required: true)
+            Issue.record("a typo was accepted")
+        } catch {
+            #expect(error.message.contains("unknown key 'guardianGroop'"))
+        }
+        try #"{"guardianGroup": 7}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: AgentError.self) { try AgentConfiguration.load(path: path, required: true) }
+        try "not json".write(toFile: path, atomically: true, encoding: .utf8)
+        #expect(throws: AgentError.self) { try AgentConfiguration.load(path: path, required: true) }
+    }
+}
+
+@Suite struct TokenSecretTests {
+    @Test func madeOnceWithMode0600AndKept() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/token.secret"
+        let first = try TokenSecret.loadOrCreate(at: path)
+        #expect(first.count == 32)
+        #expect(try Files.mode(of: path) == 0o600)
+        #expect(try TokenSecret.loadOrCreate(at: path) == first)
+    }
+
+    @Test func aDamagedSecretStopsTheAgentWithAReason() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/token.secret"
+        try Files.writeAtomically([1, 2, 3], to: path, mode: 0o600)
+        do {
+            _ = try TokenSecret.loadOrCreate(at: path)
+            Issue.record("a 3-byte secret was accepted")
+        } catch {
+            #expect(error.code == .secret)
+            #expect(error.message.contains("3 bytes"))
+        }
+        #expect(try Files.read(path) == [1, 2, 3])
+    }
+
+    @Test func aLooseModeIsTightened() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/token.secret"
+        try Files.writeAtomically([UInt8](repeating: 9, count: 32), to: path, mode: 0o644)
+        #expect(try TokenSecret.loadOrCreate(at: path) == [UInt8](repeating: 9, count: 32))
+        #expect(try Files.mode(of: path) == 0o600)
+    }
+}
+
+@Suite struct StateDatabaseTests {
+    @Test func storesAndAuthorizationsSurviveReopening() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/state.sqlite"
+        let minter = try TokenMinter(secret: [UInt8](repeating: 1, count: 32))
+        let key = StoreKey(client: .commandLine, name: try StoreName("school"))
+        var settings = StoreSettings()
+        settings.shield.applications = [minter.token(for: .desktopEntry("org.gnome.Chess"))]
+        settings.webContent.blockedByFilter = .auto([try DomainName("casino.example")])
+        let token = minter.token(for: .desktopEntry("org.gnome.Chess")).base64
+        do {
+            let database = try StateDatabase(path: path)
+            try database.save(
+                StateDatabase.Authorization(
+                    uid: 1234, userName: "kid", member: .child, status: .approved, showNamesToChild: false,
+                    changedAt: Date(timeIntervalSince1970: 1_800_000_000), changedByUID: 0))
+            try database.saveStore(
+                uid: 1234, key: key, settings: settings,
+                names: [token: TokenName(kind: .app, identity: "desktop:org.gnome.Chess", displayName: "Chess")],
+                at: Date())
+        }
+        let reopened = try StateDatabase(path: path)
+        #expect(try reopened.authorization(uid: 1234)?.member == .child)
+        #expect(try reopened.authorization(uid: 1234)?.changedAt == Date(timeIntervalSince1970: 1_800_000_000))
+        #expect(try reopened.stores(uid: 1234).collection[key] == settings)
+        #expect(try reopened.tokenNames([token])[token]?.displayName == "Chess")
+        #expect(try reopened.stores(uid: 99).collection.stores.isEmpty)
+
+        // Saving an empty store deletes it; revoking clears every store in the same transaction.
+        try reopened.saveStore(uid: 1234, key: key, settings: StoreSettings(), names: [:], at: Date())
+        #expect(try reopened.stores(uid: 1234).collection.stores.isEmpty)
+        try reopened.saveStore(uid: 1234, key: key, settings: settings, names: [:], at: Date())
+        var revoked = try #require(try reopened.authorization(uid: 1234))
+        revoked.status = .denied
+        try reopened.save(revoked, clearingStores: true)
+        #expect(try reopened.stores(uid: 1234).collection.stores.isEmpty)
+        #expect(try reopened.authorizations().map(\.status) == [.denied])
+    }
+
+    @Test func theDatabaseIsInWALModeWithFullSync() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StateDatabase(path: directory.path + "/state.sqlite")
+        let durability = try database.durability()
+        #expect(durability.journalMode == "wal")
+        #expect(durability.synchronous == 2)
+    }
+}
