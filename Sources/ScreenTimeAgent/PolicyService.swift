@@ -399,11 +399,11 @@ public final class PolicyService: Sendable {
             logger.notice(
                 request.remove ? "unshielded" : "shielded",
                 metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
+            let store = StoreReport(
+                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
             return StoreReply(
-                user: summary(account),
-                store: StoreReport(
-                    client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now),
-                effective: Self.report(collection.effectivePolicy))
+                user: summary(account), store: store, effective: Self.report(collection.effectivePolicy),
+                names: try database.tokenNames(Self.tokens(in: [store])))
         }
     }
 

@@ -336,9 +336,13 @@ public struct StoreReply: Codable, Sendable, Hashable {
     public var user: UserSummary
     public var store: StoreReport
     public var effective: EffectiveReport
-    public init(user: UserSummary, store: StoreReport, effective: EffectiveReport) {
+    /// Names of the store's tokens (only those who may change a store get this reply).
+    public var names: [String: TokenName]
+
+    public init(user: UserSummary, store: StoreReport, effective: EffectiveReport, names: [String: TokenName] = [:]) {
         self.user = user
         self.store = store
         self.effective = effective
+        self.names = names
     }
 }

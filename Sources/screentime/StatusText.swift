@@ -50,7 +50,7 @@ struct StoreText {
 
     func render() -> String {
         var out = "\(reply.user.name), store \(reply.store.client)/\(reply.store.name):\n"
-        let namer = TokenNamer(names: [:])
+        let namer = TokenNamer(names: reply.names)
         let settings = SettingsText(settings: reply.store.settings, namer: namer).render(indent: "  ")
         out += settings.isEmpty ? "  (empty)\n" : settings
         return out

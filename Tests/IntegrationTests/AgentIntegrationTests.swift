@@ -27,6 +27,7 @@ struct AgentIntegrationTests {
             "Game",
             "--domain", "https://www.YouTube.com/watch?v=1", "--web-category", "games", "--store", "school")
         #expect(shield.status == 0, "\(shield.stderr)")
+        #expect(shield.stdout.contains("shield.applications: Counter Game (desktop:org.example.Counter)"))
 
         let text = try world.cli(as: world.guardian, "status", "--user", world.child)
         #expect(text.status == 0)
