@@ -257,29 +257,28 @@ struct ShieldItems: ParsableArguments {
 struct Shield: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Shield apps, categories and domains for a user, in a named store.")
-    @OptionGroup var connection: ConnectionOptions
-    @OptionGroup var output: OutputOptions
-    @OptionGroup var target: StoreOptions
-    @OptionGroup var items: ShieldItems
+    @OptionGroup var change: StoreChange
 
-    func run() throws {
-        let reply = try perform(
-            connection, .shield(try items.request(target.request, remove: false)), as: StoreReply.self)
-        if output.json { return try printJSON(reply) }
-        print(StoreText(reply).render(), terminator: "")
-    }
+    func run() throws { try change.send(remove: false) }
 }
 
 struct Unshield: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Take apps, categories and domains out of a store.")
+    @OptionGroup var change: StoreChange
+
+    func run() throws { try change.send(remove: true) }
+}
+
+/// What `shield` and `unshield` share: the store, the items, and how the reply is shown.
+struct StoreChange: ParsableArguments {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @OptionGroup var target: StoreOptions
     @OptionGroup var items: ShieldItems
 
-    func run() throws {
-        let reply = try perform(
-            connection, .shield(try items.request(target.request, remove: true)), as: StoreReply.self)
+    func send(remove: Bool) throws {
+        let request = try items.request(target.request, remove: remove)
+        let reply = try perform(connection, .shield(request), as: StoreReply.self)
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }

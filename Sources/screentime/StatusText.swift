@@ -123,20 +123,12 @@ struct EffectiveText {
             lines.append(
                 "app \(namer.name(item.token, kind: "app")) shielded by \(item.stores.joined(separator: ", "))")
         }
-        for item in report.applicationCategoryShields {
-            let categories = item.categories.map { namer.name($0, kind: "category") }.joined(separator: ", ")
-            let what = item.policy == "all" ? "every app" : "apps in \(categories)"
-            lines.append("\(what) shielded by \(item.store)")
-        }
+        lines += report.applicationCategoryShields.map { categoryLine($0, items: "app") }
         for item in report.shieldedWebDomains {
             lines.append(
                 "domain \(namer.name(item.token, kind: "domain")) shielded by \(item.stores.joined(separator: ", "))")
         }
-        for item in report.webDomainCategoryShields {
-            let categories = item.categories.map { namer.name($0, kind: "category") }.joined(separator: ", ")
-            let what = item.policy == "all" ? "every domain" : "domains in \(categories)"
-            lines.append("\(what) shielded by \(item.store)")
-        }
+        lines += report.webDomainCategoryShields.map { categoryLine($0, items: "domain") }
         for item in report.blockedApplications {
             lines.append("app \(namer.name(item.token, kind: "app")) blocked by \(item.stores.joined(separator: ", "))")
         }
@@ -148,6 +140,12 @@ struct EffectiveText {
         }
         if lines.isEmpty { lines = ["nothing is shielded"] }
         return lines.map { indent + $0 + "\n" }.joined()
+    }
+
+    private func categoryLine(_ item: CategoryShieldReport, items: String) -> String {
+        let categories = item.categories.map { namer.name($0, kind: "category") }.joined(separator: ", ")
+        let what = item.policy == "all" ? "every \(items)" : "\(items)s in \(categories)"
+        return "\(what) shielded by \(item.store)"
     }
 }
 
