@@ -29,16 +29,19 @@ public struct ApplicationCatalogue: Sendable {
 
     public let entries: [String: Entry]
 
-    public init(dataDirectories: [String]) {
+    /// Reads the entries. Below `userHome`, symbolic links are not followed: the agent reads
+    /// as root, and a link planted there must not make it read someone else's file.
+    public init(dataDirectories: [String], userHome: String? = nil) {
         var entries: [String: Entry] = [:]
         var deleted: Set<String> = []
         for directory in dataDirectories {
+            let userOwned = userHome.map { directory.hasPrefix($0 + "/") } ?? false
             let applications = directory + "/applications"
             for relative in Self.desktopFiles(below: applications) {
                 let id = DesktopEntry.id(forRelativePath: relative)
                 guard entries[id] == nil, !deleted.contains(id) else { continue }
                 let path = applications + "/" + relative
-                guard let bytes = try? Files.read(path, limit: 1 << 20),
+                guard let bytes = try? Files.read(path, limit: 1 << 20, followingSymlinks: !userOwned),
                     let entry = DesktopEntry(id: id, parsing: String(decoding: bytes, as: UTF8.self))
                 else { continue }
                 if entry.hidden {

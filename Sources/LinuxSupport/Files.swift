@@ -3,9 +3,15 @@ import Glibc
 
 /// Small file operations the agent needs, done with care for crashes and permissions.
 public enum Files {
-    /// Reads a whole file.
-    public static func read(_ path: String, limit: Int = 64 << 20) throws(SystemError) -> [UInt8] {
-        let fd = try systemCall("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC) }
+    /// Reads a whole file. With `followingSymlinks` false, a symbolic link is refused (ELOOP):
+    /// for files in a user's own directories, which root must not be tricked into reading.
+    public static func read(
+        _ path: String, limit: Int = 64 << 20, followingSymlinks: Bool = true
+    ) throws(SystemError)
+        -> [UInt8]
+    {
+        let flags = O_RDONLY | O_CLOEXEC | (followingSymlinks ? 0 : O_NOFOLLOW)
+        let fd = try systemCall("open(\(path))") { open(path, flags) }
         defer { close(fd) }
         var contents: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65_536)

@@ -261,7 +261,8 @@ public final class PolicyService: Sendable {
     private func catalogue(for account: UserAccount) -> ApplicationCatalogue {
         ApplicationCatalogue(
             dataDirectories: ApplicationCatalogue.dataDirectories(
-                home: account.home, systemDataDirectories: systemDataDirectories))
+                home: account.home, systemDataDirectories: systemDataDirectories),
+            userHome: account.home)
     }
 
     /// Guardians, and individuals for themselves, may see names and mint tokens.

@@ -50,6 +50,27 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
             catalogue.listed.map(\.entry.id) == ["org.example.Editor", "org.example.Chess", "kde-org.example.Nested"])
     }
 
+    @Test func linksInTheUsersHomeAreNotFollowed() throws {
+        let fixture = try Fixture()
+        try fixture.write("private/secret.desktop", entry("Secret Name", "Game;"))
+        try fixture.write("system/applications/org.example.Linked.desktop", entry("System", "Game;"))
+        try FileManager.default.createDirectory(
+            atPath: fixture.root + "/home/.local/share/applications", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root + "/home/.local/share/applications/org.example.Planted.desktop",
+            withDestinationPath: fixture.root + "/private/secret.desktop")
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root + "/system/applications/org.example.Alias.desktop",
+            withDestinationPath: fixture.root + "/system/applications/org.example.Linked.desktop")
+        let home = fixture.root + "/home"
+        let catalogue = ApplicationCatalogue(
+            dataDirectories: ApplicationCatalogue.dataDirectories(
+                home: home, systemDataDirectories: [fixture.root + "/system"]),
+            userHome: home)
+        #expect(catalogue.entry(id: "org.example.Planted") == nil)
+        #expect(catalogue.entry(id: "org.example.Alias")?.entry.name == "System")
+    }
+
     @Test func xdgDataDirsDefaultsAsTheSpecSays() {
         #expect(ApplicationCatalogue.systemDataDirectories(environment: nil) == ["/usr/local/share", "/usr/share"])
         #expect(ApplicationCatalogue.systemDataDirectories(environment: "/a:relative:/b") == ["/a", "/b"])
