@@ -14,7 +14,8 @@ SWIFT       ?= swift
 #   libpam0g-dev    PAM, for a guardian's password given in a child's session
 #   libsqlite3-dev  SQLite, the agent's state (GRDB)
 #   passwd util-linux  useradd/groupadd/chpasswd and setpriv, for the integration tests' users
-DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux
+#   python3-dnspython  the reference DNS decoder the DNS parser is differential-tested against
+DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 

@@ -25,6 +25,7 @@ public struct ScreenTimeCoreError: Error, Hashable, Sendable, CustomStringConver
         case excessiveActivities
         case invalidThreshold
         case invalidUsageSpan
+        case invalidDNSMessage
     }
 
     public let code: Code
