@@ -4,6 +4,32 @@ import Crypto
 import Foundation
 import ScreenTimeCore
 
+/// Resident memory now, from /proc (VmRSS), in bytes.
+func residentBytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Int(line.split(separator: " ")[1])
+    else { return 0 }
+    return kilobytes * 1024
+}
+
+// Child mode: `ScreenTimeBenchmarks memory list|set FILE` loads the file, builds one structure
+// and prints how much resident memory the structure added — each in a fresh process, so one
+// structure's freed memory never counts for the other.
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "memory" {
+    let text = (try? String(contentsOfFile: CommandLine.arguments[3], encoding: .utf8)) ?? ""
+    let before = residentBytes()
+    if CommandLine.arguments[2] == "list" {
+        let list = DomainList(parsing: text)
+        print(residentBytes() - before, list.count)
+    } else {
+        var set: Set<String> = []
+        for line in text.split(separator: "\n") { set.insert(line.lowercased()) }
+        print(residentBytes() - before, set.count)
+    }
+    exit(0)
+}
+
 /// Median nanoseconds per operation over several rounds.
 func nanosecondsPerOperation(rounds: Int = 7, iterations: Int, _ body: (Int) -> Void) -> Double {
     let clock = ContinuousClock()
@@ -116,4 +142,54 @@ if let text = try? String(contentsOfFile: listPath, encoding: .utf8) {
 } else {
     print("(\(listPath) is missing: run 'sudo make deps' for the domain figures)")
 }
+// A web-category list of a million domains: load time, memory and lookups, beside the same
+// names in a Set<String> checked suffix by suffix (what a straightforward filter would do).
+func childMemory(_ structure: String, _ path: String) -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+    process.arguments = ["memory", structure, path]
+    let output = Pipe()
+    process.standardOutput = output
+    guard (try? process.run()) != nil else { return "?" }
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    return ((Int(text.split(separator: " ").first ?? "") ?? 0) >> 20).description
+}
+let millionText = (0..<1_000_000).map { "site\($0).example\($0 % 997).com" }.joined(separator: "\n")
+let millionPath = FileManager.default.temporaryDirectory.appendingPathComponent("screentime-bench-million.list").path
+try millionText.write(toFile: millionPath, atomically: true, encoding: .utf8)
+let listMemory = childMemory("list", millionPath)
+let setMemory = childMemory("set", millionPath)
+let clock = ContinuousClock()
+var list: DomainList?
+let listLoad = clock.measure { list = DomainList(parsing: millionText) }
+var set: Set<String> = []
+let setLoad = clock.measure {
+    for line in millionText.split(separator: "\n") { set.insert(line.lowercased()) }
+}
+if let list {
+    print(
+        "load a 1,000,000-domain list".padding(toLength: 44, withPad: " ", startingAt: 0)
+            + "\(listLoad), \(listMemory) MiB   Set<String>: \(setLoad), \(setMemory) MiB")
+    let probes = (0..<1_000).map { index in
+        try! DNSName(
+            labels: ["www", index % 2 == 0 ? "site\(index * 997)" : "other\(index)", "example\(index % 997)", "com"].map
+            {
+                Array($0.utf8)
+            })
+    }
+    let listLookup = nanosecondsPerOperation(iterations: 200_000) { index in
+        sink &+= list.contains(probes[index % probes.count]) ? 1 : 0
+    }
+    let setLookup = nanosecondsPerOperation(iterations: 200_000) { index in
+        let labels = probes[index % probes.count].labels
+        var found = false
+        for start in labels.indices where !found {
+            found = set.contains(String(decoding: Array(labels[start...].joined(separator: [0x2E])), as: UTF8.self))
+        }
+        sink &+= found ? 1 : 0
+    }
+    row("look a name up in the million", listLookup, "Set<String>", setLookup)
+}
+try? FileManager.default.removeItem(atPath: millionPath)
 print("\n(sink \(sink & 1))")
