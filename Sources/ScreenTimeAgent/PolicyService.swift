@@ -456,16 +456,9 @@ public final class PolicyService: Sendable {
             }
         }
         func category<Kind>(_ store: StoreKey, _ policy: ActivityCategoryPolicy<Kind>) -> CategoryShieldReport {
-            switch policy {
-            case .none: CategoryShieldReport(store: store.description, policy: "none", categories: [], exceptions: [])
-            case .all(let except):
-                CategoryShieldReport(
-                    store: store.description, policy: "all", categories: [], exceptions: except.sorted().map(\.base64))
-            case .specific(let categories, let except):
-                CategoryShieldReport(
-                    store: store.description, policy: "specific", categories: categories.sorted().map(\.base64),
-                    exceptions: except.sorted().map(\.base64))
-            }
+            CategoryShieldReport(
+                store: store.description, policy: policy.name, categories: policy.categories.sorted().map(\.base64),
+                exceptions: policy.exceptions.sorted().map(\.base64))
         }
         var report = EffectiveReport()
         report.shieldedApplications = shielded(policy.applicationsShieldedByToken)
@@ -480,6 +473,7 @@ public final class PolicyService: Sendable {
         return report
     }
 
+    /// Every token a store names, for looking their names up.
     private static func tokens(in stores: [StoreReport]) -> Set<String> {
         var tokens: Set<String> = []
         for store in stores {
@@ -487,21 +481,16 @@ public final class PolicyService: Sendable {
             tokens.formUnion((shield.applications ?? []).map(\.base64))
             tokens.formUnion((shield.webDomains ?? []).map(\.base64))
             tokens.formUnion((store.settings.application.blockedApplications ?? []).map(\.base64))
-            for policy in [
-                shield.applicationCategories.map { Self.categoryTokens($0) },
-                shield.webDomainCategories.map { Self.categoryTokens($0) },
-            ] {
-                tokens.formUnion(policy ?? [])
+            if let policy = shield.applicationCategories {
+                tokens.formUnion(policy.categories.map(\.base64))
+                tokens.formUnion(policy.exceptions.map(\.base64))
             }
-            if case .specific(_, let except) = shield.applicationCategories { tokens.formUnion(except.map(\.base64)) }
-            if case .all(let except) = shield.applicationCategories { tokens.formUnion(except.map(\.base64)) }
+            if let policy = shield.webDomainCategories {
+                tokens.formUnion(policy.categories.map(\.base64))
+                tokens.formUnion(policy.exceptions.map(\.base64))
+            }
         }
         return tokens
-    }
-
-    private static func categoryTokens<Kind>(_ policy: ActivityCategoryPolicy<Kind>) -> [String] {
-        if case .specific(let categories, _) = policy { return categories.map(\.base64) }
-        return []
     }
 
     // MARK: resolving names to tokens

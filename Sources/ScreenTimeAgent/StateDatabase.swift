@@ -180,9 +180,17 @@ final class StateDatabase: Sendable {
         guard !tokens.isEmpty else { return [:] }
         return try queue.read { db in
             var names: [String: TokenName] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM tokenName") where tokens.contains(row["token"]) {
-                guard let kind = TokenKindName(rawValue: row["kind"]) else { continue }
-                names[row["token"]] = TokenName(kind: kind, identity: row["identity"], displayName: row["displayName"])
+            // Looked up by key, in batches under SQLite's limit on bound parameters.
+            let all = Array(tokens)
+            for start in stride(from: 0, to: all.count, by: 500) {
+                let batch = Array(all[start..<min(start + 500, all.count)])
+                let marks = Array(repeating: "?", count: batch.count).joined(separator: ",")
+                let sql = "SELECT * FROM tokenName WHERE token IN (\(marks))"
+                for row in try Row.fetchAll(db, sql: sql, arguments: StatementArguments(batch)) {
+                    guard let kind = TokenKindName(rawValue: row["kind"]) else { continue }
+                    names[row["token"]] = TokenName(
+                        kind: kind, identity: row["identity"], displayName: row["displayName"])
+                }
             }
             return names
         }

@@ -102,14 +102,9 @@ struct SettingsText {
     }
 
     private func describe<Kind>(_ policy: ActivityCategoryPolicy<Kind>, exceptionKind: String) -> String {
-        switch policy {
-        case .none: return "none"
-        case .all(let except):
-            return except.isEmpty ? "all" : "all except \(namer.names(except, kind: exceptionKind))"
-        case .specific(let categories, let except):
-            let base = namer.names(categories, kind: "category")
-            return except.isEmpty ? base : "\(base) except \(namer.names(except, kind: exceptionKind))"
-        }
+        let base = policy.name == "specific" ? namer.names(policy.categories, kind: "category") : policy.name
+        let except = policy.exceptions
+        return except.isEmpty ? base : "\(base) except \(namer.names(except, kind: exceptionKind))"
     }
 }
 

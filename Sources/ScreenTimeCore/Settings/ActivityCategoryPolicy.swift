@@ -20,10 +20,26 @@ public enum ActivityCategoryPolicy<Kind: TokenKind>: Hashable, Sendable {
         }
     }
 
-    var exceptions: Set<Token<Kind>> {
+    /// The categories a `.specific` policy shields; empty for `.none` and `.all`.
+    public var categories: Set<ActivityCategoryToken> {
+        if case .specific(let categories, _) = self { return categories }
+        return []
+    }
+
+    /// The applications or domains excepted from the policy.
+    public var exceptions: Set<Token<Kind>> {
         switch self {
         case .none: []
         case .all(let exceptions), .specific(_, let exceptions): exceptions
+        }
+    }
+
+    /// The policy's name on the wire and in reports: `none`, `all` or `specific`.
+    public var name: String {
+        switch self {
+        case .none: "none"
+        case .all: "all"
+        case .specific: "specific"
         }
     }
 }

@@ -85,14 +85,10 @@ public struct StoreSettings: Hashable, Sendable, Codable {
         try Self.check(shield.applications?.count, "shield.applications", .tooManyTokens)
         try Self.check(shield.webDomains?.count, "shield.webDomains", .tooManyTokens)
         try Self.check(application.blockedApplications?.count, "application.blockedApplications", .tooManyTokens)
-        if case .specific(let categories, _) = shield.applicationCategories {
-            try Self.check(categories.count, "shield.applicationCategories", .tooManyTokens)
-        }
+        try Self.check(shield.applicationCategories?.categories.count, "shield.applicationCategories", .tooManyTokens)
         try Self.check(
             shield.applicationCategories?.exceptions.count, "shield.applicationCategories", .tooManyExceptions)
-        if case .specific(let categories, _) = shield.webDomainCategories {
-            try Self.check(categories.count, "shield.webDomainCategories", .tooManyTokens)
-        }
+        try Self.check(shield.webDomainCategories?.categories.count, "shield.webDomainCategories", .tooManyTokens)
         try Self.check(shield.webDomainCategories?.exceptions.count, "shield.webDomainCategories", .tooManyExceptions)
         switch webContent.blockedByFilter {
         case .auto(let domains, let except):
