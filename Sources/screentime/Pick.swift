@@ -30,13 +30,18 @@ struct Pick: ParsableCommand {
 
     func run() throws {
         var picked = (apps: applications, categories: categories, domains: domains)
-        if applications.isEmpty && categories.isEmpty && domains.isEmpty {
-            guard isatty(0) == 1 else {
-                throw ValidationError("not on a terminal: give --app, --category or --domain")
-            }
+        // The agent's categories, with their tokens: fetched once, for the picker and the check.
+        var known: [CategoryReport] = []
+        let interactive = applications.isEmpty && categories.isEmpty && domains.isEmpty
+        if interactive && isatty(0) != 1 {
+            throw ValidationError("not on a terminal: give --app, --category or --domain")
+        }
+        if interactive || !categories.isEmpty {
+            known = try perform(connection, .categories(user: user), as: CategoriesReply.self).categories
+        }
+        if interactive {
             let apps = try perform(connection, .applications(user: user), as: ApplicationsReply.self)
-            let known = try perform(connection, .categories(user: user), as: CategoriesReply.self)
-            guard let chosen = try Picker(applications: apps.applications, categories: known.categories).run() else {
+            guard let chosen = try Picker(applications: apps.applications, categories: known).run() else {
                 Terminal.error("screentime: nothing picked (cancelled)")
                 throw ExitCode(1)
             }
@@ -46,20 +51,13 @@ struct Pick: ParsableCommand {
         for app in picked.apps {
             selection.applicationTokens.insert(try ApplicationToken(base64: try mint(.app, app)))
         }
-        if !picked.categories.isEmpty {
-            let known = Set(
-                try perform(connection, .categories(user: user), as: CategoriesReply.self).categories.map {
-                    $0.name.lowercased()
-                })
-            for category in picked.categories {
-                guard known.contains(category.lowercased()) else {
-                    Terminal.error(
-                        "screentime: '\(category)' is not a category; 'screentime categories' lists them [unknownCategory]"
-                    )
-                    throw ExitCode(65)
-                }
-                selection.categoryTokens.insert(try ActivityCategoryToken(base64: try mint(.category, category)))
+        for category in picked.categories {
+            guard let report = known.first(where: { $0.name.lowercased() == category.lowercased() }) else {
+                Terminal.error(
+                    "screentime: '\(category)' is not a category; 'screentime categories' lists them [unknownCategory]")
+                throw ExitCode(65)
             }
+            selection.categoryTokens.insert(try ActivityCategoryToken(base64: report.token))
         }
         for domain in picked.domains {
             selection.webDomainTokens.insert(try WebDomainToken(base64: try mint(.domain, domain)))

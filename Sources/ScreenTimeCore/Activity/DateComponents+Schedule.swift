@@ -81,38 +81,27 @@ extension DateComponents {
     }
 }
 
-/// Codes `DateComponents` as a plain object of schedule fields (`{"hour":21,"minute":30}`), a
+/// `DateComponents` coded as a plain object of schedule fields (`{"hour":21,"minute":30}`), a
 /// form that does not depend on Foundation's own coding of calendars and time zones.
-struct ScheduleComponentsCoding {
-    static func encode(_ components: DateComponents, to container: inout KeyedEncodingContainer<ScheduleField>) throws {
-        for field in ScheduleField.allCases {
-            if let value = components.value(for: field.component) { try container.encode(value, forKey: field) }
-        }
-    }
-
-    static func decode(from container: KeyedDecodingContainer<ScheduleField>) throws -> DateComponents {
-        var components = DateComponents()
-        for field in ScheduleField.allCases {
-            if let value = try container.decodeIfPresent(Int.self, forKey: field) {
-                components.setValue(value, for: field.component)
-            }
-        }
-        return components
-    }
-}
-
-/// Wraps `DateComponents` for coding inside other values.
 struct CodableComponents: Codable, Hashable {
     var components: DateComponents
 
     init(_ components: DateComponents) { self.components = components }
 
     init(from decoder: any Decoder) throws {
-        components = try ScheduleComponentsCoding.decode(from: decoder.container(keyedBy: ScheduleField.self))
+        let container = try decoder.container(keyedBy: ScheduleField.self)
+        components = DateComponents()
+        for field in ScheduleField.allCases {
+            if let value = try container.decodeIfPresent(Int.self, forKey: field) {
+                components.setValue(value, for: field.component)
+            }
+        }
     }
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: ScheduleField.self)
-        try ScheduleComponentsCoding.encode(components, to: &container)
+        for field in ScheduleField.allCases {
+            if let value = components.value(for: field.component) { try container.encode(value, forKey: field) }
+        }
     }
 }
