@@ -64,10 +64,7 @@ struct AgentIntegrationTests {
     @Test func theChildReadsOnlyItsOwnStatusAndChangesNothing() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
-        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
-        #expect(
-            try world.cli(as: world.guardian, "shield", "--user", world.child, "--app", "org.example.Counter").status
-                == 0)
+        try world.authorizeChildAndShieldCounter()
         let before = try world.status(of: world.child)
 
         // Its own status: tokens, no names (the guardian did not choose to show them).
@@ -216,10 +213,7 @@ struct AgentIntegrationTests {
     @Test func badRequestsGetErrorsAndChangeNothing() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
-        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
-        #expect(
-            try world.cli(as: world.guardian, "shield", "--user", world.child, "--app", "org.example.Counter").status
-                == 0)
+        try world.authorizeChildAndShieldCounter()
         let before = try world.status(of: world.child)
 
         // Unknown users, apps, categories; a bad domain; nothing to shield.
@@ -321,6 +315,43 @@ struct AgentIntegrationTests {
         #expect(try world.cli(as: world.guardian, "pick").status == 64)
         // Children do not mint tokens.
         #expect(try world.cli(as: world.child, "pick", "--domain", "example.com").status == 77)
+    }
+
+    @Test func theGuardianListsTheChildsAppsAndCategories() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let apps = try world.cli(as: world.guardian, "apps", "--user", world.child, "--json")
+        #expect(apps.status == 0, "\(apps.stderr)")
+        let reply = try JSONDecoder().decode(ApplicationsReply.self, from: Data(apps.stdout.utf8))
+        let counter = try #require(reply.applications.first { $0.id == "org.example.Counter" })
+        #expect(counter.name == "Counter Game")
+        #expect(counter.categories == ["Game"])
+        #expect(counter.source == "system")
+        let token = try world.cli(as: world.guardian, "token", "app", "org.example.Counter", "--user", world.child)
+        #expect(counter.token == token.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(try world.cli(as: world.guardian, "apps", "--user", world.child).stdout.contains("Counter Game"))
+
+        let categories = try world.cli(as: world.guardian, "categories", "--user", world.child, "--json")
+        #expect(categories.status == 0, "\(categories.stderr)")
+        let list = try JSONDecoder().decode(CategoriesReply.self, from: Data(categories.stdout.utf8))
+        #expect(list.categories.contains { $0.name == "Game" && $0.kind == "app" && $0.count == 1 })
+        #expect(list.categories.contains { $0.name == "Education" && $0.kind == "app" && $0.count == 0 })
+        #expect(list.categories.contains { $0.name == "games" && $0.kind == "web" })
+    }
+
+    @Test func twoAgentsRunSideBySide() throws {
+        let first = try AgentWorld()
+        defer { first.tearDown() }
+        let second = try AgentWorld()
+        defer { second.tearDown() }
+        try first.authorizeChildAndShieldCounter()
+        // Each agent has its own state and its own token secret.
+        #expect(try second.status(of: first.child).authorization.status == .notDetermined)
+        #expect(try first.status(of: first.child).stores.count == 1)
+        let tokenFirst = try first.cli(as: nil, "token", "domain", "example.com").stdout
+        let tokenSecond = try second.cli(as: nil, "token", "domain", "example.com").stdout
+        #expect(!tokenFirst.isEmpty && tokenFirst != tokenSecond)
+        #expect(first.agentIsRunning && second.agentIsRunning)
     }
 
     @Test func unreachableAgentHasItsOwnExitStatus() throws {

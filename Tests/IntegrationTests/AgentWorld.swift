@@ -190,6 +190,16 @@ final class AgentWorld {
             input: input, environment: environment)
     }
 
+    /// The guardian authorizes the child and shields the fixture app in the default store.
+    func authorizeChildAndShieldCounter() throws {
+        for arguments in [
+            ["authorize", "--child", child], ["shield", "--user", child, "--app", "org.example.Counter"],
+        ] {
+            let result = try cli(as: guardian, arguments: arguments)
+            guard result.status == 0 else { throw WorldError("\(arguments[0]) failed: \(result.stderr)") }
+        }
+    }
+
     /// `status --json` for a user as root, decoded.
     func status(of user: String) throws -> StatusReply {
         let result = try cli(as: nil, "status", "--user", user, "--json")

@@ -120,6 +120,22 @@ final class TemporaryDirectory {
         #expect(try reopened.authorizations().map(\.status) == [.denied])
     }
 
+    @Test func tokenNamesAreFoundInBatches() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StateDatabase(path: directory.path + "/state.sqlite")
+        var names: [String: TokenName] = [:]
+        for index in 0..<1_200 {
+            names["token\(index)"] = TokenName(
+                kind: .domain, identity: "site\(index).example", displayName: "site\(index)")
+        }
+        try database.saveStore(
+            uid: 1, key: StoreKey(client: .commandLine, name: .default), settings: StoreSettings(), names: names,
+            at: Date())
+        let found = try database.tokenNames(Set(names.keys).union(["unknown"]))
+        #expect(found == names)
+        #expect(try database.tokenNames(["token7"]) == ["token7": names["token7"]!])
+    }
+
     @Test func theDatabaseIsInWALModeWithFullSync() throws {
         let directory = try TemporaryDirectory()
         let database = try StateDatabase(path: directory.path + "/state.sqlite")

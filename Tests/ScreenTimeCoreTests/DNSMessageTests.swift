@@ -108,7 +108,16 @@ func name(_ text: String) -> DNSName {
         } catch {
             #expect(error.message.contains("255"))
         }
-        // Built through pointers, too: each pointer adds the labels it points at.
+        // Built through a pointer: a valid 193-byte first name, then two labels and a pointer to it
+        // (128 + 193 = 321 bytes). Each part is fine on its own; the name is not.
+        let first = String(repeating: label, count: 3) + "00 0001 0001"
+        let second = String(repeating: label, count: 2) + "c00c 0001 0001"
+        let viaPointer = hex("abcd 0100 0002 0000 0000 0000" + first + second)
+        let pointerError = #expect(throws: ScreenTimeCoreError.self) { try DNSMessage(parsing: viaPointer) }
+        #expect(pointerError?.message.contains("255") == true)
+        // The first question alone parses: the refusal is the combined length.
+        #expect((try? DNSMessage(parsing: hex("abcd 0100 0001 0000 0000 0000" + first))) != nil)
+        // Made in code, the same limits hold.
         #expect(throws: ScreenTimeCoreError.self) {
             try DNSName(labels: Array(repeating: Array(repeating: 0x61, count: 63), count: 5))
         }

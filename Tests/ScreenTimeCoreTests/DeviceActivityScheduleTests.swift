@@ -17,12 +17,9 @@ import Testing
     @Test func fifteenMinutesIsTheShortest() throws {
         try schedule(hm(8, 0), hm(8, 15)).validate()
         #expect(throws: ScreenTimeCoreError.self) { try schedule(hm(8, 0), hm(8, 14)).validate() }
-        do {
-            try schedule(hm(8, 0), hm(8, 10)).validate()
-        } catch {
-            #expect(error.code == .intervalTooShort)
-            #expect(error.message.contains("10 min"))
-        }
+        let error = #expect(throws: ScreenTimeCoreError.self) { try schedule(hm(8, 0), hm(8, 10)).validate() }
+        #expect(error?.code == .intervalTooShort)
+        #expect(error?.message.contains("10 min") == true)
     }
 
     @Test func oneWeekIsTheLongest() throws {
@@ -45,12 +42,8 @@ import Testing
         DateComponents(hour: -1),
     ])
     func invalidComponents(_ start: DateComponents) {
-        #expect(throws: ScreenTimeCoreError.self) { try schedule(start, hm(23)).validate() }
-        do {
-            try schedule(start, hm(23)).validate()
-        } catch {
-            #expect(error.code == .invalidDateComponents)
-        }
+        let error = #expect(throws: ScreenTimeCoreError.self) { try schedule(start, hm(23)).validate() }
+        #expect(error?.code == .invalidDateComponents)
     }
 
     @Test func componentsThatMatchNoDateAreInvalid() {
@@ -226,14 +219,10 @@ import Testing
         for index in 0..<20 {
             try activities.startMonitoring(try DeviceActivityName("a\(index)"), during: daily, at: now)
         }
-        #expect(throws: ScreenTimeCoreError.self) {
+        let error = #expect(throws: ScreenTimeCoreError.self) {
             try activities.startMonitoring(try DeviceActivityName("a20"), during: daily, at: now)
         }
-        do {
-            try activities.startMonitoring(try DeviceActivityName("a20"), during: daily, at: now)
-        } catch {
-            #expect(error.code == .excessiveActivities)
-        }
+        #expect(error?.code == .excessiveActivities)
         // Restarting an activity already monitored replaces it and is not an extra one.
         try activities.startMonitoring(try DeviceActivityName("a0"), during: daily, at: now)
         #expect(activities.stopMonitoring([try DeviceActivityName("a1")]).count == 1)

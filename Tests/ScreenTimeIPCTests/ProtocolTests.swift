@@ -10,18 +10,14 @@ import Testing
         #expect(try Framing.payloadLength(header: Array(frame.prefix(4))) == 5)
     }
 
-    @Test func oversizedAndEmptyFramesAreRefused() {
+    @Test func oversizedAndEmptyFramesAreRefused() throws {
         #expect(throws: ScreenTimeIPCError.self) { try Framing.payloadLength(header: [0x7F, 0xFF, 0xFF, 0xFF]) }
-        do {
-            _ = try Framing.payloadLength(header: [0, 0x20, 0, 0])
-        } catch {
-            #expect(error.code == .requestTooLarge)
-        }
-        do {
-            _ = try Framing.payloadLength(header: [0, 0, 0, 0])
-        } catch {
-            #expect(error.code == .malformedRequest)
-        }
+        let tooLarge = #expect(throws: ScreenTimeIPCError.self) { try Framing.payloadLength(header: [0, 0x20, 0, 0]) }
+        #expect(tooLarge?.code == .requestTooLarge)
+        let empty = #expect(throws: ScreenTimeIPCError.self) { try Framing.payloadLength(header: [0, 0, 0, 0]) }
+        #expect(empty?.code == .malformedRequest)
+        // The largest allowed size is allowed.
+        #expect(try Framing.payloadLength(header: [0, 0x10, 0, 0]) == Framing.maximumMessageSize)
         #expect(throws: ScreenTimeIPCError.self) { try Framing.payloadLength(header: [0, 0]) }
     }
 }
@@ -93,11 +89,10 @@ import Testing
     }
 
     @Test func garbageRepliesAreMalformed() {
-        do {
-            _ = try ReplyCoding.decode(PingReply.self, from: Array("<html>".utf8))
-        } catch {
-            #expect(error.code == .malformedReply)
+        let error = #expect(throws: ScreenTimeIPCError.self) {
+            try ReplyCoding.decode(PingReply.self, from: Array("<html>".utf8))
         }
+        #expect(error?.code == .malformedReply)
     }
 
     @Test func refusalsAreTold() {
