@@ -15,7 +15,14 @@ SWIFT       ?= swift
 #   libsqlite3-dev  SQLite, the agent's state (GRDB)
 #   passwd util-linux  useradd/groupadd/chpasswd and setpriv, for the integration tests' users
 #   python3-dnspython  the reference DNS decoder the DNS parser is differential-tested against
-DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython
+#   libnetfilter-queue-dev  the NFQUEUE the agent reads the children's DNS from
+#   iptables        the agent's own chains that send a child's DNS to that queue
+#   iproute2        network namespaces for the DNS integration tests
+#   dnsmasq-base    the real resolver the DNS tests and benchmark ask (the binary, no service)
+#   bind9-dnsutils  dig, the DNS client the tests run as a child
+#   dnsperf         the DNS load generator of `make bench`
+DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
+	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 

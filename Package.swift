@@ -48,11 +48,18 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")],
             linkerSettings: [.linkedLibrary("pam")]
         ),
-        // The kernel and the desktop: sockets, users and groups, PAM, files, desktop entries.
+        // libnetfilter_queue, for the children's DNS packets (Debian's libnetfilter-queue-dev).
+        .systemLibrary(
+            name: "CNetfilterQueue",
+            pkgConfig: "libnetfilter_queue",
+            providers: [.apt(["libnetfilter-queue-dev"])]
+        ),
+        // The kernel and the desktop: sockets, users and groups, PAM, files, desktop entries,
+        // the netfilter queue and the firewall.
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CLinuxShim", "ScreenTimeCore",
+                "CLinuxShim", "CNetfilterQueue", "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -103,6 +103,33 @@ public struct DomainList: Sendable {
     /// Whether a canonical domain, or any domain above it, is on the list.
     public func contains(_ domain: DomainName) -> Bool { contains(DNSName(domain)) }
 
+    /// Whether any of a name's suffix hashes (`suffixHashes(of:)`) is on the list.
+    func contains(suffixHashes: [UInt64]) -> Bool { suffixHashes.contains(where: hashes.contains) }
+
+    /// The hashes of a name's suffixes, the top-level domain's first and the whole name's last:
+    /// what one lookup in several lists computes once.
+    static func suffixHashes(of name: DNSName) -> [UInt64] {
+        var result: [UInt64] = []
+        result.reserveCapacity(name.labels.count)
+        var state = offsetBasis
+        for label in name.labels.reversed() {
+            state = mix(state, label: label[...])
+            result.append(state)
+        }
+        return result
+    }
+
+    /// The hash a domain has on a list.
+    static func hash(of domain: DomainName) -> UInt64 { hash(of: DNSName(domain).labels.map { $0[...] }) }
+
+    /// A list of the given domains.
+    public init(_ domains: some Sequence<DomainName>) {
+        let unique = Set(domains.map(Self.hash(of:)))
+        hashes = unique
+        count = unique.count
+        skippedLines = []
+    }
+
     /// The memory the hashes take, in bytes (the set's buckets; a bitmap adds 1/64).
     public var byteCount: Int { hashes.capacity * MemoryLayout<UInt64>.stride * 65 / 64 }
 
