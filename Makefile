@@ -100,11 +100,13 @@ install: build
 	fi
 
 # Stops the agent and removes what install put in place; keeps the state, the configuration and
-# the guardian group unless PURGE=1. The agent's firewall rules (later) go with it.
+# the guardian group unless PURGE=1. The agent's firewall chains go with it (stopping the agent
+# alone leaves them, so that the children's DNS fails closed).
 uninstall:
 	@if [ -z "$(DESTDIR)" ]; then \
 	  if [ -d /run/systemd/system ]; then systemctl disable --now screentimed.service 2>/dev/null || true; \
 	  elif [ -x $(PREFIX)/sbin/screentimed-supervise ]; then $(PREFIX)/sbin/screentimed-supervise stop; fi; \
+	  if [ -x $(PREFIX)/bin/screentimed ]; then $(PREFIX)/bin/screentimed --remove-firewall || true; fi; \
 	fi
 	for b in $(BINARIES); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done
 	rm -f $(DESTDIR)$(PREFIX)/sbin/screentimed-supervise $(DESTDIR)/etc/systemd/system/screentimed.service

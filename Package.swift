@@ -128,6 +128,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["ScreenTimeIPC", "ScreenTimeCore", "LinuxSupport"],
+            exclude: ["Fixtures"],
             swiftSettings: strictSettings
         ),
     ],

@@ -11,6 +11,10 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         case badFile
         /// PAM refused the credentials or failed.
         case authentication
+        /// A program the agent runs (iptables) failed or could not be started.
+        case command
+        /// The kernel refused a netfilter queue or firewall operation.
+        case netfilter
     }
 
     public let code: Code

@@ -16,7 +16,7 @@ public struct Agent {
     }
 
     /// Everything that must be in place before the services start; throws what went wrong.
-    public func makePolicyService() throws -> PolicyService {
+    public func makeServices() throws -> (policy: PolicyService, domains: DomainShield) {
         do {
             try Files.makeDirectory(configuration.stateDirectory, mode: 0o700)
         } catch {
@@ -30,22 +30,40 @@ public struct Agent {
         } catch {
             throw AgentError(.state, "cannot open \(configuration.stateDirectory)/state.sqlite: \(error)")
         }
-        return PolicyService(
-            configuration: configuration, database: database, minter: minter, suffixes: loadSuffixes(),
-            logger: logger)
+        let suffixes = loadSuffixes()
+        var dnsLogger = logger
+        dnsLogger[metadataKey: "component"] = "dns"
+        let domains = DomainShield(
+            configuration: configuration, database: database, minter: minter, suffixes: suffixes, logger: dnsLogger)
+        let policy = PolicyService(
+            configuration: configuration, database: database, minter: minter, suffixes: suffixes,
+            domainShield: domains, logger: logger)
+        return (policy, domains)
     }
 
     public func run() async throws {
-        let policy = try makePolicyService()
+        let (policy, domains) = try makeServices()
+        // The rules and filters are in place before anyone can ask anything.
+        domains.policyChanged()
         let server = ControlServer(path: configuration.socket, policy: policy, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [domains, server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         logger.notice(
             "screentimed \(AgentVersion.current) started",
             metadata: ["state": "\(configuration.stateDirectory)", "socket": "\(configuration.socket)"])
         try await group.run()
         logger.notice("screentimed stopped")
+    }
+
+    /// Removes the firewall chains (`make uninstall`). Stopping the agent leaves them on purpose.
+    public func removeFirewall() throws {
+        do {
+            try Firewall(chain: configuration.firewallChain, queue: configuration.dnsQueue).remove()
+        } catch {
+            throw AgentError(.firewall, "cannot remove the firewall chains: \(error.message)")
+        }
+        logger.notice("firewall chains removed", metadata: ["chain": "\(configuration.firewallChain)"])
     }
 
     /// Debian's Public Suffix List; without it, every name's registrable domain is its last two

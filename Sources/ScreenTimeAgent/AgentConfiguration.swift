@@ -11,6 +11,9 @@ import Foundation
 /// | `adminGroups` | `["sudo", "wheel", "admin"]` | members may not be authorized as children |
 /// | `categoriesDirectory` | `/etc/screentime/categories` | web-category lists, `NAME.list` |
 /// | `publicSuffixList` | `/usr/share/publicsuffix/public_suffix_list.dat` | Debian's list |
+/// | `bypassList` | `/etc/screentime/doh.list` | DNS-over-HTTPS servers: names and addresses refused to filtered users |
+/// | `dnsQueue` | `53` | the NFQUEUE number the filtered users' DNS goes to (0–65535) |
+/// | `firewallChain` | `screentime` | the agent's iptables/ip6tables chain (and `<chain>-filter`) |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
 public struct AgentConfiguration: Codable, Sendable, Hashable {
@@ -23,11 +26,15 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var adminGroups = ["sudo", "wheel", "admin"]
     public var categoriesDirectory = "/etc/screentime/categories"
     public var publicSuffixList = "/usr/share/publicsuffix/public_suffix_list.dat"
+    public var bypassList = "/etc/screentime/doh.list"
+    public var dnsQueue: UInt16 = 53
+    public var firewallChain = "screentime"
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
+        case bypassList, dnsQueue, firewallChain
     }
 
     private struct AnyKey: CodingKey {
@@ -55,6 +62,23 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             try container.decodeIfPresent(String.self, forKey: .categoriesDirectory) ?? defaults.categoriesDirectory
         publicSuffixList =
             try container.decodeIfPresent(String.self, forKey: .publicSuffixList) ?? defaults.publicSuffixList
+        bypassList = try container.decodeIfPresent(String.self, forKey: .bypassList) ?? defaults.bypassList
+        if let queue = try container.decodeIfPresent(Int.self, forKey: .dnsQueue) {
+            guard let number = UInt16(exactly: queue) else {
+                throw AgentError.configuration("'dnsQueue' is a queue number from 0 to 65535, not \(queue)")
+            }
+            dnsQueue = number
+        }
+        firewallChain = try container.decodeIfPresent(String.self, forKey: .firewallChain) ?? defaults.firewallChain
+        // iptables takes chain names of up to 28 characters; "-filter" is added to this one.
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+        guard (1...21).contains(firewallChain.count), firewallChain.allSatisfy(allowed.contains),
+            firewallChain.first != "-"
+        else {
+            throw AgentError.configuration(
+                "'firewallChain' is 1 to 21 letters, digits, - or _ (not starting with -), not '\(firewallChain.prefix(40))'"
+            )
+        }
     }
 
     /// Reads a configuration file. A missing file at the default path means the defaults; a

@@ -2,7 +2,7 @@
 /// `ScreenTimeIPCError`s): a code and a message a person can act on.
 public struct AgentError: Error, Sendable, CustomStringConvertible {
     public enum Code: String, Sendable {
-        case configuration, state, secret, socket
+        case configuration, state, secret, socket, firewall
     }
 
     public let code: Code

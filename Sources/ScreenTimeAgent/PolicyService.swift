@@ -16,6 +16,7 @@ public final class PolicyService: Sendable {
     private let database: StateDatabase
     private let minter: TokenMinter
     private let suffixes: PublicSuffixList
+    private let domainShield: DomainShield?
     private let users = UserDirectory()
     private let logger: Logger
     private let changes = Mutex(())
@@ -30,12 +31,13 @@ public final class PolicyService: Sendable {
 
     init(
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
-        logger: Logger
+        domainShield: DomainShield?, logger: Logger
     ) {
         self.configuration = configuration
         self.database = database
         self.minter = minter
         self.suffixes = suffixes
+        self.domainShield = domainShield
         self.logger = logger
         self.systemDataDirectories = ApplicationCatalogue.systemDataDirectories(
             environment: ProcessInfo.processInfo.environment["XDG_DATA_DIRS"])
@@ -72,7 +74,14 @@ public final class PolicyService: Sendable {
         case .token(let body): return try ReplyCoding.encode(try token(body, caller: caller))
         case .shield(let body): return try ReplyCoding.encode(try shield(body, caller: caller))
         case .clear(let body): return try ReplyCoding.encode(try clear(body, caller: caller))
+        case .filter(let body): return try ReplyCoding.encode(try filter(body, caller: caller))
         }
+    }
+
+    /// Puts a saved change in force before the reply is sent: when `screentime shield` returns,
+    /// the child's next lookup is already judged by the new policy.
+    private func enforce() {
+        domainShield?.policyChanged()
     }
 
     // MARK: who is who
@@ -164,6 +173,7 @@ public final class PolicyService: Sendable {
                 showNamesToChild: request.showNamesToChild ?? existing?.showNamesToChild ?? false, changedAt: Date(),
                 changedByUID: caller.account.uid)
             try database.save(record)
+            enforce()
             logger.notice(
                 "authorized",
                 metadata: [
@@ -222,6 +232,7 @@ public final class PolicyService: Sendable {
             record.changedByUID = caller.account.uid
             // Revoking removes every setting, as on Apple's devices.
             try database.save(record, clearingStores: true)
+            enforce()
             logger.notice("revoked", metadata: ["user": "\(account.name)", "by": "\(caller.account.name)"])
             return try authorizationReply(account)
         }
@@ -245,7 +256,7 @@ public final class PolicyService: Sendable {
         let mayReadNames =
             caller.isGuardian || caller.role == .individual
             || (authorization.member == .child && authorization.showNamesToChild)
-        let names = mayReadNames ? try database.tokenNames(Self.tokens(in: stores)) : [:]
+        var names = mayReadNames ? try database.tokenNames(Self.tokens(in: stores)) : [:]
         let everyone =
             caller.isGuardian
             ? try database.authorizations().map { record in
@@ -254,8 +265,21 @@ public final class PolicyService: Sendable {
                     member: record.member,
                     showNamesToChild: record.showNamesToChild, changedAt: record.changedAt)
             } : nil
+        var domains = authorization.status == .approved ? try domainShield?.report(uid: account.uid) : nil
+        if let report = domains, mayReadNames {
+            // Names of the domains looked up, and of the categories that shielded them.
+            let tokens = Set(report.recentLookups.map(\.token))
+            names.merge(try database.tokenNames(tokens)) { old, _ in old }
+            for category in Set(report.recentLookups.compactMap(\.category)) where names[category] == nil {
+                if let name = domainShield?.categoryName(category) {
+                    names[category] = TokenName(kind: .category, identity: name, displayName: name)
+                }
+            }
+            domains = report
+        }
         return StatusReply(
-            authorization: authorization, stores: stores, effective: effective, names: names, authorizedUsers: everyone)
+            authorization: authorization, stores: stores, effective: effective, names: names, authorizedUsers: everyone,
+            domainShield: domains)
     }
 
     private func catalogue(for account: UserAccount) -> ApplicationCatalogue {
@@ -397,9 +421,35 @@ public final class PolicyService: Sendable {
             let now = Date()
             try database.saveStore(
                 uid: account.uid, key: key, settings: collection[key], names: resolver.names, at: now)
+            enforce()
             logger.notice(
                 request.remove ? "unshielded" : "shielded",
                 metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
+            let store = StoreReport(
+                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
+            return StoreReply(
+                user: summary(account), store: store, effective: Self.report(collection.effectivePolicy),
+                names: try database.tokenNames(Self.tokens(in: [store])))
+        }
+    }
+
+    private func filter(_ request: FilterRequest, caller: Caller) throws -> StoreReply {
+        let account = try storeOwner(request.target, caller: caller)
+        let key = try storeKey(request.target)
+        return try changes.withLock { _ in
+            var (collection, _) = try database.stores(uid: account.uid)
+            try collection.update(key) { settings in
+                settings.webContent.blockedByFilter = request.policy == .none ? nil : request.policy
+            }
+            let now = Date()
+            try database.saveStore(uid: account.uid, key: key, settings: collection[key], names: [:], at: now)
+            enforce()
+            logger.notice(
+                "web filter set",
+                metadata: [
+                    "user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)",
+                    "policy": "\(request.policy)",
+                ])
             let store = StoreReport(
                 client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
             return StoreReply(
@@ -416,6 +466,7 @@ public final class PolicyService: Sendable {
             collection.clear(key)
             let now = Date()
             try database.saveStore(uid: account.uid, key: key, settings: StoreSettings(), names: [:], at: now)
+            enforce()
             logger.notice(
                 "cleared", metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
             return StoreReply(

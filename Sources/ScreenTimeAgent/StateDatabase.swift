@@ -50,6 +50,20 @@ final class StateDatabase: Sendable {
                 table.column("displayName", .text).notNull()
             }
         }
+        migrator.registerMigration("v2: shield events") { db in
+            try db.create(table: "shieldEvent") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("uid", .integer).notNull()
+                table.column("kind", .text).notNull()
+                table.column("token", .text).notNull()
+                table.column("reason", .text).notNull()
+                table.column("category", .text)
+                table.column("first", .datetime).notNull()
+                table.column("last", .datetime).notNull()
+                table.column("count", .integer).notNull()
+            }
+            try db.create(index: "shieldEventByUser", on: "shieldEvent", columns: ["uid", "last"])
+        }
         return migrator
     }
 
@@ -170,6 +184,57 @@ final class StateDatabase: Sendable {
                         ON CONFLICT(token) DO UPDATE SET displayName = excluded.displayName
                         """,
                     arguments: [token, name.kind.rawValue, name.identity, name.displayName])
+            }
+        }
+    }
+
+    // MARK: shield events
+
+    /// Shielded lookups (or, later, launches) of one token for one reason, counted.
+    struct ShieldEvent: Hashable, Sendable {
+        var uid: UInt32
+        var kind: TokenKindName
+        var token: String
+        var reason: String
+        var category: String?
+        var first: Date
+        var last: Date
+        var count: Int
+    }
+
+    /// Appends events and the names of their tokens, in one transaction.
+    func record(_ events: [ShieldEvent], names: [String: TokenName]) throws {
+        guard !events.isEmpty else { return }
+        try queue.write { db in
+            for event in events {
+                try db.execute(
+                    sql: """
+                        INSERT INTO shieldEvent (uid, kind, token, reason, category, first, last, count)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        Int64(event.uid), event.kind.rawValue, event.token, event.reason, event.category, event.first,
+                        event.last, event.count,
+                    ])
+            }
+            for (token, name) in names {
+                try db.execute(
+                    sql: "INSERT OR IGNORE INTO tokenName (token, kind, identity, displayName) VALUES (?, ?, ?, ?)",
+                    arguments: [token, name.kind.rawValue, name.identity, name.displayName])
+            }
+        }
+    }
+
+    /// A user's latest events of one kind, newest first.
+    func shieldEvents(uid: UInt32, kind: TokenKindName, limit: Int) throws -> [ShieldEvent] {
+        try queue.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM shieldEvent WHERE uid = ? AND kind = ? ORDER BY last DESC, id DESC LIMIT ?",
+                arguments: [Int64(uid), kind.rawValue, limit]
+            ).map { row in
+                ShieldEvent(
+                    uid: UInt32(row["uid"] as Int64), kind: kind, token: row["token"], reason: row["reason"],
+                    category: row["category"], first: row["first"], last: row["last"], count: row["count"])
             }
         }
     }

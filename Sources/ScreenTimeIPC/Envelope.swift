@@ -35,6 +35,7 @@ public enum RequestCoding {
         case .token(let body): return try wrap(body)
         case .shield(let body): return try wrap(body)
         case .clear(let body): return try wrap(body)
+        case .filter(let body): return try wrap(body)
         }
     }
 
@@ -71,6 +72,7 @@ public enum RequestCoding {
         case "token": return .token(try body(TokenRequest.self))
         case "shield": return .shield(try body(ShieldRequest.self))
         case "clear": return .clear(try body(StoreRequest.self))
+        case "filter": return .filter(try body(FilterRequest.self))
         default:
             throw ScreenTimeIPCError(.unknownRequest, "this agent knows no request of kind '\(header.kind.prefix(60))'")
         }

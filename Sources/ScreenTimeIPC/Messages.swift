@@ -39,6 +39,7 @@ public enum Request: Sendable, Hashable {
     case token(TokenRequest)
     case shield(ShieldRequest)
     case clear(StoreRequest)
+    case filter(FilterRequest)
 
     /// The request's kind on the wire.
     public var kind: String {
@@ -52,6 +53,7 @@ public enum Request: Sendable, Hashable {
         case .token: "token"
         case .shield: "shield"
         case .clear: "clear"
+        case .filter: "filter"
         }
     }
 }
@@ -101,6 +103,17 @@ public struct StoreRequest: Codable, Sendable, Hashable {
         self.user = user
         self.client = client
         self.store = store
+    }
+}
+
+/// Sets a store's web-content filter (`webContent.blockedByFilter`); `.none` removes it.
+public struct FilterRequest: Codable, Sendable, Hashable {
+    public var target: StoreRequest
+    public var policy: FilterPolicy
+
+    public init(target: StoreRequest, policy: FilterPolicy) {
+        self.target = target
+        self.policy = policy
     }
 }
 
@@ -261,16 +274,58 @@ public struct StatusReply: Codable, Sendable, Hashable {
     public var names: [String: TokenName]
     /// For a guardian: every authorized user.
     public var authorizedUsers: [AuthorizationReply]?
+    /// How the user's DNS is filtered, and the latest shielded lookups; nil for a user who is not
+    /// authorized.
+    public var domainShield: DomainShieldReport?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,
-        names: [String: TokenName], authorizedUsers: [AuthorizationReply]?
+        names: [String: TokenName], authorizedUsers: [AuthorizationReply]?, domainShield: DomainShieldReport? = nil
     ) {
         self.authorization = authorization
         self.stores = stores
         self.effective = effective
         self.names = names
         self.authorizedUsers = authorizedUsers
+        self.domainShield = domainShield
+    }
+}
+
+/// The DNS filter for one user, as `status` shows it.
+public struct DomainShieldReport: Codable, Sendable, Hashable {
+    /// Whether the user's DNS goes through the agent's filter now (rules installed, queue read).
+    public var filtering: Bool
+    /// What keeps the filter from working as it should, in words; empty when all is well.
+    public var problems: [String]
+    /// The latest shielded lookups, newest first.
+    public var recentLookups: [ShieldEventReport]
+
+    public init(filtering: Bool, problems: [String], recentLookups: [ShieldEventReport]) {
+        self.filtering = filtering
+        self.problems = problems
+        self.recentLookups = recentLookups
+    }
+}
+
+/// Shielded lookups of one domain for one reason, counted over a span of time.
+public struct ShieldEventReport: Codable, Sendable, Hashable {
+    public var first: Date
+    public var last: Date
+    public var count: Int
+    /// The web-domain token of the name looked up (its registrable domain).
+    public var token: String
+    /// `domain`, `category`, `filter` or `bypass`.
+    public var reason: String
+    /// The web category whose list held the name, for `category`.
+    public var category: String?
+
+    public init(first: Date, last: Date, count: Int, token: String, reason: String, category: String?) {
+        self.first = first
+        self.last = last
+        self.count = count
+        self.token = token
+        self.reason = reason
+        self.category = category
     }
 }
 

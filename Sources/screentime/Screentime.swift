@@ -16,7 +16,7 @@ struct Screentime: ParsableCommand {
         version: AgentProtocolVersion.text,
         subcommands: [
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
-            Unshield.self, Clear.self, Pick.self, Ping.self,
+            Unshield.self, FilterCommand.self, Clear.self, Pick.self, Ping.self,
         ])
 }
 
@@ -279,6 +279,66 @@ struct StoreChange: ParsableArguments {
     func send(remove: Bool) throws {
         let request = try items.request(target.request, remove: remove)
         let reply = try perform(connection, .shield(request), as: StoreReply.self)
+        if output.json { return try printJSON(reply) }
+        print(StoreText(reply).render(), terminator: "")
+    }
+}
+
+struct FilterCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "filter",
+        abstract: "Set a store's web-content filter (webContent.blockedByFilter).",
+        discussion: """
+            auto      block the shipped adult list and the --block domains, except the --allow domains
+            specific  block the --block domains only
+            all       block every domain except the --allow domains
+            none      remove the filter
+            A domain covers everything under it.
+            """)
+
+    enum Policy: String, ExpressibleByArgument, CaseIterable { case auto, specific, all, none }
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var target: StoreOptions
+    @Argument(help: "auto, specific, all or none.") var policy: Policy
+    @Option(name: .customLong("block"), help: "A domain to block (auto, specific); repeat for more.")
+    var blocked: [String] = []
+    @Option(name: .customLong("allow"), help: "A domain never blocked (auto, all); repeat for more.")
+    var allowed: [String] = []
+
+    func validate() throws {
+        switch policy {
+        case .specific where blocked.isEmpty: throw ValidationError("'filter specific' needs at least one --block")
+        case .specific where !allowed.isEmpty: throw ValidationError("'filter specific' takes no --allow")
+        case .all where !blocked.isEmpty: throw ValidationError("'filter all' blocks everything; it takes no --block")
+        case .none where !blocked.isEmpty || !allowed.isEmpty:
+            throw ValidationError("'filter none' takes no --block or --allow")
+        default: break
+        }
+    }
+
+    func run() throws {
+        func domains(_ texts: [String]) throws -> Set<DomainName> {
+            var result: Set<DomainName> = []
+            for text in texts {
+                do {
+                    result.insert(try DomainName(text))
+                } catch {
+                    throw ValidationError(error.message)
+                }
+            }
+            return result
+        }
+        let filter: FilterPolicy =
+            switch policy {
+            case .auto: .auto(try domains(blocked), except: try domains(allowed))
+            case .specific: .specific(try domains(blocked))
+            case .all: .all(except: try domains(allowed))
+            case .none: .none
+            }
+        let reply = try perform(
+            connection, .filter(FilterRequest(target: target.request, policy: filter)), as: StoreReply.self)
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }

@@ -28,6 +28,18 @@ struct StatusText {
         }
         out += "Effective policy:\n"
         out += EffectiveText(report: reply.effective, namer: namer).render(indent: "  ")
+        if let dns = reply.domainShield {
+            out += "DNS filter: \(dns.filtering ? "on" : "NOT in force")\n"
+            for problem in dns.problems { out += "  problem: \(problem)\n" }
+            if !dns.recentLookups.isEmpty { out += "  shielded lookups, newest first:\n" }
+            for event in dns.recentLookups {
+                let times = event.count == 1 ? "once" : "\(event.count) times"
+                let why =
+                    event.reason == "category"
+                    ? "category \(event.category.map { namer.name($0, kind: "category") } ?? "?")" : event.reason
+                out += "    \(Self.format(event.last))  \(namer.name(event.token, kind: "domain"))  \(times) (\(why))\n"
+            }
+        }
         if let everyone = reply.authorizedUsers, !everyone.isEmpty {
             out += "Authorized users:\n"
             for user in everyone {

@@ -11,7 +11,8 @@ struct Screentimed: AsyncParsableCommand {
         abstract: "The screentime agent: enforces what guardians set, for every authorized user.",
         discussion: """
             Configuration keys (JSON, every key optional): guardianGroup, stateDirectory, socket, \
-            pamService, adminGroups, categoriesDirectory, publicSuffixList. Flags override the file.
+            pamService, adminGroups, categoriesDirectory, publicSuffixList, bypassList, dnsQueue, \
+            firewallChain. Flags override the file. SIGHUP reloads the web lists.
             """,
         version: AgentVersion.current)
 
@@ -34,6 +35,11 @@ struct Screentimed: AsyncParsableCommand {
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Flag(
+        name: .customLong("remove-firewall"),
+        help: "Remove the agent's firewall chains and exit (make uninstall; the agent must be stopped).")
+    var removeFirewall = false
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -54,6 +60,10 @@ struct Screentimed: AsyncParsableCommand {
             if let stateDirectory { configuration.stateDirectory = stateDirectory }
             if let socket { configuration.socket = socket }
             if let guardianGroup { configuration.guardianGroup = guardianGroup }
+            if removeFirewall {
+                try Agent(configuration: configuration, logger: logger).removeFirewall()
+                return
+            }
             try await Agent(configuration: configuration, logger: logger).run()
         } catch let error as AgentError {
             logger.critical("cannot run: \(error.message)")

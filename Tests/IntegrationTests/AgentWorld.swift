@@ -73,11 +73,18 @@ final class AgentWorld {
     let bystander: String
     let guardianPassword = "correct horse \(UUID().uuidString.prefix(4))"
     let pamService: String
+    /// The agent's firewall chain and DNS queue, this world's own so that worlds never meet.
+    let chain: String
+    let queue: Int
+    /// A network namespace of its own, with a resolver on 127.0.0.1 and ::1, when asked for.
+    let namespace: String?
     private var agent: Process?
     private var madeUsers: [String] = []
     private var madeGroups: [String] = []
 
-    init() throws {
+    /// - Parameter network: run the agent in a network namespace of its own, with dnsmasq on
+    ///   127.0.0.1 and ::1 answering the test names (see `startResolver`).
+    init(network: Bool = false) throws {
         directory = "/tmp/screentime-test-\(id)"
         socket = directory + "/run/screentimed.sock"
         guardianGroup = "stg-\(id)"
@@ -85,6 +92,9 @@ final class AgentWorld {
         child = "stchild\(id)"
         bystander = "stby\(id)"
         pamService = "screentime-test-\(id)"
+        chain = "st\(id)"
+        queue = Int.random(in: 1000...60000)
+        namespace = network ? "st\(id)" : nil
         do {
             try setUp()
         } catch {
@@ -117,12 +127,27 @@ final class AgentWorld {
             toFile: "/etc/pam.d/\(pamService)", atomically: true, encoding: .utf8)
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
-             "categoriesDirectory": "\(directory)/categories"}
+             "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
+             "dnsQueue": \(queue), "firewallChain": "\(chain)"}
             """
         try configuration.write(toFile: directory + "/screentimed.json", atomically: true, encoding: .utf8)
         try Files.makeDirectory(directory + "/categories", mode: 0o755)
         try "# test list\nexample-games.test\n".write(
             toFile: directory + "/categories/games.list", atomically: true, encoding: .utf8)
+        try "# test list\nadult-site.test\n".write(
+            toFile: directory + "/categories/adult.list", atomically: true, encoding: .utf8)
+        try "dns.doh-server.test\n192.0.2.53\n2001:db8::53\n".write(
+            toFile: directory + "/doh.list", atomically: true, encoding: .utf8)
+        if let namespace {
+            try system("/usr/sbin/ip", "netns", "add", namespace)
+            try system("/usr/sbin/ip", "-n", namespace, "link", "set", "lo", "up")
+            // `ip netns exec` puts this file over /etc/resolv.conf for what it runs: glibc's
+            // getent asks the namespace's own resolver.
+            try Files.makeDirectory("/etc/netns/\(namespace)", mode: 0o755)
+            try "nameserver 127.0.0.1\n".write(
+                toFile: "/etc/netns/\(namespace)/resolv.conf", atomically: true, encoding: .utf8)
+            try startResolver()
+        }
         try start()
     }
 
@@ -135,17 +160,86 @@ final class AgentWorld {
         return user
     }
 
+    /// The names dnsmasq answers: every name under each of these domains, with this address.
+    static let resolverAnswers = [
+        "allowed.test": "10.1.1.1", "blocked.test": "10.2.2.2", "example-games.test": "10.3.3.3",
+        "adult-site.test": "10.4.4.4", "use-application-dns.net": "10.5.5.5", "other.test": "10.6.6.6",
+        "dns.doh-server.test": "10.7.7.7",
+    ]
+
+    /// dnsmasq on 127.0.0.1 and ::1 in the namespace: no upstream, no hosts file, only the test
+    /// names (each with an A and an AAAA answer). It runs as a daemon with a pid file, not as a
+    /// Foundation `Process`: dnsmasq closes the descriptors it inherits, which Foundation takes for
+    /// the child's exit, and its blocking wait then stalls every other `Process`.
+    private func startResolver() throws {
+        guard let namespace else { return }
+        var arguments = [
+            "netns", "exec", namespace, "/usr/sbin/dnsmasq", "--no-resolv", "--no-hosts", "--bind-interfaces",
+            "--listen-address=127.0.0.1,::1", "--port=53", "--user=root", "--cache-size=0",
+            "--pid-file=\(directory)/dnsmasq.pid",
+        ]
+        for (name, address) in Self.resolverAnswers.sorted(by: { $0.key < $1.key }) {
+            arguments.append("--address=/\(name)/\(address)")
+            arguments.append("--address=/\(name)/fd00::\(address.split(separator: ".").last ?? "1")")
+        }
+        let started = try run("/usr/sbin/ip", arguments)
+        guard started.status == 0 else { throw WorldError("dnsmasq did not start: \(started.stderr)") }
+        // Ready when it answers root (whose lookups are never filtered).
+        for _ in 0..<200 {
+            let probe = try run(
+                "/usr/sbin/ip",
+                [
+                    "netns", "exec", namespace, "/usr/bin/dig", "+short", "+time=1", "+tries=1", "@127.0.0.1",
+                    "allowed.test",
+                ])
+            if probe.stdout.contains("10.1.1.1") { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw WorldError("dnsmasq did not answer in namespace \(namespace)")
+    }
+
+    /// Runs a program in the world's network namespace (the host's when it has none), as a user
+    /// (nil: root).
+    func inNetwork(as user: String?, _ program: String, _ arguments: [String]) throws -> CommandResult {
+        var command = [program] + arguments
+        if let user {
+            command = ["/usr/bin/setpriv", "--reuid=\(user)", "--regid=users", "--init-groups", "--"] + command
+        }
+        if let namespace { command = ["/usr/sbin/ip", "netns", "exec", namespace] + command }
+        return try run(
+            command[0], Array(command.dropFirst()), environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
+    }
+
+    /// The agent's rules in the world's namespace, as `iptables -S` (or `ip6tables -S`) prints them.
+    func firewallRules(ipv6: Bool = false) throws -> [String] {
+        let listing = try inNetwork(as: nil, ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables", ["-w", "-S"])
+        return listing.stdout.split(separator: "\n").map(String.init).filter { $0.contains(chain) }
+    }
+
     func start() throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binaries + "/screentimed")
-        process.arguments = [
+        let agentArguments = [
             "--config", directory + "/screentimed.json", "--state-dir", directory + "/state", "--socket", socket,
         ]
+        if let namespace {
+            process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+            process.arguments = ["netns", "exec", namespace, Self.binaries + "/screentimed"] + agentArguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: Self.binaries + "/screentimed")
+            process.arguments = agentArguments
+        }
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_DATA_DIRS"] = directory + "/data"
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        // The agent's log, kept with the world for a failing test to be read.
+        let log = directory + "/agent.log"
+        if !FileManager.default.fileExists(atPath: log) {
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+        }
+        let handle = FileHandle(forWritingAtPath: log)
+        handle?.seekToEndOfFile()
+        process.standardError = handle
         try process.run()
         agent = process
         // Wait for the socket to answer.
@@ -211,6 +305,19 @@ final class AgentWorld {
 
     func tearDown() {
         kill9()
+        // The agent leaves its rules when it stops (failing closed); the test removes them.
+        _ = try? inNetwork(
+            as: nil, Self.binaries + "/screentimed",
+            ["--remove-firewall", "--config", directory + "/screentimed.json", "--log-level", "error"])
+        if let text = try? String(contentsOfFile: directory + "/dnsmasq.pid", encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 1
+        {
+            kill(pid, SIGTERM)
+        }
+        if let namespace {
+            _ = try? run("/usr/sbin/ip", ["netns", "del", namespace])
+            try? FileManager.default.removeItem(atPath: "/etc/netns/\(namespace)")
+        }
         for user in madeUsers { _ = try? run("/usr/sbin/userdel", [user]) }
         for group in madeGroups { _ = try? run("/usr/sbin/groupdel", [group]) }
         try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(pamService)")

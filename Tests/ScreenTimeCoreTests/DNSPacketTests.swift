@@ -133,10 +133,16 @@ import Testing
         var generator = SeededGenerator(seed: 53)
         let seed = Self.packet(tcp: true, payload: Self.be16(30) + Self.query("fuzz.example"))
         for round in 0..<20_000 {
-            var bytes = round % 2 == 0 ? seed : (0..<Int.random(in: 0...80, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            var bytes =
+                round % 2 == 0
+                ? seed
+                : (0..<Int.random(in: 0...80, using: &generator)).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                }
             if round % 2 == 0 {
                 for _ in 0..<Int.random(in: 1...6, using: &generator) {
-                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(
+                        in: 0...255, using: &generator)
                 }
                 bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &generator)))
             }

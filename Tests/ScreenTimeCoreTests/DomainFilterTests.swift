@@ -83,7 +83,8 @@ import Testing
         let filter = try filter(settings)
         #expect(filter.verdict(for: try wire(["WWW", "ALPHA", "Test"]))?.reason == .domain)
         #expect(filter.verdict(for: try wire(["\u{0}odd", "alpha", "test"]))?.stores == [store("s")])
-        #expect(filter.verdict(for: try DNSName(labels: [[0xFF, 0x2E], Array("alpha".utf8), Array("test".utf8)])) != nil)
+        #expect(
+            filter.verdict(for: try DNSName(labels: [[0xFF, 0x2E], Array("alpha".utf8), Array("test".utf8)])) != nil)
         // Near names are not covered: a label is compared whole.
         #expect(filter.verdict(for: try wire(["xalpha", "test"])) == nil)
         #expect(filter.verdict(for: try wire(["alpha", "test", "evil"])) == nil)
@@ -118,7 +119,9 @@ import Testing
         let filter = try filter(settings)
         let message = DNSMessage(
             id: 1, flags: 0x0100,
-            questions: [.init(name: try wire(["alpha", "test"]), type: 1), .init(name: try wire(["beta", "test"]), type: 28)])
+            questions: [
+                .init(name: try wire(["alpha", "test"]), type: 1), .init(name: try wire(["beta", "test"]), type: 28),
+            ])
         #expect(filter.verdict(for: message)?.question.type == 28)
         #expect(filter.verdict(for: message)?.verdict.reason == .filter)
     }

@@ -103,7 +103,8 @@ public struct DomainFilter: Sendable {
         filters = policy.webContentFilters.compactMap { store, policy in
             switch policy {
             case .none: nil
-            case .auto(let blocked, let exceptions): (store, .auto(blocked: hashes(blocked), except: hashes(exceptions)))
+            case .auto(let blocked, let exceptions):
+                (store, .auto(blocked: hashes(blocked), except: hashes(exceptions)))
             case .specific(let blocked): (store, .specific(hashes(blocked)))
             case .all(let exceptions): (store, .all(except: hashes(exceptions)))
             }

@@ -1,0 +1,432 @@
+import Foundation
+import Glibc
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+public import ServiceLifecycle
+import Synchronization
+
+/// The domain shield: every authorized user's DNS goes through the agent, and what their policy
+/// shields is answered NXDOMAIN at once, in the verdict; everyone else's DNS is not touched.
+///
+/// `prepare()` installs the firewall chains (see `Firewall`) before anything else runs; `run()`
+/// reads the netfilter queue on a thread of its own until the agent stops. The rules stay when
+/// the agent stops — without a reader the kernel drops what they queue, so the filtered users'
+/// lookups fail rather than pass — and go only when the last authorization is revoked (or by
+/// `make uninstall`). Each packet is judged against a `DomainFilter` per user, rebuilt whenever a
+/// policy changes; shielded lookups are counted and written to the state database in batches.
+public final class DomainShield: Service, Sendable {
+    private let configuration: AgentConfiguration
+    private let database: StateDatabase
+    private let minter: TokenMinter
+    private let suffixes: PublicSuffixList
+    private let firewall: Firewall
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let events = Mutex(EventBuffer())
+    private let flushSignal: AsyncStream<Void>
+    private let flushContinuation: AsyncStream<Void>.Continuation
+
+    private struct State {
+        var filters: [UInt32: DomainFilter] = [:]
+        var lists = WebLists()
+        /// The uids the firewall sends to the queue, nil until installed.
+        var installedUIDs: [UInt32]?
+        var firewallProblem: String?
+        var queueProblem: String?
+        var reading = false
+    }
+
+    /// The web-category lists, the adult list and the bypass list, as loaded, with the files'
+    /// signatures so that an unchanged file is not read again.
+    struct WebLists {
+        var categories: [ActivityCategoryToken: DomainList] = [:]
+        var names: [ActivityCategoryToken: String] = [:]
+        var adult = DomainList([DomainName]())
+        var bypassNames = DomainList([DomainName]())
+        var bypassAddresses: [String] = []
+        var signatures: [String: String] = [:]
+        var problems: [String] = []
+    }
+
+    private struct EventKey: Hashable {
+        var uid: UInt32
+        var domain: DomainName
+        var reason: DomainFilter.Reason
+        var category: ActivityCategoryToken?
+    }
+
+    private struct EventBuffer {
+        var counts: [EventKey: (first: Date, last: Date, count: Int)] = [:]
+        var dropped = 0
+        static let capacity = 10_000
+    }
+
+    init(
+        configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.minter = minter
+        self.suffixes = suffixes
+        self.firewall = Firewall(chain: configuration.firewallChain, queue: configuration.dnsQueue)
+        self.logger = logger
+        (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    // MARK: policy
+
+    /// Loads the lists, builds every filter and installs the rules. Called before the services
+    /// start, and again after every change of policy or authorization.
+    func policyChanged() {
+        let lists = reloadLists()
+        var filters: [UInt32: DomainFilter] = [:]
+        do {
+            for record in try database.authorizations() where record.status == .approved {
+                filters[record.uid] = try filter(uid: record.uid, lists: lists)
+            }
+        } catch {
+            // The previous filters stay in force; a database that cannot be read is logged loudly.
+            logger.error("cannot read the policies for the DNS filter", metadata: ["error": "\(error)"])
+            return
+        }
+        let uids = filters.keys.sorted()
+        let previous = state.withLock { $0.installedUIDs }
+        var installed = previous
+        var problem: String?
+        if previous != uids || previous == nil {
+            do {
+                if uids.isEmpty {
+                    try firewall.remove()
+                } else {
+                    try firewall.install(uids: uids, dohAddresses: lists.bypassAddresses)
+                }
+                installed = uids
+                logger.info("firewall rules in step", metadata: ["uids": "\(uids)", "chain": "\(firewall.chain)"])
+            } catch {
+                problem = "the firewall rules could not be installed: \(error.message)"
+                logger.error("\(problem ?? "")")
+            }
+        }
+        state.withLock {
+            // Filters go in before the rules name a new user, never after: a user's first
+            // packets must meet its filter.
+            $0.filters = filters
+            $0.lists = lists
+            $0.installedUIDs = installed
+            if problem != nil || installed == uids { $0.firewallProblem = problem }
+        }
+    }
+
+    private func filter(uid: UInt32, lists: WebLists) throws -> DomainFilter {
+        let policy = try database.stores(uid: uid).collection.effectivePolicy
+        var tokens = Set(policy.webDomainsShieldedByToken.keys.map(\.base64))
+        for shield in policy.webDomainCategoryShields { tokens.formUnion(shield.policy.exceptions.map(\.base64)) }
+        var names: [WebDomainToken: DomainName] = [:]
+        for (token, name) in try database.tokenNames(tokens) where name.kind == .domain {
+            if let token = try? WebDomainToken(base64: token), let domain = try? DomainName(name.identity) {
+                names[token] = domain
+            }
+        }
+        let filter = DomainFilter(
+            policy: policy, names: names, categoryLists: lists.categories, adultList: lists.adult,
+            bypassList: lists.bypassNames)
+        if !filter.unnamedDomains.isEmpty || !filter.categoriesWithoutList.isEmpty {
+            logger.warning(
+                "some web shields cannot be enforced",
+                metadata: [
+                    "uid": "\(uid)", "domainsWithoutName": "\(filter.unnamedDomains.count)",
+                    "categoriesWithoutList": "\(filter.categoriesWithoutList.count)",
+                ])
+        }
+        return filter
+    }
+
+    /// Reads the lists whose files changed since the last read; keeps the rest.
+    private func reloadLists() -> WebLists {
+        var lists = state.withLock { $0.lists }
+        var seen: [String: String] = [:]
+        var problems: [String] = []
+        let directory = configuration.categoriesDirectory
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+            $0.hasSuffix(".list")
+        }.sorted()
+        var categories: [ActivityCategoryToken: DomainList] = [:]
+        var names: [ActivityCategoryToken: String] = [:]
+        var adult = DomainList([DomainName]())
+        for file in files {
+            let path = directory + "/" + file
+            let name = String(file.dropLast(".list".count))
+            guard let category = try? ActivityCategory(name) else {
+                problems.append("\(path): '\(name)' is not a category name")
+                continue
+            }
+            let token = minter.token(for: category)
+            let signature = Self.signature(path)
+            var list: DomainList
+            if let old = lists.categories[token], lists.signatures[path] == signature {
+                list = old
+            } else {
+                guard let bytes = try? Files.read(path, limit: 512 << 20) else {
+                    problems.append("cannot read \(path)")
+                    continue
+                }
+                list = DomainList(parsing: String(decoding: bytes, as: UTF8.self))
+                logger.info(
+                    "web category list loaded",
+                    metadata: ["list": "\(path)", "domains": "\(list.count)", "skipped": "\(list.skippedLines.count)"])
+            }
+            seen[path] = signature
+            categories[token] = list
+            names[token] = category.name
+            if category.name == "adult" { adult = list }
+        }
+        lists.categories = categories
+        lists.names = names
+        lists.adult = adult
+
+        let bypassPath = configuration.bypassList
+        let bypassSignature = Self.signature(bypassPath)
+        if lists.signatures[bypassPath] != bypassSignature {
+            if let bytes = try? Files.read(bypassPath, limit: 16 << 20) {
+                let (names, addresses) = Self.parseBypass(String(decoding: bytes, as: UTF8.self))
+                lists.bypassNames = DomainList(parsing: names.joined(separator: "\n"))
+                lists.bypassAddresses = addresses
+            } else {
+                lists.bypassNames = DomainList([DomainName]())
+                lists.bypassAddresses = []
+                if Files.exists(bypassPath) { problems.append("cannot read \(bypassPath)") }
+            }
+        }
+        seen[bypassPath] = bypassSignature
+        lists.signatures = seen
+        lists.problems = problems
+        for problem in problems { logger.warning("\(problem)") }
+        return lists
+    }
+
+    /// A DoH list line is a name or an IPv4/IPv6 address; `#` starts a comment.
+    static func parseBypass(_ text: String) -> (names: [String], addresses: [String]) {
+        var names: [String] = []
+        var addresses: [String] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            let word = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                .trimmingCharacters(in: .whitespaces)
+            guard !word.isEmpty else { continue }
+            var buffer = [UInt8](repeating: 0, count: 16)
+            if inet_pton(AF_INET, word, &buffer) == 1 || inet_pton(AF_INET6, word, &buffer) == 1 {
+                addresses.append(word)
+            } else {
+                names.append(word)
+            }
+        }
+        return (names, addresses)
+    }
+
+    private static func signature(_ path: String) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "missing" }
+        return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+    }
+
+    // MARK: packets
+
+    /// The verdict on one queued packet. What cannot be judged is dropped: the sender's lookup
+    /// fails, as it would while the agent is down.
+    func judge(_ packet: NetfilterQueue.Packet) -> NetfilterQueue.Verdict {
+        guard let uid = packet.uid else { return .drop }
+        guard let filter = state.withLock({ $0.filters[uid] }) else {
+            // Not (or no longer) a filtered user: the rules lag a revocation by a moment.
+            return .accept
+        }
+        guard let parsed = try? DNSPacket(parsing: packet.bytes), let messages = try? parsed.messages() else {
+            return .drop
+        }
+        guard !messages.isEmpty else { return .accept }
+        var answers: [[UInt8]] = []
+        for bytes in messages {
+            guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
+            if let (question, verdict) = filter.verdict(for: message) {
+                answers.append(DNSMessage.nxdomain(answering: message).serialized())
+                note(uid: uid, name: question.name, verdict: verdict)
+            }
+        }
+        if answers.isEmpty { return .accept }
+        // Part of a TCP segment shielded, or a connection not open yet: nothing can be answered
+        // in place, and nothing may pass.
+        guard answers.count == messages.count, !parsed.opensConnection else { return .drop }
+        return .replace(parsed.reply(carrying: answers))
+    }
+
+    private func note(uid: UInt32, name: DNSName, verdict: DomainFilter.Verdict) {
+        // The nearest name that is a host name: a verdict was reached through one of them.
+        var labels = name.labels
+        var domain: DomainName?
+        while !labels.isEmpty, domain == nil {
+            domain = (try? DNSName(labels: labels))?.domainName
+            labels.removeFirst()
+        }
+        guard let domain else { return }
+        let key = EventKey(
+            uid: uid, domain: suffixes.webDomain(for: domain), reason: verdict.reason, category: verdict.category)
+        let now = Date()
+        let wasEmpty = events.withLock { buffer in
+            let wasEmpty = buffer.counts.isEmpty
+            if let entry = buffer.counts[key] {
+                buffer.counts[key] = (entry.first, now, entry.count + 1)
+            } else if buffer.counts.count < EventBuffer.capacity {
+                buffer.counts[key] = (now, now, 1)
+            } else {
+                buffer.dropped += 1
+            }
+            return wasEmpty
+        }
+        if wasEmpty { flushContinuation.yield() }
+    }
+
+    /// Writes the counted events to the database.
+    func flushEvents() {
+        let (counts, dropped) = events.withLock { buffer in
+            defer { buffer = EventBuffer() }
+            return (buffer.counts, buffer.dropped)
+        }
+        guard !counts.isEmpty else { return }
+        var records: [StateDatabase.ShieldEvent] = []
+        var names: [String: TokenName] = [:]
+        for (key, value) in counts {
+            let token = minter.token(for: key.domain).base64
+            names[token] = TokenName(kind: .domain, identity: key.domain.ascii, displayName: key.domain.unicode)
+            records.append(
+                StateDatabase.ShieldEvent(
+                    uid: key.uid, kind: .domain, token: token, reason: key.reason.rawValue,
+                    category: key.category?.base64, first: value.first, last: value.last, count: value.count))
+        }
+        do {
+            try database.record(records, names: names)
+        } catch {
+            logger.error("cannot record shielded lookups", metadata: ["error": "\(error)"])
+        }
+        if dropped > 0 {
+            logger.warning(
+                "too many different shielded lookups at once; some were not recorded",
+                metadata: ["dropped": "\(dropped)"])
+        }
+    }
+
+    // MARK: status
+
+    func report(uid: UInt32) throws -> DomainShieldReport? {
+        let (filter, installed, lists, firewallProblem, queueProblem, reading) = state.withLock {
+            ($0.filters[uid], $0.installedUIDs, $0.lists, $0.firewallProblem, $0.queueProblem, $0.reading)
+        }
+        guard let filter else { return nil }
+        var problems = [firewallProblem, queueProblem].compactMap { $0 } + lists.problems
+        if !filter.unnamedDomains.isEmpty {
+            problems.append(
+                "\(filter.unnamedDomains.count) shielded domain token(s) have no known name and are not enforced")
+        }
+        if !filter.categoriesWithoutList.isEmpty {
+            problems.append(
+                "\(filter.categoriesWithoutList.count) shielded web categor(y/ies) have no list in \(configuration.categoriesDirectory)"
+            )
+        }
+        flushEvents()
+        let recent = try database.shieldEvents(uid: uid, kind: .domain, limit: 20).map {
+            ShieldEventReport(
+                first: $0.first, last: $0.last, count: $0.count, token: $0.token, reason: $0.reason,
+                category: $0.category)
+        }
+        return DomainShieldReport(
+            filtering: reading && (installed ?? []).contains(uid), problems: problems, recentLookups: recent)
+    }
+
+    /// The name of a web category's token, for reports.
+    func categoryName(_ token: String) -> String? {
+        guard let token = try? ActivityCategoryToken(base64: token) else { return nil }
+        return state.withLock { $0.lists.names[token] }
+    }
+
+    // MARK: running
+
+    public func run() async throws {
+        let queue: NetfilterQueue
+        do {
+            queue = try NetfilterQueue(number: configuration.dnsQueue) { [self] packet in judge(packet) }
+        } catch {
+            let problem = "the DNS queue cannot be read, so filtered users' lookups fail: \(error.message)"
+            state.withLock { $0.queueProblem = problem }
+            logger.error("\(problem)")
+            // The agent goes on serving guardians; the rules keep failing closed.
+            try? await gracefulShutdown()
+            return
+        }
+        state.withLock {
+            $0.reading = true
+            $0.queueProblem = nil
+        }
+        logger.info("reading the DNS queue", metadata: ["queue": "\(configuration.dnsQueue)"])
+        let reloads = Self.hangups()
+        async let flushing: Void = flushLoop()
+        async let reloading: Void = reloadLoop(reloads)
+        await withGracefulShutdownHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [self] in
+                    do {
+                        try queue.run()
+                    } catch {
+                        state.withLock { $0.queueProblem = "reading the DNS queue failed: \(error)" }
+                        logger.error("reading the DNS queue failed", metadata: ["error": "\(error)"])
+                    }
+                    done.resume()
+                }
+                thread.name = "screentime.dns"
+                // Packets wait in the kernel while this thread is off the CPU.
+                thread.qualityOfService = .userInteractive
+                thread.start()
+            }
+        } onGracefulShutdown: {
+            queue.stop()
+        }
+        state.withLock { $0.reading = false }
+        flushContinuation.finish()
+        reloads.continuation.finish()
+        _ = await (flushing, reloading)
+        flushEvents()
+        logger.info(
+            "stopped reading the DNS queue; its rules stay, so filtered lookups fail until the agent is back",
+            metadata: ["judged": "\(queue.judged)", "overruns": "\(queue.overruns)"])
+    }
+
+    /// Writes events a second after the first of a batch; sleeps while nothing happens.
+    private func flushLoop() async {
+        for await _ in flushSignal {
+            try? await Task.sleep(for: .seconds(1))
+            flushEvents()
+        }
+    }
+
+    private func reloadLoop(
+        _ hangups: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
+    )
+        async
+    {
+        for await _ in hangups.stream {
+            logger.notice("SIGHUP: reloading the web lists")
+            policyChanged()
+        }
+    }
+
+    /// SIGHUP, as a stream: `kill -HUP` reloads the lists.
+    private static func hangups() -> (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        signal(SIGHUP, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: SIGHUP)
+        source.setEventHandler { continuation.yield() }
+        nonisolated(unsafe) let cancellable = source
+        continuation.onTermination = { _ in cancellable.cancel() }
+        source.resume()
+        return (stream, continuation)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+import ScreenTimeIPC
+import Testing
+
+/// The domain shield for real: in a network namespace of its own, the agent's iptables rules
+/// send a real child's DNS to its netfilter queue; dnsmasq answers; dig and getent ask.
+@Suite(
+    .serialized,
+    .enabled(if: isRoot, "needs root: network namespaces, iptables, NFQUEUE, dnsmasq, users")
+)
+struct DomainShieldIntegrationTests {
+    /// One lookup with dig, as a user (nil: root); at most one try of `timeout` seconds.
+    struct Lookup {
+        let status: String?
+        let addresses: [String]
+        let seconds: Double
+        let output: String
+    }
+
+    func dig(
+        _ world: AgentWorld, as user: String?, _ name: String, server: String = "127.0.0.1", tcp: Bool = false,
+        type: String = "A", timeout: Int = 3
+    ) throws -> Lookup {
+        let start = ContinuousClock.now
+        var arguments = ["+tries=1", "+time=\(timeout)", "@\(server)", name, type]
+        if tcp { arguments.insert("+tcp", at: 0) }
+        let result = try world.inNetwork(as: user, "/usr/bin/dig", arguments)
+        let elapsed = ContinuousClock.now - start
+        let status = result.stdout.split(separator: "\n").first { $0.contains("status:") }.flatMap { line in
+            line.split(separator: ",").first { $0.contains("status:") }?.split(separator: " ").last.map(String.init)
+        }
+        let addresses = result.stdout.split(separator: "\n").filter { !$0.hasPrefix(";") }.compactMap { line in
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            return fields.count >= 5 && (fields[3] == "A" || fields[3] == "AAAA") ? String(fields[4]) : nil
+        }
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return Lookup(status: status, addresses: addresses, seconds: seconds, output: result.stdout + result.stderr)
+    }
+
+    func guardian(_ world: AgentWorld, _ arguments: String...) throws {
+        let result = try world.cli(as: world.guardian, arguments: arguments)
+        guard result.status == 0 else { throw WorldError("\(arguments.joined(separator: " ")): \(result.stderr)") }
+    }
+
+    @Test func shieldedNamesFailAtOnceForTheChildAndOnlyForTheChild() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        // Before any authorization the agent installs nothing.
+        #expect(try world.firewallRules().isEmpty)
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test", "--web-category", "games")
+        #expect(try world.firewallRules().contains { $0.contains("--uid-owner") })
+
+        for (server, tcp) in [("127.0.0.1", false), ("127.0.0.1", true), ("::1", false), ("::1", true)] {
+            for name in ["blocked.test", "www.blocked.test", "deep.sub.BLOCKED.test", "example-games.test"] {
+                let lookup = try dig(world, as: world.child, name, server: server, tcp: tcp)
+                #expect(lookup.status == "NXDOMAIN", "\(name) via \(server) tcp=\(tcp): \(lookup.output)")
+                // Answered by the filter, not dropped: dig waited nowhere near its 3 s timeout.
+                #expect(lookup.seconds < 1.5, "\(name) took \(lookup.seconds) s")
+            }
+            let allowed = try dig(world, as: world.child, "allowed.test", server: server, tcp: tcp)
+            #expect(allowed.status == "NOERROR" && allowed.addresses == ["10.1.1.1"], "\(allowed.output)")
+        }
+        let allowedV6 = try dig(world, as: world.child, "allowed.test", server: "::1", type: "AAAA")
+        #expect(allowedV6.addresses == ["fd00::1"])
+
+        // glibc through /etc/resolv.conf: the shielded name fails at once, the other resolves.
+        let blockedHost = try world.inNetwork(as: world.child, "/usr/bin/getent", ["hosts", "www.blocked.test"])
+        #expect(blockedHost.status == 2, "getent: \(blockedHost.stdout)")
+        let allowedHost = try world.inNetwork(as: world.child, "/usr/bin/getent", ["hosts", "allowed.test"])
+        #expect(allowedHost.status == 0 && allowedHost.stdout.contains("allowed.test"))
+
+        // Root and a bystander resolve the shielded names; the canary is the child's alone.
+        for user in [nil, world.bystander] {
+            #expect(try dig(world, as: user, "www.blocked.test").addresses == ["10.2.2.2"])
+            #expect(try dig(world, as: user, "www.blocked.test", tcp: true).addresses == ["10.2.2.2"])
+            #expect(try dig(world, as: user, "use-application-dns.net").addresses == ["10.5.5.5"])
+            #expect(try dig(world, as: user, "dns.doh-server.test").addresses == ["10.7.7.7"])
+        }
+        #expect(try dig(world, as: world.child, "use-application-dns.net").status == "NXDOMAIN")
+        #expect(try dig(world, as: world.child, "dns.doh-server.test").status == "NXDOMAIN")
+
+        // The status shows the filter on and the shielded lookups, by domain and by category.
+        let status = try world.status(of: world.child)
+        let dns = try #require(status.domainShield)
+        #expect(dns.filtering)
+        #expect(dns.problems.isEmpty, "\(dns.problems)")
+        let blockedToken = try tokenText(world, "domain", "blocked.test")
+        let gamesToken = try tokenText(world, "category", "games")
+        // Counted in batches: one row per domain and reason for each second with lookups.
+        let byDomain = dns.recentLookups.filter { $0.token == blockedToken }
+        #expect(byDomain.allSatisfy { $0.reason == "domain" })
+        #expect(byDomain.map(\.count).reduce(0, +) >= 13, "12 digs and a getent: \(byDomain)")
+        let byCategory = try #require(dns.recentLookups.first { $0.reason == "category" })
+        #expect(byCategory.category == gamesToken)
+        #expect(status.names[byCategory.token]?.identity == "example-games.test")
+        #expect(dns.recentLookups.contains { $0.reason == "bypass" })
+        let text = try world.cli(as: world.guardian, "status", "--user", world.child)
+        #expect(text.stdout.contains("DNS filter: on"))
+        #expect(text.stdout.contains("blocked.test"))
+        // The child's own status shows tokens, not the names it looked up.
+        let own = try world.cli(as: world.child, "status")
+        #expect(own.status == 0 && !own.stdout.contains("example-games.test"))
+    }
+
+    func tokenText(_ world: AgentWorld, _ kind: String, _ identity: String) throws -> String {
+        let result = try world.cli(as: world.guardian, "token", kind, identity, "--user", world.child)
+        guard result.status == 0 else { throw WorldError("token: \(result.stderr)") }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test func dnsOverTLSAndKnownDoHAddressesAreRefusedToTheChild() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        // A listener on 853 (DNS over TLS's port), so that a refusal is the rule's doing.
+        let listener = Process()
+        listener.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        listener.arguments = [
+            "netns", "exec", world.namespace ?? "", "/usr/bin/python3", "-c",
+            "import socket,time\ns=socket.socket()\ns.bind(('127.0.0.1',853))\ns.listen(50)\ntime.sleep(60)",
+        ]
+        try listener.run()
+        defer {
+            kill(listener.processIdentifier, SIGKILL)
+            listener.waitUntilExit()
+        }
+        let connect = ["-c", "exec 3<>/dev/tcp/127.0.0.1/853"]
+        var bystander = try world.inNetwork(as: world.bystander, "/bin/bash", connect)
+        for _ in 0..<100 where bystander.status != 0 {
+            Thread.sleep(forTimeInterval: 0.02)
+            bystander = try world.inNetwork(as: world.bystander, "/bin/bash", connect)
+        }
+        #expect(bystander.status == 0, "the bystander reaches port 853: \(bystander.stderr)")
+        let child = try world.inNetwork(as: world.child, "/bin/bash", connect)
+        #expect(child.status != 0 && child.stderr.contains("refused"), "\(child.stderr)")
+        // The DoH list's addresses are refused on 443, in both families.
+        let v4 = try world.firewallRules()
+        #expect(v4.contains { $0.contains("-d 192.0.2.53/32") && $0.contains("--dport 443") && $0.contains("REJECT") })
+        let v6 = try world.firewallRules(ipv6: true)
+        #expect(v6.contains { $0.contains("-d 2001:db8::53/128") && $0.contains("--dport 443") })
+    }
+
+    @Test func theWebFilterAndItsExceptions() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(
+            world, "filter", "auto", "--user", world.child, "--block", "other.test", "--allow", "ok.other.test")
+        #expect(try dig(world, as: world.child, "www.adult-site.test").status == "NXDOMAIN")
+        #expect(try dig(world, as: world.child, "other.test").status == "NXDOMAIN")
+        #expect(try dig(world, as: world.child, "ok.other.test").addresses == ["10.6.6.6"])
+        #expect(try dig(world, as: world.child, "allowed.test").addresses == ["10.1.1.1"])
+
+        try guardian(world, "filter", "all", "--user", world.child, "--allow", "allowed.test")
+        #expect(try dig(world, as: world.child, "allowed.test").addresses == ["10.1.1.1"])
+        #expect(try dig(world, as: world.child, "other.test").status == "NXDOMAIN")
+        #expect(try dig(world, as: world.child, "www.adult-site.test").status == "NXDOMAIN")
+
+        try guardian(world, "filter", "none", "--user", world.child)
+        #expect(try dig(world, as: world.child, "other.test").addresses == ["10.6.6.6"])
+        // A bad domain is refused by the CLI and changes nothing.
+        let bad = try world.cli(as: world.guardian, "filter", "specific", "--user", world.child, "--block", "a..b")
+        #expect(bad.status == 64, "\(bad.stderr)")
+        #expect(try world.status(of: world.child).effective.webContentFilters.isEmpty)
+    }
+
+    @Test func failsClosedWhileTheAgentIsDownAndResumesWithoutDuplicateRules() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        let rules = try world.firewallRules()
+        let rules6 = try world.firewallRules(ipv6: true)
+
+        #expect(world.terminate() == 0)
+        // The rules stay: the child's lookups get no answer, the bystander's do.
+        #expect(try world.firewallRules() == rules)
+        let stopped = try dig(world, as: world.child, "allowed.test", timeout: 1)
+        #expect(stopped.status == nil && stopped.addresses.isEmpty, "\(stopped.output)")
+        #expect(try dig(world, as: world.child, "allowed.test", tcp: true, timeout: 1).addresses.isEmpty)
+        #expect(try dig(world, as: world.bystander, "allowed.test").addresses == ["10.1.1.1"])
+
+        // kill -9 and a restart: the same rules, once each, and filtering as before.
+        try world.start()
+        world.kill9()
+        try world.start()
+        #expect(try world.firewallRules() == rules)
+        #expect(try world.firewallRules(ipv6: true) == rules6)
+        #expect(try world.firewallRules().filter { $0.hasPrefix("-A OUTPUT") }.count == 1)
+        #expect(try dig(world, as: world.child, "allowed.test").addresses == ["10.1.1.1"])
+        #expect(try dig(world, as: world.child, "www.blocked.test").status == "NXDOMAIN")
+
+        // Revoking the last authorized user removes the chains; the child resolves everything.
+        try guardian(world, "revoke", "--user", world.child)
+        #expect(try world.firewallRules().isEmpty)
+        #expect(try world.firewallRules(ipv6: true).isEmpty)
+        #expect(try dig(world, as: world.child, "www.blocked.test").addresses == ["10.2.2.2"])
+    }
+
+    @Test func hostilePacketsNeitherCrashTheAgentNorPassAShieldedName() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/hostile-dns.py"
+        for server in ["127.0.0.1", "::1"] {
+            let result = try world.inNetwork(
+                as: world.child, "/usr/bin/python3", [script, server, "blocked.test", "10.2.2.2", "200"])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("leaks 0"), "\(result.stdout)")
+            #expect(!result.stdout.contains("leak "), "\(result.stdout)")
+            #expect(result.stdout.contains("sent "))
+        }
+        #expect(world.agentIsRunning)
+        #expect(try dig(world, as: world.child, "allowed.test").addresses == ["10.1.1.1"])
+        #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN")
+        // The same script as a bystander does get the shielded address back: the script can
+        // tell a leak when there is one.
+        let control = try world.inNetwork(
+            as: world.bystander, "/usr/bin/python3", [script, "127.0.0.1", "blocked.test", "10.2.2.2", "5"])
+        #expect(!control.stdout.contains("leaks 0"), "\(control.stdout)")
+    }
+}
