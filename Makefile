@@ -56,7 +56,10 @@ test: deps
 	scripts/run-tests
 
 bench: deps
+	$(SWIFT) build -c release
 	$(SWIFT) run -c release ScreenTimeBenchmarks
+	@echo
+	Benchmarks/dns-filter.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)

@@ -192,4 +192,59 @@ if let list {
     row("look a name up in the million", listLookup, "Set<String>", setLookup)
 }
 try? FileManager.default.removeItem(atPath: millionPath)
+
+// The DNS filter's hot path: one queued query judged as the agent judges it, by a policy of 50
+// shielded domains and a web category, beside judging by tokens minted per query.
+if let suffixes = try? PublicSuffixList(parsing: String(contentsOfFile: listPath, encoding: .utf8)) {
+    var webSettings = StoreSettings()
+    let shieldedDomains = try (0..<50).map { try DomainName("blocked\($0).example") }
+    webSettings.shield.webDomains = Set(shieldedDomains.map { minter.token(for: $0) })
+    let gamesCategory = minter.token(for: try ActivityCategory("games"))
+    webSettings.shield.webDomainCategories = .specific([gamesCategory])
+    let webPolicy = try StoreCollection([(StoreKey(client: client, name: .default), webSettings)]).effectivePolicy
+    let gamesList = DomainList(parsing: (0..<1_000).map { "game\($0).example\n" }.joined())
+    let filter = DomainFilter(
+        policy: webPolicy, names: Dictionary(uniqueKeysWithValues: shieldedDomains.map { (minter.token(for: $0), $0) }),
+        categoryLists: [gamesCategory: gamesList], adultList: DomainList([DomainName]()))
+    /// An IPv4/UDP packet from 127.0.0.1:40000 to 127.0.0.1:53 carrying a query for `name`.
+    func queryPacket(_ name: String) throws -> [UInt8] {
+        let dns = DNSMessage(id: 7, flags: 0x0100, questions: [.init(name: DNSName(try DomainName(name)), type: 1)])
+            .serialized()
+        let udpLength = 8 + dns.count
+        let total = 20 + udpLength
+        return [
+            0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0x40, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1,
+        ]
+            + [0x9C, 0x40, 0, 53, UInt8(udpLength >> 8), UInt8(udpLength & 0xFF), 0, 0] + dns
+    }
+    let packets = try (0..<1_000).map { index in
+        try queryPacket(
+            index % 4 == 0
+                ? "www.blocked\(index % 50).example"
+                : index % 4 == 1 ? "cdn.game\(index).example" : "www.allowed\(index).example")
+    }
+    let judged = nanosecondsPerOperation(iterations: 100_000) { index in
+        guard let packet = try? DNSPacket(parsing: packets[index % packets.count]),
+            let message = try? DNSMessage(parsing: packet.payload)
+        else { return }
+        if filter.verdict(for: message) != nil {
+            sink &+= packet.reply(carrying: [DNSMessage.nxdomain(answering: message).serialized()]).count
+        } else {
+            sink &+= 1
+        }
+    }
+    let minted = nanosecondsPerOperation(iterations: 100_000) { index in
+        guard let packet = try? DNSPacket(parsing: packets[index % packets.count]),
+            let message = try? DNSMessage(parsing: packet.payload), let name = message.questions.first?.name.domainName
+        else { return }
+        let candidates = suffixes.shieldCandidates(for: name).map { minter.token(for: $0) }
+        let categories: Set<ActivityCategoryToken> = gamesList.contains(name) ? [gamesCategory] : []
+        if !webPolicy.webDomainShield(for: candidates, categories: categories).isEmpty {
+            sink &+= packet.reply(carrying: [DNSMessage.nxdomain(answering: message).serialized()]).count
+        } else {
+            sink &+= 1
+        }
+    }
+    row("judge a queued DNS query (parse, filter)", judged, "tokens per query", minted)
+}
 print("\n(sink \(sink & 1))")

@@ -116,18 +116,22 @@ public final class NetfilterQueue: @unchecked Sendable {
         while !stopping.load(ordering: .acquiring) {
             _ = try systemCall("poll(netfilter queue \(number))") { poll(&fds, 2, -1) }
             if fds[1].revents != 0 { break }
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count < 0 {
-                switch errno {
-                case EINTR, EAGAIN: continue
-                case ENOBUFS:
-                    overrunCount.add(1, ordering: .relaxed)
-                    continue
-                default: throw SystemError.call("recv(netfilter queue \(number))", errno)
+            // Everything that is waiting, before polling again: one wakeup, many packets.
+            while !stopping.load(ordering: .relaxed) {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                if count < 0 {
+                    let error = errno
+                    if error == EAGAIN || error == EWOULDBLOCK { break }
+                    if error == EINTR { continue }
+                    if error == ENOBUFS {
+                        overrunCount.add(1, ordering: .relaxed)
+                        continue
+                    }
+                    throw SystemError.call("recv(netfilter queue \(number))", error)
                 }
-            }
-            buffer.withUnsafeMutableBytes { bytes in
-                _ = nfq_handle_packet(handle, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(count))
+                buffer.withUnsafeMutableBytes { bytes in
+                    _ = nfq_handle_packet(handle, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(count))
+                }
             }
         }
     }

@@ -170,7 +170,8 @@ final class AgentWorld {
     /// dnsmasq on 127.0.0.1 and ::1 in the namespace: no upstream, no hosts file, only the test
     /// names (each with an A and an AAAA answer). It runs as a daemon with a pid file, not as a
     /// Foundation `Process`: dnsmasq closes the descriptors it inherits, which Foundation takes for
-    /// the child's exit, and its blocking wait then stalls every other `Process`.
+    /// the child's exit, and its blocking wait then stalls every other `Process`. Its output goes
+    /// nowhere, so that no pipe of ours stays open in the daemon.
     private func startResolver() throws {
         guard let namespace else { return }
         var arguments = [
@@ -268,6 +269,11 @@ final class AgentWorld {
         return agent.terminationStatus
     }
 
+    /// Sends the agent a signal (SIGHUP reloads its lists).
+    func signalAgent(_ signal: Int32) {
+        if let agent, agent.isRunning { kill(agent.processIdentifier, signal) }
+    }
+
     var agentIsRunning: Bool { agent?.isRunning ?? false }
 
     /// Runs `screentime` as a user (nil: root), with this world's socket.
@@ -312,7 +318,8 @@ final class AgentWorld {
         if let text = try? String(contentsOfFile: directory + "/dnsmasq.pid", encoding: .utf8),
             let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 1
         {
-            kill(pid, SIGTERM)
+            // SIGKILL: dnsmasq inherits the test process's blocked signals and keeps SIGTERM waiting.
+            kill(pid, SIGKILL)
         }
         if let namespace {
             _ = try? run("/usr/sbin/ip", ["netns", "del", namespace])

@@ -167,6 +167,27 @@ struct DomainShieldIntegrationTests {
         #expect(try world.status(of: world.child).effective.webContentFilters.isEmpty)
     }
 
+    @Test func aCategoryListReloadedOnSIGHUPTakesEffectWithoutAStop() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--web-category", "games")
+        #expect(try dig(world, as: world.child, "other.test").addresses == ["10.6.6.6"])
+        try "example-games.test\nother.test\n".write(
+            toFile: world.directory + "/categories/games.list", atomically: true, encoding: .utf8)
+        world.signalAgent(SIGHUP)
+        var status: String?
+        for _ in 0..<100 {
+            status = try dig(world, as: world.child, "www.other.test").status
+            if status == "NXDOMAIN" { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(status == "NXDOMAIN")
+        #expect(try dig(world, as: world.child, "example-games.test").status == "NXDOMAIN")
+        #expect(try dig(world, as: world.child, "allowed.test").addresses == ["10.1.1.1"])
+        #expect(world.agentIsRunning)
+    }
+
     @Test func failsClosedWhileTheAgentIsDownAndResumesWithoutDuplicateRules() throws {
         let world = try AgentWorld(network: true)
         defer { world.tearDown() }

@@ -46,6 +46,51 @@ final class TemporaryDirectory {
         try "not json".write(toFile: path, atomically: true, encoding: .utf8)
         #expect(throws: AgentError.self) { try AgentConfiguration.load(path: path, required: true) }
     }
+
+    @Test func theDNSQueueAndFirewallChainAreChecked() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/c.json"
+        try #"{"dnsQueue": 4242, "firewallChain": "st_kids-1"}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        let configuration = try AgentConfiguration.load(path: path, required: true)
+        #expect(configuration.dnsQueue == 4242 && configuration.firewallChain == "st_kids-1")
+        #expect(AgentConfiguration().dnsQueue == 53 && AgentConfiguration().firewallChain == "screentime")
+        let refused: [(String, String)] = [
+            (#"{"dnsQueue": 70000}"#, "0 to 65535"), (#"{"dnsQueue": -1}"#, "0 to 65535"),
+            (#"{"firewallChain": "a b"}"#, "'firewallChain'"), (#"{"firewallChain": "-x"}"#, "'firewallChain'"),
+            (#"{"firewallChain": "abcdefghijklmnopqrstuv"}"#, "'firewallChain'"),
+            (#"{"firewallChain": ""}"#, "'firewallChain'"),
+        ]
+        for (json, reason) in refused {
+            try json.write(toFile: path, atomically: true, encoding: .utf8)
+            let error = #expect(throws: AgentError.self) { try AgentConfiguration.load(path: path, required: true) }
+            #expect(error?.message.contains(reason) == true, "\(json): \(error?.message ?? "accepted")")
+        }
+    }
+
+    @Test func theDoHListSeparatesNamesFromAddresses() {
+        let (names, addresses) = DomainShield.parseBypass(
+            "# comment\ndns.google  # Google\n8.8.8.8\n\n2001:4860:4860::8888\n  cloudflare-dns.com\n1.2.3\n")
+        #expect(names == ["dns.google", "cloudflare-dns.com", "1.2.3"])
+        #expect(addresses == ["8.8.8.8", "2001:4860:4860::8888"])
+    }
+
+    @Test func theRulesetSendsEachUserToTheQueueAndRefusesTheWaysAround() {
+        let firewall = Firewall(chain: "screentime", queue: 53)
+        let v4 = firewall.ruleset(for: .ipv4, uids: [1002, 1001, 1002], dohAddresses: ["8.8.8.8", "2001:db8::1"])
+        let lines = v4.split(separator: "\n").map(String.init)
+        #expect(
+            lines.filter { $0.contains("--uid-owner") } == [
+                "-A screentime -m owner --uid-owner 1001 -j screentime-filter",
+                "-A screentime -m owner --uid-owner 1002 -j screentime-filter",
+            ])
+        #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j NFQUEUE --queue-num 53"))
+        #expect(lines.contains("-A screentime-filter -p tcp -m tcp --dport 53 -j NFQUEUE --queue-num 53"))
+        #expect(!v4.contains("queue-bypass"), "the queue must fail closed")
+        #expect(v4.contains("-d 8.8.8.8 ") && !v4.contains("2001:db8::1"))
+        #expect(lines.first == "*filter" && lines.last == "COMMIT")
+        let v6 = firewall.ruleset(for: .ipv6, uids: [1001], dohAddresses: ["8.8.8.8", "2001:db8::1"])
+        #expect(v6.contains("-d 2001:db8::1 ") && !v6.contains("8.8.8.8"))
+    }
 }
 
 @Suite struct TokenSecretTests {
