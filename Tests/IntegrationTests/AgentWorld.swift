@@ -322,6 +322,10 @@ final class AgentWorld {
             kill(pid, SIGKILL)
         }
         if let namespace {
+            // Whatever still runs in the namespace (dnsmasq's per-connection children, which
+            // outlive their parent) goes with it.
+            let pids = (try? run("/usr/sbin/ip", ["netns", "pids", namespace]))?.stdout ?? ""
+            for pid in pids.split(separator: "\n").compactMap({ Int32($0) }) where pid > 1 { kill(pid, SIGKILL) }
             _ = try? run("/usr/sbin/ip", ["netns", "del", namespace])
             try? FileManager.default.removeItem(atPath: "/etc/netns/\(namespace)")
         }
