@@ -1,5 +1,6 @@
 import Foundation
 import LinuxSupport
+import Synchronization
 import Testing
 
 /// A temporary directory tree, removed at the end.
@@ -129,5 +130,38 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         #expect(try users.user("0").name == "root")
         #expect(throws: SystemError.self) { try users.user("no-such-user-\(UUID().uuidString.prefix(8))") }
         #expect(users.groupIDs(of: try users.user("root")).contains(0))
+    }
+}
+
+/// The kernel's process connector, for real: needs root and the initial network namespace.
+@Suite(.enabled(if: getuid() == 0, "needs root (CAP_NET_ADMIN) for the proc connector"))
+struct ProcConnectorTests {
+    @Test func forkExecAndExitOfAProgramArrive() throws {
+        let connector = try ProcConnector()
+        let seen = Mutex<[ProcConnector.Event]>([])
+        let reader = Thread {
+            try? connector.run { event in seen.withLock { $0.append(event) } }
+        }
+        reader.start()
+        defer { connector.stop() }
+        Thread.sleep(forTimeInterval: 0.05)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exit 3"]
+        try process.run()
+        process.waitUntilExit()
+        let pid = process.processIdentifier
+        var events: [ProcConnector.Event] = []
+        for _ in 0..<200 {
+            events = seen.withLock { $0 }
+            if events.contains(.exit(pid: pid, code: 3 << 8)) { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(events.contains { if case .fork(_, pid) = $0 { true } else { false } }, "fork of \(pid)")
+        #expect(events.contains(.exec(pid: pid)))
+        #expect(events.contains(.exit(pid: pid, code: 3 << 8)), "exit status as wait() gives it")
+        let exec = events.firstIndex(of: .exec(pid: pid)) ?? .max
+        let exit = events.firstIndex(of: .exit(pid: pid, code: 3 << 8)) ?? .min
+        #expect(exec < exit)
     }
 }

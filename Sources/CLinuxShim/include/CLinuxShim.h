@@ -3,6 +3,8 @@
 // - struct ucred / SO_PEERCRED is only declared with _GNU_SOURCE, which Swift's Glibc module does
 //   not define: the caller's uid, gid and pid on a Unix socket come from here.
 // - getgrouplist is variadic-free but its group buffer sizing dance is kept in one place.
+// - The proc connector's messages (linux/cn_proc.h) are packed structs behind netlink headers:
+//   read here with memcpy, handed to Swift as a plain struct.
 // - A PAM conversation needs a C callback that answers prompts from an app-data pointer; writing
 //   it in C keeps the Swift side to one call.
 #ifndef CLINUXSHIM_H
@@ -25,5 +27,29 @@ int screentime_group_list(const char *user, gid_t gid, gid_t *groups, int *count
 /// service. Returns PAM_SUCCESS (0) or a PAM error code; `message` receives pam_strerror's text.
 int screentime_pam_check(const char *service, const char *user, const char *password, char *message,
                          unsigned long message_size);
+
+/// One event of the kernel's process connector, copied out of the netlink message field by field
+/// (the kernel's proc_event is packed and its fields are not naturally aligned).
+struct screentime_proc_event {
+    unsigned int what;      // PROC_EVENT_FORK, _EXEC, _UID, _EXIT, ... (0: not an event)
+    int pid;                // the process (for FORK: the child)
+    int tgid;               // its thread group (for FORK: the child's)
+    int parent_pid;         // FORK only
+    int parent_tgid;        // FORK only
+    unsigned int ruid;      // UID only
+    unsigned int euid;      // UID only
+    unsigned int exit_code; // EXIT only
+    unsigned long long timestamp_ns;
+};
+
+/// Opens a NETLINK_CONNECTOR socket bound to the process-events group and subscribes to them
+/// (PROC_CN_MCAST_LISTEN). Returns the descriptor, or -1 with errno set. Works only in the initial
+/// network namespace (ECONNREFUSED elsewhere) and needs CAP_NET_ADMIN.
+int screentime_proc_connector_open(int receive_buffer);
+
+/// Reads the events of one netlink datagram from `buffer` into `events` (capacity `capacity`);
+/// returns how many, 0 for a message that is not a process event.
+int screentime_proc_connector_parse(const void *buffer, long length, struct screentime_proc_event *events,
+                                    int capacity);
 
 #endif

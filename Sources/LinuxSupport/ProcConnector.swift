@@ -1,0 +1,106 @@
+import CLinuxShim
+import Glibc
+import Synchronization
+
+/// The kernel's process connector: every fork, exec, uid change and exit on the machine, as it
+/// happens, from a netlink socket (no polling of /proc).
+///
+/// Needs CAP_NET_ADMIN and works only in the initial network namespace. Events are read on the
+/// caller's thread by `run(_:)` until `stop()`; a burst the socket could not hold is reported as
+/// `.overrun`, after which the reader should rescan /proc.
+public final class ProcConnector: @unchecked Sendable {
+    public enum Event: Sendable, Equatable {
+        case fork(parent: Int32, child: Int32)
+        case exec(pid: Int32)
+        case uid(pid: Int32, real: UInt32, effective: UInt32)
+        case exit(pid: Int32, code: UInt32)
+        /// The kernel dropped events (ENOBUFS): what is known may be stale.
+        case overrun
+    }
+
+    private let fd: Int32
+    private let wake: Int32
+    private let stopping = Atomic<Bool>(false)
+
+    public init(receiveBuffer: Int = 4 << 20) throws(SystemError) {
+        fd = screentime_proc_connector_open(Int32(receiveBuffer))
+        guard fd >= 0 else {
+            let error = errno
+            let hint =
+                error == ECONNREFUSED
+                ? " (the proc connector works only in the initial network namespace)"
+                : error == EPERM ? " (needs CAP_NET_ADMIN)" : ""
+            throw SystemError(
+                .netfilter, "cannot subscribe to process events: \(String(cString: strerror(error)))\(hint)",
+                errno: error)
+        }
+        var pipeEnds: [Int32] = [0, 0]
+        guard pipe(&pipeEnds) == 0 else {
+            close(fd)
+            throw SystemError.call("pipe", errno)
+        }
+        wake = pipeEnds[0]
+        wakeWriter = pipeEnds[1]
+    }
+
+    private let wakeWriter: Int32
+
+    deinit {
+        close(fd)
+        close(wake)
+        close(wakeWriter)
+    }
+
+    /// Reads events and hands them to `handler`, one at a time, until `stop()`.
+    public func run(_ handler: (Event) -> Void) throws(SystemError) {
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        var events = [screentime_proc_event](repeating: screentime_proc_event(), count: 64)
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+        ]
+        while !stopping.load(ordering: .acquiring) {
+            _ = try systemCall("poll(proc connector)") { poll(&fds, 2, -1) }
+            if fds[1].revents != 0 { return }
+            let length = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if length < 0 {
+                switch errno {
+                case EINTR, EAGAIN: continue
+                case ENOBUFS:
+                    handler(.overrun)
+                    continue
+                default: throw SystemError.call("recv(proc connector)", errno)
+                }
+            }
+            let count = buffer.withUnsafeBytes { bytes in
+                events.withUnsafeMutableBufferPointer {
+                    screentime_proc_connector_parse(bytes.baseAddress, length, $0.baseAddress, Int32($0.count))
+                }
+            }
+            for event in events.prefix(Int(count)) {
+                switch event.what {
+                case procEventFork: handler(.fork(parent: event.parent_tgid, child: event.tgid))
+                // Only a thread group's leader matters: a thread's exec or exit is not the process's.
+                case procEventExec where event.pid == event.tgid: handler(.exec(pid: event.tgid))
+                case procEventUID where event.pid == event.tgid:
+                    handler(.uid(pid: event.tgid, real: event.ruid, effective: event.euid))
+                case procEventExit where event.pid == event.tgid:
+                    handler(.exit(pid: event.tgid, code: event.exit_code))
+                default: continue
+                }
+            }
+        }
+    }
+
+    /// Makes `run(_:)` return; safe from any thread.
+    public func stop() {
+        stopping.store(true, ordering: .releasing)
+        var byte: UInt8 = 1
+        _ = write(wakeWriter, &byte, 1)
+    }
+}
+
+// linux/cn_proc.h's `enum what`, whose constants Swift sees only through the struct.
+private let procEventFork: UInt32 = 0x0000_0001
+private let procEventExec: UInt32 = 0x0000_0002
+private let procEventUID: UInt32 = 0x0000_0004
+private let procEventExit: UInt32 = 0x8000_0000
