@@ -165,3 +165,70 @@ struct ProcConnectorTests {
         #expect(exec < exit)
     }
 }
+
+/// Reading what /proc says of a process, from a fixture tree and from the real /proc.
+@Suite struct ProcessInspectorTests {
+    @Test func evidenceFromAFixtureProc() throws {
+        let fixture = try Fixture()
+        let process = fixture.root + "/proc/4242"
+        try Files.makeDirectory(fixture.root + "/proc", mode: 0o755)
+        try Files.makeDirectory(process, mode: 0o755)
+        try Files.makeDirectory(process + "/root", mode: 0o755)
+        try Files.writeAtomically(
+            Array("Name:\tchess\nPPid:\t1000\nUid:\t1002\t1002\t1002\t1002\n".utf8), to: process + "/status",
+            mode: 0o644)
+        try Files.writeAtomically(
+            Array("1:name=systemd:/\n0::/user.slice/user-1002.slice/app-gnome-org.gnome.Chess-9.scope\n".utf8),
+            to: process + "/cgroup", mode: 0o644)
+        try Files.writeAtomically(
+            Array("HOME=/home/kid\0GIO_LAUNCHED_DESKTOP_FILE=/usr/share/applications/org.gnome.Chess.desktop\0".utf8),
+            to: process + "/environ", mode: 0o644)
+        try Files.writeAtomically(
+            Array("[Application]\nname=org.gnome.Chess\nruntime=x\n[Instance]\nname=other\n".utf8),
+            to: process + "/root/.flatpak-info", mode: 0o644)
+        try Files.writeAtomically(Array("/app/bin/gnome-chess\0--fast\0".utf8), to: process + "/cmdline", mode: 0o644)
+        #expect(symlink("/usr/games/gnome-chess", process + "/exe") == 0)
+        try Files.makeDirectory(fixture.root + "/proc/self", mode: 0o755)
+
+        let inspector = ProcessInspector(root: fixture.root + "/proc")
+        #expect(inspector.pids() == [4242])
+        let evidence = try #require(inspector.evidence(pid: 4242))
+        #expect(evidence.uid == 1002 && evidence.parent == 1000)
+        #expect(evidence.cgroup == "0::/user.slice/user-1002.slice/app-gnome-org.gnome.Chess-9.scope")
+        #expect(evidence.launchedDesktopFile == "/usr/share/applications/org.gnome.Chess.desktop")
+        #expect(evidence.flatpakID == "org.gnome.Chess")
+        #expect(evidence.executable == "/usr/games/gnome-chess")
+        #expect(evidence.commandLine == ["/app/bin/gnome-chess", "--fast"])
+        #expect(inspector.evidence(pid: 7) == nil)
+    }
+
+    @Test func theRealProcKnowsThisProcess() throws {
+        let evidence = try #require(ProcessInspector().evidence(pid: getpid()))
+        #expect(evidence.uid == getuid())
+        #expect(evidence.parent == getppid())
+        #expect(
+            evidence.executable?.hasSuffix(CommandLine.arguments[0].split(separator: "/").last.map(String.init) ?? "")
+                == true)
+        #expect(evidence.cgroup != nil)
+        #expect(ProcessInspector().pids().contains(getpid()))
+    }
+
+    @Test func aCopyHashesTheSameAndTheCacheKeysOnTheFile() throws {
+        let fixture = try Fixture()
+        try Files.writeAtomically(Array("#!/bin/sh\necho game\n".utf8), to: fixture.root + "/game", mode: 0o755)
+        try Files.writeAtomically(Array("#!/bin/sh\necho game\n".utf8), to: fixture.root + "/homework", mode: 0o755)
+        try Files.writeAtomically(Array("#!/bin/sh\necho other\n".utf8), to: fixture.root + "/other", mode: 0o755)
+        let hashes = ExecutableHashes()
+        let game = try hashes.sha256(of: fixture.root + "/game")
+        #expect(try hashes.sha256(of: fixture.root + "/homework") == game)
+        #expect(try hashes.sha256(of: fixture.root + "/other") != game)
+        #expect(try hashes.sha256(of: fixture.root + "/game") == game)
+        #expect(hashes.count == 3)
+        // Rewritten in place (new content, new size): hashed again, not served from the cache.
+        try Files.writeAtomically(Array("#!/bin/sh\necho changed!\n".utf8), to: fixture.root + "/game", mode: 0o755)
+        let rewritten = try hashes.sha256(of: fixture.root + "/game")
+        #expect(rewritten != game)
+        #expect(rewritten == (try Files.sha256(of: fixture.root + "/game")))
+        #expect(throws: SystemError.self) { try hashes.sha256(of: fixture.root + "/missing") }
+    }
+}

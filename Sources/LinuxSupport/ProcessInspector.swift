@@ -1,0 +1,138 @@
+import Glibc
+import Synchronization
+
+/// What `/proc` tells about a process that can say which application it is: its owner, its
+/// cgroup (the systemd unit its desktop started it in), the desktop file GIO launched it from,
+/// its Flatpak ID, its executable and its command line.
+///
+/// Reads a `/proc` given by its root, so tests point it at a fixture tree; the agent reads the
+/// real one (as root: another user's `environ` and `exe` need CAP_SYS_PTRACE). A process that is
+/// gone, or a file that cannot be read, gives what could be read; nothing here throws.
+public struct ProcessInspector: Sendable {
+    public struct Evidence: Sendable, Hashable {
+        public var pid: Int32
+        /// The real uid (`Uid:` in status).
+        public var uid: UInt32?
+        /// The parent's pid (`PPid:` in status).
+        public var parent: Int32?
+        /// The unified hierarchy's line of `cgroup` (`0::/user.slice/…`), or the first line.
+        public var cgroup: String?
+        /// `GIO_LAUNCHED_DESKTOP_FILE` from the environment: the desktop file it was launched from.
+        public var launchedDesktopFile: String?
+        /// The `Application` `name=` of `root/.flatpak-info`, for a Flatpak sandbox.
+        public var flatpakID: String?
+        /// Where `exe` points (` (deleted)` kept when the file is gone).
+        public var executable: String?
+        public var commandLine: [String]
+    }
+
+    public let root: String
+
+    public init(root: String = "/proc") { self.root = root }
+
+    /// Every process's pid, as listed now.
+    public func pids() -> [Int32] {
+        guard let directory = opendir(root) else { return [] }
+        defer { closedir(directory) }
+        var pids: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if let pid = Int32(name), pid > 0 { pids.append(pid) }
+        }
+        return pids.sorted()
+    }
+
+    /// What can be read of a process now; nil when it is gone.
+    public func evidence(pid: Int32) -> Evidence? {
+        let directory = "\(root)/\(pid)"
+        guard let status = text(directory + "/status") else { return nil }
+        var evidence = Evidence(pid: pid, commandLine: [])
+        for line in status.split(separator: "\n") {
+            if line.hasPrefix("Uid:") {
+                evidence.uid = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap {
+                    UInt32($0)
+                }
+            } else if line.hasPrefix("PPid:") {
+                evidence.parent = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap {
+                    Int32($0)
+                }
+            }
+        }
+        if let cgroup = text(directory + "/cgroup") {
+            let lines = cgroup.split(separator: "\n")
+            evidence.cgroup = (lines.first { $0.hasPrefix("0::") } ?? lines.first).map(String.init)
+        }
+        if let environment = bytes(directory + "/environ") {
+            for entry in environment.split(separator: 0) where entry.starts(with: Self.desktopFileKey) {
+                evidence.launchedDesktopFile = String(
+                    decoding: entry.dropFirst(Self.desktopFileKey.count), as: UTF8.self)
+            }
+        }
+        if let info = text(directory + "/root/.flatpak-info") {
+            var inApplication = false
+            for line in info.split(separator: "\n") {
+                if line.hasPrefix("[") { inApplication = line == "[Application]" }
+                if inApplication, line.hasPrefix("name=") { evidence.flatpakID = String(line.dropFirst(5)) }
+            }
+        }
+        evidence.executable = link(directory + "/exe")
+        if let arguments = bytes(directory + "/cmdline") {
+            evidence.commandLine = arguments.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
+                String(decoding: $0, as: UTF8.self)
+            }
+        }
+        return evidence
+    }
+
+    private static let desktopFileKey = Array("GIO_LAUNCHED_DESKTOP_FILE=".utf8)
+
+    private func bytes(_ path: String) -> [UInt8]? { try? Files.read(path, limit: 1 << 20) }
+
+    private func text(_ path: String) -> String? { bytes(path).map { String(decoding: $0, as: UTF8.self) } }
+
+    private func link(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        let length = readlink(path, &buffer, 4096)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// SHA-256 of executables by content, cached by device, inode, size and modification time, so a
+/// program is hashed once however often it starts, and a copy or a rename hashes the same.
+public final class ExecutableHashes: Sendable {
+    private struct Key: Hashable {
+        var device: UInt64
+        var inode: UInt64
+        var size: Int64
+        var modified: Int64
+        var modifiedNanoseconds: Int
+    }
+
+    private let cache = Mutex<[Key: String]>([:])
+    private let capacity: Int
+
+    public init(capacity: Int = 4096) { self.capacity = capacity }
+
+    /// The hash of the file at `path` (for a running process, `/proc/PID/exe`, which reaches the
+    /// file even when it was deleted or replaced since).
+    public func sha256(of path: String) throws(SystemError) -> String {
+        var info = stat()
+        _ = try systemCall("stat(\(path))") { stat(path, &info) }
+        let key = Key(
+            device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
+            modified: Int64(info.st_mtim.tv_sec), modifiedNanoseconds: info.st_mtim.tv_nsec)
+        if let known = cache.withLock({ $0[key] }) { return known }
+        let hash = try Files.sha256(of: path)
+        cache.withLock { cache in
+            if cache.count >= capacity { cache.removeAll(keepingCapacity: true) }
+            cache[key] = hash
+        }
+        return hash
+    }
+
+    /// How many hashes are cached.
+    public var count: Int { cache.withLock { $0.count } }
+}
