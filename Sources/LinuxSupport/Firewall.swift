@@ -72,20 +72,15 @@ public struct Firewall: Sendable {
         var failures: [String] = []
         for family in Family.allCases {
             while (try? run(family.command, ["-w", "-D", "OUTPUT", "-j", chain])) != nil {}
-            for name in [chain, filterChain] {
-                guard (try? run(family.command, ["-w", "-n", "-L", name])) != nil else { continue }
-                do {
-                    try run(family.command, ["-w", "-F", name])
-                } catch {
-                    failures.append(error.message)
-                }
-            }
-            for name in [chain, filterChain] {
-                guard (try? run(family.command, ["-w", "-n", "-L", name])) != nil else { continue }
-                do {
-                    try run(family.command, ["-w", "-X", name])
-                } catch {
-                    failures.append(error.message)
+            // Both flushed before either is deleted: the first chain jumps to the second.
+            for action in ["-F", "-X"] {
+                for name in [chain, filterChain] {
+                    guard (try? run(family.command, ["-w", "-n", "-L", name])) != nil else { continue }
+                    do {
+                        try run(family.command, ["-w", action, name])
+                    } catch {
+                        failures.append(error.message)
+                    }
                 }
             }
         }
