@@ -232,3 +232,54 @@ struct ProcConnectorTests {
         #expect(throws: SystemError.self) { try hashes.sha256(of: fixture.root + "/missing") }
     }
 }
+
+/// The freezer for real: a cgroup v2 group of the test's own, a real process that counts.
+@Suite(.enabled(if: getuid() == 0 && FreezerCgroup.systemHierarchy() != nil, "needs root and a cgroup v2 hierarchy"))
+struct FreezerCgroupTests {
+    /// The CPU time a busy loop has used (utime + stime, in clock ticks).
+    func cpuTicks(_ pid: Int32) -> Int {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return -1 }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        // After the command: state is field 3; utime and stime are fields 14 and 15.
+        return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : -1
+    }
+
+    /// Whether the process used CPU over 0.3 s.
+    func runs(_ pid: Int32) -> Bool {
+        let before = cpuTicks(pid)
+        Thread.sleep(forTimeInterval: 0.3)
+        return cpuTicks(pid) > before
+    }
+
+    @Test func aFrozenProcessStaysFrozenThroughSIGCONTAndRunsAgainWhereItCameFrom() throws {
+        let hierarchy = try #require(FreezerCgroup.systemHierarchy())
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "while :; do :; done"]
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        let pid = process.processIdentifier
+        Thread.sleep(forTimeInterval: 0.1)
+        #expect(runs(pid))
+        let home = try #require(FreezerCgroup.group(of: pid))
+
+        let freezer = try FreezerCgroup(hierarchy: hierarchy, name: "screentime-test-\(UUID().uuidString.prefix(6))")
+        defer { rmdir(freezer.path) }
+        try freezer.freeze(pid)
+        #expect(freezer.members() == [pid])
+        #expect(freezer.isFrozen)
+        #expect(!runs(pid), "frozen: it uses no CPU")
+        kill(pid, SIGCONT)
+        #expect(!runs(pid), "SIGCONT does not thaw a frozen group")
+
+        try freezer.release(pid, to: home)
+        #expect(FreezerCgroup.group(of: pid) == home)
+        #expect(freezer.members().isEmpty)
+        #expect(runs(pid), "back where it came from, it runs again")
+    }
+}
