@@ -9,7 +9,6 @@
 #include <stdint.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
-#include <sys/eventfd.h>
 #include <linux/netlink.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nfnetlink.h>

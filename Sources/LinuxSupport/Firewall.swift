@@ -87,22 +87,6 @@ public struct Firewall: Sendable {
         if !failures.isEmpty { throw SystemError(.command, failures.joined(separator: "; ")) }
     }
 
-    /// The uids the installed chain sends to the filter, per family; nil where the chain is not
-    /// there.
-    public func installedUIDs(_ family: Family) -> [UInt32]? {
-        guard let listing = try? run(family.command, ["-w", "-S", chain]) else { return nil }
-        return listing.split(separator: "\n").compactMap { line in
-            let words = line.split(separator: " ")
-            guard let at = words.firstIndex(of: "--uid-owner"), at + 1 < words.count else { return nil }
-            return UInt32(words[at + 1])
-        }
-    }
-
-    /// Whether OUTPUT jumps to the chain, per family.
-    public func isHooked(_ family: Family) -> Bool {
-        (try? run(family.command, ["-w", "-C", "OUTPUT", "-j", chain])) != nil
-    }
-
     @discardableResult
     private func run(_ tool: String, _ arguments: [String], input: String? = nil) throws(SystemError) -> String {
         guard let path = toolDirectories.map({ $0 + "/" + tool }).first(where: FileManager.default.isExecutableFile)

@@ -29,8 +29,7 @@ public final class NetfilterQueue: @unchecked Sendable {
     // Touched only by the thread that calls run(), and by init and deinit.
     private var handle: OpaquePointer?
     private var queue: OpaquePointer?
-    private let wake: Int32
-    private let stopping = Atomic<Bool>(false)
+    private let stopSignal: StopSignal
     private let judgedCount = Atomic<Int>(0)
     private let overrunCount = Atomic<Int>(0)
 
@@ -43,12 +42,10 @@ public final class NetfilterQueue: @unchecked Sendable {
     public init(number: UInt16, receiveBuffer: Int = 8 << 20, handler: @escaping Handler) throws(SystemError) {
         self.number = number
         self.handler = handler
-        wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        guard wake >= 0 else { throw SystemError.call("eventfd", errno) }
+        stopSignal = try StopSignal()
         guard let handle = nfq_open() else {
-            close(wake)
             throw SystemError(
-                .netfilter, "cannot open a netfilter queue handle (nfq_open): \(String(cString: strerror(errno)))",
+                .netlink, "cannot open a netfilter queue handle (nfq_open): \(String(cString: strerror(errno)))",
                 errno: errno)
         }
         self.handle = handle
@@ -64,9 +61,8 @@ public final class NetfilterQueue: @unchecked Sendable {
         else {
             let error = errno
             nfq_close(handle)
-            close(wake)
             throw SystemError(
-                .netfilter,
+                .netlink,
                 "cannot bind netfilter queue \(number): \(String(cString: strerror(error))) (is another screentimed using it?)",
                 errno: error)
         }
@@ -89,23 +85,23 @@ public final class NetfilterQueue: @unchecked Sendable {
         if let handle { nfq_close(handle) }
         queue = nil
         handle = nil
-        return SystemError(.netfilter, "\(message): \(String(cString: strerror(error)))", errno: error)
+        return SystemError(.netlink, "\(message): \(String(cString: strerror(error)))", errno: error)
     }
 
     deinit {
         if let queue { nfq_destroy_queue(queue) }
         if let handle { nfq_close(handle) }
-        close(wake)
     }
 
     /// Reads and judges packets until `stop()`; call it on a thread of its own. The queue is
     /// unbound when it returns.
     public func run() throws(SystemError) {
-        guard let handle else { throw SystemError(.netfilter, "queue \(number) is closed") }
+        guard let handle else { throw SystemError(.netlink, "queue \(number) is closed") }
         let fd = nfq_fd(handle)
         var buffer = [UInt8](repeating: 0, count: 0x20000)
         var fds = [
-            pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopSignal.fd, events: Int16(POLLIN), revents: 0),
         ]
         defer {
             if let queue { nfq_destroy_queue(queue) }
@@ -113,11 +109,11 @@ public final class NetfilterQueue: @unchecked Sendable {
             queue = nil
             self.handle = nil
         }
-        while !stopping.load(ordering: .acquiring) {
+        while !stopSignal.isRaised {
             _ = try systemCall("poll(netfilter queue \(number))") { poll(&fds, 2, -1) }
             if fds[1].revents != 0 { break }
             // Everything that is waiting, before polling again: one wakeup, many packets.
-            while !stopping.load(ordering: .relaxed) {
+            while !stopSignal.isRaised {
                 let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
                 if count < 0 {
                     let error = errno
@@ -138,9 +134,7 @@ public final class NetfilterQueue: @unchecked Sendable {
 
     /// Makes `run()` return; safe from any thread.
     public func stop() {
-        stopping.store(true, ordering: .releasing)
-        var one: UInt64 = 1
-        _ = write(wake, &one, 8)
+        stopSignal.raise()
     }
 
     private func judge(_ queue: OpaquePointer, _ data: OpaquePointer) -> Int32 {

@@ -1,6 +1,5 @@
 import CLinuxShim
 import Glibc
-import Synchronization
 
 /// The kernel's process connector: every fork, exec, uid change and exit on the machine, as it
 /// happens, from a netlink socket (no polling of /proc).
@@ -19,8 +18,7 @@ public final class ProcConnector: @unchecked Sendable {
     }
 
     private let fd: Int32
-    private let wake: Int32
-    private let stopping = Atomic<Bool>(false)
+    private let stopSignal: StopSignal
 
     public init(receiveBuffer: Int = 4 << 20) throws(SystemError) {
         fd = screentime_proc_connector_open(Int32(receiveBuffer))
@@ -31,34 +29,28 @@ public final class ProcConnector: @unchecked Sendable {
                 ? " (the proc connector works only in the initial network namespace)"
                 : error == EPERM ? " (needs CAP_NET_ADMIN)" : ""
             throw SystemError(
-                .netfilter, "cannot subscribe to process events: \(String(cString: strerror(error)))\(hint)",
+                .netlink, "cannot subscribe to process events: \(String(cString: strerror(error)))\(hint)",
                 errno: error)
         }
-        var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else {
+        do {
+            stopSignal = try StopSignal()
+        } catch {
             close(fd)
-            throw SystemError.call("pipe", errno)
+            throw error
         }
-        wake = pipeEnds[0]
-        wakeWriter = pipeEnds[1]
     }
 
-    private let wakeWriter: Int32
-
-    deinit {
-        close(fd)
-        close(wake)
-        close(wakeWriter)
-    }
+    deinit { close(fd) }
 
     /// Reads events and hands them to `handler`, one at a time, until `stop()`.
     public func run(_ handler: (Event) -> Void) throws(SystemError) {
         var buffer = [UInt8](repeating: 0, count: 16_384)
         var events = [screentime_proc_event](repeating: screentime_proc_event(), count: 64)
         var fds = [
-            pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopSignal.fd, events: Int16(POLLIN), revents: 0),
         ]
-        while !stopping.load(ordering: .acquiring) {
+        while !stopSignal.isRaised {
             _ = try systemCall("poll(proc connector)") { poll(&fds, 2, -1) }
             if fds[1].revents != 0 { return }
             let length = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
@@ -93,9 +85,7 @@ public final class ProcConnector: @unchecked Sendable {
 
     /// Makes `run(_:)` return; safe from any thread.
     public func stop() {
-        stopping.store(true, ordering: .releasing)
-        var byte: UInt8 = 1
-        _ = write(wakeWriter, &byte, 1)
+        stopSignal.raise()
     }
 }
 

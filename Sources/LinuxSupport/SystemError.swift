@@ -13,8 +13,8 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         case authentication
         /// A program the agent runs (iptables) failed or could not be started.
         case command
-        /// The kernel refused a netfilter queue or firewall operation.
-        case netfilter
+        /// A netlink service (the netfilter queue, the proc connector) refused or failed.
+        case netlink
     }
 
     public let code: Code

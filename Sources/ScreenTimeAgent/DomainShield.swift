@@ -24,6 +24,8 @@ public final class DomainShield: Service, Sendable {
     private let firewall: Firewall
     private let logger: Logger
     private let state = Mutex(State())
+    /// Held through a whole rebuild: a change of policy and a SIGHUP reload never interleave.
+    private let rebuilding = Mutex(())
     private let events = Mutex(EventBuffer())
     private let flushSignal: AsyncStream<Void>
     private let flushContinuation: AsyncStream<Void>.Continuation
@@ -31,11 +33,16 @@ public final class DomainShield: Service, Sendable {
     private struct State {
         var filters: [UInt32: DomainFilter] = [:]
         var lists = WebLists()
-        /// The uids the firewall sends to the queue, nil until installed.
-        var installedUIDs: [UInt32]?
+        /// What the firewall holds, nil until it was first put in step.
+        var installedRules: InstalledRules?
         var firewallProblem: String?
         var queueProblem: String?
         var reading = false
+    }
+
+    struct InstalledRules: Equatable {
+        var uids: [UInt32]
+        var dohAddresses: [String]
     }
 
     /// The web-category lists, the adult list and the bypass list, as loaded, with the files'
@@ -81,6 +88,10 @@ public final class DomainShield: Service, Sendable {
     /// Loads the lists, builds every filter and installs the rules. Called before the services
     /// start, and again after every change of policy or authorization.
     func policyChanged() {
+        rebuilding.withLock { _ in rebuild() }
+    }
+
+    private func rebuild() {
         let lists = reloadLists()
         var filters: [UInt32: DomainFilter] = [:]
         do {
@@ -92,31 +103,31 @@ public final class DomainShield: Service, Sendable {
             logger.error("cannot read the policies for the DNS filter", metadata: ["error": "\(error)"])
             return
         }
-        let uids = filters.keys.sorted()
-        let previous = state.withLock { $0.installedUIDs }
-        var installed = previous
-        var problem: String?
-        if previous != uids || previous == nil {
-            do {
-                if uids.isEmpty {
-                    try firewall.remove()
-                } else {
-                    try firewall.install(uids: uids, dohAddresses: lists.bypassAddresses)
-                }
-                installed = uids
-                logger.info("firewall rules in step", metadata: ["uids": "\(uids)", "chain": "\(firewall.chain)"])
-            } catch {
-                problem = "the firewall rules could not be installed: \(error.message)"
-                logger.error("\(problem ?? "")")
-            }
-        }
-        state.withLock {
-            // Filters go in before the rules name a new user, never after: a user's first
-            // packets must meet its filter.
+        let wanted = InstalledRules(uids: filters.keys.sorted(), dohAddresses: lists.bypassAddresses)
+        // Filters go in before the rules name a new user, never after: a user's first packets
+        // must meet its filter (a user without one is let through, as after a revocation).
+        let installed = state.withLock {
             $0.filters = filters
             $0.lists = lists
-            $0.installedUIDs = installed
-            if problem != nil || installed == uids { $0.firewallProblem = problem }
+            return $0.installedRules
+        }
+        // Installed again only when the users or the DoH addresses change (or the last try failed).
+        guard installed != wanted else { return }
+        var problem: String?
+        do {
+            if wanted.uids.isEmpty {
+                try firewall.remove()
+            } else {
+                try firewall.install(uids: wanted.uids, dohAddresses: wanted.dohAddresses)
+            }
+            logger.info("firewall rules in step", metadata: ["uids": "\(wanted.uids)", "chain": "\(firewall.chain)"])
+        } catch {
+            problem = "the firewall rules could not be installed: \(error.message)"
+            logger.error("\(problem ?? "")")
+        }
+        state.withLock {
+            $0.installedRules = problem == nil ? wanted : installed
+            $0.firewallProblem = problem
         }
     }
 
@@ -319,7 +330,7 @@ public final class DomainShield: Service, Sendable {
 
     func report(uid: UInt32) throws -> DomainShieldReport? {
         let (filter, installed, lists, firewallProblem, queueProblem, reading) = state.withLock {
-            ($0.filters[uid], $0.installedUIDs, $0.lists, $0.firewallProblem, $0.queueProblem, $0.reading)
+            ($0.filters[uid], $0.installedRules?.uids, $0.lists, $0.firewallProblem, $0.queueProblem, $0.reading)
         }
         guard let filter else { return nil }
         var problems = [firewallProblem, queueProblem].compactMap { $0 } + lists.problems

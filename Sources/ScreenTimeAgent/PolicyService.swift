@@ -265,7 +265,7 @@ public final class PolicyService: Sendable {
                     member: record.member,
                     showNamesToChild: record.showNamesToChild, changedAt: record.changedAt)
             } : nil
-        var domains = authorization.status == .approved ? try domainShield?.report(uid: account.uid) : nil
+        let domains = authorization.status == .approved ? try domainShield?.report(uid: account.uid) : nil
         if let report = domains, mayReadNames {
             // Names of the domains looked up, and of the categories that shielded them.
             let tokens = Set(report.recentLookups.map(\.token))
@@ -275,7 +275,6 @@ public final class PolicyService: Sendable {
                     names[category] = TokenName(kind: .category, identity: name, displayName: name)
                 }
             }
-            domains = report
         }
         return StatusReply(
             authorization: authorization, stores: stores, effective: effective, names: names, authorizedUsers: everyone,
@@ -408,8 +407,9 @@ public final class PolicyService: Sendable {
         for text in request.webDomains { domains.insert(try resolver.webDomain(text).0) }
         for text in request.webCategories { webCategories.insert(try resolver.webCategory(text)) }
 
-        return try changes.withLock { _ in
-            var (collection, _) = try database.stores(uid: account.uid)
+        return try changeStore(
+            account, key, by: caller, action: request.remove ? "unshielded" : "shielded", names: resolver.names
+        ) { collection in
             try collection.update(key) { settings in
                 settings.shield.applications = Self.change(settings.shield.applications, apps, remove: request.remove)
                 settings.shield.webDomains = Self.change(settings.shield.webDomains, domains, remove: request.remove)
@@ -418,62 +418,50 @@ public final class PolicyService: Sendable {
                 settings.shield.webDomainCategories = Self.change(
                     settings.shield.webDomainCategories, webCategories, remove: request.remove)
             }
-            let now = Date()
-            try database.saveStore(
-                uid: account.uid, key: key, settings: collection[key], names: resolver.names, at: now)
-            enforce()
-            logger.notice(
-                request.remove ? "unshielded" : "shielded",
-                metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
-            let store = StoreReport(
-                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
-            return StoreReply(
-                user: summary(account), store: store, effective: Self.report(collection.effectivePolicy),
-                names: try database.tokenNames(Self.tokens(in: [store])))
         }
     }
 
     private func filter(_ request: FilterRequest, caller: Caller) throws -> StoreReply {
         let account = try storeOwner(request.target, caller: caller)
         let key = try storeKey(request.target)
-        return try changes.withLock { _ in
-            var (collection, _) = try database.stores(uid: account.uid)
+        return try changeStore(
+            account, key, by: caller, action: "web filter set", metadata: ["policy": "\(request.policy)"]
+        ) { collection in
             try collection.update(key) { settings in
                 settings.webContent.blockedByFilter = request.policy == .none ? nil : request.policy
             }
-            let now = Date()
-            try database.saveStore(uid: account.uid, key: key, settings: collection[key], names: [:], at: now)
-            enforce()
-            logger.notice(
-                "web filter set",
-                metadata: [
-                    "user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)",
-                    "policy": "\(request.policy)",
-                ])
-            let store = StoreReport(
-                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
-            return StoreReply(
-                user: summary(account), store: store, effective: Self.report(collection.effectivePolicy),
-                names: try database.tokenNames(Self.tokens(in: [store])))
         }
     }
 
     private func clear(_ request: StoreRequest, caller: Caller) throws -> StoreReply {
         let account = try storeOwner(request, caller: caller)
         let key = try storeKey(request)
-        return try changes.withLock { _ in
+        return try changeStore(account, key, by: caller, action: "cleared") { $0.clear(key) }
+    }
+
+    /// One store change, serialised with every other: read the user's stores, change them, write
+    /// the store (and the names it uses), put it in force, log, and reply.
+    private func changeStore(
+        _ account: UserAccount, _ key: StoreKey, by caller: Caller, action: String,
+        names: [String: TokenName] = [:], metadata: Logger.Metadata = [:],
+        _ change: (inout StoreCollection) throws -> Void
+    ) throws -> StoreReply {
+        try changes.withLock { _ in
             var (collection, _) = try database.stores(uid: account.uid)
-            collection.clear(key)
+            try change(&collection)
             let now = Date()
-            try database.saveStore(uid: account.uid, key: key, settings: StoreSettings(), names: [:], at: now)
+            try database.saveStore(uid: account.uid, key: key, settings: collection[key], names: names, at: now)
             enforce()
             logger.notice(
-                "cleared", metadata: ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"])
+                "\(action)",
+                metadata: metadata.merging(
+                    ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"]
+                ) { $1 })
+            let store = StoreReport(
+                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
             return StoreReply(
-                user: summary(account),
-                store: StoreReport(
-                    client: key.client.rawValue, name: key.name.rawValue, settings: StoreSettings(), updatedAt: now),
-                effective: Self.report(collection.effectivePolicy))
+                user: summary(account), store: store, effective: Self.report(collection.effectivePolicy),
+                names: try database.tokenNames(Self.tokens(in: [store])))
         }
     }
 

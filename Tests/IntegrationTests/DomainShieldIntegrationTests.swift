@@ -221,6 +221,38 @@ struct DomainShieldIntegrationTests {
         #expect(try dig(world, as: world.child, "www.blocked.test").addresses == ["10.2.2.2"])
     }
 
+    @Test func theRulesFollowEachAuthorizedUser() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        let sibling = try world.makeUser("stsib")
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "authorize", "--child", sibling)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        try guardian(world, "shield", "--user", sibling, "--domain", "other.test")
+        #expect(try world.firewallRules().filter { $0.contains("--uid-owner") }.count == 2)
+        // Each child's own policy, not the other's.
+        #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN")
+        #expect(try dig(world, as: world.child, "other.test").addresses == ["10.6.6.6"])
+        #expect(try dig(world, as: sibling, "other.test").status == "NXDOMAIN")
+        #expect(try dig(world, as: sibling, "blocked.test").addresses == ["10.2.2.2"])
+        // One revoked: its rule goes, the other's stays.
+        try guardian(world, "revoke", "--user", sibling)
+        let rules = try world.firewallRules().filter { $0.contains("--uid-owner") }
+        #expect(rules.count == 1)
+        #expect(try dig(world, as: sibling, "other.test").addresses == ["10.6.6.6"])
+        #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN")
+        // A changed DoH list reaches the rules on SIGHUP, with the users unchanged.
+        try "203.0.113.99\n".write(toFile: world.directory + "/doh.list", atomically: true, encoding: .utf8)
+        world.signalAgent(SIGHUP)
+        var reloaded = false
+        for _ in 0..<100 where !reloaded {
+            reloaded = try world.firewallRules().contains { $0.contains("-d 203.0.113.99/32") }
+            if !reloaded { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        #expect(reloaded)
+        #expect(try !world.firewallRules().contains { $0.contains("192.0.2.53") })
+    }
+
     @Test func hostilePacketsNeitherCrashTheAgentNorPassAShieldedName() throws {
         let world = try AgentWorld(network: true)
         defer { world.tearDown() }

@@ -10,6 +10,8 @@
 #ifndef CLINUXSHIM_H
 #define CLINUXSHIM_H
 
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 /// The peer's credentials on a connected Unix socket. Returns 0, or -1 with errno set.
