@@ -118,6 +118,10 @@ fail: {
 }
 }
 
+long screentime_proc_connector_receive(int fd, void *buffer, unsigned long capacity) {
+    return recv(fd, buffer, capacity, MSG_DONTWAIT);
+}
+
 int screentime_proc_connector_parse(const void *buffer, long length, struct screentime_proc_event *events,
                                     int capacity) {
     const unsigned char *bytes = buffer;

@@ -53,7 +53,9 @@ public final class ProcConnector: @unchecked Sendable {
         while !stopSignal.isRaised {
             _ = try systemCall("poll(proc connector)") { poll(&fds, 2, -1) }
             if fds[1].revents != 0 { return }
-            let length = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            let length = buffer.withUnsafeMutableBytes {
+                screentime_proc_connector_receive(fd, $0.baseAddress, UInt($0.count))
+            }
             if length < 0 {
                 switch errno {
                 case EINTR, EAGAIN: continue

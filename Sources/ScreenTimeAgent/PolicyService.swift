@@ -231,7 +231,7 @@ public final class PolicyService: Sendable {
             record.changedAt = Date()
             record.changedByUID = caller.account.uid
             // Revoking removes every setting, as on Apple's devices.
-            try database.save(record, clearingStores: true)
+            try database.save(record, clearingStoresAndEvents: true)
             enforce()
             logger.notice("revoked", metadata: ["user": "\(account.name)", "by": "\(caller.account.name)"])
             return try authorizationReply(account)

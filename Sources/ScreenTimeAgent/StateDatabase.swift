@@ -103,8 +103,9 @@ final class StateDatabase: Sendable {
         }
     }
 
-    /// Saves an authorization; with `clearingStores`, the user's stores go in the same transaction.
-    func save(_ authorization: Authorization, clearingStores: Bool = false) throws {
+    /// Saves an authorization; with `clearingStoresAndEvents`, the user's stores and shield events go
+    /// in the same transaction (a revocation: a later account with the same uid inherits nothing).
+    func save(_ authorization: Authorization, clearingStoresAndEvents: Bool = false) throws {
         try queue.write { db in
             try db.execute(
                 sql: """
@@ -119,8 +120,9 @@ final class StateDatabase: Sendable {
                     authorization.status.rawValue, authorization.showNamesToChild, authorization.changedAt,
                     Int64(authorization.changedByUID),
                 ])
-            if clearingStores {
+            if clearingStoresAndEvents {
                 try db.execute(sql: "DELETE FROM store WHERE uid = ?", arguments: [Int64(authorization.uid)])
+                try db.execute(sql: "DELETE FROM shieldEvent WHERE uid = ?", arguments: [Int64(authorization.uid)])
             }
         }
     }

@@ -158,10 +158,24 @@ final class TemporaryDirectory {
         try reopened.saveStore(uid: 1234, key: key, settings: StoreSettings(), names: [:], at: Date())
         #expect(try reopened.stores(uid: 1234).collection.stores.isEmpty)
         try reopened.saveStore(uid: 1234, key: key, settings: settings, names: [:], at: Date())
+        let event = StateDatabase.ShieldEvent(
+            uid: 1234, kind: .domain, token: "t", reason: "domain", category: nil, first: Date(), last: Date(), count: 2
+        )
+        try reopened.record(
+            [
+                event,
+                StateDatabase.ShieldEvent(
+                    uid: 99, kind: .domain, token: "u", reason: "filter", category: nil, first: Date(), last: Date(),
+                    count: 1),
+            ],
+            names: [:])
+        #expect(try reopened.shieldEvents(uid: 1234, kind: .domain, limit: 10).map(\.count) == [2])
         var revoked = try #require(try reopened.authorization(uid: 1234))
         revoked.status = .denied
-        try reopened.save(revoked, clearingStores: true)
+        try reopened.save(revoked, clearingStoresAndEvents: true)
         #expect(try reopened.stores(uid: 1234).collection.stores.isEmpty)
+        #expect(try reopened.shieldEvents(uid: 1234, kind: .domain, limit: 10).isEmpty)
+        #expect(try reopened.shieldEvents(uid: 99, kind: .domain, limit: 10).count == 1, "only the revoked user's")
         #expect(try reopened.authorizations().map(\.status) == [.denied])
     }
 

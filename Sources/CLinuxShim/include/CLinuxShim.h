@@ -11,7 +11,6 @@
 #define CLINUXSHIM_H
 
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <sys/types.h>
 
 /// The peer's credentials on a connected Unix socket. Returns 0, or -1 with errno set.
@@ -48,6 +47,10 @@ struct screentime_proc_event {
 /// (PROC_CN_MCAST_LISTEN). Returns the descriptor, or -1 with errno set. Works only in the initial
 /// network namespace (ECONNREFUSED elsewhere) and needs CAP_NET_ADMIN.
 int screentime_proc_connector_open(int receive_buffer);
+
+/// Receives one datagram from the connector without blocking: the byte count, or -1 with errno
+/// set (EAGAIN when nothing waits, ENOBUFS when the kernel dropped events).
+long screentime_proc_connector_receive(int fd, void *buffer, unsigned long capacity);
 
 /// Reads the events of one netlink datagram from `buffer` into `events` (capacity `capacity`);
 /// returns how many, 0 for a message that is not a process event.
