@@ -304,9 +304,12 @@ public final class DomainShield: Service, Sendable {
             return (buffer.counts, buffer.dropped)
         }
         guard !counts.isEmpty else { return }
+        // Only for users still filtered: a revocation deletes a user's events, and lookups
+        // counted just before it must not bring them back.
+        let filtered = state.withLock { Set($0.filters.keys) }
         var records: [StateDatabase.ShieldEvent] = []
         var names: [String: TokenName] = [:]
-        for (key, value) in counts {
+        for (key, value) in counts where filtered.contains(key.uid) {
             let token = minter.token(for: key.domain).base64
             names[token] = TokenName(kind: .domain, identity: key.domain.ascii, displayName: key.domain.unicode)
             records.append(

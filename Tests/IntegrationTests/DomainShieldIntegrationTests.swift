@@ -215,6 +215,12 @@ struct DomainShieldIntegrationTests {
         #expect(try dig(world, as: world.child, "www.blocked.test").status == "NXDOMAIN")
 
         // Revoking the last authorized user removes the chains; the child resolves everything.
+        // Its shielded lookups go too, even those counted a moment before (written a second later).
+        #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN")
+        try guardian(world, "revoke", "--user", world.child)
+        Thread.sleep(forTimeInterval: 1.5)
+        try guardian(world, "authorize", "--child", world.child)
+        #expect(try world.status(of: world.child).domainShield?.recentLookups == [])
         try guardian(world, "revoke", "--user", world.child)
         #expect(try world.firewallRules().isEmpty)
         #expect(try world.firewallRules(ipv6: true).isEmpty)
