@@ -97,3 +97,39 @@ public struct ApplicationCatalogue: Sendable {
         return found.sorted()
     }
 }
+
+extension ApplicationCatalogue {
+    /// Where `Exec=` programs given by name are looked for: the usual `PATH` of a desktop session.
+    public static let programDirectories = [
+        "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin", "/usr/local/games", "/usr/games",
+    ]
+
+    /// The index of these entries: each entry's programs (the executable `Exec=` starts, or the
+    /// script an interpreter there runs, and `TryExec=`) found on the program path, its symbolic links resolved,
+    /// and hashed. An entry whose program is missing is still indexed by ID and categories.
+    public func index(hashes: ExecutableHashes) -> ApplicationIndex {
+        ApplicationIndex(
+            entries: entries.values.map { item in
+                let paths = Set([item.entry.program, item.entry.tryExec].compactMap { $0 }.compactMap(Self.locate))
+                return (
+                    entry: item.entry,
+                    programs: paths.sorted().map {
+                        ApplicationIndex.Program(path: $0, sha256: try? hashes.sha256(of: $0))
+                    }
+                )
+            })
+    }
+
+    /// A program's real path: as given when absolute, else the first match on the program path.
+    static func locate(_ program: String) -> String? {
+        let candidates =
+            program.hasPrefix("/")
+            ? [program] : program.contains("/") ? [] : programDirectories.map { $0 + "/" + program }
+        for candidate in candidates where access(candidate, X_OK) == 0 || access(candidate, R_OK) == 0 {
+            guard let resolved = realpath(candidate, nil) else { continue }
+            defer { free(resolved) }
+            return String(cString: resolved)
+        }
+        return nil
+    }
+}

@@ -75,6 +75,11 @@ public enum Files {
     public static func sha256(of path: String) throws(SystemError) -> String {
         let fd = try systemCall("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC) }
         defer { close(fd) }
+        return try sha256(descriptor: fd, path: path)
+    }
+
+    /// The SHA-256 of what is left to read from an open file, as hex; `path` names it in errors.
+    public static func sha256(descriptor fd: Int32, path: String) throws(SystemError) -> String {
         var hasher = SHA256()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {

@@ -72,8 +72,10 @@ public final class ProcConnector: @unchecked Sendable {
             }
             for event in events.prefix(Int(count)) {
                 switch event.what {
-                case procEventFork: handler(.fork(parent: event.parent_tgid, child: event.tgid))
-                // Only a thread group's leader matters: a thread's exec or exit is not the process's.
+                // Only a thread group's leader matters: a new thread is not a new process, and a
+                // thread's exec or exit is not the process's.
+                case procEventFork where event.pid == event.tgid:
+                    handler(.fork(parent: event.parent_tgid, child: event.tgid))
                 case procEventExec where event.pid == event.tgid: handler(.exec(pid: event.tgid))
                 case procEventUID where event.pid == event.tgid:
                     handler(.uid(pid: event.tgid, real: event.ruid, effective: event.euid))
@@ -96,3 +98,12 @@ private let procEventFork: UInt32 = 0x0000_0001
 private let procEventExec: UInt32 = 0x0000_0002
 private let procEventUID: UInt32 = 0x0000_0004
 private let procEventExit: UInt32 = 0x8000_0000
+
+extension ProcConnector {
+    /// Puts the calling thread in the real-time FIFO class, so that it runs the moment an event
+    /// arrives, ahead of the program that caused it (needs CAP_SYS_NICE).
+    public static func raiseCallingThreadToRealtime(priority: Int32 = 50) throws(SystemError) {
+        var parameters = sched_param(sched_priority: priority)
+        _ = try systemCall("sched_setscheduler(SCHED_FIFO)") { sched_setscheduler(0, SCHED_FIFO, &parameters) }
+    }
+}

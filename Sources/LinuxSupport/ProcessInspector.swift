@@ -86,6 +86,40 @@ public struct ProcessInspector: Sendable {
         return evidence
     }
 
+    /// The real uid of a process (`Uid:` of status), read alone: the one question asked of every
+    /// exec on the machine. Nil when the process is gone.
+    public func uid(pid: Int32) -> UInt32? {
+        guard let status = text("\(root)/\(pid)/status") else { return nil }
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
+        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { UInt32($0) }
+    }
+
+    /// When the process started, in clock ticks since boot (field 22 of `stat`): with the pid, it
+    /// names one process even after the pid is reused.
+    public func startTime(pid: Int32) -> UInt64? {
+        guard let stat = text("\(root)/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name (which may hold spaces and parentheses) start at 3.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        return fields.count > 19 ? UInt64(fields[19]) : nil
+    }
+
+    /// The scheduler state letter of a process (`R`, `S`, `D`, `T` stopped, `t` traced, `Z`…).
+    public func state(pid: Int32) -> Character? {
+        guard let stat = text("\(root)/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].first { $0 != " " }
+    }
+
+    /// A path as the process sees it (its root, its working directory, its descriptors), for
+    /// root to open: `/proc/PID/root/usr/games/x`, `/proc/PID/cwd/x`, `/proc/PID/fd/3`.
+    public func pathSeen(by pid: Int32, _ path: String) -> String {
+        let directory = "\(root)/\(pid)"
+        for prefix in ["/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/", "/proc/\(pid)/fd/"]
+        where path.hasPrefix(prefix) {
+            return directory + "/fd/" + path.dropFirst(prefix.count)
+        }
+        return path.hasPrefix("/") ? directory + "/root" + path : directory + "/cwd/" + path
+    }
+
     private static let desktopFileKey = Array("GIO_LAUNCHED_DESKTOP_FILE=".utf8)
 
     private func bytes(_ path: String) -> [UInt8]? { try? Files.read(path, limit: 1 << 20) }
@@ -102,6 +136,10 @@ public struct ProcessInspector: Sendable {
 
 /// SHA-256 of executables by content, cached by device, inode, size and modification time, so a
 /// program is hashed once however often it starts, and a copy or a rename hashes the same.
+///
+/// The files hashed may be a child's own (a script in their home): only regular files are read,
+/// opened without blocking (a FIFO planted as a "script" must not hang the agent), and files
+/// above `sizeLimit` are not hashed.
 public final class ExecutableHashes: Sendable {
     private struct Key: Hashable {
         var device: UInt64
@@ -113,19 +151,31 @@ public final class ExecutableHashes: Sendable {
 
     private let cache = Mutex<[Key: String]>([:])
     private let capacity: Int
+    public let sizeLimit: Int64
 
-    public init(capacity: Int = 4096) { self.capacity = capacity }
+    public init(capacity: Int = 4096, sizeLimit: Int64 = 512 << 20) {
+        self.capacity = capacity
+        self.sizeLimit = sizeLimit
+    }
 
     /// The hash of the file at `path` (for a running process, `/proc/PID/exe`, which reaches the
     /// file even when it was deleted or replaced since).
     public func sha256(of path: String) throws(SystemError) -> String {
+        let fd = try systemCall("open(\(path))") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY) }
+        defer { close(fd) }
         var info = stat()
-        _ = try systemCall("stat(\(path))") { stat(path, &info) }
+        _ = try systemCall("fstat(\(path))") { fstat(fd, &info) }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw SystemError(.badFile, "\(path) is not a regular file")
+        }
+        guard Int64(info.st_size) <= sizeLimit else {
+            throw SystemError(.badFile, "\(path) is larger than \(sizeLimit) bytes")
+        }
         let key = Key(
             device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
             modified: Int64(info.st_mtim.tv_sec), modifiedNanoseconds: info.st_mtim.tv_nsec)
         if let known = cache.withLock({ $0[key] }) { return known }
-        let hash = try Files.sha256(of: path)
+        let hash = try Files.sha256(descriptor: fd, path: path)
         cache.withLock { cache in
             if cache.count >= capacity { cache.removeAll(keepingCapacity: true) }
             cache[key] = hash

@@ -16,7 +16,7 @@ public struct Agent {
     }
 
     /// Everything that must be in place before the services start; throws what went wrong.
-    public func makeServices() throws -> (policy: PolicyService, domains: DomainShield) {
+    public func makeServices() throws -> (policy: PolicyService, domains: DomainShield, processes: ProcessShield) {
         do {
             try Files.makeDirectory(configuration.stateDirectory, mode: 0o700)
         } catch {
@@ -35,20 +35,26 @@ public struct Agent {
         dnsLogger[metadataKey: "component"] = "dns"
         let domains = DomainShield(
             configuration: configuration, database: database, minter: minter, suffixes: suffixes, logger: dnsLogger)
+        var processLogger = logger
+        processLogger[metadataKey: "component"] = "process"
+        let processes = ProcessShield(
+            configuration: configuration, database: database, minter: minter, logger: processLogger)
         let policy = PolicyService(
             configuration: configuration, database: database, minter: minter, suffixes: suffixes,
-            domainShield: domains, logger: logger)
-        return (policy, domains)
+            domainShield: domains, processShield: processes, logger: logger)
+        return (policy, domains, processes)
     }
 
     public func run() async throws {
-        let (policy, domains) = try makeServices()
-        // The rules and filters are in place before anyone can ask anything.
+        let (policy, domains, processes) = try makeServices()
+        // The rules and filters are in place, and running processes judged, before anyone can
+        // ask anything.
         domains.policyChanged()
+        processes.prepare()
         let server = ControlServer(path: configuration.socket, policy: policy, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [domains, server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [domains, processes, server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         logger.notice(
             "screentimed \(AgentVersion.current) started",
             metadata: ["state": "\(configuration.stateDirectory)", "socket": "\(configuration.socket)"])

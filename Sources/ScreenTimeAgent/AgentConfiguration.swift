@@ -14,6 +14,7 @@ import Foundation
 /// | `bypassList` | `/etc/screentime/doh.list` | DNS-over-HTTPS servers: names and addresses refused to filtered users |
 /// | `dnsQueue` | `53` | the NFQUEUE number the filtered users' DNS goes to (0–65535) |
 /// | `firewallChain` | `screentime` | the agent's iptables/ip6tables chain (and `<chain>-filter`) |
+/// | `freezerGroup` | `screentime` | the agent's cgroup (v2); shielded processes are held in `<group>/frozen` |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
 public struct AgentConfiguration: Codable, Sendable, Hashable {
@@ -29,12 +30,13 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var bypassList = "/etc/screentime/doh.list"
     public var dnsQueue: UInt16 = 53
     public var firewallChain = "screentime"
+    public var freezerGroup = "screentime"
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
-        case bypassList, dnsQueue, firewallChain
+        case bypassList, dnsQueue, firewallChain, freezerGroup
     }
 
     private struct AnyKey: CodingKey {
@@ -78,6 +80,13 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             throw AgentError.configuration(
                 "'firewallChain' is 1 to 21 letters, digits, - or _ (not starting with -), not '\(firewallChain.prefix(40))'"
             )
+        }
+        freezerGroup = try container.decodeIfPresent(String.self, forKey: .freezerGroup) ?? defaults.freezerGroup
+        guard (1...64).contains(freezerGroup.count), freezerGroup.allSatisfy(allowed.contains),
+            freezerGroup.first != "-", !freezerGroup.hasPrefix("cgroup.")
+        else {
+            throw AgentError.configuration(
+                "'freezerGroup' is 1 to 64 letters, digits, - or _ (a cgroup name), not '\(freezerGroup.prefix(70))'")
         }
     }
 

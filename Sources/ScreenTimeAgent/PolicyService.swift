@@ -17,6 +17,7 @@ public final class PolicyService: Sendable {
     private let minter: TokenMinter
     private let suffixes: PublicSuffixList
     private let domainShield: DomainShield?
+    private let processShield: ProcessShield?
     private let users = UserDirectory()
     private let logger: Logger
     private let changes = Mutex(())
@@ -31,8 +32,9 @@ public final class PolicyService: Sendable {
 
     init(
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
-        domainShield: DomainShield?, logger: Logger
+        domainShield: DomainShield?, processShield: ProcessShield?, logger: Logger
     ) {
+        self.processShield = processShield
         self.configuration = configuration
         self.database = database
         self.minter = minter
@@ -82,6 +84,7 @@ public final class PolicyService: Sendable {
     /// the child's next lookup is already judged by the new policy.
     private func enforce() {
         domainShield?.policyChanged()
+        processShield?.policyChanged()
     }
 
     // MARK: who is who
@@ -276,9 +279,14 @@ public final class PolicyService: Sendable {
                 }
             }
         }
+        let processes = authorization.status == .approved ? try processShield?.report(uid: account.uid) : nil
+        if let report = processes, mayReadNames {
+            let tokens = Set(report.frozen.map(\.token) + report.recent.map(\.token))
+            names.merge(try database.tokenNames(tokens)) { old, _ in old }
+        }
         return StatusReply(
             authorization: authorization, stores: stores, effective: effective, names: names, authorizedUsers: everyone,
-            domainShield: domains)
+            domainShield: domains, processShield: processes)
     }
 
     private func catalogue(for account: UserAccount) -> ApplicationCatalogue {
@@ -393,7 +401,7 @@ public final class PolicyService: Sendable {
         guard !request.isEmpty else {
             throw ScreenTimeIPCError(
                 .invalidArgument,
-                "nothing to \(request.remove ? "unshield" : "shield"): give --app, --app-category, --domain, --web-category or --selection"
+                "nothing to \(request.remove ? "unshield" : "shield"): give --app, --app-category, --domain, --web-category, --selection or (block) --app"
             )
         }
         // Resolve every name before touching the store: one unknown name changes nothing.
@@ -403,14 +411,18 @@ public final class PolicyService: Sendable {
         var domains = Set(request.selection?.webDomainTokens ?? [])
         var webCategories = Set(request.selection?.categoryTokens ?? [])
         for text in request.applications { apps.insert(try resolver.application(text).0) }
+        var blocked = Set<ApplicationToken>()
+        for text in request.blockedApplications ?? [] { blocked.insert(try resolver.application(text).0) }
         for text in request.applicationCategories { appCategories.insert(try resolver.applicationCategory(text)) }
         for text in request.webDomains { domains.insert(try resolver.webDomain(text).0) }
         for text in request.webCategories { webCategories.insert(try resolver.webCategory(text)) }
 
-        return try changeStore(
-            account, key, by: caller, action: request.remove ? "unshielded" : "shielded", names: resolver.names
-        ) { collection in
+        let action =
+            blocked.isEmpty ? (request.remove ? "unshielded" : "shielded") : (request.remove ? "unblocked" : "blocked")
+        return try changeStore(account, key, by: caller, action: action, names: resolver.names) { collection in
             try collection.update(key) { settings in
+                settings.application.blockedApplications = Self.change(
+                    settings.application.blockedApplications, blocked, remove: request.remove)
                 settings.shield.applications = Self.change(settings.shield.applications, apps, remove: request.remove)
                 settings.shield.webDomains = Self.change(settings.shield.webDomains, domains, remove: request.remove)
                 settings.shield.applicationCategories = Self.change(

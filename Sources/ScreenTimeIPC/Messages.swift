@@ -126,13 +126,17 @@ public struct ShieldRequest: Codable, Sendable, Hashable {
     public var webDomains: [String]
     public var webCategories: [String]
     public var selection: FamilyActivitySelection?
+    /// Applications that may not run at all (`application.blockedApplications`), named like
+    /// `applications`.
+    public var blockedApplications: [String]?
     public var remove: Bool
 
     public init(
         target: StoreRequest, applications: [String] = [], applicationCategories: [String] = [],
         webDomains: [String] = [], webCategories: [String] = [], selection: FamilyActivitySelection? = nil,
-        remove: Bool = false
+        blockedApplications: [String] = [], remove: Bool = false
     ) {
+        self.blockedApplications = blockedApplications.isEmpty ? nil : blockedApplications
         self.target = target
         self.applications = applications
         self.applicationCategories = applicationCategories
@@ -144,7 +148,7 @@ public struct ShieldRequest: Codable, Sendable, Hashable {
 
     public var isEmpty: Bool {
         applications.isEmpty && applicationCategories.isEmpty && webDomains.isEmpty && webCategories.isEmpty
-            && (selection?.isEmpty ?? true)
+            && (selection?.isEmpty ?? true) && (blockedApplications ?? []).isEmpty
     }
 }
 
@@ -277,11 +281,16 @@ public struct StatusReply: Codable, Sendable, Hashable {
     /// How the user's DNS is filtered, and the latest shielded lookups; nil for a user who is not
     /// authorized.
     public var domainShield: DomainShieldReport?
+    /// Which of the user's processes are frozen, and what the process shield did lately; nil for
+    /// a user who is not authorized.
+    public var processShield: ProcessShieldReport?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,
-        names: [String: TokenName], authorizedUsers: [AuthorizationReply]?, domainShield: DomainShieldReport? = nil
+        names: [String: TokenName], authorizedUsers: [AuthorizationReply]?, domainShield: DomainShieldReport? = nil,
+        processShield: ProcessShieldReport? = nil
     ) {
+        self.processShield = processShield
         self.authorization = authorization
         self.stores = stores
         self.effective = effective
@@ -304,6 +313,62 @@ public struct DomainShieldReport: Codable, Sendable, Hashable {
         self.filtering = filtering
         self.problems = problems
         self.recentLookups = recentLookups
+    }
+}
+
+/// The process shield for one user, as `status` shows it.
+public struct ProcessShieldReport: Codable, Sendable, Hashable {
+    /// Whether the agent hears of the user's processes as they start (proc connector read).
+    public var watching: Bool
+    /// How shielded processes are held: `cgroup v2 freezer`, `cgroup v1 freezer` or `SIGSTOP`.
+    public var method: String
+    /// What keeps the shield from working as it should, in words; empty when all is well.
+    public var problems: [String]
+    /// The user's processes frozen now.
+    public var frozen: [FrozenProcessReport]
+    /// The latest things done to the user's processes, newest first.
+    public var recent: [ApplicationEventReport]
+
+    public init(
+        watching: Bool, method: String, problems: [String], frozen: [FrozenProcessReport],
+        recent: [ApplicationEventReport]
+    ) {
+        self.watching = watching
+        self.method = method
+        self.problems = problems
+        self.frozen = frozen
+        self.recent = recent
+    }
+}
+
+public struct FrozenProcessReport: Codable, Sendable, Hashable {
+    public var pid: Int32
+    /// The application token it is frozen for.
+    public var token: String
+    public var since: Date
+    /// The program's name (`comm`), for the reader to recognise it.
+    public var command: String
+
+    public init(pid: Int32, token: String, since: Date, command: String) {
+        self.pid = pid
+        self.token = token
+        self.since = since
+        self.command = command
+    }
+}
+
+public struct ApplicationEventReport: Codable, Sendable, Hashable {
+    public var time: Date
+    public var token: String
+    public var pid: Int32
+    /// `frozen`, `thawed` or `killed`.
+    public var action: String
+
+    public init(time: Date, token: String, pid: Int32, action: String) {
+        self.time = time
+        self.token = token
+        self.pid = pid
+        self.action = action
     }
 }
 

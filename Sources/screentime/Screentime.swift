@@ -16,7 +16,7 @@ struct Screentime: ParsableCommand {
         version: AgentProtocolVersion.text,
         subcommands: [
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
-            Unshield.self, FilterCommand.self, Clear.self, Pick.self, Ping.self,
+            Unshield.self, Block.self, Unblock.self, FilterCommand.self, Clear.self, Pick.self, Ping.self,
         ])
 }
 
@@ -282,6 +282,50 @@ struct StoreChange: ParsableArguments {
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }
+}
+
+struct Block: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Block apps for a user: they may not run at all (application.blockedApplications).",
+        discussion: "A blocked app is killed the moment it starts; a shielded app is frozen until the shield is lifted."
+    )
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var target: StoreOptions
+    @Option(name: .customLong("app"), help: "A desktop-entry ID (org.gnome.Chess), snap:NAME, or a program's path.")
+    var applications: [String] = []
+
+    func validate() throws {
+        if applications.isEmpty { throw ValidationError("give at least one --app") }
+    }
+
+    func run() throws {
+        try send(connection, output, ShieldRequest(target: target.request, blockedApplications: applications))
+    }
+}
+
+struct Unblock: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Let blocked apps run again.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var target: StoreOptions
+    @Option(name: .customLong("app"), help: "A desktop-entry ID, snap:NAME, or a program's path.")
+    var applications: [String] = []
+
+    func validate() throws {
+        if applications.isEmpty { throw ValidationError("give at least one --app") }
+    }
+
+    func run() throws {
+        try send(
+            connection, output, ShieldRequest(target: target.request, blockedApplications: applications, remove: true))
+    }
+}
+
+private func send(_ connection: ConnectionOptions, _ output: OutputOptions, _ request: ShieldRequest) throws {
+    let reply = try perform(connection, .shield(request), as: StoreReply.self)
+    if output.json { return try printJSON(reply) }
+    print(StoreText(reply).render(), terminator: "")
 }
 
 struct FilterCommand: ParsableCommand {

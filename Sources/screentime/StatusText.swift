@@ -40,6 +40,21 @@ struct StatusText {
                 out += "    \(Self.format(event.last))  \(namer.name(event.token, kind: "domain"))  \(times) (\(why))\n"
             }
         }
+        if let processes = reply.processShield {
+            out +=
+                "App shield: \(processes.watching ? "watching new processes" : "NOT watching new processes") (\(processes.method))\n"
+            for problem in processes.problems { out += "  problem: \(problem)\n" }
+            if !processes.frozen.isEmpty { out += "  frozen now:\n" }
+            for process in processes.frozen {
+                out +=
+                    "    pid \(process.pid) \(process.command)  \(namer.name(process.token, kind: "app"))  since \(Self.format(process.since))\n"
+            }
+            if !processes.recent.isEmpty { out += "  recently, newest first:\n" }
+            for event in processes.recent {
+                out +=
+                    "    \(Self.format(event.time))  \(event.action) pid \(event.pid)  \(namer.name(event.token, kind: "app"))\n"
+            }
+        }
         if let everyone = reply.authorizedUsers, !everyone.isEmpty {
             out += "Authorized users:\n"
             for user in everyone {

@@ -78,7 +78,11 @@ final class AgentWorld {
     let queue: Int
     /// A network namespace of its own, with a resolver on 127.0.0.1 and ::1, when asked for.
     let namespace: String?
+    /// The fixture app's program (a counter, built for the world) and the agent's cgroup.
+    let counter: String
+    let freezerGroup: String
     private var agent: Process?
+    private var started: [Int32] = []
     private var madeUsers: [String] = []
     private var madeGroups: [String] = []
 
@@ -95,6 +99,8 @@ final class AgentWorld {
         chain = "st\(id)"
         queue = Int.random(in: 1000...60000)
         namespace = network ? "st\(id)" : nil
+        counter = directory + "/bin/counter"
+        freezerGroup = "screentime-test-\(id)"
         do {
             try setUp()
         } catch {
@@ -107,11 +113,14 @@ final class AgentWorld {
         try Files.makeDirectory(directory + "/run", mode: 0o755)
         try Files.makeDirectory(directory, mode: 0o755)
         try Files.makeDirectory(directory + "/data/applications", mode: 0o755)
+        try Files.makeDirectory(directory + "/bin", mode: 0o755)
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/counter.c"
+        try system("/usr/bin/cc", "-O1", "-o", counter, source)
         try """
         [Desktop Entry]
         Type=Application
         Name=Counter Game
-        Exec=/usr/bin/sleep 1000
+        Exec=\(counter) %f
         Categories=Game;
         """.write(
             toFile: directory + "/data/applications/org.example.Counter.desktop", atomically: true, encoding: .utf8)
@@ -128,7 +137,7 @@ final class AgentWorld {
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
-             "dnsQueue": \(queue), "firewallChain": "\(chain)"}
+             "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)"}
             """
         try configuration.write(toFile: directory + "/screentimed.json", atomically: true, encoding: .utf8)
         try Files.makeDirectory(directory + "/categories", mode: 0o755)
@@ -309,8 +318,77 @@ final class AgentWorld {
         return try decoder.decode(StatusReply.self, from: Data(result.stdout.utf8))
     }
 
+    /// Starts a program as a user (nil: root) and leaves it running; it is killed at tear-down.
+    /// Returns its pid (`setpriv` execs the program, so the pid is the program's). Spawned with
+    /// posix_spawn, not Foundation's `Process`, whose wait spins on a child that is frozen or
+    /// killed; a clean signal mask, so the program sees the signals a child would send.
+    func launch(as user: String?, _ program: String, _ arguments: [String]) throws -> Int32 {
+        let who = user.map { ["--reuid=\($0)", "--regid=users", "--init-groups"] } ?? ["--reuid=0"]
+        let argv = ["/usr/bin/setpriv"] + who + ["--", program] + arguments
+        let environment = ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd in Int32(0)...2 { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_RDWR, 0) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        var pid: Int32 = 0
+        let cArguments = argv.map { strdup($0) } + [nil]
+        let cEnvironment = environment.map { strdup($0) } + [nil]
+        defer { (cArguments + cEnvironment).forEach { free($0) } }
+        let error = posix_spawn(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
+        guard error == 0 else { throw WorldError("cannot start \(program): \(String(cString: strerror(error)))") }
+        started.append(pid)
+        return pid
+    }
+
+    /// The v2 group a process is in now, as `/proc/PID/cgroup` names it.
+    func cgroup(of pid: Int32) -> String? { FreezerCgroup.group(of: pid) }
+
+    /// Whether a process sits in this world's frozen group.
+    func isFrozen(_ pid: Int32) -> Bool { cgroup(of: pid) == "/\(freezerGroup)/frozen" }
+
+    /// The count a counter wrote to its file; nil while it has written none.
+    func count(_ file: String) -> UInt64? {
+        (try? String(contentsOfFile: file, encoding: .utf8)).flatMap {
+            UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    /// A directory the child owns (its "home" for copied programs).
+    func childDirectory() throws -> String {
+        let path = directory + "/home-child"
+        if !Files.exists(path) {
+            try Files.makeDirectory(path, mode: 0o755)
+            try system("/usr/bin/chown", child, path)
+        }
+        return path
+    }
+
     func tearDown() {
         kill9()
+        // Everything the test users still run (orphans of killed shells too), then the
+        // programs started here, reaped.
+        for user in [child, bystander] { _ = try? run("/usr/bin/pkill", ["-KILL", "-u", user]) }
+        for pid in started {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            for _ in 0..<500 where waitpid(pid, &status, WNOHANG) == 0 { usleep(2000) }
+        }
+        if let hierarchy = FreezerCgroup.systemHierarchy() {
+            let group = "\(hierarchy)/\(freezerGroup)/frozen"
+            try? "1".write(toFile: group + "/cgroup.kill", atomically: false, encoding: .utf8)
+            for _ in 0..<200 where rmdir(group) != 0 { usleep(5000) }
+            rmdir("\(hierarchy)/\(freezerGroup)")
+        }
         // The agent leaves its rules when it stops (failing closed); the test removes them.
         _ = try? inNetwork(
             as: nil, Self.binaries + "/screentimed",

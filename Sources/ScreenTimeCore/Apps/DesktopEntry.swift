@@ -51,22 +51,47 @@ public struct DesktopEntry: Hashable, Sendable {
     /// Whether the entry is an application a person could start from a menu.
     public var isListedApplication: Bool { type == "Application" && !hidden && !noDisplay }
 
-    /// The program `Exec=` starts: its first word, field codes and quotes aside.
-    public var executable: String? {
-        guard let exec else { return nil }
+    /// The words of `Exec=`: quotes removed, field codes (`%f`, `%U`, …) and a leading `env` with
+    /// its `NAME=value` assignments left out.
+    public var commandWords: [String] {
+        guard let exec else { return [] }
+        var words: [String] = []
         var word = ""
         var quoted = false
+        var inWord = false
         for character in exec {
             if character == "\"" {
                 quoted.toggle()
+                inWord = true
             } else if character == " " && !quoted {
-                if !word.isEmpty && word != "env" && !word.contains("=") { break }
+                if inWord { words.append(word) }
                 word = ""
+                inWord = false
             } else {
                 word.append(character)
+                inWord = true
             }
         }
-        return word.isEmpty ? nil : word
+        if inWord { words.append(word) }
+        words.removeAll { $0.count == 2 && $0.hasPrefix("%") }
+        while let first = words.first,
+            first == "env" || first.hasSuffix("/env") || (first.contains("=") && !first.hasPrefix("/"))
+        {
+            words.removeFirst()
+        }
+        return words
+    }
+
+    /// The program `Exec=` starts: its first word, field codes and quotes aside.
+    public var executable: String? { commandWords.first }
+
+    /// The file a process of this application runs, by which it is known: the executable, or,
+    /// when `Exec=` starts an interpreter (`python3 /usr/share/game/main.py`), the script.
+    public var program: String? {
+        let words = commandWords
+        guard let first = words.first else { return nil }
+        if Interpreter.isInterpreter(first) { return Interpreter.script(in: words) }
+        return first
     }
 
     /// The desktop-entry ID of a file at `relativePath` below an `applications` directory.

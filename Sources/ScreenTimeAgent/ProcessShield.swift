@@ -1,0 +1,575 @@
+import Foundation
+import Glibc
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+public import ServiceLifecycle
+import Synchronization
+
+/// The process shield: every process an authorized user starts is known to the agent the moment
+/// it starts (the kernel's proc connector), taken for the applications it can be (its systemd unit,
+/// Flatpak sandbox, launching desktop file, executable or script by path and by content, its
+/// parent's), and, when the user's policy shields one of them, stopped at once and held in a
+/// root-owned frozen cgroup the user cannot thaw; a blocked application is killed at exec.
+///
+/// `prepare()` (before the services start) subscribes to the connector, makes the cgroup and
+/// reconciles: processes frozen by an earlier run that are no longer shielded are thawed back
+/// into their own groups, running shielded ones are frozen. `run()` reads the events on a
+/// real-time thread until the agent stops. A change of policy re-judges every known process
+/// before the change's reply is sent. Only the authorized users' processes are ever touched.
+public final class ProcessShield: Service, Sendable {
+    private let configuration: AgentConfiguration
+    private let database: StateDatabase
+    private let minter: TokenMinter
+    private let logger: Logger
+    private let inspector: ProcessInspector
+    private let hashes = ExecutableHashes()
+    private let users = UserDirectory()
+    private let systemDataDirectories: [String]
+    private let state = Mutex(State())
+    /// Held through a whole policy change, so that two never interleave.
+    private let changing = Mutex(())
+    private let pending = Mutex(PendingWrites())
+    private let writeSignal: AsyncStream<Void>
+    private let writeContinuation: AsyncStream<Void>.Continuation
+    private let connector: Mutex<ProcConnector?> = Mutex(nil)
+    private let restopSignal: AsyncStream<Void>
+    private let restopContinuation: AsyncStream<Void>.Continuation
+
+    /// How shielded processes are held.
+    enum Method: String {
+        case freezer = "cgroup v2 freezer"
+        case signal = "SIGSTOP (no cgroup v2 freezer here)"
+    }
+
+    struct Frozen {
+        /// Nil for a process found frozen after a crash with no record of why.
+        var token: ApplicationToken?
+        var origin: String
+        var since: Date
+        var startTime: UInt64
+    }
+
+    struct Tracked {
+        var uid: UInt32
+        var evidence: ProcessEvidence
+        /// What the parent was (at fork) and what this process ran before its last exec.
+        var inherited: [ApplicationIdentity]
+        var identities: [ApplicationIdentity]
+        var frozen: Frozen?
+    }
+
+    private struct State {
+        var filters: [UInt32: ApplicationFilter] = [:]
+        var processes: [Int32: Tracked] = [:]
+        var freezer: FreezerCgroup?
+        var method = Method.signal
+        var watching = false
+        var problems: [String] = []
+        /// Processes held by SIGSTOP alone, checked again while any exist.
+        var stoppedBySignal: Set<Int32> = []
+        var execsJudged = 0
+    }
+
+    private struct PendingWrites {
+        var frozen: [StateDatabase.FrozenProcess] = []
+        var thawed: [(pid: Int32, startTime: UInt64)] = []
+        var events: [StateDatabase.ApplicationEvent] = []
+        var names: [String: TokenName] = [:]
+        var isEmpty: Bool { frozen.isEmpty && thawed.isEmpty && events.isEmpty }
+    }
+
+    init(
+        configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, logger: Logger,
+        proc: String = "/proc"
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.minter = minter
+        self.logger = logger
+        self.inspector = ProcessInspector(root: proc)
+        self.systemDataDirectories = ApplicationCatalogue.systemDataDirectories(
+            environment: ProcessInfo.processInfo.environment["XDG_DATA_DIRS"])
+        (writeSignal, writeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        (restopSignal, restopContinuation) = AsyncStream.makeStream(
+            of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    // MARK: setting up
+
+    /// Subscribes to process events, makes the frozen group, and reconciles with what runs now.
+    /// Called once, before the services start (and before capabilities could be dropped).
+    func prepare() {
+        var problems: [String] = []
+        do {
+            let opened = try ProcConnector()
+            connector.withLock { $0 = opened }
+        } catch {
+            problems.append("new processes cannot be watched, so shields apply only at changes: \(error.message)")
+        }
+        var freezer: FreezerCgroup?
+        if let hierarchy = FreezerCgroup.systemHierarchy() {
+            do {
+                freezer = try FreezerCgroup(hierarchy: hierarchy, name: configuration.freezerGroup + "/frozen")
+            } catch {
+                problems.append(
+                    "the frozen cgroup cannot be made, so shielded processes are only stopped: \(error.message)")
+            }
+        } else {
+            problems.append("there is no cgroup v2 hierarchy, so shielded processes are only stopped (SIGSTOP)")
+        }
+        for problem in problems { logger.error("\(problem)") }
+        state.withLock {
+            $0.freezer = freezer
+            $0.method = freezer == nil ? .signal : .freezer
+            $0.problems = problems
+        }
+        policyChanged(reconciling: true)
+    }
+
+    // MARK: policy
+
+    /// Rebuilds every authorized user's filter and re-judges every process of theirs: freezes
+    /// what is newly shielded, thaws what no longer is, kills what is blocked. Returns when done.
+    func policyChanged() { policyChanged(reconciling: false) }
+
+    private func policyChanged(reconciling: Bool) {
+        changing.withLock { _ in
+            var filters: [UInt32: ApplicationFilter] = [:]
+            do {
+                for record in try database.authorizations() where record.status == .approved {
+                    filters[record.uid] = try filter(uid: record.uid)
+                }
+            } catch {
+                logger.error("cannot read the policies for the process shield", metadata: ["error": "\(error)"])
+                return
+            }
+            let records = reconciling ? (try? database.frozenProcesses()) ?? [] : []
+            state.withLock { state in
+                let old = Set(state.filters.keys)
+                state.filters = filters
+                // Users no longer authorized: everything of theirs is let go.
+                for (pid, tracked) in state.processes where filters[tracked.uid] == nil {
+                    release(pid, &state, reason: "authorization revoked")
+                    state.processes[pid] = nil
+                }
+                let added = Set(filters.keys).subtracting(old)
+                if !added.isEmpty || reconciling { scan(uids: reconciling ? Set(filters.keys) : added, &state) }
+                if reconciling { adopt(records, &state) }
+                for pid in state.processes.keys.sorted() {
+                    guard var tracked = state.processes[pid], let filter = filters[tracked.uid] else { continue }
+                    tracked.identities = filter.index.identities(of: tracked.evidence, inherited: tracked.inherited)
+                    state.processes[pid] = tracked
+                    apply(filter.verdict(for: tracked.identities), to: pid, &state)
+                }
+            }
+            flushWrites()
+        }
+    }
+
+    private func filter(uid: UInt32) throws -> ApplicationFilter {
+        let policy = try database.stores(uid: uid).collection.effectivePolicy
+        var index = ApplicationIndex()
+        if let account = try? users.user(uid: uid) {
+            let catalogue = ApplicationCatalogue(
+                dataDirectories: ApplicationCatalogue.dataDirectories(
+                    home: account.home, systemDataDirectories: systemDataDirectories),
+                userHome: account.home)
+            index = catalogue.index(hashes: hashes)
+        }
+        return ApplicationFilter(policy: policy, index: index, minter: minter)
+    }
+
+    /// Reads `/proc` for the processes of some users: each is tracked with what it is, parents
+    /// before children so that each inherits its parent's applications.
+    private func scan(uids: Set<UInt32>, _ state: inout State) {
+        var parents: [Int32: Int32] = [:]
+        var found: [Int32: (uid: UInt32, evidence: ProcessEvidence)] = [:]
+        for pid in inspector.pids() {
+            guard let raw = inspector.evidence(pid: pid), let uid = raw.uid, uids.contains(uid) else { continue }
+            parents[pid] = raw.parent
+            found[pid] = (uid, evidence(of: raw))
+        }
+        func depth(_ pid: Int32) -> Int {
+            var depth = 0
+            var current = pid
+            while let parent = parents[current], found[parent] != nil, depth < 4096 {
+                depth += 1
+                current = parent
+            }
+            return depth
+        }
+        for pid in found.keys.sorted(by: { (depth($0), $0) < (depth($1), $1) }) {
+            guard let (uid, evidence) = found[pid], let filter = state.filters[uid] else { continue }
+            let inherited = parents[pid].flatMap { state.processes[$0]?.identities } ?? []
+            let previous = state.processes[pid]
+            state.processes[pid] = Tracked(
+                uid: uid, evidence: evidence, inherited: inherited,
+                identities: filter.index.identities(of: evidence, inherited: inherited), frozen: previous?.frozen)
+        }
+    }
+
+    /// After a restart: the frozen group's members and the records of what an earlier run froze.
+    /// A member still shielded stays frozen (the records say where it came from); the rest is
+    /// thawed back by `apply` as for any lifted shield.
+    private func adopt(_ records: [StateDatabase.FrozenProcess], _ state: inout State) {
+        var byPid: [Int32: StateDatabase.FrozenProcess] = [:]
+        for record in records { byPid[record.pid] = record }
+        let members = Set(state.freezer?.members() ?? [])
+        for pid in members {
+            let record = byPid[pid]
+            let startTime = inspector.startTime(pid: pid) ?? 0
+            let origin = record.flatMap { $0.startTime == startTime ? $0.origin : nil } ?? "/"
+            let token = record.flatMap { try? ApplicationToken(base64: $0.token) }
+            let frozen = Frozen(token: token, origin: origin, since: record?.frozenAt ?? Date(), startTime: startTime)
+            if state.processes[pid] != nil {
+                state.processes[pid]?.frozen = frozen
+            } else {
+                // Not an authorized user's (any more): it goes back.
+                let uid = inspector.uid(pid: pid) ?? 0
+                state.processes[pid] = Tracked(
+                    uid: uid, evidence: ProcessEvidence(), inherited: [], identities: [], frozen: frozen)
+                release(pid, &state, reason: "not an authorized user's")
+                state.processes[pid] = nil
+            }
+        }
+        // Records of processes that are gone, or were thawed by hand: forgotten.
+        let stale = records.filter { !members.contains($0.pid) }
+        if !stale.isEmpty {
+            pending.withLock { $0.thawed += stale.map { ($0.pid, $0.startTime) } }
+        }
+        if !members.isEmpty {
+            logger.notice("found processes frozen by an earlier run", metadata: ["count": "\(members.count)"])
+        }
+    }
+
+    // MARK: judging one process
+
+    private func evidence(of raw: ProcessInspector.Evidence) -> ProcessEvidence {
+        var evidence = ProcessEvidence(
+            cgroup: raw.cgroup, flatpakID: raw.flatpakID, launchedDesktopFile: raw.launchedDesktopFile,
+            executablePath: raw.executable.map { $0.hasSuffix(" (deleted)") ? String($0.dropLast(10)) : $0 })
+        let pid = raw.pid
+        // Through /proc/PID/exe, which reaches the file even after it was deleted or replaced.
+        evidence.executableHash = try? hashes.sha256(of: "\(inspector.root)/\(pid)/exe")
+        if let script = Interpreter.script(in: raw.commandLine, executable: raw.executable) {
+            let seen = inspector.pathSeen(by: pid, script)
+            evidence.scriptHash = try? hashes.sha256(of: seen)
+            if let resolved = realpath(seen, nil) {
+                defer { free(resolved) }
+                var path = String(cString: resolved)
+                // The process's own view of the path: without the /proc/PID/root prefix.
+                let prefix = "\(inspector.root)/\(pid)/root"
+                if path.hasPrefix(prefix + "/") { path.removeFirst(prefix.count) }
+                evidence.scriptPath = path
+            }
+        }
+        return evidence
+    }
+
+    /// Tracks and judges a process that just ran a new program (or turned into an authorized
+    /// user's). Called with the state locked, on the reader's thread.
+    private func judgeExec(_ pid: Int32, _ state: inout State) {
+        guard let uid = inspector.uid(pid: pid), let filter = state.filters[uid] else {
+            // No longer (or never) an authorized user's: forgotten, let go if it was held.
+            if state.processes[pid]?.frozen != nil { release(pid, &state, reason: "changed user") }
+            state.processes[pid] = nil
+            return
+        }
+        state.execsJudged += 1
+        guard let raw = inspector.evidence(pid: pid) else { return }
+        let evidence = evidence(of: raw)
+        var inherited = state.processes[pid]?.identities ?? []
+        if inherited.isEmpty, let parent = raw.parent, let known = state.processes[parent] {
+            inherited = known.identities
+        }
+        let identities = filter.index.identities(of: evidence, inherited: inherited)
+        logger.debug(
+            "exec",
+            metadata: [
+                "pid": "\(pid)", "uid": "\(uid)", "exe": "\(raw.executable ?? "-")", "identities": "\(identities)",
+            ])
+        let frozen = state.processes[pid]?.frozen
+        state.processes[pid] = Tracked(
+            uid: uid, evidence: evidence, inherited: inherited, identities: identities, frozen: frozen)
+        apply(filter.verdict(for: identities), to: pid, &state)
+    }
+
+    /// Puts a verdict in force on one tracked process: freeze, kill, or let it (go) run.
+    private func apply(_ verdict: ApplicationFilter.Verdict?, to pid: Int32, _ state: inout State) {
+        guard let tracked = state.processes[pid] else { return }
+        switch verdict?.action {
+        case .block?:
+            guard let verdict else { return }
+            if kill(pid, SIGKILL) == 0 {
+                note(
+                    .killed, pid: pid, uid: tracked.uid, token: verdict.token, application: verdict.application,
+                    name: state.filters[tracked.uid]?.index.application(verdict.application)?.name)
+            }
+            if tracked.frozen != nil { release(pid, &state, reason: "killed") }
+        case .shield?:
+            guard let verdict, tracked.frozen == nil else { return }
+            freeze(pid, for: verdict, &state)
+        case nil:
+            if tracked.frozen != nil { release(pid, &state, reason: "no longer shielded") }
+        }
+    }
+
+    private func freeze(_ pid: Int32, for verdict: ApplicationFilter.Verdict, _ state: inout State) {
+        guard let uid = state.processes[pid]?.uid else { return }
+        // Stopped first, at once (microseconds); moved into the frozen group next (tens of
+        // microseconds to milliseconds), where the user's SIGCONT no longer wakes it.
+        guard kill(pid, SIGSTOP) == 0 else {
+            logger.debug("cannot stop a process", metadata: ["pid": "\(pid)", "errno": "\(errno)"])
+            return
+        }
+        logger.debug("stopped", metadata: ["pid": "\(pid)"])
+        let startTime = inspector.startTime(pid: pid) ?? 0
+        let origin = FreezerCgroup.group(of: pid, proc: inspector.root) ?? "/"
+        var held = false
+        if let freezer = state.freezer {
+            do {
+                try freezer.freeze(pid)
+                held = true
+                // Continued inside the frozen group: it stays still there, and a shell that
+                // started it does not see it stopped.
+                kill(pid, SIGCONT)
+            } catch {
+                logger.error(
+                    "cannot move a process into the frozen group; it stays stopped",
+                    metadata: ["pid": "\(pid)", "error": "\(error.message)"])
+            }
+        }
+        if !held {
+            state.stoppedBySignal.insert(pid)
+            restopContinuation.yield()
+        }
+        let frozen = Frozen(token: verdict.token, origin: origin, since: Date(), startTime: startTime)
+        state.processes[pid]?.frozen = frozen
+        pending.withLock {
+            $0.frozen.append(
+                StateDatabase.FrozenProcess(
+                    pid: pid, startTime: startTime, uid: uid, token: verdict.token.base64, origin: origin,
+                    frozenAt: frozen.since))
+        }
+        note(
+            .frozen, pid: pid, uid: uid, token: verdict.token, application: verdict.application,
+            name: state.filters[uid]?.index.application(verdict.application)?.name)
+    }
+
+    /// Thaws a process back into the group it came from (or the nearest that still exists).
+    private func release(_ pid: Int32, _ state: inout State, reason: String) {
+        guard let tracked = state.processes[pid], let frozen = tracked.frozen else { return }
+        if let freezer = state.freezer, FreezerCgroup.group(of: pid, proc: inspector.root) == "/" + freezer.name {
+            var group = frozen.origin
+            while true {
+                do {
+                    try freezer.release(pid, to: group == "/" ? "" : group)
+                    break
+                } catch {
+                    // The origin went away (an empty scope is removed): its parent, up to the root.
+                    guard group != "/", !group.isEmpty else {
+                        logger.error(
+                            "cannot move a process out of the frozen group",
+                            metadata: ["pid": "\(pid)", "error": "\(error.message)"])
+                        break
+                    }
+                    let parent = group.split(separator: "/").dropLast().joined(separator: "/")
+                    group = "/" + parent
+                }
+            }
+        }
+        kill(pid, SIGCONT)
+        state.stoppedBySignal.remove(pid)
+        state.processes[pid]?.frozen = nil
+        pending.withLock { $0.thawed.append((pid, frozen.startTime)) }
+        note(.thawed, pid: pid, uid: tracked.uid, token: frozen.token, application: nil)
+        logger.info("thawed", metadata: ["pid": "\(pid)", "reason": "\(reason)"])
+    }
+
+    private func note(
+        _ action: StateDatabase.ApplicationEvent.Action, pid: Int32, uid: UInt32, token: ApplicationToken?,
+        application: ApplicationIdentity?, name: String? = nil
+    ) {
+        guard let token else { return }
+        pending.withLock {
+            $0.events.append(
+                StateDatabase.ApplicationEvent(time: Date(), uid: uid, token: token.base64, pid: pid, action: action))
+            if let application {
+                $0.names[token.base64] = TokenName(
+                    kind: .app, identity: application.canonical,
+                    displayName: name ?? Self.displayName(application))
+            }
+        }
+        writeContinuation.yield()
+    }
+
+    private static func displayName(_ identity: ApplicationIdentity) -> String {
+        switch identity {
+        case .desktopEntry(let id): id
+        case .snap(let name): name
+        case .executable(let hash): "program " + hash.prefix(12)
+        }
+    }
+
+    /// Writes what was frozen, thawed and done to the state database (off the reader's thread).
+    func flushWrites() {
+        let writes = pending.withLock { pending in
+            defer { pending = PendingWrites() }
+            return pending
+        }
+        guard !writes.isEmpty else { return }
+        // Events of users no longer authorized are not written (a revocation deleted theirs).
+        let authorized = state.withLock { Set($0.filters.keys) }
+        do {
+            try database.recordShieldChanges(
+                frozen: writes.frozen, thawed: writes.thawed,
+                events: writes.events.filter { authorized.contains($0.uid) }, names: writes.names)
+        } catch {
+            logger.error("cannot record what the process shield did", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: events
+
+    private func handle(_ event: ProcConnector.Event) {
+        switch event {
+        case .fork(let parent, let child):
+            state.withLock { state in
+                guard let known = state.processes[parent] else { return }
+                state.processes[child] = Tracked(
+                    uid: known.uid, evidence: known.evidence, inherited: known.identities,
+                    identities: known.identities, frozen: nil)
+                // Forked by a shielded process before it was frozen: held too.
+                if let filter = state.filters[known.uid] {
+                    apply(filter.verdict(for: known.identities), to: child, &state)
+                }
+            }
+        case .exec(let pid):
+            state.withLock { judgeExec(pid, &$0) }
+        case .uid(let pid, let real, _):
+            state.withLock { state in
+                if state.filters[real] != nil || state.processes[pid] != nil { judgeExec(pid, &state) }
+            }
+        case .exit(let pid, _):
+            state.withLock { state in
+                guard let tracked = state.processes.removeValue(forKey: pid) else { return }
+                state.stoppedBySignal.remove(pid)
+                if let frozen = tracked.frozen {
+                    pending.withLock { $0.thawed.append((pid, frozen.startTime)) }
+                    writeContinuation.yield()
+                }
+            }
+        case .overrun:
+            logger.warning("process events were lost; reading /proc again")
+            state.withLock { state in
+                scan(uids: Set(state.filters.keys), &state)
+                for (pid, tracked) in state.processes {
+                    apply(state.filters[tracked.uid]?.verdict(for: tracked.identities), to: pid, &state)
+                }
+            }
+        }
+    }
+
+    // MARK: status
+
+    func report(uid: UInt32) throws -> ProcessShieldReport? {
+        let (known, frozen, method, watching, problems) = state.withLock { state in
+            (
+                state.filters[uid] != nil,
+                state.processes.compactMap { pid, tracked in
+                    tracked.uid == uid ? tracked.frozen.map { (pid: pid, frozen: $0) } : nil
+                }.sorted { $0.pid < $1.pid },
+                state.method, state.watching, state.problems
+            )
+        }
+        guard known else { return nil }
+        flushWrites()
+        let reports = frozen.map { item in
+            let command = (try? Files.read("\(inspector.root)/\(item.pid)/comm", limit: 64)).map {
+                String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            return FrozenProcessReport(
+                pid: item.pid, token: item.frozen.token?.base64 ?? "", since: item.frozen.since, command: command ?? "?"
+            )
+        }
+        let recent = try database.applicationEvents(uid: uid, limit: 20).map {
+            ApplicationEventReport(time: $0.time, token: $0.token, pid: $0.pid, action: $0.action.rawValue)
+        }
+        return ProcessShieldReport(
+            watching: watching, method: method.rawValue, problems: problems, frozen: reports, recent: recent)
+    }
+
+    /// Processes frozen now, for tests and reports.
+    var frozenCount: Int { state.withLock { $0.processes.values.filter { $0.frozen != nil }.count } }
+
+    // MARK: running
+
+    public func run() async throws {
+        guard let connector = connector.withLock({ $0 }) else {
+            try? await gracefulShutdown()
+            return
+        }
+        state.withLock { $0.watching = true }
+        async let writing: Void = writeLoop()
+        async let restopping: Void = restopLoop()
+        await withGracefulShutdownHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [self] in
+                    do {
+                        // Stopping a program before its main() needs this thread to run the
+                        // moment the exec event arrives.
+                        try ProcConnector.raiseCallingThreadToRealtime()
+                    } catch {
+                        logger.warning(
+                            "the process watcher runs at normal priority; programs may run a little before they are stopped",
+                            metadata: ["error": "\(error)"])
+                    }
+                    do {
+                        try connector.run { [self] event in handle(event) }
+                    } catch {
+                        state.withLock {
+                            $0.problems.append("watching processes failed: \(error)")
+                            $0.watching = false
+                        }
+                        logger.error("watching processes failed", metadata: ["error": "\(error)"])
+                    }
+                    done.resume()
+                }
+                thread.name = "screentime.proc"
+                thread.start()
+            }
+        } onGracefulShutdown: {
+            connector.stop()
+        }
+        state.withLock { $0.watching = false }
+        writeContinuation.finish()
+        restopContinuation.finish()
+        _ = await (writing, restopping)
+        flushWrites()
+        logger.info(
+            "stopped watching processes; what is frozen stays frozen until the agent is back",
+            metadata: ["execsJudged": "\(state.withLock { $0.execsJudged })"])
+    }
+
+    private func writeLoop() async {
+        for await _ in writeSignal { flushWrites() }
+    }
+
+    /// Where no freezer holds them, stopped processes are stopped again if someone continued
+    /// them: checked every 20 ms while there are such processes, not at all otherwise.
+    private func restopLoop() async {
+        for await _ in restopSignal {
+            while true {
+                let pids = state.withLock { $0.stoppedBySignal }
+                if pids.isEmpty { break }
+                for pid in pids where inspector.state(pid: pid).map({ $0 != "T" && $0 != "t" }) ?? false {
+                    kill(pid, SIGSTOP)
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+                if Task.isCancelled { return }
+            }
+        }
+    }
+}

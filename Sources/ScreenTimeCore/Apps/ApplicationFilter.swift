@@ -1,0 +1,75 @@
+/// One user's application shields, ready to judge processes: the effective policy, the user's
+/// installed applications, and tokens minted once per application seen.
+///
+/// A process is judged by every application it can be taken for (`ApplicationIndex.identities`):
+/// blocked if any is blocked, else shielded if any is shielded — by its token, or by its
+/// categories when it is a desktop application shown in menus. The most restrictive wins, as
+/// between stores.
+public struct ApplicationFilter: Sendable {
+    public enum Action: String, Sendable, Hashable, Codable {
+        /// The process is frozen until the shield is lifted.
+        case shield
+        /// The application may not run at all (`application.blockedApplications`).
+        case block
+    }
+
+    public struct Verdict: Sendable, Hashable {
+        public var action: Action
+        /// The application the verdict is for, and its token.
+        public var application: ApplicationIdentity
+        public var token: ApplicationToken
+        /// The stores responsible.
+        public var stores: [StoreKey]
+    }
+
+    public let policy: EffectivePolicy
+    public let index: ApplicationIndex
+    private let minter: TokenMinter
+    private let categoryTokens: [ApplicationIdentity: Set<ActivityCategoryToken>]
+
+    public init(policy: EffectivePolicy, index: ApplicationIndex, minter: TokenMinter) {
+        self.policy = policy
+        self.index = index
+        self.minter = minter
+        var categoryTokens: [ApplicationIdentity: Set<ActivityCategoryToken>] = [:]
+        if !policy.applicationCategoryShields.isEmpty {
+            for identity in index.listedIdentities {
+                let categories = index.application(identity)?.categories ?? []
+                categoryTokens[identity] = Set(categories.map(minter.token(for:)))
+            }
+        }
+        self.categoryTokens = categoryTokens
+    }
+
+    /// Whether the policy shields or blocks any application at all; when not, no process needs a look.
+    public var isEmpty: Bool {
+        policy.applicationsShieldedByToken.isEmpty && policy.applicationsBlocked.isEmpty
+            && policy.applicationCategoryShields.isEmpty
+    }
+
+    /// The token of an application, as the policy names it.
+    public func token(for identity: ApplicationIdentity) -> ApplicationToken { minter.token(for: identity) }
+
+    /// The verdict on a process taken for these applications (best first); nil lets it run.
+    public func verdict(for identities: [ApplicationIdentity]) -> Verdict? {
+        var shield: Verdict?
+        for identity in identities {
+            let token = minter.token(for: identity)
+            let blocked = policy.applicationBlock(for: token)
+            if !blocked.isEmpty {
+                return Verdict(action: .block, application: identity, token: token, stores: blocked)
+            }
+            guard shield == nil else { continue }
+            let stores: [StoreKey]
+            if let categories = categoryTokens[identity] {
+                stores = policy.applicationShield(for: token, categories: categories)
+            } else {
+                stores = policy.applicationsShieldedByToken[token] ?? []
+            }
+            if !stores.isEmpty {
+                shield = Verdict(action: .shield, application: identity, token: token, stores: stores)
+            }
+        }
+        return shield
+    }
+}

@@ -1,0 +1,293 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeIPC
+import Testing
+
+/// The process shield, end to end: a real agent watching the kernel's proc connector, a real
+/// test user running a real program (the counter fixture, with a desktop entry), the real cgroup
+/// v2 freezer. Each test makes its own world (users, cgroup, agent) and removes it.
+@Suite(.enabled(if: isRoot, "needs root: users, the proc connector, cgroups, other users' processes"))
+struct ProcessShieldIntegrationTests {
+    /// Waits until a condition holds, up to a limit; returns whether it did.
+    private func eventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if condition() { return true }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return condition()
+    }
+
+    private func guardian(_ world: AgentWorld, _ arguments: String...) throws {
+        let result = try world.cli(as: world.guardian, arguments: arguments)
+        guard result.status == 0 else { throw WorldError("\(arguments.joined(separator: " ")): \(result.stderr)") }
+    }
+
+    @Test func shieldedAppIsFrozenBeforeItRunsAndTheChildCannotThawIt() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let file = try world.childDirectory() + "/count"
+        let pid = try world.launch(as: world.child, world.counter, [file])
+        #expect(eventually { world.isFrozen(pid) })
+        Thread.sleep(forTimeInterval: 0.3)
+        // Stopped at exec: before main() made its file, or (with the machine's two cores busy
+        // with the other tests) within its first few milliseconds.
+        let held = world.count(file)
+        #expect((held ?? 0) <= Self.barely)
+
+        // What the child can try: SIGCONT, the group's own files, moving the pid out.
+        let resume = try world.inNetwork(as: world.child, "/bin/kill", ["-CONT", "\(pid)"])
+        #expect(resume.status == 0)
+        let hierarchy = try #require(FreezerCgroup.systemHierarchy())
+        let group = "\(hierarchy)/\(world.freezerGroup)/frozen"
+        let thaw = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "echo 0 > \(group)/cgroup.freeze"])
+        #expect(thaw.status != 0)
+        let move = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "echo \(pid) > \(hierarchy)/cgroup.procs"])
+        #expect(move.status != 0)
+        let kill = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "echo \(pid) > \(group)/cgroup.kill"])
+        #expect(kill.status != 0)
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(world.isFrozen(pid))
+        #expect(world.count(file) == held)
+
+        // The guardian sees it in status, by name.
+        let status = try world.status(of: world.child)
+        let report = try #require(status.processShield)
+        #expect(report.watching)
+        #expect(report.method == "cgroup v2 freezer")
+        #expect(report.frozen.map(\.pid) == [pid])
+        #expect(report.recent.contains { $0.pid == pid && $0.action == "frozen" })
+        let token = try #require(report.frozen.first?.token)
+        #expect(status.names[token]?.displayName == "Counter Game")
+        let text = try world.cli(as: world.guardian, "status", "--user", world.child)
+        #expect(text.stdout.contains("pid \(pid) counter"))
+
+        // Lifted: it runs from where it was, back in the group it came from.
+        let origin = world.cgroup(of: Int32(ProcessInfo.processInfo.processIdentifier))
+        try guardian(world, "unshield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(!world.isFrozen(pid))
+        #expect(world.cgroup(of: pid) == origin)
+        #expect(eventually { (world.count(file) ?? 0) > (held ?? 0) })
+        let first = world.count(file) ?? 0
+        #expect(eventually { (world.count(file) ?? 0) > first })
+        #expect(try world.status(of: world.child).processShield?.frozen.isEmpty == true)
+    }
+
+    @Test func bystanderAndRootRunTheSameProgramUntouched() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let files = [world.directory + "/bystander-count", world.directory + "/root-count"]
+        try system("/usr/bin/chown", world.bystander, world.directory)
+        defer { _ = try? system("/usr/bin/chown", "root", world.directory) }
+        let bystander = try world.launch(as: world.bystander, world.counter, [files[0]])
+        let root = try world.launch(as: nil, world.counter, [files[1]])
+        for file in files {
+            #expect(eventually { (world.count(file) ?? 0) > 0 })
+            let seen = world.count(file) ?? 0
+            #expect(eventually { (world.count(file) ?? 0) > seen })
+        }
+        #expect(!world.isFrozen(bystander))
+        #expect(!world.isFrozen(root))
+    }
+
+    @Test func copiesInterpretersAndChildrenOfUnshieldedProgramsAreFrozen() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.childDirectory()
+        // The child copies and renames the program into their own directory.
+        let copy = home + "/homework"
+        let copied = try world.inNetwork(as: world.child, "/bin/cp", [world.counter, copy])
+        #expect(copied.status == 0)
+        let runs: [(String, [String])] = [
+            (copy, [home + "/count-copy"]),
+            // Started by an unshielded shell.
+            ("/bin/sh", ["-c", "\(copy) \(home)/count-shell; true"]),
+            // The dynamic loader as the "program".
+            (try #require(Self.loader()), [copy, home + "/count-loader"]),
+        ]
+        var frozen: [Int32] = []
+        for (program, arguments) in runs {
+            let pid = try world.launch(as: world.child, program, arguments)
+            if program == "/bin/sh" {
+                // The shell itself runs; its child is the counter.
+                #expect(eventually { world.children(of: pid).contains(where: world.isFrozen) })
+                #expect(!world.isFrozen(pid))
+                frozen += world.children(of: pid)
+            } else {
+                #expect(eventually { world.isFrozen(pid) }, "\(program) \(arguments)")
+                frozen.append(pid)
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        for name in ["count-copy", "count-shell", "count-loader"] {
+            #expect((world.count(home + "/" + name) ?? 0) <= Self.barely, "\(name) ran")
+        }
+        #expect(try world.status(of: world.child).processShield?.frozen.count == frozen.count)
+
+        // A program the child runs that is not shielded runs.
+        let sleeper = try world.launch(as: world.child, "/usr/bin/sleep", ["30"])
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(!world.isFrozen(sleeper))
+    }
+
+    @Test func scriptAppsAreKnownByTheirScriptAndTheirChildrenInheritTheShield() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        // A script "game": a shell loop that writes a count and keeps a child process.
+        let script = world.directory + "/bin/script-game"
+        try """
+        #!/bin/sh
+        /usr/bin/sleep 1000 &
+        n=0
+        while :; do n=$((n+1)); echo $n > "$1"; /usr/bin/sleep 0.02; done
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        try """
+        [Desktop Entry]
+        Type=Application
+        Name=Script Game
+        Exec=\(script) %f
+        Categories=Game;
+        """.write(
+            toFile: world.directory + "/data/applications/org.example.ScriptGame.desktop", atomically: true,
+            encoding: .utf8)
+        try guardian(world, "authorize", "--child", world.child)
+        let home = try world.childDirectory()
+        // Running before the shield: it counts.
+        let running = try world.launch(as: world.child, script, [home + "/count-running"])
+        #expect(eventually { (world.count(home + "/count-running") ?? 0) > 2 })
+        #expect(eventually { !world.children(of: running).isEmpty })
+
+        try guardian(world, "shield", "--user", world.child, "--app", "org.example.ScriptGame")
+        // Frozen as the reply came back, with its child.
+        #expect(world.isFrozen(running))
+        // A child forked in the instant before the freeze is caught when its fork event is read;
+        // one that exited is a zombie its frozen parent cannot reap (and in no group).
+        #expect(
+            eventually {
+                let children = world.children(of: running).filter { world.processState($0) != "Z" }
+                return !children.isEmpty && children.allSatisfy(world.isFrozen)
+            }, "children \(world.children(of: running).map { ($0, world.cgroup(of: $0) ?? "-") })")
+        let held = world.count(home + "/count-running")
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(world.count(home + "/count-running") == held)
+
+        // Copied, renamed and run through the interpreter by hand: known by its content.
+        let copy = home + "/notes.txt"
+        #expect(try world.inNetwork(as: world.child, "/bin/cp", [script, copy]).status == 0)
+        let byHand = try world.launch(as: world.child, "/bin/sh", [copy, home + "/count-copy"])
+        #expect(eventually { world.isFrozen(byHand) })
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect((world.count(home + "/count-copy") ?? 0) <= 2)
+    }
+
+    @Test func categoryShieldAndBlockedApps() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--app-category", "Game")
+        let home = try world.childDirectory()
+        let game = try world.launch(as: world.child, world.counter, [home + "/count-game"])
+        #expect(eventually { world.isFrozen(game) })
+        let other = try world.launch(as: world.child, "/usr/bin/sleep", ["30"])
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(!world.isFrozen(other))
+
+        // Blocked: it never runs; the frozen one is killed too.
+        try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
+        #expect(eventually { kill(game, 0) != 0 || world.processState(game) == "Z" })
+        let blocked = try world.launch(as: world.child, world.counter, [home + "/count-blocked"])
+        #expect(eventually { kill(blocked, 0) != 0 || world.processState(blocked) == "Z" })
+        #expect((world.count(home + "/count-blocked") ?? 0) <= Self.barely)
+        let recent = try #require(try world.status(of: world.child).processShield?.recent)
+        #expect(recent.contains { $0.pid == blocked && $0.action == "killed" })
+
+        // Unblocked (the category shield stays): frozen again, not killed.
+        try guardian(world, "unblock", "--user", world.child, "--app", "org.example.Counter")
+        let again = try world.launch(as: world.child, world.counter, [home + "/count-again"])
+        #expect(eventually { world.isFrozen(again) })
+    }
+
+    @Test func afterAKillTheAgentThawsWhatIsNoLongerShieldedAndKeepsTheRest() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.childDirectory()
+        let first = try world.launch(as: world.child, world.counter, [home + "/count-1"])
+        #expect(eventually { world.isFrozen(first) })
+
+        // kill -9: it stays frozen while the agent is down, and after it is back.
+        world.kill9()
+        #expect(try world.inNetwork(as: world.child, "/bin/kill", ["-CONT", "\(first)"]).status == 0)
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(world.isFrozen(first))
+        #expect((world.count(home + "/count-1") ?? 0) <= Self.barely)
+        try world.start()
+        #expect(world.isFrozen(first))
+        #expect(try world.status(of: world.child).processShield?.frozen.map(\.pid) == [first])
+        let second = try world.launch(as: world.child, world.counter, [home + "/count-2"])
+        #expect(eventually { world.isFrozen(second) })
+
+        // kill -9 again, and the shield lifted while the agent is down (as a schedule's end
+        // would): the next run thaws both into the group they came from.
+        world.kill9()
+        let database = world.directory + "/state/state.sqlite"
+        let lifted = try run(
+            "/usr/bin/python3",
+            [
+                "-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('DELETE FROM store'); c.commit()",
+                database,
+            ])
+        #expect(lifted.status == 0, "\(lifted.stderr)")
+        try world.start()
+        let origin = world.cgroup(of: Int32(ProcessInfo.processInfo.processIdentifier))
+        for pid in [first, second] {
+            #expect(!world.isFrozen(pid))
+            #expect(world.cgroup(of: pid) == origin)
+        }
+        #expect(
+            eventually {
+                (world.count(home + "/count-1") ?? 0) > Self.barely
+                    && (world.count(home + "/count-2") ?? 0) > Self.barely
+            })
+        #expect(try world.status(of: world.child).processShield?.frozen.isEmpty == true)
+    }
+
+    @Test func revokingThawsEverything() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.childDirectory()
+        let pid = try world.launch(as: world.child, world.counter, [home + "/count"])
+        #expect(eventually { world.isFrozen(pid) })
+        try guardian(world, "revoke", "--user", world.child)
+        #expect(!world.isFrozen(pid))
+        #expect(eventually { (world.count(home + "/count") ?? 0) > 0 })
+    }
+
+    /// How far a counter may get before it is stopped. It sleeps 1 ms every 1,000 counts, so
+    /// this is about 10 ms of running: the tests run a debug build of the agent, seven worlds at
+    /// once on two cores, and a copied program is hashed before it is judged. `make bench`
+    /// measures how soon programs are stopped, in the release build.
+    static let barely: UInt64 = 10_000
+
+    /// The dynamic loader of this machine.
+    static func loader() -> String? {
+        ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"].first {
+            FileManager.default.fileExists(atPath: $0)
+        }
+    }
+}
+
+extension AgentWorld {
+    /// The pids whose parent is `pid`.
+    func children(of pid: Int32) -> [Int32] {
+        let inspector = ProcessInspector()
+        return inspector.pids().filter { inspector.evidence(pid: $0)?.parent == pid }
+    }
+
+    func processState(_ pid: Int32) -> Character? { ProcessInspector().state(pid: pid) }
+}
