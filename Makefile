@@ -21,8 +21,10 @@ SWIFT       ?= swift
 #   dnsmasq-base    the real resolver the DNS tests and benchmark ask (the binary, no service)
 #   bind9-dnsutils  dig, the DNS client the tests run as a child
 #   dnsperf         the DNS load generator of `make bench`
+#   gcc libc6-dev   the C fixture programs the process-shield tests and benchmark run as a child
+#   procps          pkill, to end what a test user left running
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
-	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf
+	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 
@@ -60,6 +62,8 @@ bench: deps
 	$(SWIFT) run -c release ScreenTimeBenchmarks
 	@echo
 	Benchmarks/dns-filter.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	@echo
+	Benchmarks/process-shield.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)

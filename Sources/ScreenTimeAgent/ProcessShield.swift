@@ -271,16 +271,30 @@ public final class ProcessShield: Service, Sendable {
     /// Tracks and judges a process that just ran a new program (or turned into an authorized
     /// user's). Called with the state locked, on the reader's thread.
     private func judgeExec(_ pid: Int32, _ state: inout State) {
-        guard let uid = inspector.uid(pid: pid), let filter = state.filters[uid] else {
+        guard let uid = inspector.uid(pid: pid) else {
+            // Gone already (its exit event follows): nothing to judge, nothing to let go.
+            return
+        }
+        guard let filter = state.filters[uid] else {
             // No longer (or never) an authorized user's: forgotten, let go if it was held.
             if state.processes[pid]?.frozen != nil { release(pid, &state, reason: "changed user") }
             state.processes[pid] = nil
             return
         }
         state.execsJudged += 1
+        let before = state.processes[pid]?.identities ?? []
+        // The quick look first: the executable alone (its hash is cached by inode) and what the
+        // process already was. A known shielded program is stopped now, before the rest of
+        // /proc is read; the full judgement below then holds it or lets it go.
+        if !filter.isEmpty {
+            let quick = ProcessEvidence(executableHash: try? hashes.sha256(of: "\(inspector.root)/\(pid)/exe"))
+            if filter.verdict(for: filter.index.identities(of: quick, inherited: before)) != nil {
+                kill(pid, SIGSTOP)
+            }
+        }
         guard let raw = inspector.evidence(pid: pid) else { return }
         let evidence = evidence(of: raw)
-        var inherited = state.processes[pid]?.identities ?? []
+        var inherited = before
         if inherited.isEmpty, let parent = raw.parent, let known = state.processes[parent] {
             inherited = known.identities
         }
@@ -319,7 +333,8 @@ public final class ProcessShield: Service, Sendable {
     private func freeze(_ pid: Int32, for verdict: ApplicationFilter.Verdict, _ state: inout State) {
         guard let uid = state.processes[pid]?.uid else { return }
         // Stopped first, at once (microseconds); moved into the frozen group next (tens of
-        // microseconds to milliseconds), where the user's SIGCONT no longer wakes it.
+        // microseconds to milliseconds), where the user's SIGCONT no longer wakes it. Released,
+        // it is moved back and continued.
         guard kill(pid, SIGSTOP) == 0 else {
             logger.debug("cannot stop a process", metadata: ["pid": "\(pid)", "errno": "\(errno)"])
             return
@@ -331,10 +346,10 @@ public final class ProcessShield: Service, Sendable {
         if let freezer = state.freezer {
             do {
                 try freezer.freeze(pid)
+                // It stays stopped too: continuing it here could cancel a SIGSTOP not yet taken
+                // (the frozen group would still hold it, but whoever waits for the stop would
+                // never see it). The user's own SIGCONT wakes nothing inside the frozen group.
                 held = true
-                // Continued inside the frozen group: it stays still there, and a shell that
-                // started it does not see it stopped.
-                kill(pid, SIGCONT)
             } catch {
                 logger.error(
                     "cannot move a process into the frozen group; it stays stopped",

@@ -12,7 +12,8 @@ public enum Interpreter {
         while index < commandLine.count {
             let argument = commandLine[index]
             if argument == "--" { return index + 1 < commandLine.count ? commandLine[index + 1] : nil }
-            guard argument.hasPrefix("-"), argument.count > 1 else { return argument }
+            // Java's first word is a class name, not a file, unless `-jar` came before it.
+            guard argument.hasPrefix("-"), argument.count > 1 else { return kind == .java ? nil : argument }
             switch kind {
             case .java:
                 if argument == "-jar" { return index + 1 < commandLine.count ? commandLine[index + 1] : nil }

@@ -1,0 +1,134 @@
+import ScreenTimeCore
+import Testing
+
+@Suite struct InterpreterTests {
+    @Test(arguments: [
+        (["/usr/bin/python3", "-u", "game.py", "--level", "2"], "game.py"),
+        (["python3.11", "-W", "ignore", "/opt/g/main.py"], "/opt/g/main.py"),
+        (["/bin/sh", "./notes.txt", "count"], "./notes.txt"),
+        (["bash", "-e", "--", "run.sh"], "run.sh"),
+        (["java", "-Xmx1g", "-cp", "lib", "-jar", "Game.jar"], "Game.jar"),
+        (["/lib64/ld-linux-x86-64.so.2", "--library-path", "/x", "/home/kid/homework"], "/home/kid/homework"),
+        (["perl5.36", "-w", "x.pl"], "x.pl"),
+    ])
+    func findsTheScript(commandLine: [String], script: String) {
+        #expect(Interpreter.script(in: commandLine) == script)
+    }
+
+    @Test(arguments: [
+        ["sh", "-c", "game"], ["bash", "-ec", "game"], ["python3", "-c", "print(1)"], ["python3", "-m", "http.server"],
+        ["perl", "-ne", "print"], ["java", "Main"], ["/usr/games/chess"], ["python3"], ["node", "-e", "1"],
+    ])
+    func inlineCodeOrNoInterpreterHasNoScript(commandLine: [String]) {
+        #expect(Interpreter.script(in: commandLine) == nil)
+    }
+
+    @Test func theExecutableDecidesNotTheFirstArgument() {
+        // A process may name itself anything in argv[0].
+        #expect(Interpreter.script(in: ["game", "main.py"], executable: "/usr/bin/python3.11") == "main.py")
+        #expect(Interpreter.script(in: ["python3", "main.py"], executable: "/usr/games/chess") == nil)
+    }
+}
+
+@Suite struct ApplicationIndexTests {
+    static let chess = DesktopEntry(
+        id: "org.gnome.Chess",
+        parsing: "[Desktop Entry]\nType=Application\nName=Chess\nExec=gnome-chess %U\nCategories=Game;BoardGame;\n")!
+    static let script = DesktopEntry(
+        id: "org.example.Script",
+        parsing: "[Desktop Entry]\nType=Application\nName=Script\nExec=env A=1 python3 /opt/s/main.py\n")!
+    static let flatpak = DesktopEntry(
+        id: "org.example.Flat",
+        parsing: "[Desktop Entry]\nType=Application\nName=Flat\nExec=/usr/bin/flatpak run org.example.Flat\n")!
+    static let helper = DesktopEntry(
+        id: "org.example.Helper",
+        parsing: "[Desktop Entry]\nType=Application\nName=Helper\nExec=/usr/libexec/helper\nNoDisplay=true\n")!
+
+    let index = ApplicationIndex(entries: [
+        (chess, [.init(path: "/usr/games/gnome-chess", sha256: String(repeating: "a", count: 64))]),
+        (script, [.init(path: "/opt/s/main.py", sha256: String(repeating: "b", count: 64))]),
+        (flatpak, [.init(path: "/usr/bin/flatpak", sha256: String(repeating: "c", count: 64))]),
+        (helper, [.init(path: "/usr/libexec/helper", sha256: String(repeating: "d", count: 64))]),
+    ])
+
+    @Test func desktopEntryProgramsAreTheExecutableOrTheScript() {
+        #expect(Self.chess.program == "gnome-chess")
+        #expect(Self.script.program == "/opt/s/main.py")
+        #expect(Self.script.commandWords == ["python3", "/opt/s/main.py"])
+    }
+
+    @Test func aCopyIsKnownByItsContent() {
+        let copy = ProcessEvidence(
+            executablePath: "/home/kid/homework", executableHash: String(repeating: "a", count: 64))
+        #expect(index.identities(of: copy).first == .desktopEntry("org.gnome.Chess"))
+    }
+
+    @Test func aScriptRunByAnInterpreterIsItsApplication() {
+        let run = ProcessEvidence(
+            executablePath: "/usr/bin/python3.11", executableHash: String(repeating: "e", count: 64),
+            scriptPath: "/home/kid/notes.txt", scriptHash: String(repeating: "b", count: 64))
+        #expect(index.identities(of: run).contains(.desktopEntry("org.example.Script")))
+    }
+
+    @Test func launchersAreNotTheirApplications() {
+        let flatpakTool = ProcessEvidence(
+            executablePath: "/usr/bin/flatpak", executableHash: String(repeating: "c", count: 64))
+        #expect(!index.identities(of: flatpakTool).contains(.desktopEntry("org.example.Flat")))
+        // The sandboxed app is known by its unit and its sandbox.
+        let sandboxed = ProcessEvidence(
+            cgroup: "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.example.Flat-77.scope",
+            flatpakID: "org.example.Flat")
+        #expect(index.identities(of: sandboxed) == [.desktopEntry("org.example.Flat")])
+    }
+
+    @Test func evidenceIsOrderedAndInheritedLast() {
+        let evidence = ProcessEvidence(
+            launchedDesktopFile: "/usr/share/applications/org.gnome.Chess.desktop", executablePath: "/usr/bin/bash",
+            executableHash: String(repeating: "f", count: 64))
+        let identities = index.identities(of: evidence, inherited: [.desktopEntry("org.gnome.Terminal")])
+        #expect(
+            identities == [
+                .desktopEntry("org.gnome.Chess"), .executable(String(repeating: "f", count: 64)),
+                .desktopEntry("org.gnome.Terminal"),
+            ])
+    }
+}
+
+@Suite struct ApplicationFilterTests {
+    let index = ApplicationIndexTests().index
+
+    func filter(_ settings: StoreSettings) -> ApplicationFilter {
+        ApplicationFilter(policy: EffectivePolicy(stores: [store("a"): settings]), index: index, minter: testMinter)
+    }
+
+    @Test func anyShieldedIdentityShieldsTheProcess() {
+        let filter = filter(StoreSettings(shield: ShieldSettings(applications: [app("org.gnome.Chess")])))
+        let verdict = filter.verdict(for: [.desktopEntry("org.gnome.Terminal"), .desktopEntry("org.gnome.Chess")])
+        #expect(verdict?.action == .shield)
+        #expect(verdict?.application == .desktopEntry("org.gnome.Chess"))
+        #expect(filter.verdict(for: [.desktopEntry("org.gnome.Terminal")]) == nil)
+    }
+
+    @Test func blockingWinsOverShielding() {
+        var settings = StoreSettings(shield: ShieldSettings(applications: [app("org.gnome.Chess")]))
+        settings.application.blockedApplications = [app("org.example.Script")]
+        let verdict = filter(settings).verdict(for: [
+            .desktopEntry("org.gnome.Chess"), .desktopEntry("org.example.Script"),
+        ])
+        #expect(verdict?.action == .block)
+    }
+
+    @Test func categoryShieldsCoverListedDesktopApplicationsOnly() {
+        let games = filter(StoreSettings(shield: ShieldSettings(applicationCategories: .specific([category("Game")]))))
+        #expect(games.verdict(for: [.desktopEntry("org.gnome.Chess")])?.action == .shield)
+        #expect(games.verdict(for: [.desktopEntry("org.example.Script")]) == nil)
+        // `.all` does not freeze what is not a menu application: helpers, bare programs.
+        let all = filter(
+            StoreSettings(shield: ShieldSettings(applicationCategories: .all(except: [app("org.example.Script")]))))
+        #expect(all.verdict(for: [.desktopEntry("org.gnome.Chess")])?.action == .shield)
+        #expect(all.verdict(for: [.desktopEntry("org.example.Script")]) == nil)
+        #expect(all.verdict(for: [.desktopEntry("org.example.Helper")]) == nil)
+        #expect(all.verdict(for: [.executable(String(repeating: "f", count: 64))]) == nil)
+        #expect(filter(StoreSettings()).isEmpty)
+    }
+}
