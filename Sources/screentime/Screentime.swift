@@ -289,6 +289,20 @@ struct Block: ParsableCommand {
         abstract: "Block apps for a user: they may not run at all (application.blockedApplications).",
         discussion: "A blocked app is killed the moment it starts; a shielded app is frozen until the shield is lifted."
     )
+    @OptionGroup var change: BlockChange
+
+    func run() throws { try change.send(remove: false) }
+}
+
+struct Unblock: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Let blocked apps run again.")
+    @OptionGroup var change: BlockChange
+
+    func run() throws { try change.send(remove: true) }
+}
+
+/// What `block` and `unblock` share: the store, the apps, and how the reply is shown.
+struct BlockChange: ParsableArguments {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @OptionGroup var target: StoreOptions
@@ -299,33 +313,12 @@ struct Block: ParsableCommand {
         if applications.isEmpty { throw ValidationError("give at least one --app") }
     }
 
-    func run() throws {
-        try send(connection, output, ShieldRequest(target: target.request, blockedApplications: applications))
+    func send(remove: Bool) throws {
+        let request = ShieldRequest(target: target.request, blockedApplications: applications, remove: remove)
+        let reply = try perform(connection, .shield(request), as: StoreReply.self)
+        if output.json { return try printJSON(reply) }
+        print(StoreText(reply).render(), terminator: "")
     }
-}
-
-struct Unblock: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Let blocked apps run again.")
-    @OptionGroup var connection: ConnectionOptions
-    @OptionGroup var output: OutputOptions
-    @OptionGroup var target: StoreOptions
-    @Option(name: .customLong("app"), help: "A desktop-entry ID, snap:NAME, or a program's path.")
-    var applications: [String] = []
-
-    func validate() throws {
-        if applications.isEmpty { throw ValidationError("give at least one --app") }
-    }
-
-    func run() throws {
-        try send(
-            connection, output, ShieldRequest(target: target.request, blockedApplications: applications, remove: true))
-    }
-}
-
-private func send(_ connection: ConnectionOptions, _ output: OutputOptions, _ request: ShieldRequest) throws {
-    let reply = try perform(connection, .shield(request), as: StoreReply.self)
-    if output.json { return try printJSON(reply) }
-    print(StoreText(reply).render(), terminator: "")
 }
 
 struct FilterCommand: ParsableCommand {
