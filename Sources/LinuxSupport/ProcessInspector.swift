@@ -44,22 +44,29 @@ public struct ProcessInspector: Sendable {
         return pids.sorted()
     }
 
-    /// What can be read of a process now; nil when it is gone.
-    public func evidence(pid: Int32) -> Evidence? {
-        let directory = "\(root)/\(pid)"
-        guard let status = text(directory + "/status") else { return nil }
-        var evidence = Evidence(pid: pid, commandLine: [])
+    /// A process's real uid and parent (`Uid:` and `PPid:` of `status`): the one read made for
+    /// every exec on the machine. Nil when the process is gone.
+    public func status(pid: Int32) -> (uid: UInt32, parent: Int32?)? {
+        guard let status = text("\(root)/\(pid)/status") else { return nil }
+        var uid: UInt32?
+        var parent: Int32?
         for line in status.split(separator: "\n") {
+            let value = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first
             if line.hasPrefix("Uid:") {
-                evidence.uid = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap {
-                    UInt32($0)
-                }
+                uid = value.flatMap { UInt32($0) }
             } else if line.hasPrefix("PPid:") {
-                evidence.parent = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap {
-                    Int32($0)
-                }
+                parent = value.flatMap { Int32($0) }
             }
         }
+        return uid.map { ($0, parent) }
+    }
+
+    /// What can be read of a process now; nil when it is gone. `status` is what `status(pid:)`
+    /// gave, when the caller has read it already.
+    public func evidence(pid: Int32, status known: (uid: UInt32, parent: Int32?)? = nil) -> Evidence? {
+        let directory = "\(root)/\(pid)"
+        guard let status = known ?? status(pid: pid) else { return nil }
+        var evidence = Evidence(pid: pid, uid: status.uid, parent: status.parent, commandLine: [])
         if let cgroup = text(directory + "/cgroup") {
             let lines = cgroup.split(separator: "\n")
             evidence.cgroup = (lines.first { $0.hasPrefix("0::") } ?? lines.first).map(String.init)
@@ -84,14 +91,6 @@ public struct ProcessInspector: Sendable {
             }
         }
         return evidence
-    }
-
-    /// The real uid of a process (`Uid:` of status), read alone: the one question asked of every
-    /// exec on the machine. Nil when the process is gone.
-    public func uid(pid: Int32) -> UInt32? {
-        guard let status = text("\(root)/\(pid)/status") else { return nil }
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Uid:") }) else { return nil }
-        return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { UInt32($0) }
     }
 
     /// When the process started, in clock ticks since boot (field 22 of `stat`): with the pid, it

@@ -37,12 +37,6 @@ public final class ProcessShield: Service, Sendable {
     private let restopSignal: AsyncStream<Void>
     private let restopContinuation: AsyncStream<Void>.Continuation
 
-    /// How shielded processes are held.
-    enum Method: String {
-        case freezer = "cgroup v2 freezer"
-        case signal = "SIGSTOP (no cgroup v2 freezer here)"
-    }
-
     struct Frozen {
         /// Nil for a process found frozen after a crash with no record of why.
         var token: ApplicationToken?
@@ -57,14 +51,17 @@ public final class ProcessShield: Service, Sendable {
         /// What the parent was (at fork) and what this process ran before its last exec.
         var inherited: [ApplicationIdentity]
         var identities: [ApplicationIdentity]
+        /// What the last judgement said (nil: let it run); a fork of a process judged nil
+        /// needs no new judgement, so the common fork costs a dictionary lookup.
+        var action: ApplicationFilter.Action? = nil
         var frozen: Frozen?
     }
 
     private struct State {
         var filters: [UInt32: ApplicationFilter] = [:]
         var processes: [Int32: Tracked] = [:]
+        /// Nil where there is no cgroup v2 freezer: processes are then held by SIGSTOP alone.
         var freezer: FreezerCgroup?
-        var method = Method.signal
         var watching = false
         var problems: [String] = []
         /// Processes held by SIGSTOP alone, checked again while any exist.
@@ -122,7 +119,6 @@ public final class ProcessShield: Service, Sendable {
         for problem in problems { logger.error("\(problem)") }
         state.withLock {
             $0.freezer = freezer
-            $0.method = freezer == nil ? .signal : .freezer
             $0.problems = problems
         }
         policyChanged(reconciling: true)
@@ -187,20 +183,24 @@ public final class ProcessShield: Service, Sendable {
         var parents: [Int32: Int32] = [:]
         var found: [Int32: (uid: UInt32, evidence: ProcessEvidence)] = [:]
         for pid in inspector.pids() {
-            guard let raw = inspector.evidence(pid: pid), let uid = raw.uid, uids.contains(uid) else { continue }
+            guard let status = inspector.status(pid: pid), uids.contains(status.uid),
+                let raw = inspector.evidence(pid: pid, status: status)
+            else { continue }
+            let uid = status.uid
             parents[pid] = raw.parent
             found[pid] = (uid, evidence(of: raw))
         }
-        func depth(_ pid: Int32) -> Int {
+        var depths: [Int32: Int] = [:]
+        for pid in found.keys {
             var depth = 0
             var current = pid
             while let parent = parents[current], found[parent] != nil, depth < 4096 {
                 depth += 1
                 current = parent
             }
-            return depth
+            depths[pid] = depth
         }
-        for pid in found.keys.sorted(by: { (depth($0), $0) < (depth($1), $1) }) {
+        for pid in found.keys.sorted(by: { (depths[$0] ?? 0, $0) < (depths[$1] ?? 0, $1) }) {
             guard let (uid, evidence) = found[pid], let filter = state.filters[uid] else { continue }
             let inherited = parents[pid].flatMap { state.processes[$0]?.identities } ?? []
             let previous = state.processes[pid]
@@ -227,11 +227,7 @@ public final class ProcessShield: Service, Sendable {
                 state.processes[pid]?.frozen = frozen
             } else {
                 // Not an authorized user's (any more): it goes back.
-                let uid = inspector.uid(pid: pid) ?? 0
-                state.processes[pid] = Tracked(
-                    uid: uid, evidence: ProcessEvidence(), inherited: [], identities: [], frozen: frozen)
-                release(pid, &state, reason: "not an authorized user's")
-                state.processes[pid] = nil
+                thaw(pid, frozen, uid: inspector.status(pid: pid)?.uid ?? 0, &state, reason: "not an authorized user's")
             }
         }
         // Records of processes that are gone, or were thawed by hand: forgotten.
@@ -246,13 +242,19 @@ public final class ProcessShield: Service, Sendable {
 
     // MARK: judging one process
 
-    private func evidence(of raw: ProcessInspector.Evidence) -> ProcessEvidence {
+    /// The hash of a process's executable, through /proc/PID/exe, which reaches the file even
+    /// after it was deleted or replaced.
+    private func executableHash(_ pid: Int32) -> String? {
+        try? hashes.sha256(of: "\(inspector.root)/\(pid)/exe")
+    }
+
+    /// `executableHash` is given when the caller has it already.
+    private func evidence(of raw: ProcessInspector.Evidence, executableHash: String? = nil) -> ProcessEvidence {
+        let pid = raw.pid
         var evidence = ProcessEvidence(
             cgroup: raw.cgroup, flatpakID: raw.flatpakID, launchedDesktopFile: raw.launchedDesktopFile,
-            executablePath: raw.executable.map { $0.hasSuffix(" (deleted)") ? String($0.dropLast(10)) : $0 })
-        let pid = raw.pid
-        // Through /proc/PID/exe, which reaches the file even after it was deleted or replaced.
-        evidence.executableHash = try? hashes.sha256(of: "\(inspector.root)/\(pid)/exe")
+            executablePath: raw.executable.map { $0.hasSuffix(" (deleted)") ? String($0.dropLast(10)) : $0 },
+            executableHash: executableHash ?? self.executableHash(pid))
         if let script = Interpreter.script(in: raw.commandLine, executable: raw.executable) {
             let seen = inspector.pathSeen(by: pid, script)
             evidence.scriptHash = try? hashes.sha256(of: seen)
@@ -271,10 +273,11 @@ public final class ProcessShield: Service, Sendable {
     /// Tracks and judges a process that just ran a new program (or turned into an authorized
     /// user's). Called with the state locked, on the reader's thread.
     private func judgeExec(_ pid: Int32, _ state: inout State) {
-        guard let uid = inspector.uid(pid: pid) else {
+        guard let status = inspector.status(pid: pid) else {
             // Gone already (its exit event follows): nothing to judge, nothing to let go.
             return
         }
+        let uid = status.uid
         guard let filter = state.filters[uid] else {
             // No longer (or never) an authorized user's: forgotten, let go if it was held.
             if state.processes[pid]?.frozen != nil { release(pid, &state, reason: "changed user") }
@@ -286,14 +289,15 @@ public final class ProcessShield: Service, Sendable {
         // The quick look first: the executable alone (its hash is cached by inode) and what the
         // process already was. A known shielded program is stopped now, before the rest of
         // /proc is read; the full judgement below then holds it or lets it go.
+        let executableHash = executableHash(pid)
         if !filter.isEmpty {
-            let quick = ProcessEvidence(executableHash: try? hashes.sha256(of: "\(inspector.root)/\(pid)/exe"))
+            let quick = ProcessEvidence(executableHash: executableHash)
             if filter.verdict(for: filter.index.identities(of: quick, inherited: before)) != nil {
                 kill(pid, SIGSTOP)
             }
         }
-        guard let raw = inspector.evidence(pid: pid) else { return }
-        let evidence = evidence(of: raw)
+        guard let raw = inspector.evidence(pid: pid, status: status) else { return }
+        let evidence = evidence(of: raw, executableHash: executableHash)
         var inherited = before
         if inherited.isEmpty, let parent = raw.parent, let known = state.processes[parent] {
             inherited = known.identities
@@ -313,6 +317,7 @@ public final class ProcessShield: Service, Sendable {
     /// Puts a verdict in force on one tracked process: freeze, kill, or let it (go) run.
     private func apply(_ verdict: ApplicationFilter.Verdict?, to pid: Int32, _ state: inout State) {
         guard let tracked = state.processes[pid] else { return }
+        state.processes[pid]?.action = verdict?.action
         switch verdict?.action {
         case .block?:
             guard let verdict else { return }
@@ -376,6 +381,11 @@ public final class ProcessShield: Service, Sendable {
     /// Thaws a process back into the group it came from (or the nearest that still exists).
     private func release(_ pid: Int32, _ state: inout State, reason: String) {
         guard let tracked = state.processes[pid], let frozen = tracked.frozen else { return }
+        thaw(pid, frozen, uid: tracked.uid, &state, reason: reason)
+        state.processes[pid]?.frozen = nil
+    }
+
+    private func thaw(_ pid: Int32, _ frozen: Frozen, uid: UInt32, _ state: inout State, reason: String) {
         if let freezer = state.freezer, FreezerCgroup.group(of: pid, proc: inspector.root) == "/" + freezer.name {
             var group = frozen.origin
             while true {
@@ -397,9 +407,8 @@ public final class ProcessShield: Service, Sendable {
         }
         kill(pid, SIGCONT)
         state.stoppedBySignal.remove(pid)
-        state.processes[pid]?.frozen = nil
         pending.withLock { $0.thawed.append((pid, frozen.startTime)) }
-        note(.thawed, pid: pid, uid: tracked.uid, token: frozen.token, application: nil)
+        note(.thawed, pid: pid, uid: uid, token: frozen.token, application: nil)
         logger.info("thawed", metadata: ["pid": "\(pid)", "reason": "\(reason)"])
     }
 
@@ -456,8 +465,9 @@ public final class ProcessShield: Service, Sendable {
                 state.processes[child] = Tracked(
                     uid: known.uid, evidence: known.evidence, inherited: known.identities,
                     identities: known.identities, frozen: nil)
-                // Forked by a shielded process before it was frozen: held too.
-                if let filter = state.filters[known.uid] {
+                // Forked by a shielded (or blocked) process before it was frozen (or killed):
+                // held too.
+                if known.action != nil, let filter = state.filters[known.uid] {
                     apply(filter.verdict(for: known.identities), to: child, &state)
                 }
             }
@@ -496,7 +506,8 @@ public final class ProcessShield: Service, Sendable {
                 state.processes.compactMap { pid, tracked in
                     tracked.uid == uid ? tracked.frozen.map { (pid: pid, frozen: $0) } : nil
                 }.sorted { $0.pid < $1.pid },
-                state.method, state.watching, state.problems
+                state.freezer == nil ? "SIGSTOP (no cgroup v2 freezer here)" : "cgroup v2 freezer", state.watching,
+                state.problems
             )
         }
         guard known else { return nil }
@@ -513,11 +524,8 @@ public final class ProcessShield: Service, Sendable {
             ApplicationEventReport(time: $0.time, token: $0.token, pid: $0.pid, action: $0.action.rawValue)
         }
         return ProcessShieldReport(
-            watching: watching, method: method.rawValue, problems: problems, frozen: reports, recent: recent)
+            watching: watching, method: method, problems: problems, frozen: reports, recent: recent)
     }
-
-    /// Processes frozen now, for tests and reports.
-    var frozenCount: Int { state.withLock { $0.processes.values.filter { $0.frozen != nil }.count } }
 
     // MARK: running
 

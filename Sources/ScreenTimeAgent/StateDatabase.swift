@@ -242,11 +242,7 @@ final class StateDatabase: Sendable {
                         event.last, event.count,
                     ])
             }
-            for (token, name) in names {
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO tokenName (token, kind, identity, displayName) VALUES (?, ?, ?, ?)",
-                    arguments: [token, name.kind.rawValue, name.identity, name.displayName])
-            }
+            try Self.remember(names, in: db)
         }
     }
 
@@ -337,11 +333,16 @@ final class StateDatabase: Sendable {
                     sql: "INSERT INTO applicationEvent (time, uid, token, pid, action) VALUES (?, ?, ?, ?, ?)",
                     arguments: [event.time, Int64(event.uid), event.token, Int64(event.pid), event.action.rawValue])
             }
-            for (token, name) in names {
-                try db.execute(
-                    sql: "INSERT OR IGNORE INTO tokenName (token, kind, identity, displayName) VALUES (?, ?, ?, ?)",
-                    arguments: [token, name.kind.rawValue, name.identity, name.displayName])
-            }
+            try Self.remember(names, in: db)
+        }
+    }
+
+    /// Keeps the names of tokens that events use; a name already known (a guardian's) stays.
+    private static func remember(_ names: [String: TokenName], in db: Database) throws {
+        for (token, name) in names {
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO tokenName (token, kind, identity, displayName) VALUES (?, ?, ?, ?)",
+                arguments: [token, name.kind.rawValue, name.identity, name.displayName])
         }
     }
 

@@ -116,14 +116,7 @@ final class AgentWorld {
         try Files.makeDirectory(directory + "/bin", mode: 0o755)
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/counter.c"
         try system("/usr/bin/cc", "-O1", "-o", counter, source)
-        try """
-        [Desktop Entry]
-        Type=Application
-        Name=Counter Game
-        Exec=\(counter) %f
-        Categories=Game;
-        """.write(
-            toFile: directory + "/data/applications/org.example.Counter.desktop", atomically: true, encoding: .utf8)
+        try installDesktopEntry(id: "org.example.Counter", name: "Counter Game", exec: "\(counter) %f")
         try system("/usr/sbin/groupadd", guardianGroup)
         madeGroups.append(guardianGroup)
         for user in [guardian, child, bystander] {
@@ -158,6 +151,18 @@ final class AgentWorld {
             try startResolver()
         }
         try start()
+    }
+
+    /// A desktop entry in the agent's data directory (`XDG_DATA_DIRS`).
+    func installDesktopEntry(id: String, name: String, exec: String, categories: String = "Game;") throws {
+        try """
+        [Desktop Entry]
+        Type=Application
+        Name=\(name)
+        Exec=\(exec)
+        Categories=\(categories)
+        """.write(
+            toFile: directory + "/data/applications/\(id).desktop", atomically: true, encoding: .utf8)
     }
 
     /// Makes an extra user (removed at tear-down), optionally in more groups.

@@ -145,15 +145,7 @@ struct ProcessShieldIntegrationTests {
         while :; do n=$((n+1)); echo $n > "$1"; /usr/bin/sleep 0.02; done
         """.write(toFile: script, atomically: true, encoding: .utf8)
         chmod(script, 0o755)
-        try """
-        [Desktop Entry]
-        Type=Application
-        Name=Script Game
-        Exec=\(script) %f
-        Categories=Game;
-        """.write(
-            toFile: world.directory + "/data/applications/org.example.ScriptGame.desktop", atomically: true,
-            encoding: .utf8)
+        try world.installDesktopEntry(id: "org.example.ScriptGame", name: "Script Game", exec: "\(script) %f")
         try guardian(world, "authorize", "--child", world.child)
         let home = try world.childDirectory()
         // Running before the shield: it counts.

@@ -31,18 +31,15 @@ import Testing
 }
 
 @Suite struct ApplicationIndexTests {
-    static let chess = DesktopEntry(
-        id: "org.gnome.Chess",
-        parsing: "[Desktop Entry]\nType=Application\nName=Chess\nExec=gnome-chess %U\nCategories=Game;BoardGame;\n")!
-    static let script = DesktopEntry(
-        id: "org.example.Script",
-        parsing: "[Desktop Entry]\nType=Application\nName=Script\nExec=env A=1 python3 /opt/s/main.py\n")!
-    static let flatpak = DesktopEntry(
-        id: "org.example.Flat",
-        parsing: "[Desktop Entry]\nType=Application\nName=Flat\nExec=/usr/bin/flatpak run org.example.Flat\n")!
-    static let helper = DesktopEntry(
-        id: "org.example.Helper",
-        parsing: "[Desktop Entry]\nType=Application\nName=Helper\nExec=/usr/libexec/helper\nNoDisplay=true\n")!
+    /// An application entry of these keys (Type=Application added).
+    static func entry(_ id: String, _ keys: String) -> DesktopEntry {
+        DesktopEntry(id: id, parsing: "[Desktop Entry]\nType=Application\n" + keys)!
+    }
+
+    static let chess = entry("org.gnome.Chess", "Name=Chess\nExec=gnome-chess %U\nCategories=Game;BoardGame;\n")
+    static let script = entry("org.example.Script", "Name=Script\nExec=env A=1 python3 /opt/s/main.py\n")
+    static let flatpak = entry("org.example.Flat", "Name=Flat\nExec=/usr/bin/flatpak run org.example.Flat\n")
+    static let helper = entry("org.example.Helper", "Name=Helper\nExec=/usr/libexec/helper\nNoDisplay=true\n")
 
     let index = ApplicationIndex(entries: [
         (chess, [.init(path: "/usr/games/gnome-chess", sha256: String(repeating: "a", count: 64))]),
