@@ -1,33 +1,52 @@
 import Glibc
 
-/// A root-owned cgroup v2 group that holds shielded processes frozen (`cgroup.freeze`), and gives
-/// them back, thawed, to the group they came from.
+/// A root-owned cgroup that holds shielded processes frozen, and gives them back, thawed, to the
+/// group they came from: a v2 group with `cgroup.freeze`, or, where the machine's v2 hierarchy
+/// cannot be used, a group of the v1 freezer controller (`freezer.state`).
 ///
 /// A process's owner cannot thaw it: the group's files belong to root, SIGCONT does not wake a
-/// frozen task, and moving it out needs write access to both groups' `cgroup.procs`. Frozen tasks
-/// still die on SIGKILL (unlike the v1 freezer's). The hierarchy is given by its root so that the
-/// hybrid layout's `/sys/fs/cgroup/unified` and a pure v2 `/sys/fs/cgroup` both work.
+/// frozen task, and moving it out needs write access to the hierarchy's root `cgroup.procs`.
+/// Frozen tasks of a v2 group die on SIGKILL; a v1 frozen task dies only once thawed (moved out).
+/// The hierarchy is given by its root so that the hybrid layout's `/sys/fs/cgroup/unified` and a
+/// pure v2 `/sys/fs/cgroup` both work.
 public struct FreezerCgroup: Sendable {
-    /// The v2 hierarchy's mount point.
+    public enum Version: String, Sendable {
+        /// The unified hierarchy's `cgroup.freeze`.
+        case v2
+        /// The legacy `freezer` controller's `freezer.state`.
+        case v1
+    }
+
+    public let version: Version
+    /// The hierarchy's mount point.
     public let hierarchy: String
     /// The group's path below it, like `screentime/frozen`.
     public let name: String
 
     public var path: String { hierarchy + "/" + name }
 
-    /// The v2 hierarchy of this machine: `/sys/fs/cgroup` on a pure v2 system, the `unified`
-    /// mount on a hybrid one; nil where there is none.
-    public static func systemHierarchy() -> String? {
-        for candidate in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
-        where Files.exists(candidate + "/cgroup.procs") && Files.exists(candidate + "/cgroup.subtree_control") {
-            return candidate
+    /// The hierarchy of this machine for a version: for v2 `/sys/fs/cgroup` on a pure v2 system,
+    /// the `unified` mount on a hybrid one; for v1 the freezer controller's mount. Nil where
+    /// there is none.
+    public static func systemHierarchy(_ version: Version = .v2) -> String? {
+        switch version {
+        case .v2:
+            for candidate in ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            where Files.exists(candidate + "/cgroup.procs") && Files.exists(candidate + "/cgroup.subtree_control") {
+                return candidate
+            }
+        case .v1:
+            // A v1 hierarchy has `tasks`; a v2 group that happens to be called "freezer" has not.
+            let candidate = "/sys/fs/cgroup/freezer"
+            if Files.exists(candidate + "/tasks") && Files.exists(candidate + "/cgroup.procs") { return candidate }
         }
         return nil
     }
 
     /// Makes the group (and its parents), frozen from the start, so that a process moved in never
     /// runs there. Must be done while the agent may still write the hierarchy's root.
-    public init(hierarchy: String, name: String) throws(SystemError) {
+    public init(_ version: Version = .v2, hierarchy: String, name: String) throws(SystemError) {
+        self.version = version
         self.hierarchy = hierarchy
         self.name = name
         var current = hierarchy
@@ -37,7 +56,19 @@ public struct FreezerCgroup: Sendable {
                 _ = try systemCall("mkdir(\(current))") { mkdir(current, 0o755) }
             }
         }
-        try write("1", to: path + "/cgroup.freeze")
+        switch version {
+        case .v2: try write("1", to: path + "/cgroup.freeze")
+        case .v1: try write("FROZEN", to: path + "/freezer.state")
+        }
+    }
+
+    /// A group made earlier (by an earlier run, perhaps with another version), as it is; nil if
+    /// it does not exist.
+    public init?(existing version: Version, hierarchy: String, name: String) {
+        guard Files.exists(hierarchy + "/" + name + "/cgroup.procs") else { return nil }
+        self.version = version
+        self.hierarchy = hierarchy
+        self.name = name
     }
 
     /// Moves a process into the frozen group. Returns once the group reports itself frozen again.
@@ -59,15 +90,40 @@ public struct FreezerCgroup: Sendable {
 
     /// Whether the kernel reports every task of the group frozen.
     public var isFrozen: Bool {
-        guard let bytes = try? Files.read(path + "/cgroup.events") else { return false }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").contains("frozen 1")
+        switch version {
+        case .v2:
+            guard let bytes = try? Files.read(path + "/cgroup.events") else { return false }
+            return String(decoding: bytes, as: UTF8.self).split(separator: "\n").contains("frozen 1")
+        case .v1:
+            // Reading the state is what moves it from FREEZING to FROZEN once every task is.
+            guard let bytes = try? Files.read(path + "/freezer.state") else { return false }
+            return String(decoding: bytes, as: UTF8.self).split(separator: "\n").first == "FROZEN"
+        }
     }
 
-    /// The group a process is in, as the unified line of `/proc/PID/cgroup` names it (`/user.slice/…`).
-    public static func group(of pid: Int32, proc: String = "/proc") -> String? {
+    /// The group a process is in, in this group's hierarchy (`/user.slice/…`, `/` at the root).
+    public func group(of pid: Int32, proc: String = "/proc") -> String? {
+        Self.group(of: pid, version: version, proc: proc)
+    }
+
+    /// The group a process is in, as `/proc/PID/cgroup` names it: the unified line (`0::`) for
+    /// v2, the line of the freezer controller for v1.
+    public static func group(of pid: Int32, version: Version = .v2, proc: String = "/proc") -> String? {
         guard let bytes = try? Files.read("\(proc)/\(pid)/cgroup") else { return nil }
-        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("0::") }
-        return line.map { String($0.dropFirst(3)) }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            // hierarchy-ID:controllers:path, where the path may itself hold colons.
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3 else { continue }
+            switch version {
+            case .v2 where fields[0] == "0" && fields[1].isEmpty:
+                return String(fields[2])
+            case .v1 where fields[1].split(separator: ",").contains("freezer"):
+                return String(fields[2])
+            default:
+                continue
+            }
+        }
+        return nil
     }
 
     private func waitUntilFrozen() throws(SystemError) {

@@ -14,7 +14,8 @@ import Foundation
 /// | `bypassList` | `/etc/screentime/doh.list` | DNS-over-HTTPS servers: names and addresses refused to filtered users |
 /// | `dnsQueue` | `53` | the NFQUEUE number the filtered users' DNS goes to (0–65535) |
 /// | `firewallChain` | `screentime` | the agent's iptables/ip6tables chain (and `<chain>-filter`) |
-/// | `freezerGroup` | `screentime` | the agent's cgroup (v2); shielded processes are held in `<group>/frozen` |
+/// | `freezerGroup` | `screentime` | the agent's cgroup; shielded processes are held in `<group>/frozen` |
+/// | `freezer` | `auto` | how shielded processes are held: `v2` (cgroup.freeze), `v1` (the freezer controller), `signal` (SIGSTOP alone), `auto` (the first of these that works) |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
 public struct AgentConfiguration: Codable, Sendable, Hashable {
@@ -31,12 +32,18 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var dnsQueue: UInt16 = 53
     public var firewallChain = "screentime"
     public var freezerGroup = "screentime"
+    public var freezer = Freezer.auto
+
+    /// How shielded processes are held (`freezer`).
+    public enum Freezer: String, Codable, Sendable, CaseIterable {
+        case auto, v2, v1, signal
+    }
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
-        case bypassList, dnsQueue, firewallChain, freezerGroup
+        case bypassList, dnsQueue, firewallChain, freezerGroup, freezer
     }
 
     private struct AnyKey: CodingKey {
@@ -87,6 +94,14 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         else {
             throw AgentError.configuration(
                 "'freezerGroup' is 1 to 64 letters, digits, - or _ (a cgroup name), not '\(freezerGroup.prefix(70))'")
+        }
+        if let name = try container.decodeIfPresent(String.self, forKey: .freezer) {
+            guard let choice = Freezer(rawValue: name) else {
+                throw AgentError.configuration(
+                    "'freezer' is one of \(Freezer.allCases.map(\.rawValue).joined(separator: ", ")), not '\(name.prefix(40))'"
+                )
+            }
+            freezer = choice
         }
     }
 

@@ -60,7 +60,8 @@ public final class ProcessShield: Service, Sendable {
     private struct State {
         var filters: [UInt32: ApplicationFilter] = [:]
         var processes: [Int32: Tracked] = [:]
-        /// Nil where there is no cgroup v2 freezer: processes are then held by SIGSTOP alone.
+        /// Nil where there is no cgroup freezer (or none is wanted): processes are then held by
+        /// SIGSTOP alone.
         var freezer: FreezerCgroup?
         var watching = false
         var problems: [String] = []
@@ -105,23 +106,75 @@ public final class ProcessShield: Service, Sendable {
         } catch {
             problems.append("new processes cannot be watched, so shields apply only at changes: \(error.message)")
         }
-        var freezer: FreezerCgroup?
-        if let hierarchy = FreezerCgroup.systemHierarchy() {
-            do {
-                freezer = try FreezerCgroup(hierarchy: hierarchy, name: configuration.freezerGroup + "/frozen")
-            } catch {
-                problems.append(
-                    "the frozen cgroup cannot be made, so shielded processes are only stopped: \(error.message)")
-            }
-        } else {
-            problems.append("there is no cgroup v2 hierarchy, so shielded processes are only stopped (SIGSTOP)")
-        }
+        let freezer = makeFreezer(&problems)
+        releaseLeftovers(keeping: freezer)
         for problem in problems { logger.error("\(problem)") }
         state.withLock {
             $0.freezer = freezer
             $0.problems = problems
         }
         policyChanged(reconciling: true)
+    }
+
+    /// The frozen group the configuration asks for: with `auto`, v2 where it works, else the v1
+    /// freezer, else none (SIGSTOP alone). A freezer asked for by name that cannot be made is a
+    /// problem the status shows, and processes are then held by SIGSTOP.
+    private func makeFreezer(_ problems: inout [String]) -> FreezerCgroup? {
+        let versions: [FreezerCgroup.Version] =
+            switch configuration.freezer {
+            case .auto: [.v2, .v1]
+            case .v2: [.v2]
+            case .v1: [.v1]
+            case .signal: []
+            }
+        var failures: [String] = []
+        for version in versions {
+            guard let hierarchy = FreezerCgroup.systemHierarchy(version) else {
+                failures.append("there is no cgroup \(version.rawValue) freezer hierarchy")
+                continue
+            }
+            do {
+                let freezer = try FreezerCgroup(
+                    version, hierarchy: hierarchy, name: configuration.freezerGroup + "/frozen")
+                if !failures.isEmpty {
+                    logger.notice(
+                        "using the cgroup \(version.rawValue) freezer",
+                        metadata: ["because": "\(failures.joined(separator: "; "))"])
+                }
+                return freezer
+            } catch {
+                failures.append("the cgroup \(version.rawValue) frozen group cannot be made: \(error.message)")
+            }
+        }
+        if !failures.isEmpty {
+            problems.append(
+                "shielded processes are only stopped (SIGSTOP), not frozen: \(failures.joined(separator: "; "))")
+        }
+        return nil
+    }
+
+    /// Processes an earlier run froze with another kind of freezer (the configuration changed)
+    /// are moved out and continued; the reconciliation that follows freezes again what is still
+    /// shielded, so they may run for a moment, once.
+    private func releaseLeftovers(keeping freezer: FreezerCgroup?) {
+        let records = (try? database.frozenProcesses()) ?? []
+        for version in [FreezerCgroup.Version.v2, .v1] where version != freezer?.version {
+            guard let hierarchy = FreezerCgroup.systemHierarchy(version),
+                let old = FreezerCgroup(
+                    existing: version, hierarchy: hierarchy, name: configuration.freezerGroup + "/frozen")
+            else { continue }
+            for pid in old.members() {
+                // A v1 record's origin is the freezer hierarchy's, which is nearly always "/".
+                let origin = version == .v2 ? records.first { $0.pid == pid }?.origin ?? "/" : "/"
+                if (try? old.release(pid, to: origin == "/" ? "" : origin)) == nil {
+                    try? old.release(pid, to: "")
+                }
+                kill(pid, SIGCONT)
+                logger.notice(
+                    "released a process frozen by an earlier run's \(version.rawValue) freezer",
+                    metadata: ["pid": "\(pid)"])
+            }
+        }
     }
 
     // MARK: policy
@@ -346,7 +399,7 @@ public final class ProcessShield: Service, Sendable {
         }
         logger.debug("stopped", metadata: ["pid": "\(pid)"])
         let startTime = inspector.startTime(pid: pid) ?? 0
-        let origin = FreezerCgroup.group(of: pid, proc: inspector.root) ?? "/"
+        let origin = state.freezer?.group(of: pid, proc: inspector.root) ?? "/"
         var held = false
         if let freezer = state.freezer {
             do {
@@ -386,7 +439,7 @@ public final class ProcessShield: Service, Sendable {
     }
 
     private func thaw(_ pid: Int32, _ frozen: Frozen, uid: UInt32, _ state: inout State, reason: String) {
-        if let freezer = state.freezer, FreezerCgroup.group(of: pid, proc: inspector.root) == "/" + freezer.name {
+        if let freezer = state.freezer, freezer.group(of: pid, proc: inspector.root) == "/" + freezer.name {
             var group = frozen.origin
             while true {
                 do {
@@ -506,7 +559,7 @@ public final class ProcessShield: Service, Sendable {
                 state.processes.compactMap { pid, tracked in
                     tracked.uid == uid ? tracked.frozen.map { (pid: pid, frozen: $0) } : nil
                 }.sorted { $0.pid < $1.pid },
-                state.freezer == nil ? "SIGSTOP (no cgroup v2 freezer here)" : "cgroup v2 freezer", state.watching,
+                state.freezer.map { "cgroup \($0.version.rawValue) freezer" } ?? "SIGSTOP", state.watching,
                 state.problems
             )
         }

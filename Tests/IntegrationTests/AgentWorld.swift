@@ -81,6 +81,8 @@ final class AgentWorld {
     /// The fixture app's program (a counter, built for the world) and the agent's cgroup.
     let counter: String
     let freezerGroup: String
+    /// The agent's `freezer` setting (nil: its default, `auto`).
+    let freezer: String?
     private var agent: Process?
     private var started: [Int32] = []
     private var madeUsers: [String] = []
@@ -88,7 +90,9 @@ final class AgentWorld {
 
     /// - Parameter network: run the agent in a network namespace of its own, with dnsmasq on
     ///   127.0.0.1 and ::1 answering the test names (see `startResolver`).
-    init(network: Bool = false) throws {
+    /// - Parameter freezer: the agent's `freezer` setting (`v2`, `v1`, `signal`; nil for `auto`).
+    init(network: Bool = false, freezer: String? = nil) throws {
+        self.freezer = freezer
         directory = "/tmp/screentime-test-\(id)"
         socket = directory + "/run/screentimed.sock"
         guardianGroup = "stg-\(id)"
@@ -130,7 +134,8 @@ final class AgentWorld {
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
-             "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)"}
+             "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)"\(
+                freezer.map { ", \"freezer\": \"\($0)\"" } ?? "")}
             """
         try configuration.write(toFile: directory + "/screentimed.json", atomically: true, encoding: .utf8)
         try Files.makeDirectory(directory + "/categories", mode: 0o755)
@@ -358,8 +363,15 @@ final class AgentWorld {
     /// The v2 group a process is in now, as `/proc/PID/cgroup` names it.
     func cgroup(of pid: Int32) -> String? { FreezerCgroup.group(of: pid) }
 
-    /// Whether a process sits in this world's frozen group.
-    func isFrozen(_ pid: Int32) -> Bool { cgroup(of: pid) == "/\(freezerGroup)/frozen" }
+    /// Whether a process is held: in this world's frozen group (v2, or v1 when the world asked
+    /// for that freezer), or stopped (for the `signal` freezer).
+    func isFrozen(_ pid: Int32) -> Bool {
+        switch freezer {
+        case "v1": FreezerCgroup.group(of: pid, version: .v1) == "/\(freezerGroup)/frozen"
+        case "signal": processState(pid) == "T"
+        default: cgroup(of: pid) == "/\(freezerGroup)/frozen"
+        }
+    }
 
     /// The count a counter wrote to its file; nil while it has written none.
     func count(_ file: String) -> UInt64? {
@@ -392,6 +404,15 @@ final class AgentWorld {
             let group = "\(hierarchy)/\(freezerGroup)/frozen"
             try? "1".write(toFile: group + "/cgroup.kill", atomically: false, encoding: .utf8)
             for _ in 0..<200 where rmdir(group) != 0 { usleep(5000) }
+            rmdir("\(hierarchy)/\(freezerGroup)")
+        }
+        if let hierarchy = FreezerCgroup.systemHierarchy(.v1), Files.exists("\(hierarchy)/\(freezerGroup)") {
+            // No cgroup.kill in v1, and a frozen task dies only once thawed.
+            let group = "\(hierarchy)/\(freezerGroup)/frozen"
+            let members = (try? String(contentsOfFile: group + "/cgroup.procs", encoding: .utf8)) ?? ""
+            for pid in members.split(separator: "\n").compactMap({ Int32($0) }) { kill(pid, SIGKILL) }
+            try? "THAWED".write(toFile: group + "/freezer.state", atomically: false, encoding: .utf8)
+            for _ in 0..<200 where rmdir(group) != 0 && Files.exists(group) { usleep(5000) }
             rmdir("\(hierarchy)/\(freezerGroup)")
         }
         // The agent leaves its rules when it stops (failing closed); the test removes them.

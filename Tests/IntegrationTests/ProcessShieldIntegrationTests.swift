@@ -74,6 +74,68 @@ struct ProcessShieldIntegrationTests {
         #expect(try world.status(of: world.child).processShield?.frozen.isEmpty == true)
     }
 
+    @Test(.enabled(if: FreezerCgroup.systemHierarchy(.v1) != nil, "this machine has no v1 freezer hierarchy"))
+    func theV1FreezerHoldsWhatTheChildTriesAndLetsGoWhereItCameFrom() throws {
+        let world = try AgentWorld(freezer: "v1")
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let file = try world.childDirectory() + "/count"
+        let origin = FreezerCgroup.group(of: Int32(ProcessInfo.processInfo.processIdentifier), version: .v1)
+        let pid = try world.launch(as: world.child, world.counter, [file])
+        #expect(eventually { world.isFrozen(pid) })
+        #expect(try world.status(of: world.child).processShield?.method == "cgroup v1 freezer")
+        let hierarchy = try #require(FreezerCgroup.systemHierarchy(.v1))
+        let group = "\(hierarchy)/\(world.freezerGroup)/frozen"
+        #expect(try world.inNetwork(as: world.child, "/bin/kill", ["-CONT", "\(pid)"]).status == 0)
+        let thaw = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "echo THAWED > \(group)/freezer.state"])
+        #expect(thaw.status != 0)
+        let move = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "echo \(pid) > \(hierarchy)/cgroup.procs"])
+        #expect(move.status != 0)
+        Thread.sleep(forTimeInterval: 0.3)
+        let held = world.count(file)
+        #expect((held ?? 0) <= Self.barely)
+        #expect(world.isFrozen(pid))
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect(world.count(file) == held)
+
+        try guardian(world, "unshield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(FreezerCgroup.group(of: pid, version: .v1) == origin)
+        #expect(eventually { (world.count(file) ?? 0) > (held ?? 0) })
+
+        // A v1 frozen task dies only once thawed: blocking a frozen app still ends it.
+        try guardian(world, "shield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(eventually { world.isFrozen(pid) })
+        try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
+        #expect(eventually { kill(pid, 0) != 0 || world.processState(pid) == "Z" })
+    }
+
+    @Test func withoutAFreezerSIGSTOPIsSentAgainWhenTheChildContinuesIt() throws {
+        let world = try AgentWorld(freezer: "signal")
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let file = try world.childDirectory() + "/count"
+        let pid = try world.launch(as: world.child, world.counter, [file])
+        #expect(eventually { world.isFrozen(pid) })
+        let report = try #require(try world.status(of: world.child).processShield)
+        #expect(report.method == "SIGSTOP")
+        #expect(report.frozen.map(\.pid) == [pid])
+        #expect(world.cgroup(of: pid) != "/\(world.freezerGroup)/frozen", "no frozen group is used")
+        // Continued by the child, again and again: stopped again each time, within milliseconds
+        // (the agent looks every 20 ms while it holds such processes).
+        for _ in 0..<5 {
+            #expect(try world.inNetwork(as: world.child, "/bin/kill", ["-CONT", "\(pid)"]).status == 0)
+            #expect(eventually { world.isFrozen(pid) })
+        }
+        Thread.sleep(forTimeInterval: 0.1)
+        let held = world.count(file) ?? 0
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(world.count(file) ?? 0 == held, "stopped again, it counts no further")
+
+        try guardian(world, "unshield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(eventually { (world.count(file) ?? 0) > held })
+        #expect(!world.isFrozen(pid))
+    }
+
     @Test func bystanderAndRootRunTheSameProgramUntouched() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

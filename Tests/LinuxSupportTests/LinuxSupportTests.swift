@@ -233,8 +233,9 @@ struct ProcConnectorTests {
     }
 }
 
-/// The freezer for real: a cgroup v2 group of the test's own, a real process that counts.
-@Suite(.enabled(if: getuid() == 0 && FreezerCgroup.systemHierarchy() != nil, "needs root and a cgroup v2 hierarchy"))
+/// The freezer for real: a cgroup (v2, and v1 where the machine has that freezer) of the test's
+/// own, a real process that counts.
+@Suite(.enabled(if: getuid() == 0, "needs root: it makes cgroups"))
 struct FreezerCgroupTests {
     /// The CPU time a busy loop has used (utime + stime, in clock ticks).
     func cpuTicks(_ pid: Int32) -> Int {
@@ -253,8 +254,18 @@ struct FreezerCgroupTests {
         return cpuTicks(pid) > before
     }
 
-    @Test func aFrozenProcessStaysFrozenThroughSIGCONTAndRunsAgainWhereItCameFrom() throws {
-        let hierarchy = try #require(FreezerCgroup.systemHierarchy())
+    @Test(.enabled(if: FreezerCgroup.systemHierarchy(.v2) != nil, "this machine has no cgroup v2 hierarchy"))
+    func aFrozenProcessStaysFrozenThroughSIGCONTAndRunsAgainWhereItCameFrom() throws {
+        try freezeAndRelease(.v2)
+    }
+
+    @Test(.enabled(if: FreezerCgroup.systemHierarchy(.v1) != nil, "this machine has no v1 freezer hierarchy"))
+    func theV1FreezerHoldsAndReleasesTheSameWay() throws {
+        try freezeAndRelease(.v1)
+    }
+
+    private func freezeAndRelease(_ version: FreezerCgroup.Version) throws {
+        let hierarchy = try #require(FreezerCgroup.systemHierarchy(version))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", "while :; do :; done"]
@@ -266,19 +277,21 @@ struct FreezerCgroupTests {
         let pid = process.processIdentifier
         Thread.sleep(forTimeInterval: 0.1)
         #expect(runs(pid))
-        let home = try #require(FreezerCgroup.group(of: pid))
+        let home = try #require(FreezerCgroup.group(of: pid, version: version))
 
-        let freezer = try FreezerCgroup(hierarchy: hierarchy, name: "screentime-test-\(UUID().uuidString.prefix(6))")
+        let freezer = try FreezerCgroup(
+            version, hierarchy: hierarchy, name: "screentime-test-\(UUID().uuidString.prefix(6))")
         defer { rmdir(freezer.path) }
         try freezer.freeze(pid)
         #expect(freezer.members() == [pid])
+        #expect(freezer.group(of: pid) == "/" + freezer.name)
         #expect(freezer.isFrozen)
         #expect(!runs(pid), "frozen: it uses no CPU")
         kill(pid, SIGCONT)
         #expect(!runs(pid), "SIGCONT does not thaw a frozen group")
 
         try freezer.release(pid, to: home)
-        #expect(FreezerCgroup.group(of: pid) == home)
+        #expect(freezer.group(of: pid) == home)
         #expect(freezer.members().isEmpty)
         #expect(runs(pid), "back where it came from, it runs again")
     }

@@ -50,15 +50,20 @@ final class TemporaryDirectory {
     @Test func theDNSQueueAndFirewallChainAreChecked() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/c.json"
-        try #"{"dnsQueue": 4242, "firewallChain": "st_kids-1"}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        try #"{"dnsQueue": 4242, "firewallChain": "st_kids-1", "freezer": "v1"}"#.write(
+            toFile: path, atomically: true, encoding: .utf8)
         let configuration = try AgentConfiguration.load(path: path, required: true)
         #expect(configuration.dnsQueue == 4242 && configuration.firewallChain == "st_kids-1")
+        #expect(configuration.freezer == .v1)
         #expect(AgentConfiguration().dnsQueue == 53 && AgentConfiguration().firewallChain == "screentime")
+        #expect(AgentConfiguration().freezer == .auto)
         let refused: [(String, String)] = [
             (#"{"dnsQueue": 70000}"#, "0 to 65535"), (#"{"dnsQueue": -1}"#, "0 to 65535"),
             (#"{"firewallChain": "a b"}"#, "'firewallChain'"), (#"{"firewallChain": "-x"}"#, "'firewallChain'"),
             (#"{"firewallChain": "abcdefghijklmnopqrstuv"}"#, "'firewallChain'"),
             (#"{"firewallChain": ""}"#, "'firewallChain'"),
+            (#"{"freezer": "v3"}"#, "'freezer' is one of auto, v2, v1, signal, not 'v3'"),
+            (#"{"freezer": 2}"#, "'freezer'"),
         ]
         for (json, reason) in refused {
             try json.write(toFile: path, atomically: true, encoding: .utf8)
