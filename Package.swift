@@ -54,12 +54,18 @@ let package = Package(
             pkgConfig: "libnetfilter_queue",
             providers: [.apt(["libnetfilter-queue-dev"])]
         ),
+        // libcap (Debian's libcap-dev), for dropping the agent's capabilities after setup.
+        .systemLibrary(
+            name: "CCapability",
+            pkgConfig: "libcap",
+            providers: [.apt(["libcap-dev"])]
+        ),
         // The kernel and the desktop: sockets, users and groups, PAM, files, desktop entries,
         // the netfilter queue and the firewall.
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CLinuxShim", "CNetfilterQueue", "ScreenTimeCore",
+                "CCapability", "CLinuxShim", "CNetfilterQueue", "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,11 +1,13 @@
 #include "CLinuxShim.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <security/pam_appl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 int screentime_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
     struct ucred credentials;
@@ -22,6 +24,8 @@ int screentime_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
 }
 
 int screentime_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+
+int screentime_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int screentime_group_list(const char *user, gid_t gid, gid_t *groups, int *count) {
     int capacity = *count;

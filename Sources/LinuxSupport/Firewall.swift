@@ -94,33 +94,15 @@ public struct Firewall: Sendable {
             throw SystemError(
                 .command, "\(tool) is not installed (looked in \(toolDirectories.joined(separator: ", ")))")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL": "C"]
-        let output = Pipe()
-        let errors = Pipe()
-        let stdin = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = stdin
-        do {
-            try process.run()
-        } catch {
-            throw SystemError(.command, "cannot run \(path): \(error)")
-        }
-        if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-        try? stdin.fileHandleForWriting.close()
-        // iptables prints little; reading one pipe after the other cannot fill the other.
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let message = String(decoding: errorData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let outcome = try ChildProcess.run(
+            path, arguments, environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"],
+            input: Array((input ?? "").utf8))
+        guard outcome.status == 0 else {
+            let message = String(decoding: outcome.errors, as: UTF8.self).trimmingCharacters(
+                in: .whitespacesAndNewlines)
             throw SystemError(
-                .command,
-                "\(tool) \(arguments.joined(separator: " ")) failed (\(process.terminationStatus)): \(message)")
+                .command, "\(tool) \(arguments.joined(separator: " ")) failed (\(outcome.status)): \(message)")
         }
-        return String(decoding: outputData, as: UTF8.self)
+        return String(decoding: outcome.output, as: UTF8.self)
     }
 }

@@ -15,6 +15,8 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         case command
         /// A netlink service (the netfilter queue, the proc connector) refused or failed.
         case netlink
+        /// The capabilities could not be dropped as asked.
+        case capabilities
     }
 
     public let code: Code

@@ -1,5 +1,5 @@
 import Foundation
-import LinuxSupport
+public import LinuxSupport
 public import Logging
 import ScreenTimeCore
 import ServiceLifecycle
@@ -45,16 +45,44 @@ public struct Agent {
         return (policy, domains, processes)
     }
 
-    public func run() async throws {
+    /// The services, set up and ready to run.
+    public struct Prepared: Sendable {
+        let policy: PolicyService
+        let domains: DomainShield
+        let processes: ProcessShield
+    }
+
+    /// What the agent keeps once set up (see `Capabilities.Name` for why each).
+    public static let keptCapabilities: Set<Capabilities.Name> = [.dacOverride, .kill, .netAdmin, .sysPtrace, .sysNice]
+
+    /// Opens the state, installs the rules and filters, judges running processes, then drops
+    /// every capability but `keptCapabilities`. Call it on the process's only thread, before
+    /// anything async runs: capabilities belong to threads, and the threads started later
+    /// inherit the reduced sets.
+    public func prepare() throws -> Prepared {
         let (policy, domains, processes) = try makeServices()
         // The rules and filters are in place, and running processes judged, before anyone can
         // ask anything.
         domains.policyChanged()
         processes.prepare()
-        let server = ControlServer(path: configuration.socket, policy: policy, logger: logger)
+        do {
+            try Capabilities.restrict(to: Self.keptCapabilities)
+            logger.info(
+                "capabilities dropped",
+                metadata: ["kept": "\(Self.keptCapabilities.map(\.rawValue).sorted().joined(separator: ","))"])
+        } catch {
+            // Enforcing with too many capabilities beats not enforcing; the tests check the drop.
+            logger.critical("cannot drop capabilities: \(error.message)")
+        }
+        return Prepared(policy: policy, domains: domains, processes: processes)
+    }
+
+    public func run(_ prepared: Prepared) async throws {
+        let server = ControlServer(path: configuration.socket, policy: prepared.policy, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [domains, processes, server], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: [prepared.domains, prepared.processes, server], gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         logger.notice(
             "screentimed \(AgentVersion.current) started",
             metadata: ["state": "\(configuration.stateDirectory)", "socket": "\(configuration.socket)"])

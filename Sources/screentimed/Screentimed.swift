@@ -2,10 +2,11 @@ import ArgumentParser
 import Foundation
 import Logging
 import ScreenTimeAgent
+import Synchronization
 
 /// The screentime agent. Runs as root under systemd (or `make install`'s fallback).
 @main
-struct Screentimed: AsyncParsableCommand {
+struct Screentimed: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "screentimed",
         abstract: "The screentime agent: enforces what guardians set, for every authorized user.",
@@ -46,7 +47,7 @@ struct Screentimed: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    func run() throws {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -64,7 +65,22 @@ struct Screentimed: AsyncParsableCommand {
                 try Agent(configuration: configuration, logger: logger).removeFirewall()
                 return
             }
-            try await Agent(configuration: configuration, logger: logger).run()
+            let agent = Agent(configuration: configuration, logger: logger)
+            // Set up on this, the only thread, so that the capability drop at its end holds for
+            // every thread the services start after it.
+            let prepared = try agent.prepare()
+            let outcome = Mutex<(any Error)?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Task.detached {
+                do {
+                    try await agent.run(prepared)
+                } catch {
+                    outcome.withLock { $0 = error }
+                }
+                done.signal()
+            }
+            done.wait()
+            if let error = outcome.withLock({ $0 }) { throw error }
         } catch let error as AgentError {
             logger.critical("cannot run: \(error.message)")
             throw ExitCode(78)  // EX_CONFIG

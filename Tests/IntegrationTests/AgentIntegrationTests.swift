@@ -61,6 +61,34 @@ struct AgentIntegrationTests {
         #expect(try world.status(of: world.child).stores.isEmpty)
     }
 
+    @Test func everyThreadOfTheAgentKeepsOnlyTheCapabilitiesItNeeds() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let pid = try #require(world.agentPID)
+        let kept = Capabilities.mask([.dacOverride, .kill, .netAdmin, .sysPtrace, .sysNice])
+        let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+        #expect(tasks.count > 1, "the services run on threads started after the drop")
+        for task in tasks {
+            let status = "/proc/\(pid)/task/\(task)/status"
+            let masks = Capabilities.masks(status: status)
+            #expect(masks["CapEff"] == kept, "thread \(task)")
+            #expect(masks["CapPrm"] == kept, "thread \(task)")
+            #expect(masks["CapBnd"] == kept, "thread \(task)")
+            #expect(masks["CapInh"] == 0 && masks["CapAmb"] == 0, "thread \(task)")
+            let text = try String(contentsOfFile: status, encoding: .utf8)
+            #expect(text.contains("NoNewPrivs:\t1"), "thread \(task)")
+        }
+        // What needs the kept ones still works after the drop: iptables run as a child
+        // (cap_net_admin through the bounding set), stopping and freezing the child's program.
+        try world.authorizeChildAndShieldCounter()
+        let uid = try #require(getpwnam(world.child)?.pointee.pw_uid)
+        #expect(try world.firewallRules().contains { $0.contains("--uid-owner \(uid)") })
+        let counter = try world.launch(as: world.child, world.counter, [try world.childDirectory() + "/count"])
+        let end = Date().addingTimeInterval(5)
+        while !world.isFrozen(counter) && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(world.isFrozen(counter))
+    }
+
     @Test func theChildReadsOnlyItsOwnStatusAndChangesNothing() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

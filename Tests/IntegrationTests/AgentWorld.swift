@@ -295,6 +295,9 @@ final class AgentWorld {
 
     var agentIsRunning: Bool { agent?.isRunning ?? false }
 
+    /// The running agent's pid.
+    var agentPID: Int32? { agent.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
+
     /// Runs `screentime` as a user (nil: root), with this world's socket.
     func cli(as user: String?, _ arguments: String..., input: String? = nil) throws -> CommandResult {
         try cli(as: user, arguments: arguments, input: input)

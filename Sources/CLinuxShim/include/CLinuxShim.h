@@ -19,6 +19,9 @@ int screentime_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 /// accept4 with SOCK_CLOEXEC (accept4 needs _GNU_SOURCE). Returns the new descriptor or -1.
 int screentime_accept(int fd);
 
+/// pipe2 with O_CLOEXEC (pipe2 needs _GNU_SOURCE). Returns 0, or -1 with errno set.
+int screentime_pipe(int fds[2]);
+
 /// Every group of `user` (its primary group `gid` included) into `groups` (capacity `*count`).
 /// On return `*count` is the number of groups; returns -1 if the buffer was too small (then
 /// `*count` is the number needed), 0 otherwise.

@@ -1,0 +1,97 @@
+import CLinuxShim
+import Glibc
+
+/// Runs a program to its end, with input, and collects what it printed: posix_spawn, poll and
+/// waitpid on the calling thread. Foundation's `Process` starts threads of its own to watch its
+/// children, and the agent runs iptables before it drops its capabilities, which must happen
+/// while it has one thread only.
+public enum ChildProcess {
+    public struct Outcome: Sendable {
+        /// The exit status, or 128 + the signal that ended it.
+        public var status: Int32
+        public var output: [UInt8]
+        public var errors: [UInt8]
+    }
+
+    public static func run(
+        _ path: String, _ arguments: [String], environment: [String], input: [UInt8] = []
+    ) throws(SystemError) -> Outcome {
+        let stdin = try pipe(), stdout = try pipe(), stderr = try pipe()
+        var ours = [stdin.write, stdout.read, stderr.read]
+        defer { for fd in ours where fd >= 0 { close(fd) } }
+        var pid: pid_t = 0
+        do {
+            defer { for fd in [stdin.read, stdout.write, stderr.write] { close(fd) } }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, stdin.read, 0)
+            posix_spawn_file_actions_adddup2(&actions, stdout.write, 1)
+            posix_spawn_file_actions_adddup2(&actions, stderr.write, 2)
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            // The child starts with no signal blocked and default dispositions, whatever the
+            // agent's threads have set.
+            var none = sigset_t()
+            sigemptyset(&none)
+            var all = sigset_t()
+            sigfillset(&all)
+            posix_spawnattr_setsigmask(&attributes, &none)
+            posix_spawnattr_setsigdefault(&attributes, &all)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+            let argv = ([path] + arguments).map { strdup($0) } + [nil]
+            let envp = environment.map { strdup($0) } + [nil]
+            defer { for pointer in argv + envp { free(pointer) } }
+            let error = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+            guard error == 0 else {
+                throw SystemError(.command, "cannot run \(path): \(String(cString: strerror(error)))")
+            }
+        }
+        var outcome = Outcome(status: 0, output: [], errors: [])
+        var written = 0
+        if input.isEmpty {
+            close(ours[0])
+            ours[0] = -1
+        }
+        // Input is written and both outputs read as each is ready, so that no pipe fills up
+        // while the other is waited on.
+        while ours[0] >= 0 || ours[1] >= 0 || ours[2] >= 0 {
+            var fds = [
+                pollfd(fd: ours[0], events: Int16(POLLOUT), revents: 0),
+                pollfd(fd: ours[1], events: Int16(POLLIN), revents: 0),
+                pollfd(fd: ours[2], events: Int16(POLLIN), revents: 0),
+            ]
+            _ = try systemCall("poll") { poll(&fds, 3, -1) }
+            if ours[0] >= 0, fds[0].revents != 0 {
+                let count = input[written...].withUnsafeBytes { Glibc.write(ours[0], $0.baseAddress, $0.count) }
+                if count > 0 { written += count }
+                if count < 0 && errno != EINTR && errno != EAGAIN || written == input.count {
+                    close(ours[0])
+                    ours[0] = -1
+                }
+            }
+            for index in 1...2 where ours[index] >= 0 && fds[index].revents != 0 {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                let count = read(ours[index], &buffer, buffer.count)
+                if count > 0 {
+                    if index == 1 { outcome.output += buffer[..<count] } else { outcome.errors += buffer[..<count] }
+                } else if count == 0 || errno != EINTR {
+                    close(ours[index])
+                    ours[index] = -1
+                }
+            }
+        }
+        var status: Int32 = 0
+        _ = try systemCall("waitpid(\(pid))") { waitpid(pid, &status, 0) }
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
+        outcome.status = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return outcome
+    }
+
+    private static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [-1, -1]
+        try systemCall("pipe2") { screentime_pipe(&fds) }
+        return (fds[0], fds[1])
+    }
+}
