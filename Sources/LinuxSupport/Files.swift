@@ -64,6 +64,14 @@ public enum Files {
     /// Whether a path exists.
     public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// Where a symbolic link points (nil if it is none, or unreadable).
+    public static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4097)
+        let length = readlink(path, &buffer, 4096)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// The mode bits of a file.
     public static func mode(of path: String) throws(SystemError) -> UInt32 {
         var info = stat()

@@ -125,12 +125,7 @@ public struct ProcessInspector: Sendable {
 
     private func text(_ path: String) -> String? { bytes(path).map { String(decoding: $0, as: UTF8.self) } }
 
-    private func link(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4097)
-        let length = readlink(path, &buffer, 4096)
-        guard length > 0 else { return nil }
-        return String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    private func link(_ path: String) -> String? { Files.readLink(path) }
 }
 
 /// SHA-256 of executables by content, cached by device, inode, size and modification time, so a

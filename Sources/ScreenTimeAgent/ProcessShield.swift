@@ -34,6 +34,14 @@ public final class ProcessShield: Service, Sendable {
     private let writeSignal: AsyncStream<Void>
     private let writeContinuation: AsyncStream<Void>.Continuation
     private let connector: Mutex<ProcConnector?> = Mutex(nil)
+    /// Refuses execs of blocked programs before they run; nil where fanotify cannot be had.
+    private let gate: Mutex<ExecGate?> = Mutex(nil)
+    /// The filters the gate decides with: its own copy, so that answering the kernel never
+    /// waits for the process watcher's lock (an exec the agent itself makes may be asked about).
+    private let gateFilters = Mutex<[UInt32: ApplicationFilter]>([:])
+    /// Executables of processes killed as blocked (path → content hash), marked for the gate too.
+    private let learnedPrograms = Mutex<[String: String?]>([:])
+    private let gateRunning = Atomic<Bool>(false)
     private let restopSignal: AsyncStream<Void>
     private let restopContinuation: AsyncStream<Void>.Continuation
 
@@ -108,6 +116,13 @@ public final class ProcessShield: Service, Sendable {
         }
         let freezer = makeFreezer(&problems)
         releaseLeftovers(keeping: freezer)
+        do {
+            // Needs CAP_SYS_ADMIN, which the agent drops after setup; marks are added later.
+            let opened = try ExecGate()
+            gate.withLock { $0 = opened }
+        } catch {
+            problems.append("blocked apps are killed at exec, not refused before they run: \(error.message)")
+        }
         for problem in problems { logger.error("\(problem)") }
         state.withLock {
             $0.freezer = freezer
@@ -213,8 +228,67 @@ public final class ProcessShield: Service, Sendable {
                     apply(filter.verdict(for: tracked.identities), to: pid, &state)
                 }
             }
+            refreshGate(filters)
             flushWrites()
         }
+    }
+
+    /// Marks, for the exec gate, the programs of every user's blocked applications that are
+    /// known: their entries' programs, and executables seen killed as blocked.
+    private func refreshGate(_ filters: [UInt32: ApplicationFilter]) {
+        gateFilters.withLock { $0 = filters }
+        guard let gate = gate.withLock({ $0 }) else { return }
+        var paths = Set(filters.values.flatMap(\.blockedPrograms))
+        for (path, hash) in learnedPrograms.withLock({ $0 })
+        where filters.values.contains(where: { $0.blocks(path: path, sha256: hash) }) {
+            paths.insert(path)
+        }
+        do {
+            try gate.clear()
+        } catch {
+            logger.error("cannot clear the exec gate's marks", metadata: ["error": "\(error.message)"])
+        }
+        for path in paths.sorted() {
+            do {
+                try gate.mark(path)
+            } catch {
+                logger.debug(
+                    "cannot mark a blocked program", metadata: ["path": "\(path)", "error": "\(error.message)"])
+            }
+        }
+        if !paths.isEmpty { logger.info("blocked programs refused at exec", metadata: ["count": "\(paths.count)"]) }
+    }
+
+    /// Learns a blocked process's executable so that its next exec is refused before it runs:
+    /// only when the executable is blocked as itself (not an interpreter, not for its parent).
+    private func learnBlockedExecutable(_ pid: Int32, _ tracked: Tracked, filter: ApplicationFilter) {
+        guard let gate = gate.withLock({ $0 }), let path = tracked.evidence.executablePath,
+            filter.blocks(path: path, sha256: tracked.evidence.executableHash)
+        else { return }
+        let name = String(path.split(separator: "/").last ?? "")
+        guard !Interpreter.isInterpreter(name), !ApplicationIndex.launchers.contains(name) else { return }
+        // Through /proc/PID/exe: the very file it runs, even if renamed since.
+        if (try? gate.mark("\(inspector.root)/\(pid)/exe")) != nil {
+            learnedPrograms.withLock { $0[path] = tracked.evidence.executableHash }
+        }
+    }
+
+    /// The gate's answer to one exec: refused when the file is blocked, as itself, for the user
+    /// who runs it. Everyone else's execs of the same file (root's, a bystander's) run.
+    private func decide(_ request: ExecGate.Request) -> Bool {
+        guard request.pid != getpid(), let uid = inspector.status(pid: request.pid)?.uid,
+            let filter = gateFilters.withLock({ $0[uid] })
+        else { return true }
+        let file = "/proc/self/fd/\(request.file)"
+        let path = Files.readLink(file)
+        let hash = try? hashes.sha256(of: file)
+        let identities = filter.index.identities(of: ProcessEvidence(executablePath: path, executableHash: hash))
+        guard let verdict = filter.verdict(for: identities), verdict.action == .block else { return true }
+        note(
+            .refused, pid: request.pid, uid: uid, token: verdict.token, application: verdict.application,
+            name: filter.index.application(verdict.application)?.name)
+        logger.info("refused an exec", metadata: ["pid": "\(request.pid)", "path": "\(path ?? "?")"])
+        return false
     }
 
     private func filter(uid: UInt32) throws -> ApplicationFilter {
@@ -374,6 +448,7 @@ public final class ProcessShield: Service, Sendable {
         switch verdict?.action {
         case .block?:
             guard let verdict else { return }
+            if let filter = state.filters[tracked.uid] { learnBlockedExecutable(pid, tracked, filter: filter) }
             if kill(pid, SIGKILL) == 0 {
                 note(
                     .killed, pid: pid, uid: tracked.uid, token: verdict.token, application: verdict.application,
@@ -577,7 +652,8 @@ public final class ProcessShield: Service, Sendable {
             ApplicationEventReport(time: $0.time, token: $0.token, pid: $0.pid, action: $0.action.rawValue)
         }
         return ProcessShieldReport(
-            watching: watching, method: method, problems: problems, frozen: reports, recent: recent)
+            watching: watching, method: method, problems: problems, frozen: reports, recent: recent,
+            refusesBlockedExecs: gateRunning.load(ordering: .relaxed))
     }
 
     // MARK: running
@@ -590,6 +666,7 @@ public final class ProcessShield: Service, Sendable {
         state.withLock { $0.watching = true }
         async let writing: Void = writeLoop()
         async let restopping: Void = restopLoop()
+        async let gating: Void = gateLoop()
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let thread = Thread { [self] in
@@ -622,11 +699,32 @@ public final class ProcessShield: Service, Sendable {
         state.withLock { $0.watching = false }
         writeContinuation.finish()
         restopContinuation.finish()
-        _ = await (writing, restopping)
+        gate.withLock { $0 }?.stop()
+        _ = await (writing, restopping, gating)
         flushWrites()
         logger.info(
             "stopped watching processes; what is frozen stays frozen until the agent is back",
             metadata: ["execsJudged": "\(state.withLock { $0.execsJudged })"])
+    }
+
+    /// Answers the exec gate on a thread of its own until the agent stops.
+    private func gateLoop() async {
+        guard let gate = gate.withLock({ $0 }) else { return }
+        gateRunning.store(true, ordering: .relaxed)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                do {
+                    try gate.run { [self] request in decide(request) }
+                } catch {
+                    logger.error(
+                        "the exec gate failed; blocked apps are only killed at exec", metadata: ["error": "\(error)"])
+                }
+                gateRunning.store(false, ordering: .relaxed)
+                done.resume()
+            }
+            thread.name = "screentime.gate"
+            thread.start()
+        }
     }
 
     private func writeLoop() async {

@@ -297,7 +297,7 @@ final class StateDatabase: Sendable {
 
     /// Something the process shield did to a process of a user's.
     struct ApplicationEvent: Hashable, Sendable {
-        enum Action: String, Sendable { case frozen, thawed, killed }
+        enum Action: String, Sendable { case frozen, thawed, killed, refused }
         var time: Date
         var uid: UInt32
         var token: String

@@ -328,11 +328,15 @@ public struct ProcessShieldReport: Codable, Sendable, Hashable {
     public var frozen: [FrozenProcessReport]
     /// The latest things done to the user's processes, newest first.
     public var recent: [ApplicationEventReport]
+    /// Whether blocked apps' known programs are refused before they run (fanotify), rather than
+    /// only killed at exec.
+    public var refusesBlockedExecs: Bool?
 
     public init(
         watching: Bool, method: String, problems: [String], frozen: [FrozenProcessReport],
-        recent: [ApplicationEventReport]
+        recent: [ApplicationEventReport], refusesBlockedExecs: Bool? = nil
     ) {
+        self.refusesBlockedExecs = refusesBlockedExecs
         self.watching = watching
         self.method = method
         self.problems = problems

@@ -42,7 +42,7 @@ struct StatusText {
         }
         if let processes = reply.processShield {
             out +=
-                "App shield: \(processes.watching ? "watching new processes" : "NOT watching new processes") (\(processes.method))\n"
+                "App shield: \(processes.watching ? "watching new processes" : "NOT watching new processes") (\(processes.method)\(processes.refusesBlockedExecs == true ? "; blocked apps refused at exec" : ""))\n"
             for problem in processes.problems { out += "  problem: \(problem)\n" }
             if !processes.frozen.isEmpty { out += "  frozen now:\n" }
             for process in processes.frozen {

@@ -250,19 +250,62 @@ struct ProcessShieldIntegrationTests {
         Thread.sleep(forTimeInterval: 0.2)
         #expect(!world.isFrozen(other))
 
-        // Blocked: it never runs; the frozen one is killed too.
+        // Blocked: it never runs; the frozen one is killed too. (The new start's exec is refused,
+        // so `setpriv`, which was to run it, ends with an error.)
         try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
         #expect(eventually { kill(game, 0) != 0 || world.processState(game) == "Z" })
         let blocked = try world.launch(as: world.child, world.counter, [home + "/count-blocked"])
         #expect(eventually { kill(blocked, 0) != 0 || world.processState(blocked) == "Z" })
-        #expect((world.count(home + "/count-blocked") ?? 0) <= Self.barely)
+        #expect(!FileManager.default.fileExists(atPath: home + "/count-blocked"))
         let recent = try #require(try world.status(of: world.child).processShield?.recent)
-        #expect(recent.contains { $0.pid == blocked && $0.action == "killed" })
+        #expect(recent.contains { $0.pid == game && $0.action == "killed" })
+        #expect(recent.contains { $0.pid == blocked && $0.action == "refused" })
 
         // Unblocked (the category shield stays): frozen again, not killed.
         try guardian(world, "unblock", "--user", world.child, "--app", "org.example.Counter")
         let again = try world.launch(as: world.child, world.counter, [home + "/count-again"])
         #expect(eventually { world.isFrozen(again) })
+    }
+
+    @Test func blockedProgramsAreRefusedBeforeTheyRunForTheChildOnly() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
+        let home = try world.childDirectory()
+        #expect(try world.status(of: world.child).processShield?.refusesBlockedExecs == true)
+
+        // The child's exec fails in execve itself (EPERM, the shell's 126): nothing of it runs.
+        let refused = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
+        #expect(refused.status == 126, "\(refused.stdout) \(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: home + "/count"))
+        let recent = try #require(try world.status(of: world.child).processShield?.recent)
+        #expect(recent.contains { $0.action == "refused" })
+
+        // Root and the bystander run the same file.
+        try system("/usr/bin/chown", world.bystander, world.directory)
+        defer { _ = try? system("/usr/bin/chown", "root", world.directory) }
+        for (user, file) in [(world.bystander, "bystander-count"), (nil, "root-count")] {
+            let pid = try world.launch(as: user, world.counter, [world.directory + "/" + file])
+            #expect(eventually { (world.count(world.directory + "/" + file) ?? 0) > 0 }, "\(user ?? "root")")
+            kill(pid, SIGKILL)
+        }
+
+        // A copy is a new file: killed at its first exec (known by content), refused after.
+        let copy = home + "/homework"
+        #expect(try world.inNetwork(as: world.child, "/bin/cp", [world.counter, copy]).status == 0)
+        let first = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(copy) \(home)/count-copy"])
+        #expect(first.status == 137, "killed at exec: \(first.stderr)")
+        #expect((world.count(home + "/count-copy") ?? 0) <= Self.barely)
+        let second = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(copy) \(home)/count-again"])
+        #expect(second.status == 126, "refused: \(second.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: home + "/count-again"))
+
+        // Unblocked: it runs.
+        try guardian(world, "unblock", "--user", world.child, "--app", "org.example.Counter")
+        let pid = try world.launch(as: world.child, world.counter, [home + "/count-free"])
+        #expect(eventually { (world.count(home + "/count-free") ?? 0) > 0 })
+        kill(pid, SIGKILL)
     }
 
     @Test func afterAKillTheAgentThawsWhatIsNoLongerShieldedAndKeepsTheRest() throws {

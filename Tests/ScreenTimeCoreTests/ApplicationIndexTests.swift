@@ -115,6 +115,19 @@ import Testing
         #expect(verdict?.action == .block)
     }
 
+    @Test func blockedProgramsAreTheBlockedApplicationsOwnNotTheirLaunchersOrShieldedOnes() {
+        var settings = StoreSettings(shield: ShieldSettings(applications: [app("org.gnome.Chess")]))
+        settings.application.blockedApplications = [app("org.example.Script"), app("org.example.Flat")]
+        let blocked = filter(settings)
+        // The script's file is its program; flatpak is a launcher, not the app; chess is only shielded.
+        #expect(blocked.blockedPrograms == ["/opt/s/main.py"])
+        #expect(blocked.blocks(path: "/home/kid/copy.py", sha256: String(repeating: "b", count: 64)))
+        #expect(!blocked.blocks(path: "/usr/games/gnome-chess", sha256: String(repeating: "a", count: 64)))
+        #expect(
+            filter(StoreSettings(shield: ShieldSettings(applications: [app("org.gnome.Chess")]))).blockedPrograms
+                .isEmpty)
+    }
+
     @Test func categoryShieldsCoverListedDesktopApplicationsOnly() {
         let games = filter(StoreSettings(shield: ShieldSettings(applicationCategories: .specific([category("Game")]))))
         #expect(games.verdict(for: [.desktopEntry("org.gnome.Chess")])?.action == .shield)

@@ -11,6 +11,7 @@
 #define CLINUXSHIM_H
 
 #include <sys/eventfd.h>
+#include <sys/fanotify.h>
 #include <sys/types.h>
 
 /// The peer's credentials on a connected Unix socket. Returns 0, or -1 with errno set.

@@ -47,6 +47,19 @@ public struct ApplicationFilter: Sendable {
             && policy.applicationCategoryShields.isEmpty
     }
 
+    /// The indexed programs that are blocked as themselves (by their entry or their content):
+    /// their execs can be refused before they run.
+    public var blockedPrograms: [String] {
+        guard !policy.applicationsBlocked.isEmpty else { return [] }
+        return index.programsByPath.values.filter { blocks(path: $0.path, sha256: $0.sha256) }.map(\.path).sorted()
+    }
+
+    /// Whether the program at a path, with this content, is blocked as itself (not for what ran it).
+    public func blocks(path: String?, sha256: String?) -> Bool {
+        let identities = index.identities(of: ProcessEvidence(executablePath: path, executableHash: sha256))
+        return verdict(for: identities)?.action == .block
+    }
+
     /// The token of an application, as the policy names it.
     public func token(for identity: ApplicationIdentity) -> ApplicationToken { minter.token(for: identity) }
 

@@ -68,6 +68,8 @@ public struct ApplicationIndex: Sendable {
     private var applications: [ApplicationIdentity: Application] = [:]
     private var byPath: [String: [ApplicationIdentity]] = [:]
     private var byHash: [String: [ApplicationIdentity]] = [:]
+    /// Every indexed program (launchers and interpreters left out), by path.
+    public private(set) var programsByPath: [String: Program] = [:]
 
     public init() {}
 
@@ -84,6 +86,7 @@ public struct ApplicationIndex: Sendable {
                 let name = String(program.path.split(separator: "/").last ?? "")
                 if Self.launchers.contains(name) || Interpreter.isInterpreter(name) { continue }
                 byPath[program.path, default: []].append(identity)
+                programsByPath[program.path] = program
                 if let hash = program.sha256 { byHash[hash, default: []].append(identity) }
             }
         }
