@@ -60,6 +60,9 @@ public final class NetfilterQueue: @unchecked Sendable {
                 }, context)
         else {
             let error = errno
+            // Closed here and forgotten: deinit runs after a throw from a fully made object,
+            // and must not close it again.
+            self.handle = nil
             nfq_close(handle)
             throw SystemError(
                 .netlink,

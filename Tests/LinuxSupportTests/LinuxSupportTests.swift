@@ -296,3 +296,17 @@ struct FreezerCgroupTests {
         #expect(runs(pid), "back where it came from, it runs again")
     }
 }
+
+/// The netfilter queue's binding, for real (no packets: the domain shield's tests send those).
+@Suite(.enabled(if: getuid() == 0, "needs root (CAP_NET_ADMIN) to bind a netfilter queue"))
+struct NetfilterQueueTests {
+    @Test func aQueueHeldByAnotherIsAClearErrorNotACrash() throws {
+        let number = UInt16.random(in: 1000...60000)
+        let first = try NetfilterQueue(number: number) { _ in .accept }
+        for _ in 0..<20 {
+            let error = #expect(throws: SystemError.self) { try NetfilterQueue(number: number) { _ in .accept } }
+            #expect(error?.message.contains("cannot bind netfilter queue \(number)") == true)
+        }
+        _ = first
+    }
+}
