@@ -4,20 +4,20 @@ import Synchronization
 
 /// A request to stop, for a thread blocked in `poll`: it polls `fd` beside its own descriptor,
 /// and `raise()` from any thread makes that poll return.
-final class StopSignal: Sendable {
+public final class StopSignal: Sendable {
     let fd: Int32
     private let raised = Atomic<Bool>(false)
 
-    init() throws(SystemError) {
+    public init() throws(SystemError) {
         fd = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         guard fd >= 0 else { throw SystemError.call("eventfd", errno) }
     }
 
     deinit { close(fd) }
 
-    var isRaised: Bool { raised.load(ordering: .acquiring) }
+    public var isRaised: Bool { raised.load(ordering: .acquiring) }
 
-    func raise() {
+    public func raise() {
         raised.store(true, ordering: .releasing)
         var one: UInt64 = 1
         _ = write(fd, &one, 8)

@@ -78,6 +78,18 @@ public final class UnixSocket: Sendable {
         return UnixSocket(descriptor: fd, path: path)
     }
 
+    /// Waits for a connection, with no timer, until one comes (returned) or `stop` is raised (nil).
+    public func accept(unless stop: StopSignal) throws(SystemError) -> UnixSocket? {
+        var pollers = [
+            pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stop.fd, events: Int16(POLLIN), revents: 0),
+        ]
+        _ = try systemCall("poll(\(path))") { poll(&pollers, 2, -1) }
+        guard pollers[1].revents == 0, pollers[0].revents != 0 else { return nil }
+        let fd = try systemCall("accept(\(path))") { screentime_accept(descriptor) }
+        return UnixSocket(descriptor: fd, path: path)
+    }
+
     /// Who is at the other end, as the kernel saw them connect.
     public func peerCredentials() throws(SystemError) -> PeerCredentials {
         var pid: pid_t = 0

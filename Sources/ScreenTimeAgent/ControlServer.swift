@@ -30,11 +30,13 @@ public final class ControlServer: Service {
 
     public func run() async throws {
         let listener: UnixSocket
+        let stop: StopSignal
         do {
             try Files.makeDirectory(
                 String(path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")),
                 mode: 0o755)
             listener = try UnixSocket.listen(at: path)
+            stop = try StopSignal()
         } catch {
             throw AgentError(.socket, "cannot listen on \(path): \(error.message)")
         }
@@ -42,7 +44,7 @@ public final class ControlServer: Service {
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let thread = Thread { [self] in
-                    acceptLoop(listener)
+                    acceptLoop(listener, stop: stop)
                     done.resume()
                 }
                 thread.name = "screentime.control"
@@ -50,17 +52,19 @@ public final class ControlServer: Service {
             }
         } onGracefulShutdown: { [self] in
             stopping.store(true, ordering: .relaxed)
+            stop.raise()
         }
         // Nobody listens any more: a stale socket file would only make clients wait on a refusal.
         unlink(path)
         logger.info("stopped listening", metadata: ["socket": "\(path)"])
     }
 
-    private func acceptLoop(_ listener: UnixSocket) {
+    /// Accepts until the agent stops; no timer wakes it in between.
+    private func acceptLoop(_ listener: UnixSocket, stop: StopSignal) {
         while !stopping.load(ordering: .relaxed) {
             let connection: UnixSocket?
             do {
-                connection = try listener.accept(timeout: 200)
+                connection = try listener.accept(unless: stop)
             } catch {
                 logger.error("accept failed", metadata: ["error": "\(error)"])
                 Thread.sleep(forTimeInterval: 0.1)
