@@ -13,7 +13,7 @@ struct Screentimed: ParsableCommand {
         discussion: """
             Configuration keys (JSON, every key optional): guardianGroup, stateDirectory, socket, \
             pamService, adminGroups, categoriesDirectory, publicSuffixList, bypassList, dnsQueue, \
-            firewallChain. Flags override the file. SIGHUP reloads the web lists.
+            firewallChain, freezerGroup, freezer. Flags override the file. SIGHUP reloads the web lists.
             """,
         version: AgentVersion.current)
 
