@@ -19,34 +19,10 @@ public enum ChildProcess {
         let stdin = try pipe(), stdout = try pipe(), stderr = try pipe()
         var ours = [stdin.write, stdout.read, stderr.read]
         defer { for fd in ours where fd >= 0 { close(fd) } }
-        var pid: pid_t = 0
+        let pid: pid_t
         do {
             defer { for fd in [stdin.read, stdout.write, stderr.write] { close(fd) } }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_adddup2(&actions, stdin.read, 0)
-            posix_spawn_file_actions_adddup2(&actions, stdout.write, 1)
-            posix_spawn_file_actions_adddup2(&actions, stderr.write, 2)
-            var attributes = posix_spawnattr_t()
-            posix_spawnattr_init(&attributes)
-            defer { posix_spawnattr_destroy(&attributes) }
-            // The child starts with no signal blocked and default dispositions, whatever the
-            // agent's threads have set.
-            var none = sigset_t()
-            sigemptyset(&none)
-            var all = sigset_t()
-            sigfillset(&all)
-            posix_spawnattr_setsigmask(&attributes, &none)
-            posix_spawnattr_setsigdefault(&attributes, &all)
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-            let argv = ([path] + arguments).map { strdup($0) } + [nil]
-            let envp = environment.map { strdup($0) } + [nil]
-            defer { for pointer in argv + envp { free(pointer) } }
-            let error = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-            guard error == 0 else {
-                throw SystemError(.command, "cannot run \(path): \(String(cString: strerror(error)))")
-            }
+            pid = try spawn(path, arguments, environment: environment, stdio: (stdin.read, stdout.write, stderr.write))
         }
         var outcome = Outcome(status: 0, output: [], errors: [])
         var written = 0
@@ -87,6 +63,37 @@ public enum ChildProcess {
         // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
         outcome.status = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return outcome
+    }
+
+    /// Starts a program with the given descriptors as its standard input, output and error, no
+    /// signal blocked and every disposition at its default (whatever the caller's threads set),
+    /// and returns its pid without waiting.
+    public static func spawn(
+        _ path: String, _ arguments: [String], environment: [String], stdio: (Int32, Int32, Int32)
+    ) throws(SystemError) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for (fd, target) in [(stdio.0, Int32(0)), (stdio.1, 1), (stdio.2, 2)] {
+            posix_spawn_file_actions_adddup2(&actions, fd, target)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let error = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard error == 0 else { throw SystemError(.command, "cannot run \(path): \(String(cString: strerror(error)))") }
+        return pid
     }
 
     private static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {

@@ -23,6 +23,7 @@ public final class ExecGate: @unchecked Sendable {
     private let stopSignal: StopSignal
 
     public init() throws(SystemError) {
+        stopSignal = try StopSignal()
         // The events' files open read-only; the kernel adds O_LARGEFILE itself on 64-bit.
         fd = fanotify_init(UInt32(FAN_CLASS_CONTENT | FAN_CLOEXEC | FAN_NONBLOCK), UInt32(O_RDONLY | O_CLOEXEC))
         guard fd >= 0 else {
@@ -31,12 +32,6 @@ public final class ExecGate: @unchecked Sendable {
                 error == EPERM ? " (needs CAP_SYS_ADMIN)" : error == ENOSYS ? " (no fanotify in this kernel)" : ""
             throw SystemError(
                 .systemCall, "fanotify_init: \(String(cString: strerror(error)))\(hint)", errno: error)
-        }
-        do {
-            stopSignal = try StopSignal()
-        } catch {
-            close(fd)
-            throw error
         }
     }
 

@@ -82,6 +82,23 @@ public struct FreezerCgroup: Sendable {
         try write(String(pid), to: hierarchy + group + "/cgroup.procs")
     }
 
+    /// Moves a process back to the group it came from or, when that is gone (an empty scope is
+    /// removed), to its nearest ancestor that takes it, up to the hierarchy's root. Returns the
+    /// group it went to; throws the root's refusal if none took it.
+    @discardableResult
+    public func release(_ pid: Int32, toNearest origin: String) throws(SystemError) -> String {
+        var group = origin == "/" ? "" : origin
+        while true {
+            do {
+                try release(pid, to: group)
+                return group.isEmpty ? "/" : group
+            } catch {
+                if group.isEmpty { throw error }
+                group = group.split(separator: "/").dropLast().map { "/" + $0 }.joined()
+            }
+        }
+    }
+
     /// The processes in the group now.
     public func members() -> [Int32] {
         guard let bytes = try? Files.read(path + "/cgroup.procs") else { return [] }

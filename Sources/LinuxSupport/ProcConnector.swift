@@ -21,6 +21,7 @@ public final class ProcConnector: @unchecked Sendable {
     private let stopSignal: StopSignal
 
     public init(receiveBuffer: Int = 4 << 20) throws(SystemError) {
+        stopSignal = try StopSignal()
         fd = screentime_proc_connector_open(Int32(receiveBuffer))
         guard fd >= 0 else {
             let error = errno
@@ -31,12 +32,6 @@ public final class ProcConnector: @unchecked Sendable {
             throw SystemError(
                 .netlink, "cannot subscribe to process events: \(String(cString: strerror(error)))\(hint)",
                 errno: error)
-        }
-        do {
-            stopSignal = try StopSignal()
-        } catch {
-            close(fd)
-            throw error
         }
     }
 

@@ -69,15 +69,6 @@ public final class UnixSocket: Sendable {
         return connection
     }
 
-    /// Waits up to `timeout` milliseconds (-1: for ever) for a connection; nil on timeout.
-    public func accept(timeout: Int32) throws(SystemError) -> UnixSocket? {
-        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        let ready = try systemCall("poll(\(path))") { poll(&poller, 1, timeout) }
-        guard ready > 0 else { return nil }
-        let fd = try systemCall("accept(\(path))") { screentime_accept(descriptor) }
-        return UnixSocket(descriptor: fd, path: path)
-    }
-
     /// Waits for a connection, with no timer, until one comes (returned) or `stop` is raised (nil).
     public func accept(unless stop: StopSignal) throws(SystemError) -> UnixSocket? {
         var pollers = [

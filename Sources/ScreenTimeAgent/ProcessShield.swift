@@ -172,17 +172,22 @@ public final class ProcessShield: Service, Sendable {
     /// are moved out and continued; the reconciliation that follows freezes again what is still
     /// shielded, so they may run for a moment, once.
     private func releaseLeftovers(keeping freezer: FreezerCgroup?) {
-        let records = (try? database.frozenProcesses()) ?? []
         for version in [FreezerCgroup.Version.v2, .v1] where version != freezer?.version {
             guard let hierarchy = FreezerCgroup.systemHierarchy(version),
                 let old = FreezerCgroup(
                     existing: version, hierarchy: hierarchy, name: configuration.freezerGroup + "/frozen")
             else { continue }
-            for pid in old.members() {
-                // A v1 record's origin is the freezer hierarchy's, which is nearly always "/".
-                let origin = version == .v2 ? records.first { $0.pid == pid }?.origin ?? "/" : "/"
-                if (try? old.release(pid, to: origin == "/" ? "" : origin)) == nil {
-                    try? old.release(pid, to: "")
+            let members = old.members()
+            // Recorded origins are the old hierarchy's groups, read only when there is something to move.
+            let records = members.isEmpty ? [] : (try? database.frozenProcesses()) ?? []
+            for pid in members {
+                let origin = records.first { $0.pid == pid }?.origin ?? "/"
+                do {
+                    try old.release(pid, toNearest: origin)
+                } catch {
+                    logger.error(
+                        "cannot move a process out of an earlier run's frozen group",
+                        metadata: ["pid": "\(pid)", "error": "\(error.message)"])
                 }
                 kill(pid, SIGCONT)
                 logger.notice(
@@ -260,13 +265,13 @@ public final class ProcessShield: Service, Sendable {
     }
 
     /// Learns a blocked process's executable so that its next exec is refused before it runs:
-    /// only when the executable is blocked as itself (not an interpreter, not for its parent).
+    /// only when the executable is blocked as itself, not for its script or its parent (an
+    /// interpreter or launcher is never an indexed program, so it is blocked as itself only when
+    /// a guardian blocked that very program).
     private func learnBlockedExecutable(_ pid: Int32, _ tracked: Tracked, filter: ApplicationFilter) {
         guard let gate = gate.withLock({ $0 }), let path = tracked.evidence.executablePath,
             filter.blocks(path: path, sha256: tracked.evidence.executableHash)
         else { return }
-        let name = String(path.split(separator: "/").last ?? "")
-        guard !Interpreter.isInterpreter(name), !ApplicationIndex.launchers.contains(name) else { return }
         // Through /proc/PID/exe: the very file it runs, even if renamed since.
         if (try? gate.mark("\(inspector.root)/\(pid)/exe")) != nil {
             learnedPrograms.withLock { $0[path] = tracked.evidence.executableHash }
@@ -281,9 +286,7 @@ public final class ProcessShield: Service, Sendable {
         else { return true }
         let file = "/proc/self/fd/\(request.file)"
         let path = Files.readLink(file)
-        let hash = try? hashes.sha256(of: file)
-        let identities = filter.index.identities(of: ProcessEvidence(executablePath: path, executableHash: hash))
-        guard let verdict = filter.verdict(for: identities), verdict.action == .block else { return true }
+        guard let verdict = filter.block(path: path, sha256: try? hashes.sha256(of: file)) else { return true }
         note(
             .refused, pid: request.pid, uid: uid, token: verdict.token, application: verdict.application,
             name: filter.index.application(verdict.application)?.name)
@@ -515,22 +518,12 @@ public final class ProcessShield: Service, Sendable {
 
     private func thaw(_ pid: Int32, _ frozen: Frozen, uid: UInt32, _ state: inout State, reason: String) {
         if let freezer = state.freezer, freezer.group(of: pid, proc: inspector.root) == "/" + freezer.name {
-            var group = frozen.origin
-            while true {
-                do {
-                    try freezer.release(pid, to: group == "/" ? "" : group)
-                    break
-                } catch {
-                    // The origin went away (an empty scope is removed): its parent, up to the root.
-                    guard group != "/", !group.isEmpty else {
-                        logger.error(
-                            "cannot move a process out of the frozen group",
-                            metadata: ["pid": "\(pid)", "error": "\(error.message)"])
-                        break
-                    }
-                    let parent = group.split(separator: "/").dropLast().joined(separator: "/")
-                    group = "/" + parent
-                }
+            do {
+                try freezer.release(pid, toNearest: frozen.origin)
+            } catch {
+                logger.error(
+                    "cannot move a process out of the frozen group",
+                    metadata: ["pid": "\(pid)", "error": "\(error.message)"])
             }
         }
         kill(pid, SIGCONT)

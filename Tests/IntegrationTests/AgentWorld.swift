@@ -339,26 +339,16 @@ final class AgentWorld {
         let who = user.map { ["--reuid=\($0)", "--regid=users", "--init-groups"] } ?? ["--reuid=0"]
         let argv = ["/usr/bin/setpriv"] + who + ["--", program] + arguments
         let environment = ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd in Int32(0)...2 { posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", O_RDWR, 0) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var pid: Int32 = 0
-        let cArguments = argv.map { strdup($0) } + [nil]
-        let cEnvironment = environment.map { strdup($0) } + [nil]
-        defer { (cArguments + cEnvironment).forEach { free($0) } }
-        let error = posix_spawn(&pid, argv[0], &actions, &attributes, cArguments, cEnvironment)
-        guard error == 0 else { throw WorldError("cannot start \(program): \(String(cString: strerror(error)))") }
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        guard null >= 0 else { throw WorldError("cannot open /dev/null") }
+        defer { close(null) }
+        let pid: Int32
+        do {
+            pid = try ChildProcess.spawn(
+                argv[0], Array(argv.dropFirst()), environment: environment, stdio: (null, null, null))
+        } catch {
+            throw WorldError("cannot start \(program): \(error.message)")
+        }
         started.append(pid)
         return pid
     }

@@ -109,6 +109,33 @@ struct ProcessShieldIntegrationTests {
         #expect(eventually { kill(pid, 0) != 0 || world.processState(pid) == "Z" })
     }
 
+    @Test(.enabled(if: FreezerCgroup.systemHierarchy(.v1) != nil, "this machine has no v1 freezer hierarchy"))
+    func aChangedFreezerSettingTakesOverWhatTheEarlierRunFroze() throws {
+        let world = try AgentWorld(freezer: "v1")
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.childDirectory()
+        let pid = try world.launch(as: world.child, world.counter, [home + "/count"])
+        #expect(eventually { world.isFrozen(pid) })
+
+        // Down, and set to the v2 freezer: the next run moves it out of the v1 group and, still
+        // shielded, into its v2 frozen group.
+        world.kill9()
+        let configuration = world.directory + "/screentimed.json"
+        let text = try String(contentsOfFile: configuration, encoding: .utf8)
+        try text.replacingOccurrences(of: #""freezer": "v1""#, with: #""freezer": "v2""#)
+            .write(toFile: configuration, atomically: true, encoding: .utf8)
+        try world.start()
+        #expect(FreezerCgroup.group(of: pid, version: .v1) == "/")
+        #expect(world.cgroup(of: pid) == "/\(world.freezerGroup)/frozen")
+        let report = try #require(try world.status(of: world.child).processShield)
+        #expect(report.method == "cgroup v2 freezer")
+        #expect(report.frozen.map(\.pid) == [pid])
+        let held = world.count(home + "/count") ?? 0
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(world.count(home + "/count") ?? 0 == held)
+    }
+
     @Test func withoutAFreezerSIGSTOPIsSentAgainWhenTheChildContinuesIt() throws {
         let world = try AgentWorld(freezer: "signal")
         defer { world.tearDown() }

@@ -115,13 +115,17 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         let path = fixture.root + "/s.sock"
         let listener = try UnixSocket.listen(at: path)
         let client = try UnixSocket.connect(to: path)
-        let server = try #require(try listener.accept(timeout: 1_000))
+        let server = try #require(try listener.accept(unless: StopSignal()))
         let peer = try server.peerCredentials()
         #expect(peer.uid == getuid())
         #expect(peer.pid == getpid())
         try client.write([1, 2, 3, 4])
         #expect(try server.read(exactly: 4) == [1, 2, 3, 4])
         #expect(try Files.mode(of: path) == 0o666)
+        // Raised, the stop ends a wait with no connection (the agent's shutdown).
+        let stop = try StopSignal()
+        stop.raise()
+        #expect(try listener.accept(unless: stop) == nil)
     }
 
     @Test func usersByNameAndUID() throws {

@@ -55,9 +55,12 @@ public struct ApplicationFilter: Sendable {
     }
 
     /// Whether the program at a path, with this content, is blocked as itself (not for what ran it).
-    public func blocks(path: String?, sha256: String?) -> Bool {
+    public func blocks(path: String?, sha256: String?) -> Bool { block(path: path, sha256: sha256) != nil }
+
+    /// The block on the program at a path, with this content, as itself; nil if it may run.
+    public func block(path: String?, sha256: String?) -> Verdict? {
         let identities = index.identities(of: ProcessEvidence(executablePath: path, executableHash: sha256))
-        return verdict(for: identities)?.action == .block
+        return verdict(for: identities).flatMap { $0.action == .block ? $0 : nil }
     }
 
     /// The token of an application, as the policy names it.
