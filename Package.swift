@@ -15,6 +15,7 @@ let package = Package(
     products: [
         .library(name: "ScreenTimeCore", targets: ["ScreenTimeCore"]),
         .library(name: "ScreenTimeIPC", targets: ["ScreenTimeIPC"]),
+        .library(name: "ScreenTimeClient", targets: ["ScreenTimeClient"]),
         .executable(name: "screentimed", targets: ["screentimed"]),
         .executable(name: "screentime", targets: ["screentime"]),
     ],
@@ -41,11 +42,16 @@ let package = Package(
             dependencies: ["ScreenTimeCore"],
             swiftSettings: strictSettings
         ),
-        // What Swift cannot reach through Glibc: SO_PEERCRED's struct ucred (needs _GNU_SOURCE)
-        // and a PAM conversation (C callbacks with an app-data pointer).
+        // What Swift cannot reach through Glibc: SO_PEERCRED's struct ucred (needs _GNU_SOURCE),
+        // descriptors passed over a socket (CMSG macros), the proc connector's packed structs.
+        // Links nothing beyond libc: the client library uses it too.
         .target(
             name: "CLinuxShim",
-            cSettings: [.define("_GNU_SOURCE")],
+            cSettings: [.define("_GNU_SOURCE")]
+        ),
+        // A PAM conversation (a C callback with an app-data pointer), for the agent alone.
+        .target(
+            name: "CPAM",
             linkerSettings: [.linkedLibrary("pam")]
         ),
         // libnetfilter_queue, for the children's DNS packets (Debian's libnetfilter-queue-dev).
@@ -65,10 +71,18 @@ let package = Package(
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CCapability", "CLinuxShim", "CNetfilterQueue", "ScreenTimeCore",
+                "CCapability", "CLinuxShim", "CNetfilterQueue", "CPAM", "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // The typed client of the control socket: the CLI, guardian apps, the shield window and
+        // extensions. None of the agent's C libraries (`ldd screentime` shows no libpam, libcap,
+        // libnetfilter_queue).
+        .target(
+            name: "ScreenTimeClient",
+            dependencies: ["CLinuxShim", "ScreenTimeIPC"],
             swiftSettings: strictSettings
         ),
         // The agent's services: policy and persistence, the control server.
@@ -94,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "screentime",
             dependencies: [
-                "ScreenTimeCore", "ScreenTimeIPC", "LinuxSupport",
+                "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -133,7 +147,7 @@ let package = Package(
         // these are skipped).
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ScreenTimeIPC", "ScreenTimeCore", "LinuxSupport"],
+            dependencies: ["ScreenTimeIPC", "ScreenTimeCore", "ScreenTimeClient", "LinuxSupport"],
             exclude: ["Fixtures"],
             swiftSettings: strictSettings
         ),

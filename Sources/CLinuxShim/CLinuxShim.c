@@ -3,10 +3,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <security/pam_appl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 int screentime_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
@@ -27,54 +30,82 @@ int screentime_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
 
 int screentime_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
+int screentime_inode_generation(int fd, unsigned int *generation) {
+    long value = 0;
+    if (ioctl(fd, FS_IOC_GETVERSION, &value) != 0) return -1;
+    *generation = (unsigned int)value;
+    return 0;
+}
+
+int screentime_filesystem_type(int fd, long *type) {
+    struct statfs information;
+    if (fstatfs(fd, &information) != 0) return -1;
+    *type = (long)information.f_type;
+    return 0;
+}
+
+long screentime_send_with_descriptors(int fd, const void *bytes, unsigned long length, const int *descriptors,
+                                      int count) {
+    struct iovec vector = {(void *)bytes, length};
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    char control[CMSG_SPACE(sizeof(int) * SCREENTIME_MAX_DESCRIPTORS)];
+    if (count > 0) {
+        if (count > SCREENTIME_MAX_DESCRIPTORS) {
+            errno = EINVAL;
+            return -1;
+        }
+        memset(control, 0, sizeof control);
+        message.msg_control = control;
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)count);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
+        memcpy(CMSG_DATA(header), descriptors, sizeof(int) * (size_t)count);
+    }
+    return sendmsg(fd, &message, MSG_NOSIGNAL);
+}
+
+long screentime_receive_with_descriptors(int fd, void *bytes, unsigned long capacity, int *descriptors,
+                                         int capacity_descriptors, int *count, int flags) {
+    struct iovec vector = {bytes, capacity};
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &vector;
+    message.msg_iovlen = 1;
+    // Room for more than are wanted: what does not fit in the control buffer is closed by the
+    // kernel (MSG_CTRUNC), what fits beyond the wanted count is closed here.
+    char control[CMSG_SPACE(sizeof(int) * SCREENTIME_MAX_DESCRIPTORS * 2)];
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    *count = 0;
+    long received = recvmsg(fd, &message, MSG_CMSG_CLOEXEC | flags);
+    if (received < 0) return received;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t number = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *incoming = (int *)CMSG_DATA(header);
+        for (size_t index = 0; index < number; index++) {
+            int descriptor;
+            memcpy(&descriptor, incoming + index, sizeof descriptor);
+            if (*count < capacity_descriptors) {
+                descriptors[(*count)++] = descriptor;
+            } else {
+                close(descriptor);
+            }
+        }
+    }
+    return received;
+}
+
 int screentime_group_list(const char *user, gid_t gid, gid_t *groups, int *count) {
     int capacity = *count;
     int result = getgrouplist(user, gid, groups, count);
     if (result == -1 && *count <= capacity) *count = capacity * 2;
     return result == -1 ? -1 : 0;
-}
-
-// Answers every password prompt (echo off) with the password and every other prompt with an
-// empty string; informational messages get no answer.
-static int screentime_pam_conversation(int count, const struct pam_message **messages,
-                                       struct pam_response **responses, void *password) {
-    if (count <= 0 || count > PAM_MAX_NUM_MSG) return PAM_CONV_ERR;
-    struct pam_response *answers = calloc((size_t)count, sizeof(struct pam_response));
-    if (answers == NULL) return PAM_BUF_ERR;
-    for (int i = 0; i < count; i++) {
-        const char *answer = NULL;
-        switch (messages[i]->msg_style) {
-        case PAM_PROMPT_ECHO_OFF: answer = password; break;
-        case PAM_PROMPT_ECHO_ON: answer = ""; break;
-        default: break;
-        }
-        if (answer != NULL) {
-            answers[i].resp = strdup(answer);
-            if (answers[i].resp == NULL) {
-                for (int j = 0; j < i; j++) free(answers[j].resp);
-                free(answers);
-                return PAM_BUF_ERR;
-            }
-        }
-    }
-    *responses = answers;
-    return PAM_SUCCESS;
-}
-
-int screentime_pam_check(const char *service, const char *user, const char *password, char *message,
-                         unsigned long message_size) {
-    struct pam_conv conversation = {screentime_pam_conversation, (void *)password};
-    pam_handle_t *handle = NULL;
-    int status = pam_start(service, user, &conversation, &handle);
-    if (status == PAM_SUCCESS) status = pam_authenticate(handle, PAM_SILENT | PAM_DISALLOW_NULL_AUTHTOK);
-    if (status == PAM_SUCCESS) status = pam_acct_mgmt(handle, PAM_SILENT | PAM_DISALLOW_NULL_AUTHTOK);
-    if (message != NULL && message_size > 0) {
-        const char *text = pam_strerror(handle, status);
-        strncpy(message, text != NULL ? text : "unknown PAM error", message_size - 1);
-        message[message_size - 1] = '\0';
-    }
-    if (handle != NULL) pam_end(handle, status);
-    return status;
 }
 
 // MARK: the process connector

@@ -1,4 +1,4 @@
-import CLinuxShim
+import CPAM
 
 /// Checks a user's password through PAM, with the service's stack in `/etc/pam.d/<service>`
 /// (`packaging/pam.d/screentime`: pam_unix). Runs as root, so pam_unix can read the shadow file.

@@ -17,6 +17,8 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         case netlink
         /// The capabilities could not be dropped as asked.
         case capabilities
+        /// Something did not happen before its deadline.
+        case timedOut
     }
 
     public let code: Code

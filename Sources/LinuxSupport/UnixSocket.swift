@@ -90,6 +90,66 @@ public final class UnixSocket: Sendable {
         return PeerCredentials(pid: pid, uid: uid, gid: gid)
     }
 
+    /// Reads up to `count` bytes, and any descriptors sent with them (`SCM_RIGHTS`, close on exec,
+    /// at most 16), waiting no later than `deadline`. Returns no bytes at the end of the stream;
+    /// throws `timedOut` when the deadline passes first.
+    public func receive(
+        upTo count: Int, until deadline: ContinuousClock.Instant
+    ) throws(SystemError) -> (bytes: [UInt8], files: [Int32]) {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var files = [Int32](repeating: -1, count: Int(SCREENTIME_MAX_DESCRIPTORS))
+        while true {
+            try wait(for: Int16(POLLIN), until: deadline)
+            var received: Int32 = 0
+            let got = buffer.withUnsafeMutableBytes { bytes in
+                files.withUnsafeMutableBufferPointer {
+                    screentime_receive_with_descriptors(
+                        descriptor, bytes.baseAddress, UInt(bytes.count), $0.baseAddress, Int32($0.count), &received,
+                        Int32(MSG_DONTWAIT))
+                }
+            }
+            if got < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw SystemError.call("recvmsg(\(path))", errno)
+            }
+            return (Array(buffer.prefix(got)), Array(files.prefix(Int(received))))
+        }
+    }
+
+    /// Waits until the socket is ready for `events`, or throws `timedOut` at the deadline.
+    private func wait(for events: Int16, until deadline: ContinuousClock.Instant) throws(SystemError) {
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw SystemError(.timedOut, "\(path): no data in time") }
+            let (seconds, attoseconds) = left.components
+            let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
+            var poller = pollfd(fd: descriptor, events: events, revents: 0)
+            let ready = poll(&poller, 1, milliseconds)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw SystemError.call("poll(\(path))", errno)
+            }
+            if ready > 0 { return }
+        }
+    }
+
+    /// Writes all the bytes, waiting no later than `deadline` (a peer that reads nothing cannot
+    /// hold the writer).
+    public func write(_ bytes: [UInt8], until deadline: ContinuousClock.Instant) throws(SystemError) {
+        var sent = 0
+        while sent < bytes.count {
+            try wait(for: Int16(POLLOUT), until: deadline)
+            let wrote = bytes.withUnsafeBytes {
+                send(descriptor, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            }
+            if wrote < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw SystemError.call("send(\(path))", errno)
+            }
+            sent += wrote
+        }
+    }
+
     /// Makes blocking reads and writes give up after `seconds`.
     public func setTimeout(seconds: Int) throws(SystemError) {
         var value = timeval(tv_sec: seconds, tv_usec: 0)

@@ -78,7 +78,9 @@ public struct Agent {
     }
 
     public func run(_ prepared: Prepared) async throws {
-        let server = ControlServer(path: configuration.socket, policy: prepared.policy, logger: logger)
+        let server = ControlServer(
+            path: configuration.socket, router: .agent(policy: prepared.policy, logger: logger),
+            admission: prepared.policy.admission, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: [prepared.domains, prepared.processes, server], gracefulShutdownSignals: [.sigterm, .sigint],

@@ -42,6 +42,8 @@ public struct ScreenTimeIPCError: Error, Hashable, Sendable, Codable, CustomStri
         public static let authorizationCanceled = Code("authorizationCanceled")
         public static let restricted = Code("restricted")
         public static let unavailable = Code("unavailable")
+        /// The agent turned the connection away for now (too many open); try again.
+        public static let busy = Code("busy")
         public static let invalidArgument = Code("invalidArgument")
         // The agent's own trouble (a bug or a broken disk), never the caller's.
         public static let internalError = Code("internalError")

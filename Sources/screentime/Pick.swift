@@ -37,10 +37,10 @@ struct Pick: ParsableCommand {
             throw ValidationError("not on a terminal: give --app, --category or --domain")
         }
         if interactive || !categories.isEmpty {
-            known = try perform(connection, .categories(user: user), as: CategoriesReply.self).categories
+            known = try perform(connection, CategoriesRequest(user: user)).categories
         }
         if interactive {
-            let apps = try perform(connection, .applications(user: user), as: ApplicationsReply.self)
+            let apps = try perform(connection, ApplicationsRequest(user: user))
             guard let chosen = try Picker(applications: apps.applications, categories: known).run() else {
                 Terminal.error("screentime: nothing picked (cancelled)")
                 throw ExitCode(1)
@@ -66,8 +66,7 @@ struct Pick: ParsableCommand {
     }
 
     private func mint(_ kind: TokenKindName, _ identity: String) throws -> String {
-        try perform(connection, .token(TokenRequest(kind: kind, identity: identity, user: user)), as: TokenReply.self)
-            .token
+        try perform(connection, TokenRequest(kind: kind, identity: identity, user: user)).token
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ScreenTimeClient
 import ScreenTimeCore
 import ScreenTimeIPC
 
@@ -11,7 +12,8 @@ struct Screentime: ParsableCommand {
         discussion: """
             Talks to the agent (screentimed) over its control socket. Exit status: 0 done; 64 usage \
             error; 65 the agent refused what was asked (an unknown app, a limit); 69 the agent is \
-            unreachable; 77 not allowed (your role, a wrong password); 70 the agent failed.
+            unreachable; 75 the agent is busy (try again); 77 not allowed (your role, a wrong \
+            password); 70 the agent failed.
             """,
         version: AgentProtocolVersion.text,
         subcommands: [
@@ -29,7 +31,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(help: "The agent's control socket (or $SCREENTIME_SOCKET).")
     var socket: String = ProcessInfo.processInfo.environment["SCREENTIME_SOCKET"] ?? "/run/screentime/screentimed.sock"
 
-    var client: ControlClient { ControlClient(path: socket) }
+    var client: ScreenTimeClient { ScreenTimeClient(socket: socket) }
 }
 
 struct OutputOptions: ParsableArguments {
@@ -47,21 +49,55 @@ struct StoreOptions: ParsableArguments {
     @Option(help: "The client owning the store (default: screentime).")
     var client: String?
 
-    var request: StoreRequest { StoreRequest(user: user, client: client, store: store) }
+    var request: StoreTarget { StoreTarget(user: user, client: client, store: store) }
 }
 
-/// Runs a request, turning the agent's errors into a message and an exit status.
-func perform<T: Decodable>(_ connection: ConnectionOptions, _ request: Request, as type: T.Type) throws -> T {
+/// Runs a request (with the files it names, opened by us), turning the agent's errors into a
+/// message and an exit status.
+func perform<R: ControlRequest>(_ connection: ConnectionOptions, _ request: R, files: [Int32] = []) throws -> R.Reply {
     do {
-        return try connection.client.send(request, expecting: T.self)
+        return try connection.client.send(request, files: files)
     } catch {
         Terminal.error("screentime: \(error.message) [\(error.code)]")
         throw ExitCode(exitStatus(for: error.code))
     }
 }
 
+/// Programs named by path, opened by the caller to be passed with a request: the agent reads no
+/// path for anyone. The descriptors live as long as this value.
+final class OpenedPrograms {
+    private(set) var descriptors: [Int32] = []
+
+    deinit { for fd in descriptors { close(fd) } }
+
+    /// Splits app names into IDs (sent as text) and program paths (opened, sent as files).
+    func split(_ names: [String]) throws -> (ids: [String], files: [FileArgument]) {
+        var ids: [String] = []
+        var files: [FileArgument] = []
+        for name in names {
+            guard name.hasPrefix("/") else {
+                ids.append(name)
+                continue
+            }
+            files.append(try open(name))
+        }
+        return (ids, files)
+    }
+
+    func open(_ path: String) throws -> FileArgument {
+        do {
+            descriptors.append(try ScreenTimeClient.openFile(path))
+        } catch {
+            Terminal.error("screentime: \(error.message)")
+            throw ExitCode(64)
+        }
+        return FileArgument(path: path, descriptor: descriptors.count - 1)
+    }
+}
+
 func exitStatus(for code: ScreenTimeIPCError.Code) -> Int32 {
     if code == .agentUnreachable { return 69 }
+    if code == .busy { return 75 }
     if code.isRefusal { return 77 }
     if code == .internalError || code == .malformedReply { return 70 }
     return 65
@@ -81,7 +117,7 @@ struct Ping: ParsableCommand {
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let reply = try perform(connection, .ping, as: PingReply.self)
+        let reply = try perform(connection, PingRequest())
         if output.json { return try printJSON(reply) }
         print(
             "screentimed \(reply.agentVersion) (protocol \(reply.protocolVersion)); you are uid \(reply.callerUID), \(reply.role)"
@@ -120,13 +156,13 @@ struct Authorize: ParsableCommand {
         var request = AuthorizeRequest(member: individual ? .individual : .child, showNamesToChild: showNames)
         if let child {
             request.user = child
-            let me = try perform(connection, .ping, as: PingReply.self)
-            let target = try? UserLookup.uid(of: child)
+            let me = try perform(connection, PingRequest())
+            let target = UserLookup.uid(of: child)
             if me.role != "guardian" && target == me.callerUID {
                 request.guardian = try Terminal.askGuardian(name: guardian)
             }
         }
-        let reply = try perform(connection, .authorize(request), as: AuthorizationReply.self)
+        let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
         print("\(reply.user.name): \(reply.status.rawValue) as \(reply.member?.rawValue ?? "-")")
     }
@@ -142,7 +178,7 @@ struct Revoke: ParsableCommand {
     @Option(help: "The user (default: you).") var user: String?
 
     func run() throws {
-        let reply = try perform(connection, .revoke(user: user), as: AuthorizationReply.self)
+        let reply = try perform(connection, RevokeRequest(user: user))
         if output.json { return try printJSON(reply) }
         print("\(reply.user.name): \(reply.status.rawValue)")
     }
@@ -156,7 +192,7 @@ struct Status: ParsableCommand {
     @Option(help: "The user (default: you).") var user: String?
 
     func run() throws {
-        let reply = try perform(connection, .status(user: user), as: StatusReply.self)
+        let reply = try perform(connection, StatusRequest(user: user))
         if output.json { return try printJSON(reply) }
         print(StatusText(reply).render(), terminator: "")
     }
@@ -170,7 +206,7 @@ struct Apps: ParsableCommand {
     @Option(help: "The user (default: you).") var user: String?
 
     func run() throws {
-        let reply = try perform(connection, .applications(user: user), as: ApplicationsReply.self)
+        let reply = try perform(connection, ApplicationsRequest(user: user))
         if output.json { return try printJSON(reply) }
         let width = min(40, reply.applications.map(\.id.count).max() ?? 10)
         for app in reply.applications {
@@ -188,7 +224,7 @@ struct Categories: ParsableCommand {
     @Option(help: "The user whose applications are counted (default: you).") var user: String?
 
     func run() throws {
-        let reply = try perform(connection, .categories(user: user), as: CategoriesReply.self)
+        let reply = try perform(connection, CategoriesRequest(user: user))
         if output.json { return try printJSON(reply) }
         for category in reply.categories {
             let count = category.count.map { "  \($0) installed" } ?? ""
@@ -211,8 +247,10 @@ struct TokenCommand: ParsableCommand {
     }
 
     func run() throws {
-        let request = TokenRequest(kind: TokenKindName(rawValue: kind) ?? .app, identity: identity, user: user)
-        let reply = try perform(connection, .token(request), as: TokenReply.self)
+        var request = TokenRequest(kind: TokenKindName(rawValue: kind) ?? .app, identity: identity, user: user)
+        let programs = OpenedPrograms()
+        if request.kind == .app, identity.hasPrefix("/") { request.file = try programs.open(identity) }
+        let reply = try perform(connection, request, files: programs.descriptors)
         if output.json { return try printJSON(reply) }
         print(reply.token)
     }
@@ -230,7 +268,7 @@ struct ShieldItems: ParsableArguments {
     @Option(help: "A FamilyActivitySelection JSON file (from 'screentime pick'), or - for standard input.")
     var selection: String?
 
-    func request(_ target: StoreRequest, remove: Bool) throws -> ShieldRequest {
+    func request(_ target: StoreTarget, remove: Bool, programs: OpenedPrograms) throws -> ShieldRequest {
         var picked: FamilyActivitySelection?
         if let selection {
             let data: Data
@@ -248,9 +286,11 @@ struct ShieldItems: ParsableArguments {
                 throw ValidationError("\(selection) is not a FamilyActivitySelection: \(error)")
             }
         }
+        let (ids, files) = try programs.split(applications)
         return ShieldRequest(
-            target: target, applications: applications, applicationCategories: applicationCategories,
-            webDomains: webDomains, webCategories: webCategories, selection: picked, remove: remove)
+            target: target, applications: ids, applicationCategories: applicationCategories,
+            webDomains: webDomains, webCategories: webCategories, selection: picked, applicationFiles: files,
+            remove: remove)
     }
 }
 
@@ -277,8 +317,9 @@ struct StoreChange: ParsableArguments {
     @OptionGroup var items: ShieldItems
 
     func send(remove: Bool) throws {
-        let request = try items.request(target.request, remove: remove)
-        let reply = try perform(connection, .shield(request), as: StoreReply.self)
+        let programs = OpenedPrograms()
+        let request = try items.request(target.request, remove: remove, programs: programs)
+        let reply = try perform(connection, request, files: programs.descriptors)
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }
@@ -314,8 +355,11 @@ struct BlockChange: ParsableArguments {
     }
 
     func send(remove: Bool) throws {
-        let request = ShieldRequest(target: target.request, blockedApplications: applications, remove: remove)
-        let reply = try perform(connection, .shield(request), as: StoreReply.self)
+        let programs = OpenedPrograms()
+        let (ids, files) = try programs.split(applications)
+        let request = ShieldRequest(
+            target: target.request, blockedApplications: ids, blockedApplicationFiles: files, remove: remove)
+        let reply = try perform(connection, request, files: programs.descriptors)
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }
@@ -374,8 +418,7 @@ struct FilterCommand: ParsableCommand {
             case .all: .all(except: try domains(allowed))
             case .none: .none
             }
-        let reply = try perform(
-            connection, .filter(FilterRequest(target: target.request, policy: filter)), as: StoreReply.self)
+        let reply = try perform(connection, FilterRequest(target: target.request, policy: filter))
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }
@@ -388,7 +431,7 @@ struct Clear: ParsableCommand {
     @OptionGroup var target: StoreOptions
 
     func run() throws {
-        let reply = try perform(connection, .clear(target.request), as: StoreReply.self)
+        let reply = try perform(connection, ClearRequest(target.request))
         if output.json { return try printJSON(reply) }
         print("cleared \(reply.store.client)/\(reply.store.name) for \(reply.user.name)")
     }

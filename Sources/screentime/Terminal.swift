@@ -1,9 +1,24 @@
 import Glibc
-import LinuxSupport
 import ScreenTimeIPC
 
 enum UserLookup {
-    static func uid(of reference: String) throws -> UInt32 { try UserDirectory().user(reference).uid }
+    /// A user's uid by name (or digits), nil if there is none.
+    static func uid(of reference: String) -> UInt32? {
+        if let uid = UInt32(reference) { return uid }
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var size = 4096
+        while size <= 1 << 20 {
+            var buffer = [CChar](repeating: 0, count: size)
+            let status = getpwnam_r(reference, &entry, &buffer, size, &result)
+            if status == ERANGE {
+                size *= 4
+                continue
+            }
+            return status == 0 ? result?.pointee.pw_uid : nil
+        }
+        return nil
+    }
 }
 
 /// Writing to standard error, and asking for a guardian's name and password: on the terminal with

@@ -295,7 +295,7 @@ struct AgentIntegrationTests {
         // A frame over the limit is read, dropped and answered; the connection goes on.
         let huge = [UInt8](repeating: 0x41, count: Framing.maximumMessageSize + 1)
         #expect(try exchange(huge) == .requestTooLarge)
-        #expect(try exchange(try RequestCoding.encode(.ping)) == nil)
+        #expect(try exchange(try RequestEnvelope.encode(PingRequest())) == nil)
         // An empty frame.
         try connection.write([0, 0, 0, 0])
         #expect(try readReplyCode(connection) == .malformedRequest)

@@ -222,7 +222,12 @@ struct ProcConnectorTests {
         try Files.writeAtomically(Array("#!/bin/sh\necho game\n".utf8), to: fixture.root + "/game", mode: 0o755)
         try Files.writeAtomically(Array("#!/bin/sh\necho game\n".utf8), to: fixture.root + "/homework", mode: 0o755)
         try Files.writeAtomically(Array("#!/bin/sh\necho other\n".utf8), to: fixture.root + "/other", mode: 0o755)
-        let hashes = ExecutableHashes()
+        // Files changed just now are hashed at every ask (a change in the same clock tick would
+        // not show in their key); settled ones once.
+        let young = ExecutableHashes()
+        #expect(try young.sha256(of: fixture.root + "/game") == (try young.sha256(of: fixture.root + "/homework")))
+        #expect(young.count == 0)
+        let hashes = ExecutableHashes(settledAfter: 0)
         let game = try hashes.sha256(of: fixture.root + "/game")
         #expect(try hashes.sha256(of: fixture.root + "/homework") == game)
         #expect(try hashes.sha256(of: fixture.root + "/other") != game)
@@ -234,6 +239,55 @@ struct ProcConnectorTests {
         #expect(rewritten != game)
         #expect(rewritten == (try Files.sha256(of: fixture.root + "/game")))
         #expect(throws: SystemError.self) { try hashes.sha256(of: fixture.root + "/missing") }
+    }
+
+    /// A child's trick: change a file in place, then put its modification time back. The change
+    /// time moves anyway, so the cached hash is not used.
+    @Test func aChangedFileWithItsModificationTimePutBackIsHashedAgain() throws {
+        let fixture = try Fixture()
+        let path = fixture.root + "/copy"
+        try Files.writeAtomically(Array("#!/bin/sh\necho innocent\n".utf8), to: path, mode: 0o755)
+        let hashes = ExecutableHashes(settledAfter: 0)
+        let before = try hashes.sha256(of: path)
+        var info = stat()
+        #expect(stat(path, &info) == 0)
+        // Same size, other content, written in place.
+        let fd = open(path, O_WRONLY)
+        #expect(fd >= 0)
+        #expect(pwrite(fd, "shield", 6, 15) == 6)
+        close(fd)
+        var times = [info.st_atim, info.st_mtim]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        var after = stat()
+        #expect(stat(path, &after) == 0)
+        #expect(after.st_mtim.tv_sec == info.st_mtim.tv_sec && after.st_mtim.tv_nsec == info.st_mtim.tv_nsec)
+        #expect(after.st_size == info.st_size)
+        let rehashed = try hashes.sha256(of: path)
+        #expect(rehashed != before)
+        #expect(rehashed == (try Files.sha256(of: path)))
+    }
+
+    @Test func aFIFOADeviceAndAHugeFileAreNotRead() throws {
+        let fixture = try Fixture()
+        #expect(mkfifo(fixture.root + "/fifo", 0o644) == 0)
+        let sparse = open(fixture.root + "/sparse", O_WRONLY | O_CREAT, 0o644)
+        #expect(ftruncate(sparse, 2 << 20) == 0)
+        close(sparse)
+        let hashes = ExecutableHashes(sizeLimit: 1 << 20)
+        let root = fixture.root
+        let refused = Mutex(0)
+        // On a thread of its own, so that a read that waits (as a FIFO's blocking open would)
+        // fails this test instead of hanging the suite.
+        let done = DispatchSemaphore(value: 0)
+        Thread {
+            for path in [root + "/fifo", "/dev/zero", root + "/sparse"] {
+                if (try? hashes.sha256(of: path)) == nil { refused.withLock { $0 += 1 } }
+                if (try? UntrustedFile.read(path, limit: 1 << 20)) == nil { refused.withLock { $0 += 1 } }
+            }
+            done.signal()
+        }.start()
+        #expect(done.wait(timeout: .now() + 10) == .success, "a read of a hostile file waited")
+        #expect(refused.withLock { $0 } == 6)
     }
 }
 

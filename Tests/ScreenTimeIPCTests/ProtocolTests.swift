@@ -22,52 +22,83 @@ import Testing
     }
 }
 
-@Suite struct RequestCodingTests {
-    private func code(of json: String) -> ScreenTimeIPCError.Code? {
+@Suite struct RequestEnvelopeTests {
+    /// The code a message gets when read as `R`.
+    private func code<R: ControlRequest>(of json: String, as type: R.Type) -> ScreenTimeIPCError.Code? {
         do {
-            _ = try RequestCoding.decode(Array(json.utf8))
+            _ = try RequestEnvelope.decode(R.self, from: Array(json.utf8))
             return nil
         } catch {
             return error.code
         }
     }
 
+    private func roundTrip<R: ControlRequest & Equatable>(_ request: R) throws {
+        let bytes = try RequestEnvelope.encode(request)
+        #expect(try RequestEnvelope.kind(of: bytes) == R.kind)
+        #expect(try RequestEnvelope.decode(R.self, from: bytes) == request)
+    }
+
     @Test func everyRequestRoundTrips() throws {
-        let requests: [Request] = [
-            .ping, .status(user: "alice"), .status(user: nil), .revoke(user: "1001"), .applications(user: nil),
-            .categories(user: "bob"),
-            .authorize(
-                AuthorizeRequest(
-                    user: "kid", member: .child, guardian: GuardianCredentials(user: "mum", password: "pw"),
-                    showNamesToChild: true)),
-            .token(TokenRequest(kind: .domain, identity: "example.com")),
-            .shield(
-                ShieldRequest(
-                    target: StoreRequest(user: "kid", client: "org.example.App", store: "school"),
-                    applications: ["org.gnome.Chess"], webDomains: ["youtube.com"], remove: true)),
-            .clear(StoreRequest(user: "kid", store: "school")),
-        ]
-        for request in requests {
-            #expect(try RequestCoding.decode(try RequestCoding.encode(request)) == request)
+        try roundTrip(PingRequest())
+        try roundTrip(StatusRequest(user: "alice"))
+        try roundTrip(StatusRequest())
+        try roundTrip(RevokeRequest(user: "1001"))
+        try roundTrip(ApplicationsRequest())
+        try roundTrip(CategoriesRequest(user: "bob"))
+        try roundTrip(
+            AuthorizeRequest(
+                user: "kid", member: .child, guardian: GuardianCredentials(user: "mum", password: "pw"),
+                showNamesToChild: true))
+        try roundTrip(TokenRequest(kind: .domain, identity: "example.com"))
+        try roundTrip(
+            TokenRequest(kind: .app, identity: "/usr/games/x", file: FileArgument(path: "/usr/games/x", descriptor: 0)))
+        try roundTrip(
+            ShieldRequest(
+                target: StoreTarget(user: "kid", client: "org.example.App", store: "school"),
+                applications: ["org.gnome.Chess"], webDomains: ["youtube.com"],
+                applicationFiles: [FileArgument(path: "/opt/game", descriptor: 1)], remove: true))
+        try roundTrip(ClearRequest(StoreTarget(user: "kid", store: "school")))
+        try roundTrip(FilterRequest(target: StoreTarget(user: "kid"), policy: .specific([try DomainName("a.test")])))
+    }
+
+    /// The wire form is the one earlier agents and clients speak.
+    @Test func theWireFormIsUnchanged() throws {
+        func text<R: ControlRequest>(_ request: R) throws -> String {
+            String(decoding: try RequestEnvelope.encode(request), as: UTF8.self)
         }
+        #expect(try text(StatusRequest(user: "alice")) == #"{"body":{"user":"alice"},"kind":"status","version":1}"#)
+        #expect(try text(PingRequest()) == #"{"body":{},"kind":"ping","version":1}"#)
+        #expect(
+            try text(ClearRequest(StoreTarget(user: "kid", store: "school")))
+                == #"{"body":{"store":"school","user":"kid"},"kind":"clear","version":1}"#)
+        // What an earlier client sent decodes.
+        let old = #"{"version":1,"kind":"shield","body":{"target":{"user":"kid"},"applications":["a"],"#
+            + #""applicationCategories":[],"webDomains":[],"webCategories":[],"remove":false}}"#
+        let shield = try RequestEnvelope.decode(ShieldRequest.self, from: Array(old.utf8))
+        #expect(shield.applications == ["a"] && shield.target.user == "kid" && shield.applicationFiles == nil)
     }
 
     @Test func badRequestsGetTheirOwnCodes() {
-        #expect(code(of: "not json") == .malformedRequest)
-        #expect(code(of: "[1,2]") == .malformedRequest)
-        #expect(code(of: #"{"kind":"ping"}"#) == .malformedRequest)
-        #expect(code(of: #"{"version":99,"kind":"ping","body":{}}"#) == .unsupportedVersion)
-        #expect(code(of: #"{"version":1,"kind":"launchMissiles","body":{}}"#) == .unknownRequest)
-        #expect(code(of: #"{"version":1,"kind":"authorize","body":{"member":"parent"}}"#) == .malformedRequest)
-        #expect(code(of: #"{"version":1,"kind":"shield","body":{"target":{}}}"#) == .malformedRequest)
-        #expect(code(of: #"{"version":1,"kind":"status","body":{"user":7}}"#) == .malformedRequest)
-        #expect(code(of: #"{"version":1,"kind":"ping","body":{}}"#) == nil)
+        #expect(code(of: "not json", as: PingRequest.self) == .malformedRequest)
+        #expect(code(of: "[1,2]", as: PingRequest.self) == .malformedRequest)
+        #expect(code(of: #"{"kind":"ping"}"#, as: PingRequest.self) == .malformedRequest)
+        #expect(code(of: #"{"version":99,"kind":"ping","body":{}}"#, as: PingRequest.self) == .unsupportedVersion)
+        #expect(
+            code(of: #"{"version":1,"kind":"authorize","body":{"member":"parent"}}"#, as: AuthorizeRequest.self)
+                == .malformedRequest)
+        #expect(code(of: #"{"version":1,"kind":"shield","body":{"target":{}}}"#, as: ShieldRequest.self) == .malformedRequest)
+        #expect(code(of: #"{"version":1,"kind":"status","body":{"user":7}}"#, as: StatusRequest.self) == .malformedRequest)
+        #expect(code(of: #"{"version":1,"kind":"ping","body":{}}"#, as: PingRequest.self) == nil)
+        // A message of one kind read as another.
+        #expect(code(of: #"{"version":1,"kind":"ping","body":{}}"#, as: StatusRequest.self) == .malformedRequest)
     }
 
     @Test func malformedMessagesSayWhere() {
         do {
-            _ = try RequestCoding.decode(
-                Array(#"{"version":1,"kind":"shield","body":{"target":{},"applications":[1]}}"#.utf8))
+            _ = try RequestEnvelope.decode(
+                ShieldRequest.self,
+                from: Array(#"{"version":1,"kind":"shield","body":{"target":{},"applications":[1]}}"#.utf8))
             Issue.record("accepted")
         } catch {
             #expect(error.message.contains("applications"))

@@ -5,8 +5,10 @@
 // - getgrouplist is variadic-free but its group buffer sizing dance is kept in one place.
 // - The proc connector's messages (linux/cn_proc.h) are packed structs behind netlink headers:
 //   read here with memcpy, handed to Swift as a plain struct.
-// - A PAM conversation needs a C callback that answers prompts from an app-data pointer; writing
-//   it in C keeps the Swift side to one call.
+// - Passing open files over a Unix socket (SCM_RIGHTS) needs the CMSG_* macros, which Swift
+//   cannot call: a caller's program is opened by the caller and its descriptor sent to the agent.
+// The PAM conversation is in CPAM, so that this shim (used by the client library too) links
+// nothing beyond libc.
 #ifndef CLINUXSHIM_H
 #define CLINUXSHIM_H
 
@@ -23,15 +25,33 @@ int screentime_accept(int fd);
 /// pipe2 with O_CLOEXEC (pipe2 needs _GNU_SOURCE). Returns 0, or -1 with errno set.
 int screentime_pipe(int fds[2]);
 
+/// The inode generation of an open file (FS_IOC_GETVERSION; ioctl is variadic): with the device
+/// and inode number it tells a file from a later one that reused the number. Returns 0, or -1
+/// with errno set (ENOTTY where the file system keeps none).
+int screentime_inode_generation(int fd, unsigned int *generation);
+
+/// The file system type (`f_type` of fstatfs, which Swift's Glibc does not import) of an open
+/// file. Returns 0, or -1 with errno set.
+int screentime_filesystem_type(int fd, long *type);
+
+/// The most descriptors one message carries.
+#define SCREENTIME_MAX_DESCRIPTORS 16
+
+/// sendmsg of `length` bytes with up to SCREENTIME_MAX_DESCRIPTORS open descriptors attached
+/// (SCM_RIGHTS), MSG_NOSIGNAL. Returns the bytes sent, or -1 with errno set.
+long screentime_send_with_descriptors(int fd, const void *bytes, unsigned long length, const int *descriptors,
+                                      int count);
+
+/// recvmsg into `bytes`; descriptors that came with the bytes are stored in `descriptors` (close
+/// on exec) up to `capacity_descriptors`, the rest closed; `*count` says how many were stored.
+/// `flags` are recvmsg's (MSG_DONTWAIT). Returns the bytes received (0 at end), or -1 with errno.
+long screentime_receive_with_descriptors(int fd, void *bytes, unsigned long capacity, int *descriptors,
+                                         int capacity_descriptors, int *count, int flags);
+
 /// Every group of `user` (its primary group `gid` included) into `groups` (capacity `*count`).
 /// On return `*count` is the number of groups; returns -1 if the buffer was too small (then
 /// `*count` is the number needed), 0 otherwise.
 int screentime_group_list(const char *user, gid_t gid, gid_t *groups, int *count);
-
-/// Checks a user's password through PAM (pam_authenticate, then pam_acct_mgmt) with the named
-/// service. Returns PAM_SUCCESS (0) or a PAM error code; `message` receives pam_strerror's text.
-int screentime_pam_check(const char *service, const char *user, const char *password, char *message,
-                         unsigned long message_size);
 
 /// One event of the kernel's process connector, copied out of the netlink message field by field
 /// (the kernel's proc_event is packed and its fields are not naturally aligned).

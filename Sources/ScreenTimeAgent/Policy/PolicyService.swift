@@ -1,5 +1,6 @@
 import Foundation
-public import LinuxSupport
+import Glibc
+import LinuxSupport
 import Logging
 import ScreenTimeCore
 import ScreenTimeIPC
@@ -45,39 +46,49 @@ public final class PolicyService: Sendable {
             environment: ProcessInfo.processInfo.environment["XDG_DATA_DIRS"])
     }
 
-    /// Decodes a request, answers it, and encodes the reply; never throws.
-    public func reply(to bytes: [UInt8], from peer: PeerCredentials) -> [UInt8] {
-        do {
-            let request = try RequestCoding.decode(bytes)
-            return try handle(request, from: peer)
-        } catch let error as ScreenTimeIPCError {
-            return ReplyCoding.encode(error)
-        } catch let error as ScreenTimeCoreError {
-            return ReplyCoding.encode(ScreenTimeIPCError(error))
-        } catch {
-            logger.error("request failed inside the agent", metadata: ["error": "\(error)"])
-            return ReplyCoding.encode(ScreenTimeIPCError(.internalError, "the agent failed: \(error)"))
-        }
+    // MARK: requests
+
+    func ping(_ request: PingRequest, _ context: RequestContext) throws -> PingReply {
+        let caller = try caller(context.peer)
+        return PingReply(
+            agentVersion: AgentVersion.current, protocolVersion: protocolVersion, callerUID: context.peer.uid,
+            role: caller.role.rawValue)
     }
 
-    func handle(_ request: Request, from peer: PeerCredentials) throws -> [UInt8] {
-        let caller = try caller(peer)
-        switch request {
-        case .ping:
-            return try ReplyCoding.encode(
-                PingReply(
-                    agentVersion: AgentVersion.current, protocolVersion: protocolVersion, callerUID: peer.uid,
-                    role: caller.role.rawValue))
-        case .status(let user): return try ReplyCoding.encode(try status(user, caller: caller))
-        case .authorize(let body): return try ReplyCoding.encode(try authorize(body, caller: caller))
-        case .revoke(let user): return try ReplyCoding.encode(try revoke(user, caller: caller))
-        case .applications(let user): return try ReplyCoding.encode(try applications(user, caller: caller))
-        case .categories(let user): return try ReplyCoding.encode(try categories(user, caller: caller))
-        case .token(let body): return try ReplyCoding.encode(try token(body, caller: caller))
-        case .shield(let body): return try ReplyCoding.encode(try shield(body, caller: caller))
-        case .clear(let body): return try ReplyCoding.encode(try clear(body, caller: caller))
-        case .filter(let body): return try ReplyCoding.encode(try filter(body, caller: caller))
-        }
+    func status(_ request: StatusRequest, _ context: RequestContext) throws -> StatusReply {
+        try status(request.user, caller: caller(context.peer))
+    }
+
+    func authorize(_ request: AuthorizeRequest, _ context: RequestContext) throws -> AuthorizationReply {
+        try authorize(request, caller: caller(context.peer))
+    }
+
+    func revoke(_ request: RevokeRequest, _ context: RequestContext) throws -> AuthorizationReply {
+        try revoke(request.user, caller: caller(context.peer))
+    }
+
+    func applications(_ request: ApplicationsRequest, _ context: RequestContext) throws -> ApplicationsReply {
+        try applications(request.user, caller: caller(context.peer))
+    }
+
+    func categories(_ request: CategoriesRequest, _ context: RequestContext) throws -> CategoriesReply {
+        try categories(request.user, caller: caller(context.peer))
+    }
+
+    func token(_ request: TokenRequest, _ context: RequestContext) throws -> TokenReply {
+        try token(request, caller: caller(context.peer), context: context)
+    }
+
+    func shield(_ request: ShieldRequest, _ context: RequestContext) throws -> StoreReply {
+        try shield(request, caller: caller(context.peer), context: context)
+    }
+
+    func clear(_ request: ClearRequest, _ context: RequestContext) throws -> StoreReply {
+        try clear(request.target, caller: caller(context.peer))
+    }
+
+    func filter(_ request: FilterRequest, _ context: RequestContext) throws -> StoreReply {
+        try filter(request, caller: caller(context.peer))
     }
 
     /// Puts a saved change in force before the reply is sent: when `screentime shield` returns,
@@ -88,6 +99,13 @@ public final class PolicyService: Sendable {
     }
 
     // MARK: who is who
+
+    /// How the control server counts a connecting process: guardians apart (they always find a
+    /// slot), everyone else under their uid.
+    @Sendable func admission(_ peer: PeerCredentials) -> ControlServer.Admission {
+        guard let account = try? users.user(uid: peer.uid) else { return .user(principal: peer.uid) }
+        return isGuardian(account) ? .guardian : .user(principal: peer.uid)
+    }
 
     private func caller(_ peer: PeerCredentials) throws -> Caller {
         let account: UserAccount
@@ -342,7 +360,7 @@ public final class PolicyService: Sendable {
         return files.filter { $0.hasSuffix(".list") }.map { String($0.dropLast(".list".count)) }.sorted()
     }
 
-    private func token(_ request: TokenRequest, caller: Caller) throws -> TokenReply {
+    private func token(_ request: TokenRequest, caller: Caller, context: RequestContext) throws -> TokenReply {
         let account = try target(request.user, caller: caller)
         try requireNameReader(account, caller: caller, what: "minting tokens")
         var resolver = Resolver(service: self, account: account)
@@ -350,7 +368,9 @@ public final class PolicyService: Sendable {
         let identity: String
         switch request.kind {
         case .app:
-            let (app, name) = try resolver.application(request.identity)
+            let (app, name) =
+                try request.file.map { try resolver.application(file: $0, context: context) }
+                ?? resolver.application(request.identity)
             token = app.base64
             identity = name.identity
         case .domain:
@@ -367,7 +387,7 @@ public final class PolicyService: Sendable {
 
     // MARK: changing stores
 
-    private func storeKey(_ request: StoreRequest) throws -> StoreKey {
+    private func storeKey(_ request: StoreTarget) throws -> StoreKey {
         StoreKey(
             client: try request.client.map { try ClientID($0) } ?? .commandLine,
             name: try request.store.map { try StoreName($0) } ?? .default)
@@ -375,7 +395,7 @@ public final class PolicyService: Sendable {
 
     /// The account whose stores a request changes, checked: a guardian for anyone authorized, an
     /// individual for themself.
-    private func storeOwner(_ request: StoreRequest, caller: Caller) throws -> UserAccount {
+    private func storeOwner(_ request: StoreTarget, caller: Caller) throws -> UserAccount {
         let account = try target(request.user, caller: caller)
         let record = try database.authorization(uid: account.uid)
         if !caller.isGuardian {
@@ -395,7 +415,7 @@ public final class PolicyService: Sendable {
         return account
     }
 
-    private func shield(_ request: ShieldRequest, caller: Caller) throws -> StoreReply {
+    private func shield(_ request: ShieldRequest, caller: Caller, context: RequestContext) throws -> StoreReply {
         let account = try storeOwner(request.target, caller: caller)
         let key = try storeKey(request.target)
         guard !request.isEmpty else {
@@ -413,6 +433,12 @@ public final class PolicyService: Sendable {
         for text in request.applications { apps.insert(try resolver.application(text).0) }
         var blocked = Set<ApplicationToken>()
         for text in request.blockedApplications ?? [] { blocked.insert(try resolver.application(text).0) }
+        for file in request.applicationFiles ?? [] {
+            apps.insert(try resolver.application(file: file, context: context).0)
+        }
+        for file in request.blockedApplicationFiles ?? [] {
+            blocked.insert(try resolver.application(file: file, context: context).0)
+        }
         for text in request.applicationCategories { appCategories.insert(try resolver.applicationCategory(text)) }
         for text in request.webDomains { domains.insert(try resolver.webDomain(text).0) }
         for text in request.webCategories { webCategories.insert(try resolver.webCategory(text)) }
@@ -445,7 +471,7 @@ public final class PolicyService: Sendable {
         }
     }
 
-    private func clear(_ request: StoreRequest, caller: Caller) throws -> StoreReply {
+    private func clear(_ request: StoreTarget, caller: Caller) throws -> StoreReply {
         let account = try storeOwner(request, caller: caller)
         let key = try storeKey(request)
         return try changeStore(account, key, by: caller, action: "cleared") { $0.clear(key) }
@@ -562,15 +588,11 @@ public final class PolicyService: Sendable {
             let identity: ApplicationIdentity
             let display: String
             if text.hasPrefix("/") {
-                guard Files.exists(text) else {
-                    throw ScreenTimeIPCError(.unknownApplication, "there is no program at \(text.prefix(200))")
-                }
-                do {
-                    identity = try .executable(sha256: try Files.sha256(of: text))
-                } catch let error as SystemError {
-                    throw ScreenTimeIPCError(.unknownApplication, "cannot read \(text.prefix(200)): \(error.message)")
-                }
-                display = String(text.split(separator: "/").last ?? Substring(text))
+                // The agent reads no path for a caller (it is root: it could tell whether a file
+                // exists, or hash a secret); the caller opens the program and passes it.
+                throw ScreenTimeIPCError(
+                    .invalidArgument,
+                    "a program is passed as an open file, not by its path (\(text.prefix(200))); screentime does that")
             } else if text.hasPrefix("snap:") {
                 identity = try .snap(name: String(text.dropFirst(5)))
                 display = String(text.dropFirst(5))
@@ -597,6 +619,26 @@ public final class PolicyService: Sendable {
             let name = TokenName(kind: .app, identity: identity.canonical, displayName: display)
             names[token.base64] = name
             return (token, name)
+        }
+
+        /// A program the caller opened and passed: known by the SHA-256 of its contents. Only a
+        /// regular file of at most `ExecutableHashes.defaultSizeLimit` bytes, not on FUSE.
+        mutating func application(file: FileArgument, context: RequestContext) throws -> (ApplicationToken, TokenName) {
+            let fd = try context.descriptor(file)
+            let name = String(file.path.split(separator: "/").last ?? Substring(file.path)).prefix(200)
+            let identity: ApplicationIdentity
+            do {
+                try UntrustedFile.check(descriptor: fd, limit: ExecutableHashes.defaultSizeLimit, name: String(name))
+                // From the start, whatever the caller read of it already.
+                guard lseek(fd, 0, SEEK_SET) == 0 else { throw SystemError.call("lseek(\(name))", errno) }
+                identity = try .executable(sha256: try Files.sha256(descriptor: fd, path: String(name)))
+            } catch let error as SystemError {
+                throw ScreenTimeIPCError(.unknownApplication, "cannot read the program \(name): \(error.message)")
+            }
+            let token = service.minter.token(for: identity)
+            let tokenName = TokenName(kind: .app, identity: identity.canonical, displayName: String(name))
+            names[token.base64] = tokenName
+            return (token, tokenName)
         }
 
         mutating func webDomain(_ text: String) throws -> (WebDomainToken, TokenName) {

@@ -4,8 +4,8 @@ import Foundation
 ///
 /// Decoding reports each way a request can be wrong with its own code: not JSON or not the right
 /// shape (`malformedRequest`), another version (`unsupportedVersion`), a kind this agent does not
-/// know (`unknownRequest`).
-public enum RequestCoding {
+/// know (`unknownRequest`, given by the router).
+public enum RequestEnvelope {
     private struct Header: Decodable {
         var version: Int
         var kind: String
@@ -18,34 +18,16 @@ public enum RequestCoding {
         var body: T
     }
 
-    private struct UserBody: Codable { var user: UserReference? }
-    private struct Empty: Codable {}
-
-    public static func encode(_ request: Request) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        func wrap(_ body: some Encodable) throws -> [UInt8] {
-            Array(try encoder.encode(Envelope(version: protocolVersion, kind: request.kind, body: body)))
-        }
-        switch request {
-        case .ping: return try wrap(Empty())
-        case .status(let user), .revoke(let user), .applications(let user), .categories(let user):
-            return try wrap(UserBody(user: user))
-        case .authorize(let body): return try wrap(body)
-        case .token(let body): return try wrap(body)
-        case .shield(let body): return try wrap(body)
-        case .clear(let body): return try wrap(body)
-        case .filter(let body): return try wrap(body)
-        }
+    /// The bytes of a request.
+    public static func encode<R: ControlRequest>(_ request: R) throws -> [UInt8] {
+        Array(try encoder.encode(Envelope(version: protocolVersion, kind: R.kind, body: request)))
     }
 
-    public static func decode(_ bytes: [UInt8]) throws(ScreenTimeIPCError) -> Request {
-        let data = Data(bytes)
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+    /// The kind a message names, once its version is checked.
+    public static func kind(of bytes: [UInt8]) throws(ScreenTimeIPCError) -> String {
         let header: Header
         do {
-            header = try decoder.decode(Header.self, from: data)
+            header = try decoder.decode(Header.self, from: Data(bytes))
         } catch {
             throw ScreenTimeIPCError(
                 .malformedRequest, "a request is a JSON object with \"version\" and \"kind\" (\(describe(error)))")
@@ -55,26 +37,19 @@ public enum RequestCoding {
                 .unsupportedVersion,
                 "the request speaks protocol version \(header.version); this agent speaks \(protocolVersion)")
         }
-        func body<T: Decodable>(_ type: T.Type) throws(ScreenTimeIPCError) -> T {
-            do {
-                return try decoder.decode(Body<T>.self, from: data).body
-            } catch {
-                throw ScreenTimeIPCError(.malformedRequest, "the \(header.kind) request's body: \(describe(error))")
-            }
+        return header.kind
+    }
+
+    /// The request a message carries, as the type its kind names.
+    public static func decode<R: ControlRequest>(_ type: R.Type, from bytes: [UInt8]) throws(ScreenTimeIPCError) -> R {
+        let kind = try kind(of: bytes)
+        guard kind == R.kind else {
+            throw ScreenTimeIPCError(.malformedRequest, "expected a \(R.kind) request, got \(kind.prefix(60))")
         }
-        switch header.kind {
-        case "ping": return .ping
-        case "status": return .status(user: try body(UserBody.self).user)
-        case "revoke": return .revoke(user: try body(UserBody.self).user)
-        case "applications": return .applications(user: try body(UserBody.self).user)
-        case "categories": return .categories(user: try body(UserBody.self).user)
-        case "authorize": return .authorize(try body(AuthorizeRequest.self))
-        case "token": return .token(try body(TokenRequest.self))
-        case "shield": return .shield(try body(ShieldRequest.self))
-        case "clear": return .clear(try body(StoreRequest.self))
-        case "filter": return .filter(try body(FilterRequest.self))
-        default:
-            throw ScreenTimeIPCError(.unknownRequest, "this agent knows no request of kind '\(header.kind.prefix(60))'")
+        do {
+            return try decoder.decode(Body<R>.self, from: Data(bytes)).body
+        } catch {
+            throw ScreenTimeIPCError(.malformedRequest, "the \(R.kind) request's body: \(describe(error))")
         }
     }
 
@@ -92,6 +67,19 @@ public enum RequestCoding {
         case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
         @unknown default: return "\(error)"
         }
+    }
+
+    private static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }
+
+    private static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
     }
 }
 
@@ -132,13 +120,13 @@ public enum ReplyCoding {
             header = try decoder.decode(Header.self, from: data)
         } catch {
             throw ScreenTimeIPCError(
-                .malformedReply, "the agent's reply is not a reply: \(RequestCoding.describe(error))")
+                .malformedReply, "the agent's reply is not a reply: \(RequestEnvelope.describe(error))")
         }
         if let error = header.error { throw error }
         do {
             return try decoder.decode(Result<T>.self, from: data).result
         } catch {
-            throw ScreenTimeIPCError(.malformedReply, "the agent's reply: \(RequestCoding.describe(error))")
+            throw ScreenTimeIPCError(.malformedReply, "the agent's reply: \(RequestEnvelope.describe(error))")
         }
     }
 

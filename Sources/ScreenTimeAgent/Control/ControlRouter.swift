@@ -1,0 +1,73 @@
+public import LinuxSupport
+public import Logging
+public import ScreenTimeIPC
+import Glibc
+import ScreenTimeCore
+
+/// What a handler knows of a request beside its body: who sent it, as the kernel says
+/// (`SO_PEERCRED`), and the files that came with it (`SCM_RIGHTS`), which the connection closes
+/// once the reply is sent.
+public struct RequestContext: Sendable {
+    public let peer: PeerCredentials
+    public let files: [Int32]
+
+    public init(peer: PeerCredentials, files: [Int32] = []) {
+        self.peer = peer
+        self.files = files
+    }
+
+    /// The descriptor a request's file argument names; a missing one is the caller's error.
+    public func descriptor(_ argument: FileArgument) throws(ScreenTimeIPCError) -> Int32 {
+        guard files.indices.contains(argument.descriptor) else {
+            throw ScreenTimeIPCError(
+                .invalidArgument,
+                "\(argument.path.prefix(200)) was not passed as an open file (descriptor \(argument.descriptor) of \(files.count))"
+            )
+        }
+        return files[argument.descriptor]
+    }
+}
+
+/// Finds the handler of a request by its kind and turns its reply (or error) into bytes.
+///
+/// Each request type is registered once with its handler; an unknown kind, a bad body or a
+/// handler's error becomes an error reply with its own code, and the connection goes on.
+public struct ControlRouter: Sendable {
+    private typealias Route = @Sendable ([UInt8], RequestContext) throws -> [UInt8]
+    private var routes: [String: Route] = [:]
+    private let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Answers requests of `R`'s kind with `handler`.
+    public mutating func register<R: ControlRequest>(
+        _ type: R.Type, _ handler: @escaping @Sendable (R, RequestContext) throws -> R.Reply
+    ) {
+        precondition(routes[R.kind] == nil, "two handlers for \(R.kind)")
+        routes[R.kind] = { bytes, context in
+            let request = try RequestEnvelope.decode(R.self, from: bytes)
+            return try ReplyCoding.encode(try handler(request, context))
+        }
+    }
+
+    /// The kinds answered, for tests and `--help`.
+    public var kinds: [String] { routes.keys.sorted() }
+
+    /// The reply to a message; never throws.
+    public func reply(to bytes: [UInt8], context: RequestContext) -> [UInt8] {
+        do {
+            let kind = try RequestEnvelope.kind(of: bytes)
+            guard let route = routes[kind] else {
+                throw ScreenTimeIPCError(.unknownRequest, "this agent knows no request of kind '\(kind.prefix(60))'")
+            }
+            return try route(bytes, context)
+        } catch let error as ScreenTimeIPCError {
+            return ReplyCoding.encode(error)
+        } catch let error as ScreenTimeCoreError {
+            return ReplyCoding.encode(ScreenTimeIPCError(error))
+        } catch {
+            logger.error("request failed inside the agent", metadata: ["error": "\(error)"])
+            return ReplyCoding.encode(ScreenTimeIPCError(.internalError, "the agent failed: \(error)"))
+        }
+    }
+}

@@ -1,0 +1,20 @@
+import Logging
+import ScreenTimeIPC
+
+extension ControlRouter {
+    /// Every request the agent answers, with its handler: a new request is one line here.
+    static func agent(policy: PolicyService, logger: Logger) -> ControlRouter {
+        var router = ControlRouter(logger: logger)
+        router.register(PingRequest.self, policy.ping)
+        router.register(StatusRequest.self, policy.status)
+        router.register(AuthorizeRequest.self, policy.authorize)
+        router.register(RevokeRequest.self, policy.revoke)
+        router.register(ApplicationsRequest.self, policy.applications)
+        router.register(CategoriesRequest.self, policy.categories)
+        router.register(TokenRequest.self, policy.token)
+        router.register(ShieldRequest.self, policy.shield)
+        router.register(ClearRequest.self, policy.clear)
+        router.register(FilterRequest.self, policy.filter)
+        return router
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import Glibc
+public import LinuxSupport
+public import Logging
+import ScreenTimeIPC
+public import ServiceLifecycle
+import Synchronization
+
+/// The control socket: a world-connectable Unix socket speaking ScreenTimeIPC.
+///
+/// Connections are few and short (a CLI call, a guardian app), so each gets a thread of its own.
+/// Anyone may connect, so nobody may hold the agent: connections are counted per user (a user's
+/// subordinate uids count as the user), a few slots are kept for guardians whatever others hold,
+/// a frame must arrive whole within `frameDeadline` of its first byte (bytes trickled one at a
+/// time do not reset it), a connection waits at most `idleTimeout` for its next frame, and a
+/// reply that is not read in `frameDeadline` ends the connection. A caller turned away gets a
+/// `busy` error. The caller's identity comes from `SO_PEERCRED` alone.
+public final class ControlServer: Service {
+    /// Connections at once, all callers together.
+    public static let maximumConnections = 32
+    /// Of those, kept for guardians: other callers together get the rest.
+    public static let reservedForGuardians = 8
+    /// Connections one non-guardian user (with its subordinate uids) may hold at once.
+    public static let perUserLimit = 4
+    public static let idleTimeout: Duration = .seconds(30)
+    public static let frameDeadline: Duration = .seconds(10)
+
+    /// Who a connecting process is, for counting: a guardian, or a user counted under a uid.
+    public enum Admission: Sendable, Equatable {
+        case guardian
+        case user(principal: UInt32)
+    }
+
+    private let path: String
+    private let router: ControlRouter
+    private let admission: @Sendable (PeerCredentials) -> Admission
+    private let logger: Logger
+    private let stopping = Atomic<Bool>(false)
+    private let counts = Mutex(Counts())
+
+    private struct Counts {
+        var total = 0
+        var others = 0
+        var byUser: [UInt32: Int] = [:]
+    }
+
+    public init(
+        path: String, router: ControlRouter, admission: @escaping @Sendable (PeerCredentials) -> Admission,
+        logger: Logger
+    ) {
+        self.path = path
+        self.router = router
+        self.admission = admission
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        let listener: UnixSocket
+        let stop: StopSignal
+        do {
+            let directory = String(
+                path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/"))
+            if !directory.isEmpty { try Files.makeDirectory(directory, mode: 0o755) }
+            listener = try UnixSocket.listen(at: path)
+            stop = try StopSignal()
+        } catch {
+            throw AgentError(.socket, "cannot listen on \(path): \(error.message)")
+        }
+        logger.info("listening", metadata: ["socket": "\(path)"])
+        await withGracefulShutdownHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [self] in
+                    acceptLoop(listener, stop: stop)
+                    done.resume()
+                }
+                thread.name = "screentime.control"
+                thread.start()
+            }
+        } onGracefulShutdown: { [self] in
+            stopping.store(true, ordering: .relaxed)
+            stop.raise()
+        }
+        // Nobody listens any more: a stale socket file would only make clients wait on a refusal.
+        unlink(path)
+        logger.info("stopped listening", metadata: ["socket": "\(path)"])
+    }
+
+    /// Accepts until the agent stops; no timer wakes it in between.
+    private func acceptLoop(_ listener: UnixSocket, stop: StopSignal) {
+        while !stopping.load(ordering: .relaxed) {
+            let connection: UnixSocket?
+            do {
+                connection = try listener.accept(unless: stop)
+            } catch {
+                logger.error("accept failed", metadata: ["error": "\(error)"])
+                Thread.sleep(forTimeInterval: 0.1)
+                continue
+            }
+            guard let connection else { continue }
+            let peer: PeerCredentials
+            do {
+                peer = try connection.peerCredentials()
+            } catch {
+                logger.warning("dropped a connection", metadata: ["error": "\(error)"])
+                continue
+            }
+            let who = admission(peer)
+            guard admit(who) else {
+                logger.notice("turned a connection away: busy", metadata: ["uid": "\(peer.uid)"])
+                let busy = ScreenTimeIPCError(
+                    .busy,
+                    who == .guardian
+                        ? "the agent is busy with other connections; try again"
+                        : "the agent is busy (you have \(Self.perUserLimit) connections open, or others fill it); try again"
+                )
+                try? connection.write(
+                    Framing.frame(ReplyCoding.encode(busy)), until: .now + .milliseconds(100))
+                continue
+            }
+            let thread = Thread { [self] in
+                serve(connection, peer: peer)
+                release(who)
+            }
+            thread.name = "screentime.connection"
+            thread.start()
+        }
+    }
+
+    /// Takes a slot for a caller, if the limits allow.
+    private func admit(_ who: Admission) -> Bool {
+        counts.withLock { counts in
+            guard counts.total < Self.maximumConnections else { return false }
+            if case .user(let principal) = who {
+                guard counts.others < Self.maximumConnections - Self.reservedForGuardians,
+                    counts.byUser[principal, default: 0] < Self.perUserLimit
+                else { return false }
+                counts.others += 1
+                counts.byUser[principal, default: 0] += 1
+            }
+            counts.total += 1
+            return true
+        }
+    }
+
+    private func release(_ who: Admission) {
+        counts.withLock { counts in
+            counts.total -= 1
+            if case .user(let principal) = who {
+                counts.others -= 1
+                counts.byUser[principal, default: 1] -= 1
+                if counts.byUser[principal] == 0 { counts.byUser[principal] = nil }
+            }
+        }
+    }
+
+    /// Answers frames until the peer closes, stalls, or the agent stops.
+    private func serve(_ connection: UnixSocket, peer: PeerCredentials) {
+        var reader = FrameReader(connection: connection)
+        defer { reader.closeFiles() }
+        while !stopping.load(ordering: .relaxed) {
+            let reply: [UInt8]
+            do {
+                guard let frame = try reader.next(idle: Self.idleTimeout, whole: Self.frameDeadline) else { return }
+                switch frame {
+                case .message(let payload, let files):
+                    defer { for fd in files { close(fd) } }
+                    reply = router.reply(to: payload, context: RequestContext(peer: peer, files: files))
+                case .refused(let error):
+                    reply = ReplyCoding.encode(error)
+                }
+            } catch {
+                // The peer went away, or stalled past a deadline: nothing to answer.
+                if error.code == .timedOut {
+                    logger.debug("dropped a stalled connection", metadata: ["uid": "\(peer.uid)"])
+                }
+                return
+            }
+            do {
+                try connection.write(Framing.frame(reply), until: .now + Self.frameDeadline)
+            } catch {
+                return
+            }
+        }
+    }
+}
+
+/// Reads frames from a connection: a 4-byte length and the message, whole within a deadline that
+/// starts at its first byte, with any descriptors passed beside it.
+struct FrameReader {
+    enum Frame {
+        case message([UInt8], files: [Int32])
+        /// A frame that was read and dropped (oversized, empty): answered with this error.
+        case refused(ScreenTimeIPCError)
+    }
+
+    let connection: UnixSocket
+    private var buffered: [UInt8] = []
+    private var files: [Int32] = []
+
+    init(connection: UnixSocket) { self.connection = connection }
+
+    /// The next frame; nil when the peer closed between frames. Throws `timedOut` when no frame
+    /// starts within `idle`, or a started one is not whole within `whole`.
+    mutating func next(idle: Duration, whole: Duration) throws(SystemError) -> Frame? {
+        if buffered.isEmpty {
+            guard try fill(until: .now + idle) else { return nil }
+        }
+        let deadline = ContinuousClock.now + whole
+        while buffered.count < 4 {
+            guard try fill(until: deadline) else { throw closedMidFrame }
+        }
+        let header = Array(buffered.prefix(4))
+        let length: Int
+        do {
+            length = try Framing.payloadLength(header: header)
+        } catch {
+            // Drained, not kept: an oversized frame costs the agent no memory.
+            let announced = header.reduce(0) { $0 << 8 | Int($1) }
+            try discard(4 + announced, until: deadline)
+            return .refused(error)
+        }
+        while buffered.count < 4 + length {
+            guard try fill(until: deadline) else { throw closedMidFrame }
+        }
+        let payload = Array(buffered[4..<(4 + length)])
+        buffered.removeFirst(4 + length)
+        defer { files = [] }
+        return .message(payload, files: files)
+    }
+
+    /// Closes descriptors received and not handed out.
+    func closeFiles() { for fd in files { close(fd) } }
+
+    private var closedMidFrame: SystemError {
+        SystemError(.systemCall, "the peer closed in the middle of a frame")
+    }
+
+    /// Reads what is there; false at the end of the stream.
+    private mutating func fill(until deadline: ContinuousClock.Instant) throws(SystemError) -> Bool {
+        let (bytes, received) = try connection.receive(upTo: 65_536, until: deadline)
+        // At most 16 descriptors belong to one frame; more are closed at once.
+        for fd in received {
+            if files.count < 16 { files.append(fd) } else { close(fd) }
+        }
+        if bytes.isEmpty { return false }
+        buffered += bytes
+        return true
+    }
+
+    private mutating func discard(_ count: Int, until deadline: ContinuousClock.Instant) throws(SystemError) {
+        var remaining = count
+        while remaining > 0 {
+            if buffered.isEmpty {
+                guard try fill(until: deadline) else { throw closedMidFrame }
+            }
+            let dropped = min(remaining, buffered.count)
+            buffered.removeFirst(dropped)
+            remaining -= dropped
+        }
+        for fd in files { close(fd) }
+        files = []
+    }
+}

@@ -1,0 +1,100 @@
+public import Foundation
+
+/// The DNS filter for one user, as `status` shows it.
+public struct DomainShieldReport: Codable, Sendable, Hashable {
+    /// Whether the user's DNS goes through the agent's filter now (rules installed, queue read).
+    public var filtering: Bool
+    /// What keeps the filter from working as it should, in words; empty when all is well.
+    public var problems: [String]
+    /// The latest shielded lookups, newest first.
+    public var recentLookups: [ShieldEventReport]
+
+    public init(filtering: Bool, problems: [String], recentLookups: [ShieldEventReport]) {
+        self.filtering = filtering
+        self.problems = problems
+        self.recentLookups = recentLookups
+    }
+}
+
+/// The process shield for one user, as `status` shows it.
+public struct ProcessShieldReport: Codable, Sendable, Hashable {
+    /// Whether the agent hears of the user's processes as they start (proc connector read).
+    public var watching: Bool
+    /// How shielded processes are held: `cgroup v2 freezer`, `cgroup v1 freezer` or `SIGSTOP`.
+    public var method: String
+    /// What keeps the shield from working as it should, in words; empty when all is well.
+    public var problems: [String]
+    /// The user's processes frozen now.
+    public var frozen: [FrozenProcessReport]
+    /// The latest things done to the user's processes, newest first.
+    public var recent: [ApplicationEventReport]
+    /// Whether blocked apps' known programs are refused before they run (fanotify), rather than
+    /// only killed at exec.
+    public var refusesBlockedExecs: Bool?
+
+    public init(
+        watching: Bool, method: String, problems: [String], frozen: [FrozenProcessReport],
+        recent: [ApplicationEventReport], refusesBlockedExecs: Bool? = nil
+    ) {
+        self.refusesBlockedExecs = refusesBlockedExecs
+        self.watching = watching
+        self.method = method
+        self.problems = problems
+        self.frozen = frozen
+        self.recent = recent
+    }
+}
+
+public struct FrozenProcessReport: Codable, Sendable, Hashable {
+    public var pid: Int32
+    /// The application token it is frozen for.
+    public var token: String
+    public var since: Date
+    /// The program's name (`comm`), for the reader to recognise it.
+    public var command: String
+
+    public init(pid: Int32, token: String, since: Date, command: String) {
+        self.pid = pid
+        self.token = token
+        self.since = since
+        self.command = command
+    }
+}
+
+public struct ApplicationEventReport: Codable, Sendable, Hashable {
+    public var time: Date
+    public var token: String
+    public var pid: Int32
+    /// `frozen`, `thawed` or `killed`.
+    public var action: String
+
+    public init(time: Date, token: String, pid: Int32, action: String) {
+        self.time = time
+        self.token = token
+        self.pid = pid
+        self.action = action
+    }
+}
+
+/// Shielded lookups of one domain for one reason, counted over a span of time.
+public struct ShieldEventReport: Codable, Sendable, Hashable {
+    public var first: Date
+    public var last: Date
+    public var count: Int
+    /// The web-domain token of the name looked up (its registrable domain).
+    public var token: String
+    /// `domain`, `category`, `filter` or `bypass`.
+    public var reason: String
+    /// The web category whose list held the name, for `category`.
+    public var category: String?
+
+    public init(first: Date, last: Date, count: Int, token: String, reason: String, category: String?) {
+        self.first = first
+        self.last = last
+        self.count = count
+        self.token = token
+        self.reason = reason
+        self.category = category
+    }
+}
+

@@ -1,0 +1,39 @@
+
+/// `status`: a user's authorization, stores, merged policy and what the shields did lately.
+public struct StatusRequest: ControlRequest, Hashable {
+    public typealias Reply = StatusReply
+    public static let kind = "status"
+    public var user: UserReference?
+    public init(user: UserReference? = nil) { self.user = user }
+}
+
+public struct StatusReply: Codable, Sendable, Hashable {
+    public var authorization: AuthorizationReply
+    public var stores: [StoreReport]
+    public var effective: EffectiveReport
+    /// Names of the tokens above, keyed by token (base64); empty where the reader may not see names.
+    public var names: [String: TokenName]
+    /// For a guardian: every authorized user.
+    public var authorizedUsers: [AuthorizationReply]?
+    /// How the user's DNS is filtered, and the latest shielded lookups; nil for a user who is not
+    /// authorized.
+    public var domainShield: DomainShieldReport?
+    /// Which of the user's processes are frozen, and what the process shield did lately; nil for
+    /// a user who is not authorized.
+    public var processShield: ProcessShieldReport?
+
+    public init(
+        authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,
+        names: [String: TokenName], authorizedUsers: [AuthorizationReply]?, domainShield: DomainShieldReport? = nil,
+        processShield: ProcessShieldReport? = nil
+    ) {
+        self.processShield = processShield
+        self.authorization = authorization
+        self.stores = stores
+        self.effective = effective
+        self.names = names
+        self.authorizedUsers = authorizedUsers
+        self.domainShield = domainShield
+    }
+}
+
