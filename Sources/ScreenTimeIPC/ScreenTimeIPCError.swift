@@ -31,6 +31,8 @@ public struct ScreenTimeIPCError: Error, Hashable, Sendable, Codable, CustomStri
         // Who may do what.
         public static let notAllowed = Code("notAllowed")
         public static let authenticationFailed = Code("authenticationFailed")
+        /// Too many wrong passwords: wait, or a guardian must lift a lockout.
+        public static let tooManyAttempts = Code("tooManyAttempts")
         public static let notAuthorized = Code("notAuthorized")
         // What a request names.
         public static let unknownUser = Code("unknownUser")
@@ -50,7 +52,7 @@ public struct ScreenTimeIPCError: Error, Hashable, Sendable, Codable, CustomStri
 
         /// Whether the error says the caller may not do this (as opposed to: what it asked was wrong).
         public var isRefusal: Bool {
-            [.notAllowed, .authenticationFailed, .restricted, .authorizationCanceled].contains(self)
+            [.notAllowed, .authenticationFailed, .tooManyAttempts, .restricted, .authorizationCanceled].contains(self)
         }
     }
 

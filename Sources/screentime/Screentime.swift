@@ -18,7 +18,8 @@ struct Screentime: ParsableCommand {
         version: AgentProtocolVersion.text,
         subcommands: [
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
-            Unshield.self, Block.self, Unblock.self, FilterCommand.self, Clear.self, Pick.self, Ping.self,
+            Unshield.self, Block.self, Unblock.self, FilterCommand.self, Clear.self, Pick.self, Unlock.self,
+            Ping.self,
         ])
 }
 
@@ -434,5 +435,22 @@ struct Clear: ParsableCommand {
         let reply = try perform(connection, ClearRequest(target.request))
         if output.json { return try printJSON(reply) }
         print("cleared \(reply.store.client)/\(reply.store.name) for \(reply.user.name)")
+    }
+}
+
+struct Unlock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Lift the lockout a user's session got after too many wrong guardian passwords (guardians).")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The user whose session was locked out.") var user: String
+
+    func run() throws {
+        let reply = try perform(connection, UnlockRequest(user: user))
+        if output.json { return try printJSON(reply) }
+        print(
+            reply.hadFailures
+                ? "\(reply.user.name) may try guardian passwords again"
+                : "\(reply.user.name) had no wrong guardian passwords to forget")
     }
 }

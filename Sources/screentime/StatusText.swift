@@ -55,6 +55,10 @@ struct StatusText {
                     "    \(Self.format(event.time))  \(event.action) pid \(event.pid)  \(namer.name(event.token, kind: "app"))\n"
             }
         }
+        if let failures = reply.passwordFailures {
+            out += "Wrong guardian passwords: \(failures.failures), the last at \(Self.format(failures.lastFailure))"
+            out += failures.locked ? "; locked out ('screentime unlock --user \(auth.user.name)' lifts it)\n" : "\n"
+        }
         if let everyone = reply.authorizedUsers, !everyone.isEmpty {
             out += "Authorized users:\n"
             for user in everyone {

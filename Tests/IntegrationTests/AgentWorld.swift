@@ -9,35 +9,19 @@ struct CommandResult {
     var stderr: String
 }
 
-/// Runs a program to its end, feeding `input` on standard input.
+/// Runs a program to its end, feeding `input` on standard input. Spawned with a clean signal
+/// mask (`ChildProcess`): Foundation's `Process` passes on the test thread's blocked signals, and
+/// a shell that inherits a blocked SIGCHLD waits for its children forever.
 func run(
     _ program: String, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil
 )
     throws -> CommandResult
 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: program)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let stdout = Pipe()
-    let stderr = Pipe()
-    let stdin = Pipe()
-    process.standardOutput = stdout
-    process.standardError = stderr
-    process.standardInput = stdin
-    try process.run()
-    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
-    try stdin.fileHandleForWriting.close()
-    // Read both pipes before waiting, on separate threads, so a chatty program cannot block.
-    nonisolated(unsafe) var errorData = Data()
-    let errorReader = Thread { errorData = stderr.fileHandleForReading.readDataToEndOfFile() }
-    errorReader.start()
-    let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    while !errorReader.isFinished { Thread.sleep(forTimeInterval: 0.005) }
+    let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+    let outcome = try ChildProcess.run(program, arguments, environment: variables, input: Array((input ?? "").utf8))
     return CommandResult(
-        status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
-        stderr: String(decoding: errorData, as: UTF8.self))
+        status: outcome.status, stdout: String(decoding: outcome.output, as: UTF8.self),
+        stderr: String(decoding: outcome.errors, as: UTF8.self))
 }
 
 /// Runs a system tool and fails loudly if it fails.
@@ -295,6 +279,24 @@ final class AgentWorld {
 
     var agentIsRunning: Bool { agent?.isRunning ?? false }
 
+    /// Waits for a launched program to end (up to `seconds`); its exit status, or nil if it runs on.
+    func wait(_ pid: Int32, seconds: Double = 30) -> Int32? {
+        var status: Int32 = 0
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            let done = waitpid(pid, &status, WNOHANG)
+            if done == pid { return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f) }
+            if done < 0 { return nil }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    /// A fixture script's path.
+    static func fixture(_ name: String) -> String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/" + name
+    }
+
     /// The running agent's pid.
     var agentPID: Int32? { agent.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
 
@@ -335,17 +337,28 @@ final class AgentWorld {
     /// Returns its pid (`setpriv` execs the program, so the pid is the program's). Spawned with
     /// posix_spawn, not Foundation's `Process`, whose wait spins on a child that is frozen or
     /// killed; a clean signal mask, so the program sees the signals a child would send.
-    func launch(as user: String?, _ program: String, _ arguments: [String]) throws -> Int32 {
+    func launch(
+        as user: String?, _ program: String, _ arguments: [String], output: String? = nil,
+        environment extra: [String] = []
+    ) throws -> Int32 {
         let who = user.map { ["--reuid=\($0)", "--regid=users", "--init-groups"] } ?? ["--reuid=0"]
         let argv = ["/usr/bin/setpriv"] + who + ["--", program] + arguments
-        let environment = ["PATH=/usr/bin:/bin", "LANG=C.UTF-8"]
+        let environment = ["PATH=/usr/bin:/bin:/usr/sbin:/sbin", "LANG=C.UTF-8"] + extra
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
         guard null >= 0 else { throw WorldError("cannot open /dev/null") }
         defer { close(null) }
+        // Output to a file the test reads (made world-writable: the program runs as the user).
+        var out = null
+        if let output {
+            out = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+            guard out >= 0 else { throw WorldError("cannot open \(output)") }
+            fchmod(out, 0o666)
+        }
+        defer { if out != null { close(out) } }
         let pid: Int32
         do {
             pid = try ChildProcess.spawn(
-                argv[0], Array(argv.dropFirst()), environment: environment, stdio: (null, null, null))
+                argv[0], Array(argv.dropFirst()), environment: environment, stdio: (null, out, out))
         } catch {
             throw WorldError("cannot start \(program): \(error.message)")
         }

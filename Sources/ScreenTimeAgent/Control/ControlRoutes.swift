@@ -15,6 +15,7 @@ extension ControlRouter {
         router.register(ShieldRequest.self, policy.shield)
         router.register(ClearRequest.self, policy.clear)
         router.register(FilterRequest.self, policy.filter)
+        router.register(UnlockRequest.self, policy.unlock)
         return router
     }
 }

@@ -23,6 +23,7 @@ public final class PolicyService: Sendable {
     private let logger: Logger
     private let changes = Mutex(())
     private let systemDataDirectories: [String]
+    private let approvals: GuardianApprovals
 
     /// The freedesktop main categories (Desktop Menu Specification): valid app categories even
     /// when no installed application uses them yet.
@@ -44,6 +45,13 @@ public final class PolicyService: Sendable {
         self.logger = logger
         self.systemDataDirectories = ApplicationCatalogue.systemDataDirectories(
             environment: ProcessInfo.processInfo.environment["XDG_DATA_DIRS"])
+        let users = self.users
+        self.approvals = GuardianApprovals(database: database, logger: logger) { name, password in
+            guard let guardian = try? users.user(name), Self.isGuardian(guardian, users, configuration) else {
+                throw ScreenTimeIPCError(.authenticationFailed, "'\(name)' is not a guardian here")
+            }
+            try PAMAuthenticator(service: configuration.pamService).check(user: guardian.name, password: password)
+        }
     }
 
     // MARK: requests
@@ -121,7 +129,12 @@ public final class PolicyService: Sendable {
         return Caller(account: account, role: .user)
     }
 
-    private func isGuardian(_ account: UserAccount) -> Bool {
+    private func isGuardian(_ account: UserAccount) -> Bool { Self.isGuardian(account, users, configuration) }
+
+    /// Root, and members of the guardian group.
+    private static func isGuardian(
+        _ account: UserAccount, _ users: UserDirectory, _ configuration: AgentConfiguration
+    ) -> Bool {
         if account.uid == 0 { return true }
         guard let gid = users.groupID(named: configuration.guardianGroup) else { return false }
         return users.groupIDs(of: account).contains(gid)
@@ -180,7 +193,7 @@ public final class PolicyService: Sendable {
                         .notAllowed,
                         "only a guardian, or \(account.name) with a guardian's password, can authorize \(account.name)")
                 }
-                try checkGuardian(request.guardian)
+                try checkGuardian(request.guardian, asker: caller)
             }
         }
         return try changes.withLock { _ in
@@ -205,8 +218,8 @@ public final class PolicyService: Sendable {
     }
 
     /// A guardian's approval given in a child's session: the named user must be a guardian and
-    /// the password right (PAM).
-    private func checkGuardian(_ credentials: GuardianCredentials?) throws {
+    /// the password right (PAM), asked at the pace `GuardianApprovals` allows the asker.
+    private func checkGuardian(_ credentials: GuardianCredentials?, asker: Caller) throws {
         guard let credentials, !credentials.user.isEmpty else {
             throw ScreenTimeIPCError(
                 .notAllowed, "a guardian must approve: give a guardian's user name and password")
@@ -214,22 +227,19 @@ public final class PolicyService: Sendable {
         guard !credentials.password.isEmpty else {
             throw ScreenTimeIPCError(.authorizationCanceled, "no password was given; nothing changed")
         }
-        let guardian: UserAccount
-        do {
-            guardian = try users.user(credentials.user)
-        } catch {
-            throw ScreenTimeIPCError(.authenticationFailed, "'\(credentials.user.prefix(64))' is not a guardian here")
-        }
-        guard isGuardian(guardian) else {
-            throw ScreenTimeIPCError(.authenticationFailed, "'\(guardian.name)' is not a guardian here")
-        }
-        do {
-            try PAMAuthenticator(service: configuration.pamService).check(
-                user: guardian.name, password: credentials.password)
-        } catch {
-            logger.warning("a guardian password was refused", metadata: ["guardian": "\(guardian.name)"])
-            throw ScreenTimeIPCError(.authenticationFailed, "the password for \(guardian.name) is not right")
-        }
+        try approvals.approve(
+            guardian: String(credentials.user.prefix(64)), password: credentials.password, asker: asker.account.uid,
+            askerName: asker.account.name)
+    }
+
+    /// A guardian lifts a user's lockout after too many wrong guardian passwords.
+    func unlock(_ request: UnlockRequest, _ context: RequestContext) throws -> UnlockReply {
+        let caller = try caller(context.peer)
+        guard caller.isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian can lift a lockout") }
+        let account = try target(request.user, caller: caller)
+        let had = try approvals.unlock(account.uid)
+        logger.notice("password lockout lifted", metadata: ["user": "\(account.name)", "by": "\(caller.account.name)"])
+        return UnlockReply(user: summary(account), hadFailures: had)
     }
 
     private func revoke(_ reference: UserReference?, caller: Caller) throws -> AuthorizationReply {
@@ -302,9 +312,13 @@ public final class PolicyService: Sendable {
             let tokens = Set(report.frozen.map(\.token) + report.recent.map(\.token))
             names.merge(try database.tokenNames(tokens)) { old, _ in old }
         }
-        return StatusReply(
+        var reply = StatusReply(
             authorization: authorization, stores: stores, effective: effective, names: names, authorizedUsers: everyone,
             domainShield: domains, processShield: processes)
+        reply.passwordFailures = try approvals.failures(account.uid).map {
+            PasswordFailuresReport(failures: $0.failures, lastFailure: $0.lastFailure, locked: $0.locked)
+        }
+        return reply
     }
 
     private func catalogue(for account: UserAccount) -> ApplicationCatalogue {

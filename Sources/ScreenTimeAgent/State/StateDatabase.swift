@@ -86,6 +86,17 @@ final class StateDatabase: Sendable {
             }
             try db.create(index: "applicationEventByUser", on: "applicationEvent", columns: ["uid", "time"])
         }
+        migrator.registerMigration("v4: failed guardian passwords") { db in
+            // Per asker (the uid whose session typed the password): consecutive failures, the
+            // last one, and whether a guardian must lift a lockout. Kept across restarts, so that
+            // restarting the agent is no way to more guesses.
+            try db.create(table: "passwordFailure") { table in
+                table.primaryKey("uid", .integer)
+                table.column("failures", .integer).notNull()
+                table.column("lastFailure", .datetime).notNull()
+                table.column("locked", .boolean).notNull().defaults(to: false)
+            }
+        }
         return migrator
     }
 
@@ -209,6 +220,40 @@ final class StateDatabase: Sendable {
                         ON CONFLICT(token) DO UPDATE SET displayName = excluded.displayName
                         """,
                     arguments: [token, name.kind.rawValue, name.identity, name.displayName])
+            }
+        }
+    }
+
+    // MARK: failed guardian passwords
+
+    struct PasswordFailures: Hashable, Sendable {
+        var uid: UInt32
+        var failures: Int
+        var lastFailure: Date
+        var locked: Bool
+    }
+
+    func passwordFailures(uid: UInt32) throws -> PasswordFailures? {
+        try queue.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM passwordFailure WHERE uid = ?", arguments: [Int64(uid)]).map {
+                PasswordFailures(
+                    uid: uid, failures: $0["failures"], lastFailure: $0["lastFailure"], locked: $0["locked"])
+            }
+        }
+    }
+
+    /// Saves an asker's failures; nil forgets them (a right password, or a guardian's unlock).
+    func savePasswordFailures(uid: UInt32, _ record: PasswordFailures?) throws {
+        try queue.write { db in
+            if let record {
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO passwordFailure (uid, failures, lastFailure, locked)
+                        VALUES (?, ?, ?, ?)
+                        """,
+                    arguments: [Int64(uid), record.failures, record.lastFailure, record.locked])
+            } else {
+                try db.execute(sql: "DELETE FROM passwordFailure WHERE uid = ?", arguments: [Int64(uid)])
             }
         }
     }

@@ -1,3 +1,4 @@
+public import Foundation
 
 /// `status`: a user's authorization, stores, merged policy and what the shields did lately.
 public struct StatusRequest: ControlRequest, Hashable {
@@ -21,6 +22,9 @@ public struct StatusReply: Codable, Sendable, Hashable {
     /// Which of the user's processes are frozen, and what the process shield did lately; nil for
     /// a user who is not authorized.
     public var processShield: ProcessShieldReport?
+    /// Wrong guardian passwords typed in the user's sessions lately, and whether they locked the
+    /// user out; nil when there were none.
+    public var passwordFailures: PasswordFailuresReport?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,
@@ -37,3 +41,17 @@ public struct StatusReply: Codable, Sendable, Hashable {
     }
 }
 
+
+/// Wrong guardian passwords typed in a user's sessions.
+public struct PasswordFailuresReport: Codable, Sendable, Hashable {
+    public var failures: Int
+    public var lastFailure: Date
+    /// Locked out: no password is checked until a guardian runs `screentime unlock`.
+    public var locked: Bool
+
+    public init(failures: Int, lastFailure: Date, locked: Bool) {
+        self.failures = failures
+        self.lastFailure = lastFailure
+        self.locked = locked
+    }
+}
