@@ -1,8 +1,19 @@
 import Glibc
 public import ScreenTimeCore
 
-/// The desktop applications installed for one user: every `applications/` directory of the XDG
-/// data path, first match of an ID wins (as menus do), `Hidden=true` deleting an ID.
+/// The desktop applications installed for one user: the system's `applications/` directories
+/// (the XDG data path, the system's Flatpak exports, Snap's), then the user's own.
+///
+/// The system's entries define applications: the first directory with an ID wins, as menus have
+/// it, and a system entry with `Hidden=true` deletes the ID from the directories after it. The
+/// user's own entries (`~/.local/share/applications`, the user's Flatpak exports) are the child's
+/// files: they may add an application the system does not have, and add programs to one it has,
+/// but never hide, rename or re-categorise one (`additions`).
+///
+/// The user's files are read as a hostile user's: no symbolic link is followed below the home
+/// (not even one in the middle of the path), every file is opened without blocking and read
+/// only when it is a regular file on a kernel file system, and the walk stops at `maximumFiles`
+/// files or `maximumBytes` bytes.
 public struct ApplicationCatalogue: Sendable {
     /// Where an entry was found, for display.
     public struct Entry: Hashable, Sendable {
@@ -10,15 +21,21 @@ public struct ApplicationCatalogue: Sendable {
         public var path: String
         /// `user`, `flatpak`, `snap` or `system`.
         public var source: String
+        /// Whether the entry is one of the user's own files.
+        public var isUsers: Bool
     }
 
-    /// The data directories searched for a user, in order: the user's own, their Flatpak exports,
-    /// then `systemDataDirectories` (`XDG_DATA_DIRS` of the agent, which the tests set), the
-    /// system's Flatpak exports and Snap's desktop directory.
-    public static func dataDirectories(home: String, systemDataDirectories: [String]) -> [String] {
-        [home + "/.local/share", home + "/.local/share/flatpak/exports/share"] + systemDataDirectories + [
-            "/var/lib/flatpak/exports/share", "/var/lib/snapd/desktop",
-        ]
+    public static let maximumFiles = 10_000
+    public static let maximumBytes = 16 << 20
+    static let maximumDepth = 4
+
+    /// The user's data directories, relative to the home: its own, its Flatpak exports.
+    public static let userDataDirectories = [".local/share", ".local/share/flatpak/exports/share"]
+
+    /// The system's data directories: `systemDataDirectories` (`XDG_DATA_DIRS` of the agent, which
+    /// the tests set), the system's Flatpak exports and Snap's desktop directory.
+    public static func systemDirectories(_ systemDataDirectories: [String]) -> [String] {
+        systemDataDirectories + ["/var/lib/flatpak/exports/share", "/var/lib/snapd/desktop"]
     }
 
     /// `XDG_DATA_DIRS` as the spec reads it: default `/usr/local/share:/usr/share`.
@@ -27,31 +44,58 @@ public struct ApplicationCatalogue: Sendable {
         return parts.isEmpty ? ["/usr/local/share", "/usr/share"] : parts
     }
 
+    /// The applications, by ID: each defined by a system entry, or by the user's own when the
+    /// system has none.
     public let entries: [String: Entry]
+    /// The user's entries for IDs the system defines: only their programs count.
+    public let additions: [String: Entry]
+    /// What could not be read, in words (a FIFO planted as an entry, a file too large, a limit).
+    public let problems: [String]
 
-    /// Reads the entries. Below `userHome`, symbolic links are not followed: the agent reads
-    /// as root, and a link planted there must not make it read someone else's file.
-    public init(dataDirectories: [String], userHome: String? = nil) {
+    /// Reads the entries for a user with this home (nil: the system's only).
+    public init(home: String?, systemDataDirectories: [String]) {
+        var reader = EntryReader()
         var entries: [String: Entry] = [:]
         var deleted: Set<String> = []
-        for directory in dataDirectories {
-            let userOwned = userHome.map { directory.hasPrefix($0 + "/") } ?? false
+        for directory in Self.systemDirectories(systemDataDirectories) {
             let applications = directory + "/applications"
-            for relative in Self.desktopFiles(below: applications) {
+            for (relative, bytes) in reader.files(below: applications, userOwned: false) {
                 let id = DesktopEntry.id(forRelativePath: relative)
-                guard entries[id] == nil, !deleted.contains(id) else { continue }
-                let path = applications + "/" + relative
-                guard let bytes = try? Files.read(path, limit: 1 << 20, followingSymlinks: !userOwned),
+                guard entries[id] == nil, !deleted.contains(id),
                     let entry = DesktopEntry(id: id, parsing: String(decoding: bytes, as: UTF8.self))
                 else { continue }
                 if entry.hidden {
                     deleted.insert(id)
                     continue
                 }
-                entries[id] = Entry(entry: entry, path: path, source: Self.source(of: directory))
+                entries[id] = Entry(
+                    entry: entry, path: applications + "/" + relative, source: Self.source(of: directory), isUsers: false)
+            }
+        }
+        var additions: [String: Entry] = [:]
+        if let home {
+            for directory in Self.userDataDirectories {
+                let applications = directory + "/applications"
+                for (relative, bytes) in reader.files(below: applications, userOwned: true, home: home) {
+                    let id = DesktopEntry.id(forRelativePath: relative)
+                    // Hidden in a user's file hides nothing; it defines nothing either.
+                    guard let entry = DesktopEntry(id: id, parsing: String(decoding: bytes, as: UTF8.self)),
+                        !entry.hidden
+                    else { continue }
+                    let item = Entry(
+                        entry: entry, path: home + "/" + applications + "/" + relative,
+                        source: directory.contains("flatpak") ? "flatpak" : "user", isUsers: true)
+                    if entries[id]?.isUsers == false {
+                        if additions[id] == nil { additions[id] = item }
+                    } else if entries[id] == nil {
+                        entries[id] = item
+                    }
+                }
             }
         }
         self.entries = entries
+        self.additions = additions
+        self.problems = reader.problems
     }
 
     /// The applications a person would see in a menu, by name.
@@ -69,32 +113,103 @@ public struct ApplicationCatalogue: Sendable {
     private static func source(of directory: String) -> String {
         if directory.contains("/flatpak/") { return "flatpak" }
         if directory.contains("/snapd/") { return "snap" }
-        if directory.hasSuffix("/.local/share") { return "user" }
         return "system"
     }
+}
 
-    /// Paths of `.desktop` files below a directory, relative to it (subdirectories included, as
-    /// the spec allows), at most a few levels deep and a few thousand files.
-    private static func desktopFiles(below root: String) -> [String] {
-        var found: [String] = []
-        var pending: [(String, Int)] = [("", 0)]
-        while let (relative, depth) = pending.popLast(), found.count < 10_000 {
-            guard let directory = opendir(relative.isEmpty ? root : root + "/" + relative) else { continue }
-            defer { closedir(directory) }
-            while let item = readdir(directory) {
-                let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
+/// Reads `.desktop` files below a directory, relative to it (subdirectories included, as the
+/// spec allows), within the catalogue's limits.
+private struct EntryReader {
+    var files = 0
+    var bytes = 0
+    var problems: [String] = []
+
+    /// The files below `directory`: for a user-owned one, `directory` is relative to `home` and
+    /// reached from it without following any link.
+    mutating func files(below directory: String, userOwned: Bool, home: String? = nil) -> [(String, [UInt8])] {
+        let root: Int32
+        if userOwned, let home {
+            root = Self.openDirectory(home, below: AT_FDCWD, followingLinks: true)
+            guard root >= 0 else { return [] }
+            var current = root
+            for component in directory.split(separator: "/") {
+                let next = Self.openDirectory(String(component), below: current, followingLinks: false)
+                close(current)
+                guard next >= 0 else { return [] }
+                current = next
+            }
+            return walk(current, userOwned: true, name: home + "/" + directory)
+        }
+        root = Self.openDirectory(directory, below: AT_FDCWD, followingLinks: true)
+        guard root >= 0 else { return [] }
+        return walk(root, userOwned: false, name: directory)
+    }
+
+    /// Walks a directory (closing it), depth first, to the catalogue's limits.
+    private mutating func walk(_ top: Int32, userOwned: Bool, name: String) -> [(String, [UInt8])] {
+        var found: [(String, [UInt8])] = []
+        var pending: [(fd: Int32, relative: String, depth: Int)] = [(top, "", 0)]
+        while let (fd, relative, depth) = pending.popLast() {
+            guard let stream = fdopendir(fd) else {
+                close(fd)
+                continue
+            }
+            var names: [(String, UInt8)] = []
+            while let item = readdir(stream) {
+                let entryName = withUnsafeBytes(of: item.pointee.d_name) { raw in
                     String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
                 }
-                if name.hasPrefix(".") { continue }
-                let path = relative.isEmpty ? name : relative + "/" + name
-                if item.pointee.d_type == UInt8(DT_DIR) {
-                    if depth < 4 { pending.append((path, depth + 1)) }
-                } else if name.hasSuffix(".desktop") {
-                    found.append(path)
+                if entryName.hasPrefix(".") { continue }
+                names.append((entryName, item.pointee.d_type))
+            }
+            for (entryName, type) in names.sorted(by: { $0.0 < $1.0 }) {
+                let path = relative.isEmpty ? entryName : relative + "/" + entryName
+                let maybeDirectory =
+                    type == UInt8(DT_DIR)
+                    || (type == UInt8(DT_UNKNOWN) || (!userOwned && type == UInt8(DT_LNK)))
+                        && !entryName.hasSuffix(".desktop")
+                if maybeDirectory {
+                    guard depth < ApplicationCatalogue.maximumDepth else { continue }
+                    let child = Self.openDirectory(entryName, below: dirfd(stream), followingLinks: !userOwned)
+                    if child >= 0 { pending.append((child, path, depth + 1)) }
+                } else if entryName.hasSuffix(".desktop") {
+                    guard files < ApplicationCatalogue.maximumFiles, bytes < ApplicationCatalogue.maximumBytes else {
+                        problems.append("\(name): stopped reading at \(files) entries, \(bytes) bytes")
+                        closedir(stream)
+                        for item in pending { close(item.fd) }
+                        return found
+                    }
+                    files += 1
+                    if let contents = read(entryName, below: dirfd(stream), followingLinks: !userOwned, name: name + "/" + path) {
+                        bytes += contents.count
+                        found.append((path, contents))
+                    }
                 }
             }
+            closedir(stream)
         }
-        return found.sorted()
+        return found
+    }
+
+    private mutating func read(_ entryName: String, below directory: Int32, followingLinks: Bool, name: String)
+        -> [UInt8]?
+    {
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followingLinks ? 0 : O_NOFOLLOW)
+        let fd = openat(directory, entryName, flags)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        do {
+            try UntrustedFile.check(descriptor: fd, limit: 1 << 20, name: name)
+            return try UntrustedFile.readAll(fd, limit: 1 << 20, name: name)
+        } catch {
+            problems.append(error.message)
+            return nil
+        }
+    }
+
+    private static func openDirectory(_ name: String, below directory: Int32, followingLinks: Bool) -> Int32 {
+        openat(
+            directory, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK | (followingLinks ? 0 : O_NOFOLLOW))
     }
 }
 
@@ -105,16 +220,20 @@ extension ApplicationCatalogue {
     ]
 
     /// The index of these entries: each entry's programs (the executable `Exec=` starts, or the
-    /// script an interpreter there runs, and `TryExec=`) found on the program path, its symbolic links resolved,
-    /// and hashed. An entry whose program is missing is still indexed by ID and categories.
+    /// script an interpreter there runs, and `TryExec=`) found on the program path, its symbolic
+    /// links resolved. The system's programs are hashed (so a copy is known by its content); the
+    /// user's own are known by path only — hashing files a child controls would let it make every
+    /// policy change slow, and a copy of a system program is found by the system's hash anyway.
+    /// An entry whose program is missing is still indexed by ID and categories.
     public func index(hashes: ExecutableHashes) -> ApplicationIndex {
-        ApplicationIndex(
-            entries: entries.values.map { item in
+        let items = entries.values.sorted { $0.entry.id < $1.entry.id } + additions.values.sorted { $0.entry.id < $1.entry.id }
+        return ApplicationIndex(
+            entries: items.map { item in
                 let paths = Set([item.entry.program, item.entry.tryExec].compactMap { $0 }.compactMap(Self.locate))
                 return (
                     entry: item.entry,
                     programs: paths.sorted().map {
-                        ApplicationIndex.Program(path: $0, sha256: try? hashes.sha256(of: $0))
+                        ApplicationIndex.Program(path: $0, sha256: item.isUsers ? nil : try? hashes.sha256(of: $0))
                     }
                 )
             })

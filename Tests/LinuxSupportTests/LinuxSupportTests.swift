@@ -1,5 +1,6 @@
 import Foundation
 import LinuxSupport
+import ScreenTimeCore
 import Synchronization
 import Testing
 
@@ -27,7 +28,7 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
 }
 
 @Suite struct ApplicationCatalogueTests {
-    @Test func firstDirectoryWinsAndHiddenDeletes() throws {
+    @Test func theSystemDefinesApplicationsAndTheUsersEntriesOnlyAdd() throws {
         let fixture = try Fixture()
         try fixture.write("home/.local/share/applications/org.example.Chess.desktop", entry("My Chess", "Game;"))
         try fixture.write("system/applications/org.example.Chess.desktop", entry("System Chess", "Game;"))
@@ -39,16 +40,69 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         try fixture.write("system/applications/org.example.Helper.desktop", entry("Helper", extra: "NoDisplay=true"))
         try fixture.write("system/applications/broken.desktop", "\u{0}\u{1} not an entry")
 
+        try fixture.write("system/applications/org.example.Deleted.desktop", entry("Deleted", extra: "Hidden=true"))
+        try fixture.write("other/applications/org.example.Deleted.desktop", entry("Deleted", "Game;"))
+        try fixture.write("home/.local/share/applications/org.example.Mine.desktop", entry("Mine", "Game;"))
+
         let catalogue = ApplicationCatalogue(
-            dataDirectories: ApplicationCatalogue.dataDirectories(
-                home: fixture.root + "/home", systemDataDirectories: [fixture.root + "/system"]))
-        #expect(catalogue.entry(id: "org.example.Chess")?.entry.name == "My Chess")
-        #expect(catalogue.entry(id: "org.example.Chess.desktop")?.source == "user")
-        #expect(catalogue.entry(id: "org.example.Gone") == nil)
+            home: fixture.root + "/home", systemDataDirectories: [fixture.root + "/system", fixture.root + "/other"])
+        // The system's entry defines the ID; the user's copy only adds.
+        #expect(catalogue.entry(id: "org.example.Chess")?.entry.name == "System Chess")
+        #expect(catalogue.entry(id: "org.example.Chess.desktop")?.source == "system")
+        #expect(catalogue.additions["org.example.Chess"]?.entry.name == "My Chess")
+        // A user's Hidden=true hides nothing; the system's deletes the ID further down the path.
+        #expect(catalogue.entry(id: "org.example.Gone")?.entry.name == "Gone")
+        #expect(catalogue.entry(id: "org.example.Deleted") == nil)
+        // The user's own application, which the system does not have.
+        #expect(catalogue.entry(id: "org.example.Mine")?.source == "user")
         #expect(catalogue.entry(id: "kde-org.example.Nested")?.entry.name == "Nested")
         #expect(catalogue.entry(id: "org.example.Helper") != nil)
         #expect(
-            catalogue.listed.map(\.entry.id) == ["org.example.Editor", "org.example.Chess", "kde-org.example.Nested"])
+            catalogue.listed.map(\.entry.id) == [
+                "org.example.Editor", "org.example.Gone", "org.example.Mine", "kde-org.example.Nested",
+                "org.example.Chess",
+            ])
+    }
+
+    /// Finding 2 of the hardening issue: a child's copy of a shielded app's entry with
+    /// Hidden=true, NoDisplay=true or other categories changes nothing a shield relies on.
+    @Test func aUsersCopyOfAnEntryCannotUnlistOrRecategoriseIt() throws {
+        let fixture = try Fixture()
+        try fixture.write("system/applications/org.example.Game.desktop", entry("Game", "Game;"))
+        try fixture.write(
+            "home/.local/share/applications/org.example.Game.desktop",
+            entry("Homework", "Education;", extra: "NoDisplay=true\nExec=/home/kid/game-copy"))
+        let catalogue = ApplicationCatalogue(home: fixture.root + "/home", systemDataDirectories: [fixture.root + "/system"])
+        let index = catalogue.index(hashes: ExecutableHashes())
+        let app = try #require(index.application(.desktopEntry("org.example.Game")))
+        #expect(app.name == "Game")
+        #expect(app.isListed)
+        #expect(app.categories == [try ActivityCategory("Game")])
+    }
+
+    /// Finding 1: a FIFO (and a device, a huge file) planted as a desktop entry is skipped, and
+    /// reading the catalogue does not wait for it.
+    @Test func aFIFOPlantedAsAnEntryIsSkippedWithoutWaiting() throws {
+        let fixture = try Fixture()
+        let applications = fixture.root + "/home/.local/share/applications"
+        try fixture.write("home/.local/share/applications/org.example.Real.desktop", entry("Real", "Game;"))
+        #expect(mkfifo(applications + "/x.desktop", 0o644) == 0)
+        #expect(symlink("/dev/zero", applications + "/zero.desktop") == 0)
+        let big = open(applications + "/big.desktop", O_WRONLY | O_CREAT, 0o644)
+        #expect(ftruncate(big, 8 << 20) == 0)
+        close(big)
+        let home = fixture.root + "/home"
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<ApplicationCatalogue?>(nil)
+        Thread {
+            result.withLock { $0 = ApplicationCatalogue(home: home, systemDataDirectories: []) }
+            done.signal()
+        }.start()
+        #expect(done.wait(timeout: .now() + 10) == .success, "reading the catalogue waited on a FIFO")
+        let catalogue = try #require(result.withLock { $0 })
+        #expect(catalogue.entry(id: "org.example.Real") != nil)
+        #expect(catalogue.entry(id: "x") == nil && catalogue.entry(id: "big") == nil)
+        #expect(catalogue.problems.contains { $0.contains("x.desktop") && $0.contains("not a regular file") })
     }
 
     @Test func linksInTheUsersHomeAreNotFollowed() throws {
@@ -63,12 +117,14 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         try FileManager.default.createSymbolicLink(
             atPath: fixture.root + "/system/applications/org.example.Alias.desktop",
             withDestinationPath: fixture.root + "/system/applications/org.example.Linked.desktop")
+        // A link in the middle of the path: ~/.local/share/flatpak → somewhere the child cannot read.
+        try fixture.write("private/exports/share/applications/org.example.Far.desktop", entry("Far", "Game;"))
+        try FileManager.default.createSymbolicLink(
+            atPath: fixture.root + "/home/.local/share/flatpak", withDestinationPath: fixture.root + "/private")
         let home = fixture.root + "/home"
-        let catalogue = ApplicationCatalogue(
-            dataDirectories: ApplicationCatalogue.dataDirectories(
-                home: home, systemDataDirectories: [fixture.root + "/system"]),
-            userHome: home)
+        let catalogue = ApplicationCatalogue(home: home, systemDataDirectories: [fixture.root + "/system"])
         #expect(catalogue.entry(id: "org.example.Planted") == nil)
+        #expect(catalogue.entry(id: "org.example.Far") == nil)
         #expect(catalogue.entry(id: "org.example.Alias")?.entry.name == "System")
     }
 

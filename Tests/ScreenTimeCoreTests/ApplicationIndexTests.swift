@@ -23,6 +23,35 @@ import Testing
         #expect(Interpreter.script(in: commandLine) == nil)
     }
 
+    /// Finding 3 of the hardening issue: `ld.so --glibc-hwcaps-mask x /usr/games/x` ran the game,
+    /// the option's value taken for the program. Options are read as glibc's loader reads them.
+    @Test(arguments: [
+        (["/lib64/ld-linux-x86-64.so.2", "--glibc-hwcaps-mask", "x", "/usr/games/x"], "/usr/games/x"),
+        (["ld.so", "--glibc-hwcaps-prepend", "y", "--inhibit-cache", "--argv0", "z", "/usr/games/x"], "/usr/games/x"),
+        (["/lib64/ld-linux-x86-64.so.2", "--list-diagnostics", "--preload", "a.so", "-x"], "-x"),
+        (["/lib64/ld-linux-x86-64.so.2", "--verify", "--audit", "a:b", "game", "--level"], "game"),
+    ])
+    func theLoaderIsParsedAsGlibcParsesIt(commandLine: [String], program: String) {
+        #expect(Interpreter.script(in: commandLine) == program)
+    }
+
+    @Test func aLoaderThatWouldStopRunsNothing() {
+        for commandLine in [
+            ["/lib64/ld-linux-x86-64.so.2", "--", "/usr/games/x"], ["ld-linux.so.2", "--unknown", "/usr/games/x"],
+            ["/lib64/ld-linux-x86-64.so.2", "--library-path"], ["/lib64/ld-linux-x86-64.so.2"],
+        ] {
+            #expect(Interpreter.script(in: commandLine) == nil, "\(commandLine)")
+        }
+    }
+
+    /// A copied loader (`cp /lib64/ld-linux-x86-64.so.2 ~/l`) is known by its content, not its name.
+    @Test func aLoaderUnderAnotherNameIsStillTheLoader() {
+        #expect(Interpreter.script(in: ["/home/kid/l", "/usr/games/x"], executable: "/home/kid/l") == nil)
+        #expect(
+            Interpreter.script(in: ["/home/kid/l", "--argv0", "a", "/usr/games/x"], executable: "/home/kid/l", isLoader: true)
+                == "/usr/games/x")
+    }
+
     @Test func theExecutableDecidesNotTheFirstArgument() {
         // A process may name itself anything in argv[0].
         #expect(Interpreter.script(in: ["game", "main.py"], executable: "/usr/bin/python3.11") == "main.py")
@@ -140,5 +169,62 @@ import Testing
         #expect(all.verdict(for: [.desktopEntry("org.example.Helper")]) == nil)
         #expect(all.verdict(for: [.executable(String(repeating: "f", count: 64))]) == nil)
         #expect(filter(StoreSettings()).isEmpty)
+    }
+}
+
+/// Apple's `denyAppInstallation` on Linux: what counts as a program a guardian installed.
+@Suite struct InstalledProgramTests {
+    let rule = InstalledProgram(
+        person: .init(uids: UIDRanges([1001...1001, 100_000...165_535]), groups: [1001, 100]))
+    let rootFile = InstalledProgram.Status(owner: 0, group: 0, permissions: 0o755)
+    let rootDirectory = InstalledProgram.Status(owner: 0, group: 0, permissions: 0o755)
+
+    @Test func aRootOwnedProgramInRootOwnedDirectoriesIsInstalled() {
+        #expect(rule.refusal(file: rootFile, parents: [rootDirectory, rootDirectory]) == nil)
+        // Group-writable by a group the child is not in.
+        let staff = InstalledProgram.Status(owner: 0, group: 50, permissions: 0o775)
+        #expect(rule.refusal(file: rootFile, parents: [staff, rootDirectory]) == nil)
+    }
+
+    @Test func whatTheChildOwnsOrCanChangeIsNot() {
+        let mine = InstalledProgram.Status(owner: 1001, group: 1001, permissions: 0o755)
+        #expect(rule.refusal(file: mine, parents: [rootDirectory]) == "the program is the child's own file")
+        // A subordinate uid is the child too (a file made in its user namespace).
+        let subordinate = InstalledProgram.Status(owner: 100_007, group: 0, permissions: 0o755)
+        #expect(rule.refusal(file: subordinate, parents: [rootDirectory]) != nil)
+        let everyone = InstalledProgram.Status(owner: 0, group: 0, permissions: 0o757)
+        #expect(rule.refusal(file: everyone, parents: [rootDirectory]) == "the program is writable by the child")
+        let usersGroup = InstalledProgram.Status(owner: 0, group: 100, permissions: 0o775)
+        #expect(rule.refusal(file: usersGroup, parents: [rootDirectory]) != nil)
+        // Root's file in /tmp (world-writable, sticky): the child could have put it there.
+        let tmp = InstalledProgram.Status(owner: 0, group: 0, permissions: 0o1777)
+        #expect(rule.refusal(file: rootFile, parents: [tmp, rootDirectory]) != nil)
+        // In the child's home.
+        let home = InstalledProgram.Status(owner: 1001, group: 1001, permissions: 0o700)
+        #expect(rule.refusal(file: rootFile, parents: [rootDirectory, home]) != nil)
+        // What cannot be read is not installed.
+        #expect(rule.refusal(file: nil, parents: []) != nil)
+        #expect(rule.refusal(file: rootFile, parents: nil) != nil)
+    }
+}
+
+@Suite struct SubordinateIDsTests {
+    @Test func linesAreReadAsShadowUtilsWritesThem() {
+        let ids = SubordinateIDs(
+            parsing: """
+                # comment
+                kid:100000:65536
+                1002:165536:65536
+                broken:line
+                big:4294967000:1000
+                zero:5:0
+                """)
+        #expect(ids.ranges(ofUser: "kid", uid: 1001) == [100_000...165_535])
+        #expect(ids.ranges(ofUser: "other", uid: 1002) == [165_536...231_071])
+        #expect(ids.ranges(ofUser: "big", uid: 7) == [4_294_967_000...UInt32.max])
+        #expect(ids.skippedLines == 2)
+        let ranges = UIDRanges([1001...1001] + ids.ranges(ofUser: "kid", uid: 1001))
+        #expect(ranges.contains(1001) && ranges.contains(100_000) && ranges.contains(165_535))
+        #expect(!ranges.contains(165_536) && !ranges.contains(0))
     }
 }

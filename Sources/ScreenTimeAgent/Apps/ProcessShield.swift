@@ -298,10 +298,7 @@ public final class ProcessShield: Service, Sendable {
         let policy = try database.stores(uid: uid).collection.effectivePolicy
         var index = ApplicationIndex()
         if let account = try? users.user(uid: uid) {
-            let catalogue = ApplicationCatalogue(
-                dataDirectories: ApplicationCatalogue.dataDirectories(
-                    home: account.home, systemDataDirectories: systemDataDirectories),
-                userHome: account.home)
+            let catalogue = ApplicationCatalogue(home: account.home, systemDataDirectories: systemDataDirectories)
             index = catalogue.index(hashes: hashes)
         }
         return ApplicationFilter(policy: policy, index: index, minter: minter)

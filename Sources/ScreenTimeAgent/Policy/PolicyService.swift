@@ -322,10 +322,7 @@ public final class PolicyService: Sendable {
     }
 
     private func catalogue(for account: UserAccount) -> ApplicationCatalogue {
-        ApplicationCatalogue(
-            dataDirectories: ApplicationCatalogue.dataDirectories(
-                home: account.home, systemDataDirectories: systemDataDirectories),
-            userHome: account.home)
+        ApplicationCatalogue(home: account.home, systemDataDirectories: systemDataDirectories)
     }
 
     /// Guardians, and individuals for themselves, may see names and mint tokens.

@@ -75,19 +75,30 @@ public struct ApplicationIndex: Sendable {
 
     /// Builds the index from desktop entries and the programs they were resolved to (none when
     /// no program could be found).
+    ///
+    /// An ID may come more than once: a user's own entry beside the system's. The first (the
+    /// system's) defines the application — its name, categories, whether menus list it; later
+    /// ones only add programs by which its processes are known. A child's copy with
+    /// `Hidden=true`, `NoDisplay=true` or other categories changes nothing a shield relies on (an
+    /// added category could even meet a policy's exception).
     public init(entries: [(entry: DesktopEntry, programs: [Program])]) {
-        for (entry, programs) in entries.sorted(by: { $0.entry.id < $1.entry.id }) {
+        let ordered = entries.enumerated().sorted { ($0.element.entry.id, $0.offset) < ($1.element.entry.id, $1.offset) }
+        for (entry, programs) in ordered.map(\.element) {
             let identity = entry.identity
-            applications[identity] = Application(
-                identity: identity, name: entry.name,
-                categories: Set(entry.categories.compactMap { try? ActivityCategory($0) }),
-                isListed: entry.isListedApplication)
+            if applications[identity] == nil {
+                applications[identity] = Application(
+                    identity: identity, name: entry.name,
+                    categories: Set(entry.categories.compactMap { try? ActivityCategory($0) }),
+                    isListed: entry.isListedApplication)
+            }
             for program in programs {
                 let name = String(program.path.split(separator: "/").last ?? "")
                 if Self.launchers.contains(name) || Interpreter.isInterpreter(name) { continue }
-                byPath[program.path, default: []].append(identity)
-                programsByPath[program.path] = program
-                if let hash = program.sha256 { byHash[hash, default: []].append(identity) }
+                if !(byPath[program.path] ?? []).contains(identity) { byPath[program.path, default: []].append(identity) }
+                if programsByPath[program.path]?.sha256 == nil { programsByPath[program.path] = program }
+                if let hash = program.sha256, !(byHash[hash] ?? []).contains(identity) {
+                    byHash[hash, default: []].append(identity)
+                }
             }
         }
     }

@@ -6,8 +6,13 @@ public enum Interpreter {
     /// The file an interpreter's command line runs, as written there (perhaps relative to the
     /// process's working directory); nil when the program is not an interpreter or runs inline
     /// code (`sh -c`, `python3 -c`, `python3 -m`, `perl -e`).
-    public static func script(in commandLine: [String], executable: String? = nil) -> String? {
-        guard let program = executable ?? commandLine.first, let kind = kind(of: program) else { return nil }
+    ///
+    /// `isLoader` says the executable is the dynamic loader whatever its name (the agent knows a
+    /// copied or renamed loader by its content).
+    public static func script(in commandLine: [String], executable: String? = nil, isLoader: Bool = false) -> String? {
+        guard let program = executable ?? commandLine.first else { return nil }
+        if isLoader || kind(of: program) == .loader { return loaderProgram(in: commandLine) }
+        guard let kind = kind(of: program) else { return nil }
         var index = 1
         while index < commandLine.count {
             let argument = commandLine[index]
@@ -19,9 +24,7 @@ public enum Interpreter {
                 if argument == "-jar" { return index + 1 < commandLine.count ? commandLine[index + 1] : nil }
                 if ["-cp", "-classpath", "--class-path", "--module-path", "-p"].contains(argument) { index += 1 }
             case .loader:
-                if ["--library-path", "--preload", "--argv0", "--audit", "--inhibit-rpath"].contains(argument) {
-                    index += 1
-                }
+                return loaderProgram(in: commandLine)
             case .shell, .script:
                 // A group of one-letter flags that includes an inline-code flag (`-ec`, `-uc`).
                 if !argument.hasPrefix("--"), argument.dropFirst().contains(where: kind.inlineFlags.contains) {
@@ -36,6 +39,42 @@ public enum Interpreter {
 
     /// Whether a program (a path or a name) is an interpreter this knows.
     public static func isInterpreter(_ program: String) -> Bool { kind(of: program) != nil }
+
+    /// Whether a program (a path or a name) is named as the dynamic loader is.
+    public static func isLoaderName(_ program: String) -> Bool { kind(of: program) == .loader }
+
+    /// The options of glibc's loader (2.36), as `ld.so --help` lists them: those that take the
+    /// next argument, and those that do not.
+    static let loaderOptionsWithValue: Set<String> = [
+        "--library-path", "--glibc-hwcaps-prepend", "--glibc-hwcaps-mask", "--inhibit-rpath", "--audit", "--preload",
+        "--argv0",
+    ]
+    static let loaderFlags: Set<String> = [
+        "--list", "--verify", "--inhibit-cache", "--list-tunables", "--list-diagnostics", "--help", "--version",
+    ]
+
+    /// The program the loader runs, parsed as the loader parses its command line: known options
+    /// (with their values) are skipped; any other word starting with `--` (`--` itself included)
+    /// makes the loader stop with an error, so nothing runs; the first other word, even one
+    /// starting with a single `-`, is the program.
+    static func loaderProgram(in commandLine: [String]) -> String? {
+        var index = 1
+        while index < commandLine.count {
+            let argument = commandLine[index]
+            if loaderOptionsWithValue.contains(argument) {
+                // Without its value the loader refuses to run.
+                guard index + 1 < commandLine.count else { return nil }
+                index += 2
+            } else if loaderFlags.contains(argument) {
+                index += 1
+            } else if argument.hasPrefix("--") {
+                return nil
+            } else {
+                return argument
+            }
+        }
+        return nil
+    }
 
     private enum Kind {
         case shell, script, java, loader
