@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -35,6 +36,12 @@ int screentime_inode_generation(int fd, unsigned int *generation) {
     if (ioctl(fd, FS_IOC_GETVERSION, &value) != 0) return -1;
     *generation = (unsigned int)value;
     return 0;
+}
+
+int screentime_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+int screentime_pidfd_send_signal(int pidfd, int signal) {
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0);
 }
 
 int screentime_filesystem_type(int fd, long *type) {

@@ -6,7 +6,7 @@ import Foundation
 /// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default):
 ///
 ///     OUTPUT          -j CHAIN                                      (first rule)
-///     CHAIN           -m owner --uid-owner UID -j CHAIN-filter      (one per filtered user)
+///     CHAIN           -m owner --uid-owner UID[-UID] -j CHAIN-filter  (one per filtered uid range)
 ///     CHAIN-filter    -p udp --dport 53 -j NFQUEUE --queue-num N    (no --queue-bypass: fail closed)
 ///                     -p tcp --dport 53 -j NFQUEUE --queue-num N
 ///                     -p tcp --dport 853 -j REJECT --reject-with tcp-reset   (DNS over TLS)
@@ -38,9 +38,12 @@ public struct Firewall: Sendable {
     public var filterChain: String { chain + "-filter" }
 
     /// The ruleset `iptables-restore --noflush` is given for one family.
-    public func ruleset(for family: Family, uids: [UInt32], dohAddresses: [String]) -> String {
+    public func ruleset(for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String]) -> String {
         var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]"]
-        for uid in Set(uids).sorted() { lines.append("-A \(chain) -m owner --uid-owner \(uid) -j \(filterChain)") }
+        for range in Set(owners).sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            let owner = range.count == 1 ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
+            lines.append("-A \(chain) -m owner --uid-owner \(owner) -j \(filterChain)")
+        }
         let queue = "-j NFQUEUE --queue-num \(queue)"
         lines.append("-A \(filterChain) -p udp -m udp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 \(queue)")
@@ -56,11 +59,11 @@ public struct Firewall: Sendable {
 
     /// Puts the chains in place for these users (idempotent), and the jump to them first in
     /// OUTPUT. `dohAddresses` are IPv4 and IPv6 addresses; each family takes its own.
-    public func install(uids: [UInt32], dohAddresses: [String]) throws(SystemError) {
+    public func install(owners: [ClosedRange<UInt32>], dohAddresses: [String]) throws(SystemError) {
         for family in Family.allCases {
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
-                input: ruleset(for: family, uids: uids, dohAddresses: dohAddresses))
+                input: ruleset(for: family, owners: owners, dohAddresses: dohAddresses))
             if (try? run(family.command, ["-w", "-C", "OUTPUT", "-j", chain])) == nil {
                 try run(family.command, ["-w", "-I", "OUTPUT", "1", "-j", chain])
             }

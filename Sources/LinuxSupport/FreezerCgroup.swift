@@ -71,10 +71,12 @@ public struct FreezerCgroup: Sendable {
         self.name = name
     }
 
-    /// Moves a process into the frozen group. Returns once the group reports itself frozen again.
-    public func freeze(_ pid: Int32) throws(SystemError) {
+    /// Moves a process into the frozen group. Returns once the group reports itself frozen again,
+    /// or at once without `waiting` (a process moved in while inside a system call freezes before
+    /// it returns to its program either way).
+    public func freeze(_ pid: Int32, waiting: Bool = true) throws(SystemError) {
         try write(String(pid), to: path + "/cgroup.procs")
-        try waitUntilFrozen()
+        if waiting { try waitUntilFrozen() }
     }
 
     /// Moves a process back to the group it is given (where it came from), where it runs again.

@@ -8,6 +8,12 @@ import Synchronization
 /// Reads a `/proc` given by its root, so tests point it at a fixture tree; the agent reads the
 /// real one (as root: another user's `environ` and `exe` need CAP_SYS_PTRACE). A process that is
 /// gone, or a file that cannot be read, gives what could be read; nothing here throws.
+///
+/// Two kinds of reads: what the kernel answers from its own records (`status`, `stat`,
+/// `cgroup`, where `exe` and `root` point, their `stat`) takes microseconds whatever the process
+/// does, and may be made on the real-time thread; what comes from the process's memory or its
+/// files (`cmdline`, `environ`, `.flatpak-info` in its root, a script it names) is the child's to
+/// shape, and is read only by the agent's judges, off every lock, with a deadline.
 public struct ProcessInspector: Sendable {
     public struct Evidence: Sendable, Hashable {
         public var pid: Int32
@@ -64,33 +70,74 @@ public struct ProcessInspector: Sendable {
     /// What can be read of a process now; nil when it is gone. `status` is what `status(pid:)`
     /// gave, when the caller has read it already.
     public func evidence(pid: Int32, status known: (uid: UInt32, parent: Int32?)? = nil) -> Evidence? {
-        let directory = "\(root)/\(pid)"
         guard let status = known ?? status(pid: pid) else { return nil }
         var evidence = Evidence(pid: pid, uid: status.uid, parent: status.parent, commandLine: [])
-        if let cgroup = text(directory + "/cgroup") {
-            let lines = cgroup.split(separator: "\n")
-            evidence.cgroup = (lines.first { $0.hasPrefix("0::") } ?? lines.first).map(String.init)
-        }
-        if let environment = bytes(directory + "/environ") {
-            for entry in environment.split(separator: 0) where entry.starts(with: Self.desktopFileKey) {
-                evidence.launchedDesktopFile = String(
-                    decoding: entry.dropFirst(Self.desktopFileKey.count), as: UTF8.self)
-            }
-        }
-        if let info = text(directory + "/root/.flatpak-info") {
-            var inApplication = false
-            for line in info.split(separator: "\n") {
-                if line.hasPrefix("[") { inApplication = line == "[Application]" }
-                if inApplication, line.hasPrefix("name=") { evidence.flatpakID = String(line.dropFirst(5)) }
-            }
-        }
-        evidence.executable = link(directory + "/exe")
-        if let arguments = bytes(directory + "/cmdline") {
-            evidence.commandLine = arguments.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
-                String(decoding: $0, as: UTF8.self)
-            }
-        }
+        evidence.cgroup = cgroup(pid: pid)
+        evidence.launchedDesktopFile = launchedDesktopFile(pid: pid)
+        evidence.flatpakID = flatpakID(pid: pid)
+        evidence.executable = executable(pid: pid)
+        evidence.commandLine = commandLine(pid: pid)
         return evidence
+    }
+
+    /// The thread group (process) a thread belongs to (`Tgid:` of `status`); `/proc/TID` exists
+    /// for every thread, listed or not.
+    public func threadGroup(of tid: Int32) -> Int32? {
+        guard let status = text("\(root)/\(tid)/status") else { return nil }
+        for line in status.split(separator: "\n") where line.hasPrefix("Tgid:") {
+            return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { Int32($0) }
+        }
+        return nil
+    }
+
+    /// The unified line of `cgroup` (`0::/user.slice/…`), or the first line. Kernel-made.
+    public func cgroup(pid: Int32) -> String? {
+        guard let cgroup = text("\(root)/\(pid)/cgroup") else { return nil }
+        let lines = cgroup.split(separator: "\n")
+        return (lines.first { $0.hasPrefix("0::") } ?? lines.first).map(String.init)
+    }
+
+    /// Where `exe` points (` (deleted)` kept when the file is gone). Kernel-made.
+    public func executable(pid: Int32) -> String? { link("\(root)/\(pid)/exe") }
+
+    /// The status of the process's executable file (`stat` through `exe`, which reaches it even
+    /// when renamed or deleted). The file was executed, so it is no FIFO; on FUSE, root is refused.
+    public func executableStatus(pid: Int32) -> FileStatus? { FileStatus.of(path: "\(root)/\(pid)/exe") }
+
+    /// The status of the process's root directory: another than the agent's means a sandbox or a
+    /// chroot, whose files (`.flatpak-info`) are worth reading.
+    public func rootStatus(pid: Int32) -> FileStatus? { FileStatus.of(path: "\(root)/\(pid)/root") }
+
+    /// The command line (the process's own memory: the judges' read).
+    public func commandLine(pid: Int32) -> [String] {
+        guard let arguments = bytes("\(root)/\(pid)/cmdline") else { return [] }
+        return arguments.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
+            String(decoding: $0, as: UTF8.self)
+        }
+    }
+
+    /// `GIO_LAUNCHED_DESKTOP_FILE` of the environment (the process's own memory).
+    public func launchedDesktopFile(pid: Int32) -> String? {
+        guard let environment = bytes("\(root)/\(pid)/environ") else { return nil }
+        var found: String?
+        for entry in environment.split(separator: 0) where entry.starts(with: Self.desktopFileKey) {
+            found = String(decoding: entry.dropFirst(Self.desktopFileKey.count), as: UTF8.self)
+        }
+        return found
+    }
+
+    /// The `Application` `name=` of `.flatpak-info` in the process's root: a file of a sandbox the
+    /// child may have made itself, so read as an `UntrustedFile`, its last component not followed.
+    public func flatpakID(pid: Int32) -> String? {
+        guard let bytes = try? UntrustedFile.read("\(root)/\(pid)/root/.flatpak-info", limit: 64 << 10, followingSymlinks: false)
+        else { return nil }
+        var inApplication = false
+        var found: String?
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            if line.hasPrefix("[") { inApplication = line == "[Application]" }
+            if inApplication, line.hasPrefix("name=") { found = String(line.dropFirst(5)) }
+        }
+        return found
     }
 
     /// When the process started, in clock ticks since boot (field 22 of `stat`): with the pid, it
@@ -106,6 +153,18 @@ public struct ProcessInspector: Sendable {
     public func state(pid: Int32) -> Character? {
         guard let stat = text("\(root)/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
         return stat[stat.index(after: close)...].first { $0 != " " }
+    }
+
+    /// Whether the process is in the foreground process group of its controlling terminal (a
+    /// job a shell waits for: stopping it with SIGSTOP would make the shell take the terminal
+    /// back). Fields 5 (`pgrp`), 7 (`tty_nr`) and 8 (`tpgid`) of `stat`.
+    public func isTerminalForeground(pid: Int32) -> Bool {
+        guard let stat = text("\(root)/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return false }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 5, let group = Int32(fields[2]), let terminal = Int32(fields[4]),
+            let foreground = Int32(fields[5])
+        else { return false }
+        return terminal != 0 && foreground == group
     }
 
     /// A path as the process sees it (its root, its working directory, its descriptors), for

@@ -16,7 +16,9 @@ public struct Agent {
     }
 
     /// Everything that must be in place before the services start; throws what went wrong.
-    public func makeServices() throws -> (policy: PolicyService, domains: DomainShield, processes: ProcessShield) {
+    func makeServices() throws -> (
+        policy: PolicyService, domains: DomainShield, processes: ProcessShield, publisher: PolicyPublisher
+    ) {
         do {
             try Files.makeDirectory(configuration.stateDirectory, mode: 0o700)
         } catch {
@@ -39,10 +41,11 @@ public struct Agent {
         processLogger[metadataKey: "component"] = "process"
         let processes = ProcessShield(
             configuration: configuration, database: database, minter: minter, logger: processLogger)
+        let publisher = PolicyPublisher(database: database, configuration: configuration, logger: logger)
         let policy = PolicyService(
             configuration: configuration, database: database, minter: minter, suffixes: suffixes,
-            domainShield: domains, processShield: processes, logger: logger)
-        return (policy, domains, processes)
+            publisher: publisher, domainShield: domains, processShield: processes, logger: logger)
+        return (policy, domains, processes, publisher)
     }
 
     /// The services, set up and ready to run.
@@ -55,16 +58,22 @@ public struct Agent {
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
     public static let keptCapabilities: Set<Capabilities.Name> = [.dacOverride, .kill, .netAdmin, .sysPtrace, .sysNice]
 
-    /// Opens the state, installs the rules and filters, judges running processes, then drops
-    /// every capability but `keptCapabilities`. Call it on the process's only thread, before
-    /// anything async runs: capabilities belong to threads, and the threads started later
-    /// inherit the reduced sets.
+    /// Opens the state and what needs privileges (the proc connector, the cgroups, the exec gate),
+    /// drops every capability but `keptCapabilities`, then installs the rules and filters and
+    /// judges running processes. Call it on the process's only thread, before anything async
+    /// runs: capabilities belong to threads, and the threads started after the drop inherit the
+    /// reduced sets.
     public func prepare() throws -> Prepared {
-        let (policy, domains, processes) = try makeServices()
-        // The rules and filters are in place, and running processes judged, before anyone can
-        // ask anything.
-        domains.policyChanged()
-        processes.prepare()
+        let (policy, domains, processes, publisher) = try makeServices()
+        let snapshot: PolicySnapshot
+        do {
+            snapshot = try publisher.first()
+        } catch {
+            throw AgentError(.state, "cannot read the policy: \(error)")
+        }
+        // What needs capabilities the agent then drops: the proc connector, the cgroups, the
+        // exec gate and its file system marks. No thread runs yet.
+        processes.open(snapshot: snapshot)
         do {
             try Capabilities.restrict(to: Self.keptCapabilities)
             logger.info(
@@ -74,6 +83,12 @@ public struct Agent {
             // Enforcing with too many capabilities beats not enforcing; the tests check the drop.
             logger.critical("cannot drop capabilities: \(error.message)")
         }
+        // The rules and filters are in place, and running processes judged, before anyone can
+        // ask anything; from then on, every change reaches them through the publisher.
+        domains.apply(snapshot)
+        processes.start(snapshot: snapshot)
+        publisher.add(domains)
+        publisher.add(processes)
         return Prepared(policy: policy, domains: domains, processes: processes)
     }
 

@@ -16,6 +16,9 @@ import Foundation
 /// | `firewallChain` | `screentime` | the agent's iptables/ip6tables chain (and `<chain>-filter`) |
 /// | `freezerGroup` | `screentime` | the agent's cgroup; shielded processes are held in `<group>/frozen` |
 /// | `freezer` | `auto` | how shielded processes are held: `v2` (cgroup.freeze), `v1` (the freezer controller), `signal` (SIGSTOP alone), `auto` (the first of these that works) |
+/// | `subordinateUIDs` | `/etc/subuid` | the subordinate uids of users: a child's are the child |
+/// | `subordinateGIDs` | `/etc/subgid` | likewise for gids |
+/// | `eventRetentionDays` | `30` | how long shielded lookups and process events are kept (1–3650) |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
 public struct AgentConfiguration: Codable, Sendable, Hashable {
@@ -33,6 +36,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var firewallChain = "screentime"
     public var freezerGroup = "screentime"
     public var freezer = Freezer.auto
+    public var subordinateUIDs = "/etc/subuid"
+    public var subordinateGIDs = "/etc/subgid"
+    public var eventRetentionDays = 30
 
     /// How shielded processes are held (`freezer`).
     public enum Freezer: String, Codable, Sendable, CaseIterable {
@@ -43,7 +49,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
 
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
-        case bypassList, dnsQueue, firewallChain, freezerGroup, freezer
+        case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
+        case eventRetentionDays
     }
 
     private struct AnyKey: CodingKey {
@@ -102,6 +109,20 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
                 )
             }
             freezer = choice
+        }
+        subordinateUIDs =
+            try container.decodeIfPresent(String.self, forKey: .subordinateUIDs) ?? defaults.subordinateUIDs
+        subordinateGIDs =
+            try container.decodeIfPresent(String.self, forKey: .subordinateGIDs) ?? defaults.subordinateGIDs
+        for (key, path) in [("subordinateUIDs", subordinateUIDs), ("subordinateGIDs", subordinateGIDs)]
+        where !path.hasPrefix("/") {
+            throw AgentError.configuration("'\(key)' is an absolute path, not '\(path.prefix(60))'")
+        }
+        if let days = try container.decodeIfPresent(Int.self, forKey: .eventRetentionDays) {
+            guard (1...3650).contains(days) else {
+                throw AgentError.configuration("'eventRetentionDays' is from 1 to 3650, not \(days)")
+            }
+            eventRetentionDays = days
         }
     }
 

@@ -39,7 +39,14 @@ public struct ScreenTimeClient: Sendable {
             throw ScreenTimeIPCError(.invalidArgument, "the request cannot be encoded: \(error)")
         }
         let connection = try ClientConnection(path: socket, timeout: timeout)
-        try connection.send(Framing.frame(bytes), files: files)
+        do {
+            try connection.send(Framing.frame(bytes), files: files)
+        } catch {
+            // An agent that turns the connection away (busy) replies and closes before reading:
+            // its reply is still there to be read.
+            if let reply = try? connection.readFrame() { return try ReplyCoding.decode(R.Reply.self, from: reply) }
+            throw error
+        }
         let reply = try connection.readFrame()
         return try ReplyCoding.decode(R.Reply.self, from: reply)
     }

@@ -169,6 +169,8 @@ struct AgentIntegrationTests {
         #expect(wrong.stderr.contains("authenticationFailed"))
         #expect(try world.status(of: world.child).authorization.status == .notDetermined)
 
+        // Each failure makes the next try wait (1 s after the first, 2 s after the second).
+        Thread.sleep(forTimeInterval: 1.1)
         let notAGuardian = try world.cli(
             as: world.child, "authorize", "--child", world.child, input: "\(world.bystander)\nwhatever\n")
         #expect(notAGuardian.status == 77)
@@ -177,6 +179,7 @@ struct AgentIntegrationTests {
         let empty = try world.cli(as: world.child, "authorize", "--child", world.child, input: "\(world.guardian)\n\n")
         #expect(empty.stderr.contains("authorizationCanceled"))
 
+        Thread.sleep(forTimeInterval: 2.1)
         let right = try world.cli(
             as: world.child, "authorize", "--child", world.child,
             input: "\(world.guardian)\n\(world.guardianPassword)\n")

@@ -222,9 +222,12 @@ final class AgentWorld {
 
     func start() throws {
         let process = Process()
-        let agentArguments = [
+        var agentArguments = [
             "--config", directory + "/screentimed.json", "--state-dir", directory + "/state", "--socket", socket,
         ]
+        if ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] != nil {
+            agentArguments += ["--log-level", "debug"]
+        }
         if let namespace {
             process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
             process.arguments = ["netns", "exec", namespace, Self.binaries + "/screentimed"] + agentArguments
@@ -396,6 +399,14 @@ final class AgentWorld {
         return path
     }
 
+    /// A copy of a file for the child, made by root and given to it: the child cannot read a
+    /// shielded or blocked program itself (the exec gate refuses it every open of one), but may
+    /// have the same bytes from elsewhere (a download, a USB stick).
+    func giveChild(copyOf file: String, at path: String) throws {
+        try system("/usr/bin/cp", file, path)
+        try system("/usr/bin/chown", child, path)
+    }
+
     func tearDown() {
         kill9()
         // Everything the test users still run (orphans of killed shells too), then the
@@ -442,6 +453,10 @@ final class AgentWorld {
         for user in madeUsers { _ = try? run("/usr/sbin/userdel", [user]) }
         for group in madeGroups { _ = try? run("/usr/sbin/groupdel", [group]) }
         try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(pamService)")
+        // SCREENTIME_KEEP_LOGS=DIR keeps each world's agent log, for a failing test to be read.
+        if let keep = ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] {
+            try? FileManager.default.copyItem(atPath: directory + "/agent.log", toPath: "\(keep)/agent-\(id).log")
+        }
         try? FileManager.default.removeItem(atPath: directory)
     }
 }

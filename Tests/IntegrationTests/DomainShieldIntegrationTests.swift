@@ -235,7 +235,20 @@ struct DomainShieldIntegrationTests {
         try guardian(world, "authorize", "--child", sibling)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
         try guardian(world, "shield", "--user", sibling, "--domain", "other.test")
-        #expect(try world.firewallRules().filter { $0.contains("--uid-owner") }.count == 2)
+        let childUID = try UserDirectory().user(world.child).uid
+        let siblingUID = try UserDirectory().user(sibling).uid
+        func owners() throws -> [String] {
+            try world.firewallRules().filter { $0.contains("--uid-owner") }.compactMap {
+                $0.split(separator: " ").drop { $0 != "--uid-owner" }.dropFirst().first.map(String.init)
+            }
+        }
+        // Each user, and the subordinate uids useradd gave it (/etc/subuid): they are the user.
+        let subordinate = SubordinateIDs(
+            parsing: (try? String(contentsOfFile: "/etc/subuid", encoding: .utf8)) ?? "")
+        let expected = [world.child: childUID, sibling: siblingUID].flatMap { name, uid in
+            ["\(uid)"] + subordinate.ranges(ofUser: name, uid: uid).map { "\($0.lowerBound)-\($0.upperBound)" }
+        }
+        #expect(Set(try owners()) == Set(expected))
         // Each child's own policy, not the other's.
         #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN")
         #expect(try dig(world, as: world.child, "other.test").addresses == ["10.6.6.6"])
@@ -243,8 +256,7 @@ struct DomainShieldIntegrationTests {
         #expect(try dig(world, as: sibling, "blocked.test").addresses == ["10.2.2.2"])
         // One revoked: its rule goes, the other's stays.
         try guardian(world, "revoke", "--user", sibling)
-        let rules = try world.firewallRules().filter { $0.contains("--uid-owner") }
-        #expect(rules.count == 1)
+        #expect(try owners().contains("\(childUID)") && !(try owners().contains("\(siblingUID)")))
         #expect(try dig(world, as: sibling, "other.test").addresses == ["10.6.6.6"])
         #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN")
         // A changed DoH list reaches the rules on SIGHUP, with the users unchanged.

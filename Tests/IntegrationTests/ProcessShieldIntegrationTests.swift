@@ -186,16 +186,23 @@ struct ProcessShieldIntegrationTests {
         defer { world.tearDown() }
         try world.authorizeChildAndShieldCounter()
         let home = try world.childDirectory()
-        // The child copies and renames the program into their own directory.
+        // The child cannot read the shielded program to copy it (the gate refuses the open)...
         let copy = home + "/homework"
         let copied = try world.inNetwork(as: world.child, "/bin/cp", [world.counter, copy])
-        #expect(copied.status == 0)
+        #expect(copied.status != 0)
+        #expect(copied.stderr.contains("Operation not permitted"), "\(copied.stderr)")
+        // ...but may have the same bytes from elsewhere, renamed, in its own directory.
+        try world.giveChild(copyOf: world.counter, at: copy)
+        // Another copy, for the loader: the first is marked for the gate once caught (its opens
+        // are refused to the child from then on), this one is new to the agent.
+        let another = home + "/notes"
+        try world.giveChild(copyOf: world.counter, at: another)
         let runs: [(String, [String])] = [
             (copy, [home + "/count-copy"]),
             // Started by an unshielded shell.
             ("/bin/sh", ["-c", "\(copy) \(home)/count-shell; true"]),
             // The dynamic loader as the "program".
-            (try #require(Self.loader()), [copy, home + "/count-loader"]),
+            (try #require(Self.loader()), [another, home + "/count-loader"]),
         ]
         var frozen: [Int32] = []
         for (program, arguments) in runs {
@@ -258,7 +265,8 @@ struct ProcessShieldIntegrationTests {
 
         // Copied, renamed and run through the interpreter by hand: known by its content.
         let copy = home + "/notes.txt"
-        #expect(try world.inNetwork(as: world.child, "/bin/cp", [script, copy]).status == 0)
+        #expect(try world.inNetwork(as: world.child, "/bin/cp", [script, copy]).status != 0)
+        try world.giveChild(copyOf: script, at: copy)
         let byHand = try world.launch(as: world.child, "/bin/sh", [copy, home + "/count-copy"])
         #expect(eventually { world.isFrozen(byHand) })
         Thread.sleep(forTimeInterval: 0.2)
@@ -320,7 +328,8 @@ struct ProcessShieldIntegrationTests {
 
         // A copy is a new file: killed at its first exec (known by content), refused after.
         let copy = home + "/homework"
-        #expect(try world.inNetwork(as: world.child, "/bin/cp", [world.counter, copy]).status == 0)
+        #expect(try world.inNetwork(as: world.child, "/bin/cp", [world.counter, copy]).status != 0)
+        try world.giveChild(copyOf: world.counter, at: copy)
         let first = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(copy) \(home)/count-copy"])
         #expect(first.status == 137, "killed at exec: \(first.stderr)")
         #expect((world.count(home + "/count-copy") ?? 0) <= Self.barely)

@@ -81,19 +81,23 @@ final class TemporaryDirectory {
 
     @Test func theRulesetSendsEachUserToTheQueueAndRefusesTheWaysAround() {
         let firewall = Firewall(chain: "screentime", queue: 53)
-        let v4 = firewall.ruleset(for: .ipv4, uids: [1002, 1001, 1002], dohAddresses: ["8.8.8.8", "2001:db8::1"])
+        let v4 = firewall.ruleset(
+            for: .ipv4, owners: [1002...1002, 1001...1001, 1002...1002, 100_000...165_535],
+            dohAddresses: ["8.8.8.8", "2001:db8::1"])
         let lines = v4.split(separator: "\n").map(String.init)
+        // A child's subordinate uids are the child (finding 5 of the hardening issue).
         #expect(
             lines.filter { $0.contains("--uid-owner") } == [
                 "-A screentime -m owner --uid-owner 1001 -j screentime-filter",
                 "-A screentime -m owner --uid-owner 1002 -j screentime-filter",
+                "-A screentime -m owner --uid-owner 100000-165535 -j screentime-filter",
             ])
         #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j NFQUEUE --queue-num 53"))
         #expect(lines.contains("-A screentime-filter -p tcp -m tcp --dport 53 -j NFQUEUE --queue-num 53"))
         #expect(!v4.contains("queue-bypass"), "the queue must fail closed")
         #expect(v4.contains("-d 8.8.8.8 ") && !v4.contains("2001:db8::1"))
         #expect(lines.first == "*filter" && lines.last == "COMMIT")
-        let v6 = firewall.ruleset(for: .ipv6, uids: [1001], dohAddresses: ["8.8.8.8", "2001:db8::1"])
+        let v6 = firewall.ruleset(for: .ipv6, owners: [1001...1001], dohAddresses: ["8.8.8.8", "2001:db8::1"])
         #expect(v6.contains("-d 2001:db8::1 ") && !v6.contains("8.8.8.8"))
     }
 }

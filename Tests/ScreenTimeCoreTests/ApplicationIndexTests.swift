@@ -175,7 +175,7 @@ import Testing
 /// Apple's `denyAppInstallation` on Linux: what counts as a program a guardian installed.
 @Suite struct InstalledProgramTests {
     let rule = InstalledProgram(
-        person: .init(uids: UIDRanges([1001...1001, 100_000...165_535]), groups: [1001, 100]))
+        person: .init(uids: UIDRanges([1001...1001, 100_000...165_535]), groups: UIDRanges([1001...1001, 100...100])))
     let rootFile = InstalledProgram.Status(owner: 0, group: 0, permissions: 0o755)
     let rootDirectory = InstalledProgram.Status(owner: 0, group: 0, permissions: 0o755)
 

@@ -14,6 +14,7 @@
 
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/timerfd.h>
 #include <sys/types.h>
 
 /// The peer's credentials on a connected Unix socket. Returns 0, or -1 with errno set.
@@ -33,6 +34,11 @@ int screentime_inode_generation(int fd, unsigned int *generation);
 /// The file system type (`f_type` of fstatfs, which Swift's Glibc does not import) of an open
 /// file. Returns 0, or -1 with errno set.
 int screentime_filesystem_type(int fd, long *type);
+
+/// pidfd_open(2) and pidfd_send_signal(2), through syscall (variadic, and not wrapped by
+/// Debian 12's glibc headers for Swift). Return a descriptor / 0, or -1 with errno set.
+int screentime_pidfd_open(int pid);
+int screentime_pidfd_send_signal(int pidfd, int signal);
 
 /// The most descriptors one message carries.
 #define SCREENTIME_MAX_DESCRIPTORS 16

@@ -10,80 +10,86 @@ import Synchronization
 /// The process shield: every process an authorized user starts is known to the agent the moment
 /// it starts (the kernel's proc connector), taken for the applications it can be (its systemd unit,
 /// Flatpak sandbox, launching desktop file, executable or script by path and by content, its
-/// parent's), and, when the user's policy shields one of them, stopped at once and held in a
-/// root-owned frozen cgroup the user cannot thaw; a blocked application is killed at exec.
+/// parent's), and, when the user's policy shields one of them, held in a root-owned frozen cgroup
+/// the user cannot thaw; a blocked application, or (with `denyAppInstallation`) a program no
+/// guardian installed, is refused at exec or killed.
 ///
-/// `prepare()` (before the services start) subscribes to the connector, makes the cgroup and
-/// reconciles: processes frozen by an earlier run that are no longer shielded are thawed back
-/// into their own groups, running shielded ones are frozen. `run()` reads the events on a
-/// real-time thread until the agent stops. A change of policy re-judges every known process
-/// before the change's reply is sent. Only the authorized users' processes are ever touched.
-public final class ProcessShield: Service, Sendable {
+/// Three threads act, none waiting on another's slow work:
+/// - the *watcher* (real-time) reads process events and decides from what the kernel answers at
+///   once (`KernelEvidence`, cached hashes). What needs more — a script, a file not hashed yet, a
+///   sandbox's files, whether a program is installed — goes to the *judges* (`ProcessJudges`),
+///   and the process is held until they are done when the answer could shield it.
+/// - the *judges* make the reads a child can shape (its memory, its files), off every lock,
+///   with deadlines: a judgement late or stuck holds its process, never anyone else's.
+/// - the *gate* (`ExecGate`) answers the kernel before known shielded and blocked programs run:
+///   blocked ones are refused, shielded ones are held in the frozen group inside `execve`,
+///   before their first instruction, and the child's other opens of them are refused.
+///
+/// Every signal, freeze and kill goes through a pidfd (`ProcessHandle`) opened after checking the
+/// process's start time and that its uid is an authorized user's; a process of anyone else is
+/// never touched, whatever the table says.
+public final class ProcessShield: Service, PolicyConsumer, Sendable {
     private let configuration: AgentConfiguration
-    private let database: StateDatabase
+    let database: StateDatabase
     private let minter: TokenMinter
-    private let logger: Logger
-    private let inspector: ProcessInspector
-    private let hashes = ExecutableHashes()
-    private let users = UserDirectory()
+    let logger: Logger
+    let inspector: ProcessInspector
+    let hashes = ExecutableHashes()
     private let systemDataDirectories: [String]
-    private let state = Mutex(State())
+    let journal: ShieldJournal
+
+    /// The rules in force (swapped whole on each policy snapshot).
+    let policy = Mutex(AppPolicy.empty)
+    let table = Mutex(Table())
     /// Held through a whole policy change, so that two never interleave.
-    private let changing = Mutex(())
-    private let pending = Mutex(PendingWrites())
-    private let writeSignal: AsyncStream<Void>
-    private let writeContinuation: AsyncStream<Void>.Continuation
-    private let connector: Mutex<ProcConnector?> = Mutex(nil)
-    /// Refuses execs of blocked programs before they run; nil where fanotify cannot be had.
-    private let gate: Mutex<ExecGate?> = Mutex(nil)
-    /// The filters the gate decides with: its own copy, so that answering the kernel never
-    /// waits for the process watcher's lock (an exec the agent itself makes may be asked about).
-    private let gateFilters = Mutex<[UInt32: ApplicationFilter]>([:])
-    /// Executables of processes killed as blocked (path → content hash), marked for the gate too.
-    private let learnedPrograms = Mutex<[String: String?]>([:])
-    private let gateRunning = Atomic<Bool>(false)
-    private let restopSignal: AsyncStream<Void>
-    private let restopContinuation: AsyncStream<Void>.Continuation
+    private let applying = Mutex(())
+    let holder = Mutex(ProcessHolder(freezer: nil))
+    let loaders = Mutex(Loaders())
+    let connector: Mutex<ProcConnector?> = Mutex(nil)
+    let gate: Mutex<ExecGate?> = Mutex(nil)
+    let gateState = Mutex(GateState())
+    /// Executables killed or frozen as themselves (known by content), marked for the gate too.
+    let learned = Mutex<[String: String]>([:])
+    /// The last index read for each user: a catalogue that could not be read in time keeps it.
+    private let indexes = Mutex<[UInt32: ApplicationIndex]>([:])
+    let status = Mutex(StatusState())
+    let restopSignal: AsyncStream<Void>
+    let restopContinuation: AsyncStream<Void>.Continuation
+    private let judgesBox = Mutex<ProcessJudges?>(nil)
 
-    struct Frozen {
-        /// Nil for a process found frozen after a crash with no record of why.
-        var token: ApplicationToken?
-        var origin: String
-        var since: Date
-        var startTime: UInt64
-    }
-
-    struct Tracked {
-        var uid: UInt32
-        var evidence: ProcessEvidence
-        /// What the parent was (at fork) and what this process ran before its last exec.
-        var inherited: [ApplicationIdentity]
-        var identities: [ApplicationIdentity]
-        /// What the last judgement said (nil: let it run); a fork of a process judged nil
-        /// needs no new judgement, so the common fork costs a dictionary lookup.
-        var action: ApplicationFilter.Action? = nil
-        var frozen: Frozen?
-    }
-
-    private struct State {
-        var filters: [UInt32: ApplicationFilter] = [:]
+    struct Table {
         var processes: [Int32: Tracked] = [:]
-        /// Nil where there is no cgroup freezer (or none is wanted): processes are then held by
-        /// SIGSTOP alone.
-        var freezer: FreezerCgroup?
-        var watching = false
-        var problems: [String] = []
         /// Processes held by SIGSTOP alone, checked again while any exist.
         var stoppedBySignal: Set<Int32> = []
         var execsJudged = 0
     }
 
-    private struct PendingWrites {
-        var frozen: [StateDatabase.FrozenProcess] = []
-        var thawed: [(pid: Int32, startTime: UInt64)] = []
-        var events: [StateDatabase.ApplicationEvent] = []
-        var names: [String: TokenName] = [:]
-        var isEmpty: Bool { frozen.isEmpty && thawed.isEmpty && events.isEmpty }
+    struct StatusState {
+        var watching = false
+        var problems: [String] = []
+        var gateRunning = false
+        var refusingUninstalled = false
+    }
+
+    struct GateState {
+        /// Processes the gate held inside `execve`: the watcher takes them over at the exec event.
+        var held: [Int32: GateHold] = [:]
+        /// The exec each thread was just let through: the open of the same file that follows.
+        var execOpens: [Int32: FileIdentity] = [:]
+    }
+
+    struct GateHold {
+        var token: ApplicationToken
+        /// Nil when the process was in the frozen group already (held for judging).
+        var origin: String?
+        /// Only stopped inside the exec (the v1 freezer): moved into the frozen group once the
+        /// exec is done.
+        var moveLater = false
+        /// The file being executed: only the exec event of that program takes the hold over (an
+        /// event of the program before it, read late, does not).
+        var file: FileIdentity
+        var handle: ProcessHandle
+        var since: Date
     }
 
     init(
@@ -97,16 +103,31 @@ public final class ProcessShield: Service, Sendable {
         self.inspector = ProcessInspector(root: proc)
         self.systemDataDirectories = ApplicationCatalogue.systemDataDirectories(
             environment: ProcessInfo.processInfo.environment["XDG_DATA_DIRS"])
-        (writeSignal, writeContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.journal = ShieldJournal(database: database, logger: logger)
         (restopSignal, restopContinuation) = AsyncStream.makeStream(
             of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
+    var judges: ProcessJudges {
+        judgesBox.withLock { box in
+            if let judges = box { return judges }
+            let made = ProcessJudges(
+                read: { [unowned self] job in readEvidence(job) },
+                done: { [unowned self] job, reads in judged(job, reads) },
+                overdue: { [unowned self] job, stuck in overdue(job, stuck: stuck) })
+            box = made
+            return made
+        }
+    }
+
+    func currentPolicy() -> AppPolicy { policy.withLock { $0 } }
+
     // MARK: setting up
 
-    /// Subscribes to process events, makes the frozen group, and reconciles with what runs now.
-    /// Called once, before the services start (and before capabilities could be dropped).
-    func prepare() {
+    /// Subscribes to process events, makes the frozen group and the exec gate (its file system
+    /// marks too, when a child is allowed only installed programs). Called once, on the agent's
+    /// only thread, before capabilities are dropped: it starts no thread.
+    func open(snapshot: PolicySnapshot) {
         var problems: [String] = []
         do {
             let opened = try ProcConnector()
@@ -115,20 +136,43 @@ public final class ProcessShield: Service, Sendable {
             problems.append("new processes cannot be watched, so shields apply only at changes: \(error.message)")
         }
         let freezer = makeFreezer(&problems)
+        holder.withLock { $0 = ProcessHolder(freezer: freezer) }
         releaseLeftovers(keeping: freezer)
         do {
-            // Needs CAP_SYS_ADMIN, which the agent drops after setup; marks are added later.
+            // Needs CAP_SYS_ADMIN, which the agent drops after setup; file marks come later.
             let opened = try ExecGate()
             gate.withLock { $0 = opened }
+            if snapshot.users.values.contains(where: { $0.policy.appInstallationDenied.isEmpty == false }) {
+                markFilesystems(opened, &problems)
+            }
         } catch {
             problems.append("blocked apps are killed at exec, not refused before they run: \(error.message)")
         }
         for problem in problems { logger.error("\(problem)") }
-        state.withLock {
-            $0.freezer = freezer
-            $0.problems = problems
+        status.withLock { $0.problems = problems }
+    }
+
+    /// Finds the loaders, starts the judges and judges what runs now (adopting what an earlier
+    /// run froze). Called once, after capabilities were dropped (it starts threads).
+    func start(snapshot: PolicySnapshot) {
+        loaders.withLock { $0 = Loaders.find(hashes: hashes) }
+        judges.start()
+        apply(snapshot, reconciling: true)
+    }
+
+    /// Marks every local file system programs can run from, for `denyAppInstallation`.
+    private func markFilesystems(_ gate: ExecGate, _ problems: inout [String]) {
+        let mounts = MountTable.read().executableFilesystems
+        let (marked, failed) = gate.markFilesystems(mounts)
+        for (path, error) in failed {
+            logger.warning("cannot ask about execs on a file system", metadata: ["mount": "\(path)", "error": "\(error)"])
         }
-        policyChanged(reconciling: true)
+        if marked.isEmpty {
+            problems.append("programs no guardian installed are killed at exec, not refused before they run")
+        } else {
+            status.withLock { $0.refusingUninstalled = true }
+            logger.notice("every exec on these file systems is asked about", metadata: ["mounts": "\(marked)"])
+        }
     }
 
     /// The frozen group the configuration asks for: with `auto`, v2 where it works, else the v1
@@ -169,7 +213,7 @@ public final class ProcessShield: Service, Sendable {
     }
 
     /// Processes an earlier run froze with another kind of freezer (the configuration changed)
-    /// are moved out and continued; the reconciliation that follows freezes again what is still
+    /// are moved out and continued; the reconciliation that follows holds again what is still
     /// shielded, so they may run for a moment, once.
     private func releaseLeftovers(keeping freezer: FreezerCgroup?) {
         for version in [FreezerCgroup.Version.v2, .v1] where version != freezer?.version {
@@ -178,7 +222,6 @@ public final class ProcessShield: Service, Sendable {
                     existing: version, hierarchy: hierarchy, name: configuration.freezerGroup + "/frozen")
             else { continue }
             let members = old.members()
-            // Recorded origins are the old hierarchy's groups, read only when there is something to move.
             let records = members.isEmpty ? [] : (try? database.frozenProcesses()) ?? []
             for pid in members {
                 let origin = records.first { $0.pid == pid }?.origin ?? "/"
@@ -189,7 +232,10 @@ public final class ProcessShield: Service, Sendable {
                         "cannot move a process out of an earlier run's frozen group",
                         metadata: ["pid": "\(pid)", "error": "\(error.message)"])
                 }
-                kill(pid, SIGCONT)
+                if let handle = ProcessHandle(pid: pid, startTime: inspector.startTime(pid: pid) ?? 0, inspector: inspector)
+                {
+                    handle.signal(SIGCONT)
+                }
                 logger.notice(
                     "released a process frozen by an earlier run's \(version.rawValue) freezer",
                     metadata: ["pid": "\(pid)"])
@@ -199,168 +245,195 @@ public final class ProcessShield: Service, Sendable {
 
     // MARK: policy
 
-    /// Rebuilds every authorized user's filter and re-judges every process of theirs: freezes
-    /// what is newly shielded, thaws what no longer is, kills what is blocked. Returns when done.
-    func policyChanged() { policyChanged(reconciling: false) }
+    /// Puts a snapshot in force: rebuilds each user's rules, re-judges every process of theirs —
+    /// freezes what is newly shielded, thaws what no longer is, kills what is blocked — and
+    /// returns once that is done (processes whose judgement is still out are held by then).
+    func apply(_ snapshot: PolicySnapshot) { apply(snapshot, reconciling: false) }
 
-    private func policyChanged(reconciling: Bool) {
-        changing.withLock { _ in
-            var filters: [UInt32: ApplicationFilter] = [:]
-            do {
-                for record in try database.authorizations() where record.status == .approved {
-                    filters[record.uid] = try filter(uid: record.uid)
-                }
-            } catch {
-                logger.error("cannot read the policies for the process shield", metadata: ["error": "\(error)"])
-                return
-            }
+    private func apply(_ snapshot: PolicySnapshot, reconciling: Bool) {
+        applying.withLock { _ in
+            let previous = currentPolicy()
+            let next = makePolicy(snapshot, previous: previous)
+            let batch = judges.makeBatch()
             let records = reconciling ? (try? database.frozenProcesses()) ?? [] : []
-            state.withLock { state in
-                let old = Set(state.filters.keys)
-                state.filters = filters
+            table.withLock { table in
+                // Swapped under the table's lock: an event handled with the table sees the old
+                // policy and is caught by the scan below, or the new one.
+                policy.withLock { $0 = next }
+                refreshGate(next)
                 // Users no longer authorized: everything of theirs is let go.
-                for (pid, tracked) in state.processes where filters[tracked.uid] == nil {
-                    release(pid, &state, reason: "authorization revoked")
-                    state.processes[pid] = nil
+                for (pid, tracked) in table.processes where next.users[tracked.owner] == nil {
+                    release(pid, &table, reason: "authorization revoked")
+                    table.processes[pid] = nil
                 }
-                let added = Set(filters.keys).subtracting(old)
-                if !added.isEmpty || reconciling { scan(uids: reconciling ? Set(filters.keys) : added, &state) }
-                if reconciling { adopt(records, &state) }
-                for pid in state.processes.keys.sorted() {
-                    guard var tracked = state.processes[pid], let filter = filters[tracked.uid] else { continue }
-                    tracked.identities = filter.index.identities(of: tracked.evidence, inherited: tracked.inherited)
-                    state.processes[pid] = tracked
-                    apply(filter.verdict(for: tracked.identities), to: pid, &state)
+                let added = Set(next.users.keys).subtracting(previous.users.keys)
+                if reconciling || !added.isEmpty {
+                    scan(owners: reconciling ? Set(next.users.keys) : added, &table, policy: next, batch: batch)
                 }
+                if reconciling { adopt(records, &table, policy: next) }
+                for pid in table.processes.keys.sorted() {
+                    guard var tracked = table.processes[pid], let apps = next.users[tracked.owner] else { continue }
+                    tracked.identities = apps.filter.index.identities(of: tracked.evidence, inherited: tracked.inherited)
+                    table.processes[pid] = tracked
+                    enforce(pid, &table, policy: next)
+                }
+                takeOverGateHolds(&table, policy: next, olderThan: 1)
             }
-            refreshGate(filters)
-            flushWrites()
+            if !judges.wait(for: batch, until: .now + .seconds(1)) {
+                logger.notice("some processes are held until their judgement is done")
+            }
+            flush()
         }
     }
 
-    /// Marks, for the exec gate, the programs of every user's blocked applications that are
-    /// known: their entries' programs, and executables seen killed as blocked.
-    private func refreshGate(_ filters: [UInt32: ApplicationFilter]) {
-        gateFilters.withLock { $0 = filters }
-        guard let gate = gate.withLock({ $0 }) else { return }
-        var paths = Set(filters.values.flatMap(\.blockedPrograms))
-        for (path, hash) in learnedPrograms.withLock({ $0 })
-        where filters.values.contains(where: { $0.blocks(path: path, sha256: hash) }) {
-            paths.insert(path)
+    /// Each user's rules from a snapshot: their catalogue read (with a deadline: a home that does
+    /// not answer keeps the last index), the filter, whether only installed programs run, and
+    /// the programs the gate marks.
+    private func makePolicy(_ snapshot: PolicySnapshot, previous: AppPolicy) -> AppPolicy {
+        var users: [UInt32: UserApps] = [:]
+        var marked: [FileIdentity: [UInt32: ApplicationFilter.Verdict]] = [:]
+        var paths: Set<String> = []
+        let learnedNow = learned.withLock { $0 }
+        for (uid, user) in snapshot.users {
+            let index = readIndex(user)
+            let filter = ApplicationFilter(policy: user.policy, index: index, minter: minter)
+            var groups = user.subordinateGIDs
+            for gid in user.groups { groups.insert(gid...gid) }
+            let person = InstalledProgram.Person(uids: user.uids, groups: groups)
+            let apps = UserApps(
+                uid: uid, name: user.name, filter: filter, denyInstalls: !user.policy.appInstallationDenied.isEmpty,
+                installed: InstalledProgram(person: person))
+            users[uid] = apps
+            var verdicts = filter.programVerdicts
+            for (path, hash) in learnedNow where verdicts[path] == nil {
+                let identities = filter.index.identities(
+                    of: ProcessEvidence(executablePath: path, executableHash: hash))
+                if let verdict = filter.verdict(for: identities) { verdicts[path] = verdict }
+            }
+            for (path, verdict) in verdicts {
+                guard let status = FileStatus.of(path: path), status.isRegular else { continue }
+                marked[FileIdentity(status.key), default: [:]][uid] = verdict
+                paths.insert(path)
+            }
         }
+        return AppPolicy(
+            generation: snapshot.generation, snapshot: snapshot, users: users, marked: marked,
+            markedPaths: paths.sorted())
+    }
+
+    /// A user's application index: the catalogue read on a thread of its own, given two seconds;
+    /// late, the last index read stays (and the late read is dropped).
+    private func readIndex(_ user: PolicySnapshot.User) -> ApplicationIndex {
+        let box = Mutex<ApplicationIndex?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let home = user.home
+        let directories = systemDataDirectories
+        let hashes = hashes
+        let logger = logger
+        let thread = Thread {
+            let catalogue = ApplicationCatalogue(home: home, systemDataDirectories: directories)
+            for problem in catalogue.problems.prefix(5) {
+                logger.notice("a desktop entry was not read", metadata: ["user": "\(user.name)", "why": "\(problem)"])
+            }
+            box.withLock { $0 = catalogue.index(hashes: hashes) }
+            done.signal()
+        }
+        thread.name = "screentime.catalogue"
+        thread.start()
+        if done.wait(timeout: .now() + 2) == .success, let index = box.withLock({ $0 }) {
+            indexes.withLock { $0[user.uid] = index }
+            return index
+        }
+        logger.error(
+            "the applications of a user could not be read in time; the last ones read stay in force",
+            metadata: ["user": "\(user.name)"])
+        return indexes.withLock { $0[user.uid] } ?? ApplicationIndex()
+    }
+
+    /// Puts the gate's marks in step with the policy: marks added for new programs, removed for
+    /// old ones; file system marks dropped when no child needs them any more.
+    private func refreshGate(_ next: AppPolicy) {
+        guard let gate = gate.withLock({ $0 }) else { return }
         do {
             try gate.clear()
         } catch {
             logger.error("cannot clear the exec gate's marks", metadata: ["error": "\(error.message)"])
         }
-        for path in paths.sorted() {
+        for path in next.markedPaths {
             do {
                 try gate.mark(path)
             } catch {
-                logger.debug(
-                    "cannot mark a blocked program", metadata: ["path": "\(path)", "error": "\(error.message)"])
+                logger.debug("cannot mark a program", metadata: ["path": "\(path)", "error": "\(error.message)"])
             }
         }
-        if !paths.isEmpty { logger.info("blocked programs refused at exec", metadata: ["count": "\(paths.count)"]) }
-    }
-
-    /// Learns a blocked process's executable so that its next exec is refused before it runs:
-    /// only when the executable is blocked as itself, not for its script or its parent (an
-    /// interpreter or launcher is never an indexed program, so it is blocked as itself only when
-    /// a guardian blocked that very program).
-    private func learnBlockedExecutable(_ pid: Int32, _ tracked: Tracked, filter: ApplicationFilter) {
-        guard let gate = gate.withLock({ $0 }), let path = tracked.evidence.executablePath,
-            filter.blocks(path: path, sha256: tracked.evidence.executableHash)
-        else { return }
-        // Through /proc/PID/exe: the very file it runs, even if renamed since.
-        if (try? gate.mark("\(inspector.root)/\(pid)/exe")) != nil {
-            learnedPrograms.withLock { $0[path] = tracked.evidence.executableHash }
+        if !next.markedPaths.isEmpty {
+            logger.info("shielded and blocked programs asked about at exec", metadata: ["count": "\(next.markedPaths.count)"])
+        }
+        if gate.marksFilesystems, !next.deniesInstalls {
+            gate.dropFilesystemMarks()
+            status.withLock { $0.refusingUninstalled = false }
         }
     }
 
-    /// The gate's answer to one exec: refused when the file is blocked, as itself, for the user
-    /// who runs it. Everyone else's execs of the same file (root's, a bystander's) run.
-    private func decide(_ request: ExecGate.Request) -> Bool {
-        guard request.pid != getpid(), let uid = inspector.status(pid: request.pid)?.uid,
-            let filter = gateFilters.withLock({ $0[uid] })
-        else { return true }
-        let file = "/proc/self/fd/\(request.file)"
-        let path = Files.readLink(file)
-        guard let verdict = filter.block(path: path, sha256: try? hashes.sha256(of: file)) else { return true }
-        note(
-            .refused, pid: request.pid, uid: uid, token: verdict.token, application: verdict.application,
-            name: filter.index.application(verdict.application)?.name)
-        logger.info("refused an exec", metadata: ["pid": "\(request.pid)", "path": "\(path ?? "?")"])
-        return false
-    }
-
-    private func filter(uid: UInt32) throws -> ApplicationFilter {
-        let policy = try database.stores(uid: uid).collection.effectivePolicy
-        var index = ApplicationIndex()
-        if let account = try? users.user(uid: uid) {
-            let catalogue = ApplicationCatalogue(home: account.home, systemDataDirectories: systemDataDirectories)
-            index = catalogue.index(hashes: hashes)
-        }
-        return ApplicationFilter(policy: policy, index: index, minter: minter)
-    }
-
-    /// Reads `/proc` for the processes of some users: each is tracked with what it is, parents
-    /// before children so that each inherits its parent's applications.
-    private func scan(uids: Set<UInt32>, _ state: inout State) {
+    /// Reads `/proc` for the processes of some users: each is tracked, parents before children so
+    /// that each inherits its parent's applications, and judged as at an exec.
+    private func scan(
+        owners: Set<UInt32>, _ table: inout Table, policy: AppPolicy, batch: UInt64, onlyUntracked: Bool = false
+    ) {
         var parents: [Int32: Int32] = [:]
-        var found: [Int32: (uid: UInt32, evidence: ProcessEvidence)] = [:]
+        var found: [Int32] = []
         for pid in inspector.pids() {
-            guard let status = inspector.status(pid: pid), uids.contains(status.uid),
-                let raw = inspector.evidence(pid: pid, status: status)
+            if onlyUntracked, table.processes[pid] != nil { continue }
+            guard let status = inspector.status(pid: pid), let owner = policy.owner(ofKernelUID: status.uid),
+                owners.contains(owner)
             else { continue }
-            let uid = status.uid
-            parents[pid] = raw.parent
-            found[pid] = (uid, evidence(of: raw))
+            parents[pid] = status.parent
+            found.append(pid)
         }
+        let known = Set(found)
         var depths: [Int32: Int] = [:]
-        for pid in found.keys {
+        for pid in found {
             var depth = 0
             var current = pid
-            while let parent = parents[current], found[parent] != nil, depth < 4096 {
+            while let parent = parents[current], known.contains(parent), depth < 4096 {
                 depth += 1
                 current = parent
             }
             depths[pid] = depth
         }
-        for pid in found.keys.sorted(by: { (depths[$0] ?? 0, $0) < (depths[$1] ?? 0, $1) }) {
-            guard let (uid, evidence) = found[pid], let filter = state.filters[uid] else { continue }
-            let inherited = parents[pid].flatMap { state.processes[$0]?.identities } ?? []
-            let previous = state.processes[pid]
-            state.processes[pid] = Tracked(
-                uid: uid, evidence: evidence, inherited: inherited,
-                identities: filter.index.identities(of: evidence, inherited: inherited), frozen: previous?.frozen)
+        for pid in found.sorted(by: { (depths[$0] ?? 0, $0) < (depths[$1] ?? 0, $1) }) {
+            let inherited = parents[pid].flatMap { table.processes[$0]?.identities } ?? []
+            judgeExec(pid, &table, policy: policy, inherited: inherited, batch: batch, counting: false)
         }
     }
 
     /// After a restart: the frozen group's members and the records of what an earlier run froze.
-    /// A member still shielded stays frozen (the records say where it came from); the rest is
-    /// thawed back by `apply` as for any lifted shield.
-    private func adopt(_ records: [StateDatabase.FrozenProcess], _ state: inout State) {
+    /// A member still shielded stays held (the records say where it came from); the rest is let
+    /// go by `enforce` as for any lifted shield; a member not of an authorized user goes back.
+    private func adopt(_ records: [StateDatabase.FrozenProcess], _ table: inout Table, policy: AppPolicy) {
         var byPid: [Int32: StateDatabase.FrozenProcess] = [:]
         for record in records { byPid[record.pid] = record }
-        let members = Set(state.freezer?.members() ?? [])
+        let holder = holder.withLock { $0 }
+        let members = Set(holder.members())
         for pid in members {
-            let record = byPid[pid]
             let startTime = inspector.startTime(pid: pid) ?? 0
-            let origin = record.flatMap { $0.startTime == startTime ? $0.origin : nil } ?? "/"
+            let record = byPid[pid].flatMap { $0.startTime == startTime ? $0 : nil }
+            let origin = record?.origin ?? "/"
             let token = record.flatMap { try? ApplicationToken(base64: $0.token) }
-            let frozen = Frozen(token: token, origin: origin, since: record?.frozenAt ?? Date(), startTime: startTime)
-            if state.processes[pid] != nil {
-                state.processes[pid]?.frozen = frozen
+            guard let handle = ProcessHandle(pid: pid, startTime: startTime, inspector: inspector) else { continue }
+            if table.processes[pid] != nil {
+                table.processes[pid]?.hold = Hold(
+                    reason: .shield(token), origin: origin, since: record?.frozenAt ?? Date(), handle: handle)
             } else {
                 // Not an authorized user's (any more): it goes back.
-                thaw(pid, frozen, uid: inspector.status(pid: pid)?.uid ?? 0, &state, reason: "not an authorized user's")
+                try? holder.release(handle, origin: origin)
+                journal.thawed(pid: pid, startTime: startTime)
+                logger.info("thawed", metadata: ["pid": "\(pid)", "reason": "not an authorized user's"])
             }
         }
         // Records of processes that are gone, or were thawed by hand: forgotten.
-        let stale = records.filter { !members.contains($0.pid) }
-        if !stale.isEmpty {
-            pending.withLock { $0.thawed += stale.map { ($0.pid, $0.startTime) } }
+        for record in records where !members.contains(record.pid) {
+            journal.thawed(pid: record.pid, startTime: record.startTime)
         }
         if !members.isEmpty {
             logger.notice("found processes frozen by an earlier run", metadata: ["count": "\(members.count)"])
@@ -369,185 +442,460 @@ public final class ProcessShield: Service, Sendable {
 
     // MARK: judging one process
 
-    /// The hash of a process's executable, through /proc/PID/exe, which reaches the file even
-    /// after it was deleted or replaced.
-    private func executableHash(_ pid: Int32) -> String? {
-        try? hashes.sha256(of: "\(inspector.root)/\(pid)/exe")
-    }
-
-    /// `executableHash` is given when the caller has it already.
-    private func evidence(of raw: ProcessInspector.Evidence, executableHash: String? = nil) -> ProcessEvidence {
-        let pid = raw.pid
-        var evidence = ProcessEvidence(
-            cgroup: raw.cgroup, flatpakID: raw.flatpakID, launchedDesktopFile: raw.launchedDesktopFile,
-            executablePath: raw.executable.map { $0.hasSuffix(" (deleted)") ? String($0.dropLast(10)) : $0 },
-            executableHash: executableHash ?? self.executableHash(pid))
-        if let script = Interpreter.script(in: raw.commandLine, executable: raw.executable) {
-            let seen = inspector.pathSeen(by: pid, script)
-            evidence.scriptHash = try? hashes.sha256(of: seen)
-            if let resolved = realpath(seen, nil) {
-                defer { free(resolved) }
-                var path = String(cString: resolved)
-                // The process's own view of the path: without the /proc/PID/root prefix.
-                let prefix = "\(inspector.root)/\(pid)/root"
-                if path.hasPrefix(prefix + "/") { path.removeFirst(prefix.count) }
-                evidence.scriptPath = path
-            }
+    /// What the kernel says of a process now.
+    private func kernelEvidence(_ pid: Int32) -> KernelEvidence {
+        var evidence = KernelEvidence()
+        evidence.cgroup = inspector.cgroup(pid: pid)
+        if let path = inspector.executable(pid: pid) {
+            evidence.executableDeleted = path.hasSuffix(" (deleted)")
+            evidence.executablePath = evidence.executableDeleted ? String(path.dropLast(10)) : path
+        }
+        evidence.executable = inspector.executableStatus(pid: pid)
+        if let root = inspector.rootStatus(pid: pid), let ours = FileStatus.of(path: "/") {
+            evidence.rootIsHost = root.key.device == ours.key.device && root.key.inode == ours.key.inode
         }
         return evidence
     }
 
     /// Tracks and judges a process that just ran a new program (or turned into an authorized
-    /// user's). Called with the state locked, on the reader's thread.
-    private func judgeExec(_ pid: Int32, _ state: inout State) {
+    /// user's, or was found by a scan). Table locked: only the kernel's answers are read here.
+    func judgeExec(
+        _ pid: Int32, _ table: inout Table, policy: AppPolicy, inherited given: [ApplicationIdentity]? = nil,
+        batch: UInt64 = 0, counting: Bool = true
+    ) {
         guard let status = inspector.status(pid: pid) else {
             // Gone already (its exit event follows): nothing to judge, nothing to let go.
             return
         }
-        let uid = status.uid
-        guard let filter = state.filters[uid] else {
+        guard let owner = policy.owner(ofKernelUID: status.uid), let apps = policy.users[owner] else {
             // No longer (or never) an authorized user's: forgotten, let go if it was held.
-            if state.processes[pid]?.frozen != nil { release(pid, &state, reason: "changed user") }
-            state.processes[pid] = nil
+            if table.processes[pid]?.hold != nil { release(pid, &table, reason: "changed user") }
+            table.processes[pid] = nil
             return
         }
-        state.execsJudged += 1
-        let before = state.processes[pid]?.identities ?? []
-        // The quick look first: the executable alone (its hash is cached by inode) and what the
-        // process already was. A known shielded program is stopped now, before the rest of
-        // /proc is read; the full judgement below then holds it or lets it go.
-        let executableHash = executableHash(pid)
-        if !filter.isEmpty {
-            let quick = ProcessEvidence(executableHash: executableHash)
-            if filter.verdict(for: filter.index.identities(of: quick, inherited: before)) != nil {
-                kill(pid, SIGSTOP)
-            }
-        }
-        guard let raw = inspector.evidence(pid: pid, status: status) else { return }
-        let evidence = evidence(of: raw, executableHash: executableHash)
-        var inherited = before
-        if inherited.isEmpty, let parent = raw.parent, let known = state.processes[parent] {
+        if counting { table.execsJudged += 1 }
+        let startTime = inspector.startTime(pid: pid) ?? 0
+        let previous = table.processes[pid].flatMap { $0.startTime == startTime ? $0 : nil }
+        var tracked = previous ?? Tracked(uid: status.uid, owner: owner, startTime: startTime)
+        tracked.uid = status.uid
+        tracked.owner = owner
+        tracked.execSerial += 1
+        var inherited = given ?? previous?.identities ?? []
+        if inherited.isEmpty, let parent = status.parent, let known = table.processes[parent] {
             inherited = known.identities
         }
-        let identities = filter.index.identities(of: evidence, inherited: inherited)
+        tracked.inherited = inherited
+        if tracked.parent == nil, let parent = status.parent, table.processes[parent] != nil { tracked.parent = parent }
+        tracked.kernel = kernelEvidence(pid)
+        tracked.judged = false
+        tracked.installRefusal = nil
+        let executing = tracked.kernel.executable.map { FileIdentity($0.key) }
+        if let gateHold = gateState.withLock({ state -> GateHold? in
+            guard let held = state.held[pid], held.file == executing else { return nil }
+            return state.held.removeValue(forKey: pid)
+        }) {
+            // Held by the gate inside this exec (and perhaps for judging before it, by either
+            // order): one hold, a shield's, with the origin whichever of them saw.
+            var merged = tracked.hold ?? Hold(reason: .judging, origin: nil, since: gateHold.since, handle: gateHold.handle)
+            merged.reason = .shield(gateHold.token)
+            merged.origin = merged.origin ?? gateHold.origin
+            tracked.hold = merged
+            if holder.withLock({ $0.freezer == nil }) {
+                table.stoppedBySignal.insert(pid)
+                restopContinuation.yield()
+            } else if gateHold.moveLater, let handle = merged.handle {
+                // Stopped inside the exec; now out of it, into the frozen group.
+                if (holder.withLock { $0 }.hold(handle, stopFirst: false, waiting: true)?.frozen ?? false) == false {
+                    table.stoppedBySignal.insert(pid)
+                    restopContinuation.yield()
+                }
+            }
+            journal.frozen(
+                StateDatabase.FrozenProcess(
+                    pid: pid, startTime: startTime, uid: status.uid, token: gateHold.token.base64,
+                    origin: merged.origin ?? "/", frozenAt: merged.since))
+        }
+        let kernel = tracked.kernel
+        let key = kernel.executable?.key
+        let cached = key.flatMap(hashes.cached)
+        tracked.evidence = ProcessEvidence(
+            cgroup: kernel.cgroup, executablePath: kernel.executablePath, executableHash: cached)
+        tracked.identities = apps.filter.index.identities(of: tracked.evidence, inherited: inherited)
+        table.processes[pid] = tracked
+        // What the judges must read, and whether the process waits for it. Everything is read even
+        // while the user's rules name no app: a shield added later is judged from what was read.
+        // The process waits only when what is missing could make its rules act on it.
+        let isLoader =
+            loaders.withLock { $0.isLoader(file: key, hash: cached) }
+            || Interpreter.isLoaderName(kernel.executablePath ?? "")
+        var needs: JudgeJob.Needs = [.environment, .installed]
+        if isLoader || Interpreter.isInterpreter(kernel.executablePath ?? "") { needs.insert(.script) }
+        if cached == nil, kernel.executable?.isRegular ?? false { needs.insert(.executableHash) }
+        if !kernel.rootIsHost { needs.insert(.sandbox) }
+        var waitsFor: JudgeJob.Needs = apps.filter.isEmpty ? [] : [.script, .executableHash, .sandbox]
+        if apps.denyInstalls { waitsFor.insert(.installed) }
+        let holding = !needs.isDisjoint(with: waitsFor)
         logger.debug(
             "exec",
             metadata: [
-                "pid": "\(pid)", "uid": "\(uid)", "exe": "\(raw.executable ?? "-")", "identities": "\(identities)",
+                "pid": "\(pid)", "uid": "\(status.uid)", "exe": "\(kernel.executablePath ?? "-")",
+                "identities": "\(tracked.identities)", "needs": "\(needs.rawValue)", "held": "\(tracked.hold != nil)",
             ])
-        let frozen = state.processes[pid]?.frozen
-        state.processes[pid] = Tracked(
-            uid: uid, evidence: evidence, inherited: inherited, identities: identities, frozen: frozen)
-        apply(filter.verdict(for: identities), to: pid, &state)
+        // The quick verdict, from what is known now: a known shielded or blocked program is held
+        // or killed at once; the judges can only add to it.
+        if apps.filter.verdict(for: tracked.identities) != nil {
+            enforce(pid, &table, policy: policy)
+        } else if holding {
+            // Stopped first where that is unseen (moving into the frozen group can take
+            // milliseconds): not for a terminal's foreground job, whose shell would take the
+            // terminal back on the stop.
+            hold(
+                pid, &table, reason: .judging, stopFirst: !inspector.isTerminalForeground(pid: pid), waiting: false)
+        }
+        judges.submit(
+            JudgeJob(
+                pid: pid, owner: owner, startTime: startTime, execSerial: tracked.execSerial, needs: needs,
+                kernel: kernel, isLoader: isLoader, holding: holding, batch: batch))
     }
 
-    /// Puts a verdict in force on one tracked process: freeze, kill, or let it (go) run.
-    private func apply(_ verdict: ApplicationFilter.Verdict?, to pid: Int32, _ state: inout State) {
-        guard let tracked = state.processes[pid] else { return }
-        state.processes[pid]?.action = verdict?.action
+    /// The judges' reads for a job: off every lock, each read bounded (`UntrustedFile`).
+    func readEvidence(_ job: JudgeJob) -> JudgeReads {
+        var reads = JudgeReads()
+        let pid = job.pid
+        if job.needs.contains(.executableHash) {
+            reads.executableHash = try? hashes.sha256(of: "\(inspector.root)/\(pid)/exe")
+        }
+        let isLoader =
+            job.isLoader || loaders.withLock { $0.isLoader(file: job.kernel.executable?.key, hash: reads.executableHash) }
+        if job.needs.contains(.script) || isLoader {
+            let checkInstalled = job.needs.contains(.installed)
+            let commandLine = inspector.commandLine(pid: pid)
+            reads.commandLine = commandLine
+            if let script = Interpreter.script(
+                in: commandLine, executable: job.kernel.executablePath, isLoader: isLoader)
+            {
+                let seen = inspector.pathSeen(by: pid, script)
+                reads.scriptHash = try? hashes.sha256(of: seen)
+                reads.scriptPath = Self.resolve(seen, prefix: "\(inspector.root)/\(pid)/root")
+                if isLoader, checkInstalled {
+                    // The loader's program must be installed too (an interpreter's script need not).
+                    let status = FileStatus.of(path: seen)
+                    reads.installRefusal = installRefusal(
+                        path: reads.scriptPath, status: status, owner: job.owner, kernelPath: false)
+                }
+            }
+        }
+        if job.needs.contains(.environment) { reads.launchedDesktopFile = inspector.launchedDesktopFile(pid: pid) }
+        if job.needs.contains(.sandbox) { reads.flatpakID = inspector.flatpakID(pid: pid) }
+        if job.needs.contains(.installed), reads.installRefusal == nil {
+            reads.installRefusal =
+                job.kernel.executableDeleted
+                ? "the program was deleted"
+                : installRefusal(
+                    path: job.kernel.executablePath, status: job.kernel.executable, owner: job.owner, kernelPath: true)
+        }
+        return reads
+    }
+
+    /// A path's real location, without the `/proc/PID/root` it was reached through.
+    private static func resolve(_ seen: String, prefix: String) -> String? {
+        guard let resolved = realpath(seen, nil) else { return nil }
+        defer { free(resolved) }
+        var path = String(cString: resolved)
+        if path.hasPrefix(prefix + "/") { path.removeFirst(prefix.count) }
+        return path
+    }
+
+    /// Why a program is not one a guardian installed, for a user; nil when it is. `path` is the
+    /// file's place as the agent sees it (the kernel's name of it), whose directories are read.
+    func installRefusal(path: String?, status: FileStatus?, owner: UInt32, kernelPath: Bool) -> String? {
+        guard let apps = currentPolicy().users[owner] else { return nil }
+        guard let path, path.hasPrefix("/") else { return "the program's place is unknown" }
+        var parents: [InstalledProgram.Status] = []
+        var directory = path
+        while let slash = directory.lastIndex(of: "/") {
+            directory = String(directory[..<slash])
+            guard let parent = FileStatus.of(path: directory.isEmpty ? "/" : directory, followingSymlinks: false)
+            else {
+                return apps.installed.refusal(file: status.map(Self.rule), parents: nil)
+            }
+            parents.append(Self.rule(parent))
+            if directory.isEmpty || parents.count > 64 { break }
+        }
+        return apps.installed.refusal(file: status.map(Self.rule), parents: parents)
+    }
+
+    private static func rule(_ status: FileStatus) -> InstalledProgram.Status {
+        InstalledProgram.Status(owner: status.owner, group: status.group, permissions: status.mode & 0o7777)
+    }
+
+    /// The judges are done with a job: their reads join what is known, and the verdict is put
+    /// in force (or the process goes on waiting, if it turned out to need more reads).
+    private func judged(_ job: JudgeJob, _ reads: JudgeReads) {
+        // The process may have run another program since, its exec event not read yet: then this
+        // judgement is of a program it no longer runs, and that exec will be judged.
+        let executable = inspector.executableStatus(pid: job.pid)?.key
+        guard executable == job.kernel.executable?.key else { return }
+        table.withLock { table in
+            let policy = currentPolicy()
+            guard var tracked = table.processes[job.pid], tracked.execSerial == job.execSerial,
+                tracked.startTime == job.startTime, let apps = policy.users[tracked.owner]
+            else { return }
+            if let hash = reads.executableHash { tracked.evidence.executableHash = hash }
+            if let script = reads.scriptPath { tracked.evidence.scriptPath = script }
+            if let hash = reads.scriptHash { tracked.evidence.scriptHash = hash }
+            if let file = reads.launchedDesktopFile { tracked.evidence.launchedDesktopFile = file }
+            if let id = reads.flatpakID { tracked.evidence.flatpakID = id }
+            tracked.installRefusal = reads.installRefusal
+            let before = Set(tracked.identities)
+            tracked.identities = apps.filter.index.identities(of: tracked.evidence, inherited: tracked.inherited)
+            tracked.judged = true
+            table.processes[job.pid] = tracked
+            logger.debug(
+                "judged",
+                metadata: [
+                    "pid": "\(job.pid)", "identities": "\(tracked.identities)",
+                    "verdict": "\(apps.filter.verdict(for: tracked.identities)?.action.rawValue ?? "run")",
+                ])
+            enforce(job.pid, &table, policy: policy)
+            // Children forked while it was being judged inherited less than it turned out to be.
+            if !Set(tracked.identities).subtracting(before).isEmpty {
+                passOn(from: job.pid, &table, policy: policy)
+            }
+        }
+    }
+
+    /// Gives a process's children (and theirs) what it was found to be, and judges them again.
+    private func passOn(from root: Int32, _ table: inout Table, policy: AppPolicy) {
+        var pending = [root]
+        var seen: Set<Int32> = [root]
+        while let parent = pending.popLast(), let identities = table.processes[parent]?.identities {
+            for (pid, child) in table.processes where child.parent == parent && seen.insert(pid).inserted {
+                guard let apps = policy.users[child.owner] else { continue }
+                var updated = child
+                for identity in identities where !updated.inherited.contains(identity) {
+                    updated.inherited.append(identity)
+                }
+                updated.identities = apps.filter.index.identities(of: updated.evidence, inherited: updated.inherited)
+                table.processes[pid] = updated
+                enforce(pid, &table, policy: policy)
+                pending.append(pid)
+            }
+        }
+    }
+
+    /// A judgement ran past its deadline: its process is held until it is done.
+    private func overdue(_ job: JudgeJob, stuck: Bool) {
+        table.withLock { table in
+            guard let tracked = table.processes[job.pid], tracked.execSerial == job.execSerial, !tracked.judged
+            else { return }
+            if stuck {
+                logger.warning(
+                    "a judgement is stuck in a read; its process waits",
+                    metadata: ["pid": "\(job.pid)", "uid": "\(tracked.uid)"])
+            }
+            if tracked.hold == nil {
+                hold(job.pid, &table, reason: stuck ? .unjudged : .judging, stopFirst: false, waiting: false)
+            } else if stuck, tracked.hold?.reason == .judging {
+                table.processes[job.pid]?.hold?.reason = .unjudged
+            }
+        }
+    }
+
+    // MARK: holding, letting go, killing
+
+    /// Puts the verdict on one tracked process in force: hold, kill, or let it (go) run.
+    func enforce(_ pid: Int32, _ table: inout Table, policy: AppPolicy) {
+        guard let tracked = table.processes[pid], let apps = policy.users[tracked.owner] else { return }
+        var verdict = apps.filter.verdict(for: tracked.identities)
+        if tracked.judged, apps.denyInstalls, let refusal = tracked.installRefusal, verdict?.action != .block {
+            verdict = nil
+            kill(pid, &table, refusal: refusal)
+            return
+        }
+        table.processes[pid]?.action = verdict?.action
+        table.processes[pid]?.verdict = verdict
         switch verdict?.action {
         case .block?:
             guard let verdict else { return }
-            if let filter = state.filters[tracked.uid] { learnBlockedExecutable(pid, tracked, filter: filter) }
-            if kill(pid, SIGKILL) == 0 {
-                note(
-                    .killed, pid: pid, uid: tracked.uid, token: verdict.token, application: verdict.application,
-                    name: state.filters[tracked.uid]?.index.application(verdict.application)?.name)
-            }
-            if tracked.frozen != nil { release(pid, &state, reason: "killed") }
+            learn(pid, tracked, filter: apps.filter, verdict: verdict)
+            kill(pid, &table, verdict: verdict, apps: apps)
         case .shield?:
-            guard let verdict, tracked.frozen == nil else { return }
-            freeze(pid, for: verdict, &state)
+            guard let verdict else { return }
+            if tracked.judged { learn(pid, tracked, filter: apps.filter, verdict: verdict) }
+            if let hold = tracked.hold {
+                if hold.reason.token == nil {
+                    table.processes[pid]?.hold?.reason = .shield(verdict.token)
+                    recordFrozen(pid, tracked, token: verdict.token, origin: hold.origin, since: hold.since)
+                    note(.frozen, pid: pid, uid: tracked.uid, verdict: verdict, apps: apps)
+                }
+            } else {
+                hold(pid, &table, reason: .shield(verdict.token), stopFirst: true, waiting: true)
+                if table.processes[pid]?.hold != nil { note(.frozen, pid: pid, uid: tracked.uid, verdict: verdict, apps: apps) }
+            }
         case nil:
-            if tracked.frozen != nil { release(pid, &state, reason: "no longer shielded") }
+            if tracked.judged, tracked.hold != nil { release(pid, &table, reason: "not shielded") }
         }
     }
 
-    private func freeze(_ pid: Int32, for verdict: ApplicationFilter.Verdict, _ state: inout State) {
-        guard let uid = state.processes[pid]?.uid else { return }
-        // Stopped first, at once (microseconds); moved into the frozen group next (tens of
-        // microseconds to milliseconds), where the user's SIGCONT no longer wakes it. Released,
-        // it is moved back and continued.
-        guard kill(pid, SIGSTOP) == 0 else {
-            logger.debug("cannot stop a process", metadata: ["pid": "\(pid)", "errno": "\(errno)"])
-            return
-        }
-        logger.debug("stopped", metadata: ["pid": "\(pid)"])
-        let startTime = inspector.startTime(pid: pid) ?? 0
-        let origin = state.freezer?.group(of: pid, proc: inspector.root) ?? "/"
-        var held = false
-        if let freezer = state.freezer {
-            do {
-                try freezer.freeze(pid)
-                // It stays stopped too: continuing it here could cancel a SIGSTOP not yet taken
-                // (the frozen group would still hold it, but whoever waits for the stop would
-                // never see it). The user's own SIGCONT wakes nothing inside the frozen group.
-                held = true
-            } catch {
-                logger.error(
-                    "cannot move a process into the frozen group; it stays stopped",
-                    metadata: ["pid": "\(pid)", "error": "\(error.message)"])
-            }
-        }
-        if !held {
-            state.stoppedBySignal.insert(pid)
+    /// Holds a tracked process (see `ProcessHolder`).
+    func hold(_ pid: Int32, _ table: inout Table, reason: HoldReason, stopFirst: Bool, waiting: Bool) {
+        guard let tracked = table.processes[pid], tracked.hold == nil else { return }
+        let policy = currentPolicy()
+        guard
+            let handle = ProcessHandle(
+                pid: pid, startTime: tracked.startTime, inspector: inspector,
+                owner: { policy.owner(ofKernelUID: $0) == tracked.owner })
+        else { return }
+        let holder = holder.withLock { $0 }
+        guard var (origin, frozen) = holder.hold(handle, stopFirst: stopFirst, waiting: waiting) else { return }
+        // Already in the frozen group: the gate held it inside an exec, and knows where from.
+        if origin == nil { origin = gateState.withLock { $0.held[pid]?.origin } }
+        if !frozen {
+            table.stoppedBySignal.insert(pid)
             restopContinuation.yield()
         }
-        let frozen = Frozen(token: verdict.token, origin: origin, since: Date(), startTime: startTime)
-        state.processes[pid]?.frozen = frozen
-        pending.withLock {
-            $0.frozen.append(
-                StateDatabase.FrozenProcess(
-                    pid: pid, startTime: startTime, uid: uid, token: verdict.token.base64, origin: origin,
-                    frozenAt: frozen.since))
-        }
-        note(
-            .frozen, pid: pid, uid: uid, token: verdict.token, application: verdict.application,
-            name: state.filters[uid]?.index.application(verdict.application)?.name)
+        let since = Date()
+        table.processes[pid]?.hold = Hold(reason: reason, origin: origin, since: since, handle: handle)
+        if let token = reason.token { recordFrozen(pid, tracked, token: token, origin: origin, since: since) }
+        logger.debug("held", metadata: ["pid": "\(pid)", "why": "\(reason.label)"])
     }
 
-    /// Thaws a process back into the group it came from (or the nearest that still exists).
-    private func release(_ pid: Int32, _ state: inout State, reason: String) {
-        guard let tracked = state.processes[pid], let frozen = tracked.frozen else { return }
-        thaw(pid, frozen, uid: tracked.uid, &state, reason: reason)
-        state.processes[pid]?.frozen = nil
+    private func recordFrozen(_ pid: Int32, _ tracked: Tracked, token: ApplicationToken, origin: String?, since: Date) {
+        journal.frozen(
+            StateDatabase.FrozenProcess(
+                pid: pid, startTime: tracked.startTime, uid: tracked.uid, token: token.base64, origin: origin ?? "/",
+                frozenAt: since))
     }
 
-    private func thaw(_ pid: Int32, _ frozen: Frozen, uid: UInt32, _ state: inout State, reason: String) {
-        if let freezer = state.freezer, freezer.group(of: pid, proc: inspector.root) == "/" + freezer.name {
+    /// Lets a held process go, back into the group it came from (or the nearest that exists).
+    func release(_ pid: Int32, _ table: inout Table, reason: String) {
+        guard let tracked = table.processes[pid], let hold = tracked.hold else { return }
+        table.processes[pid]?.hold = nil
+        table.stoppedBySignal.remove(pid)
+        // The gate held it again inside an exec the watcher has not read yet: that hold stays.
+        if gateState.withLock({ $0.held[pid] != nil }) { return }
+        let holder = holder.withLock { $0 }
+        if let handle = hold.handle {
             do {
-                try freezer.release(pid, toNearest: frozen.origin)
+                try holder.release(handle, origin: hold.origin ?? "/")
             } catch {
                 logger.error(
                     "cannot move a process out of the frozen group",
                     metadata: ["pid": "\(pid)", "error": "\(error.message)"])
             }
         }
-        kill(pid, SIGCONT)
-        state.stoppedBySignal.remove(pid)
-        pending.withLock { $0.thawed.append((pid, frozen.startTime)) }
-        note(.thawed, pid: pid, uid: uid, token: frozen.token, application: nil)
-        logger.info("thawed", metadata: ["pid": "\(pid)", "reason": "\(reason)"])
+        if let token = hold.reason.token {
+            journal.thawed(pid: pid, startTime: tracked.startTime)
+            journal.event(
+                StateDatabase.ApplicationEvent(time: Date(), uid: tracked.uid, token: token.base64, pid: pid, action: .thawed),
+                name: nil)
+            logger.info("thawed", metadata: ["pid": "\(pid)", "reason": "\(reason)"])
+        }
     }
 
-    private func note(
-        _ action: StateDatabase.ApplicationEvent.Action, pid: Int32, uid: UInt32, token: ApplicationToken?,
-        application: ApplicationIdentity?, name: String? = nil
-    ) {
-        guard let token else { return }
-        pending.withLock {
-            $0.events.append(
-                StateDatabase.ApplicationEvent(time: Date(), uid: uid, token: token.base64, pid: pid, action: action))
-            if let application {
-                $0.names[token.base64] = TokenName(
-                    kind: .app, identity: application.canonical,
-                    displayName: name ?? Self.displayName(application))
+    /// Kills a blocked process (a frozen one too: a v1-frozen task dies only once moved out).
+    private func kill(_ pid: Int32, _ table: inout Table, verdict: ApplicationFilter.Verdict, apps: UserApps) {
+        guard let tracked = table.processes[pid] else { return }
+        if signalKill(pid, tracked, &table) { note(.killed, pid: pid, uid: tracked.uid, verdict: verdict, apps: apps) }
+    }
+
+    /// Kills a program no guardian installed (`denyAppInstallation`).
+    private func kill(_ pid: Int32, _ table: inout Table, refusal: String) {
+        guard let tracked = table.processes[pid] else { return }
+        if signalKill(pid, tracked, &table) {
+            logger.info("killed a program no guardian installed", metadata: ["pid": "\(pid)", "why": "\(refusal)"])
+            noteUninstalled(pid: pid, uid: tracked.uid, path: tracked.kernel.executablePath)
+        }
+    }
+
+    private func signalKill(_ pid: Int32, _ tracked: Tracked, _ table: inout Table) -> Bool {
+        let policy = currentPolicy()
+        guard
+            let handle = tracked.hold?.handle
+                ?? ProcessHandle(
+                    pid: pid, startTime: tracked.startTime, inspector: inspector,
+                    owner: { policy.owner(ofKernelUID: $0) == tracked.owner })
+        else { return false }
+        let killed = handle.signal(SIGKILL)
+        if tracked.hold != nil { release(pid, &table, reason: "killed") }
+        table.processes[pid]?.action = .block
+        return killed
+    }
+
+    /// A process's executable, known by content to be a shielded or blocked program as itself
+    /// (a copy), is marked for the gate: its next exec is held or refused before it runs.
+    private func learn(_ pid: Int32, _ tracked: Tracked, filter: ApplicationFilter, verdict: ApplicationFilter.Verdict) {
+        guard let gate = gate.withLock({ $0 }), let path = tracked.kernel.executablePath,
+            let hash = tracked.evidence.executableHash,
+            filter.verdict(for: filter.index.identities(of: ProcessEvidence(executablePath: path, executableHash: hash)))
+                != nil,
+            learned.withLock({ $0[path] }) != hash
+        else { return }
+        // Through /proc/PID/exe: the very file it runs, even if renamed since.
+        if (try? gate.mark("\(inspector.root)/\(pid)/exe")) != nil {
+            learned.withLock { $0[path] = hash }
+            if let status = tracked.kernel.executable {
+                policy.withLock { policy in
+                    policy.marked[FileIdentity(status.key), default: [:]][tracked.owner] = verdict
+                }
             }
         }
-        writeContinuation.yield()
     }
 
-    private static func displayName(_ identity: ApplicationIdentity) -> String {
+    /// Processes the gate held inside `execve` whose exec event never came (the exec failed
+    /// after the gate let it go on): judged again as the program they still run.
+    func takeOverGateHolds(_ table: inout Table, policy: AppPolicy, olderThan seconds: TimeInterval) {
+        let now = Date()
+        let late = gateState.withLock { state in
+            let late = state.held.filter { now.timeIntervalSince($0.value.since) >= seconds }
+            for pid in late.keys { state.held[pid] = nil }
+            return late
+        }
+        for (pid, gateHold) in late {
+            if let tracked = table.processes[pid] {
+                if tracked.hold == nil {
+                    table.processes[pid]?.hold = Hold(
+                        reason: .judging, origin: gateHold.origin, since: gateHold.since, handle: gateHold.handle)
+                } else if tracked.hold?.origin == nil {
+                    table.processes[pid]?.hold?.origin = gateHold.origin
+                }
+                enforce(pid, &table, policy: policy)
+            } else {
+                try? holder.withLock { $0 }.release(gateHold.handle, origin: gateHold.origin ?? "/")
+            }
+        }
+    }
+
+    // MARK: events
+
+    func note(
+        _ action: StateDatabase.ApplicationEvent.Action, pid: Int32, uid: UInt32, verdict: ApplicationFilter.Verdict,
+        apps: UserApps
+    ) {
+        let name = apps.filter.index.application(verdict.application)?.name ?? Self.displayName(verdict.application)
+        journal.event(
+            StateDatabase.ApplicationEvent(time: Date(), uid: uid, token: verdict.token.base64, pid: pid, action: action),
+            name: (
+                verdict.token.base64,
+                TokenName(kind: .app, identity: verdict.application.canonical, displayName: name)
+            ))
+        if action != .frozen { logger.info("\(action.rawValue)", metadata: ["pid": "\(pid)", "app": "\(name)"]) }
+    }
+
+    /// A program no guardian installed, refused or killed: its event names the program by content
+    /// where it could be hashed, else by its path's last part.
+    func noteUninstalled(pid: Int32, uid: UInt32, path: String?) {
+        let name = path.map { String($0.split(separator: "/").last ?? Substring($0)) } ?? "a program"
+        let hash = path.flatMap { try? hashes.sha256(of: $0) }
+        guard let identity = hash.flatMap({ try? ApplicationIdentity.executable(sha256: $0) }) else { return }
+        let token = minter.token(for: identity)
+        journal.event(
+            StateDatabase.ApplicationEvent(time: Date(), uid: uid, token: token.base64, pid: pid, action: .uninstalled),
+            name: (token.base64, TokenName(kind: .app, identity: identity.canonical, displayName: name)))
+    }
+
+    static func displayName(_ identity: ApplicationIdentity) -> String {
         switch identity {
         case .desktopEntry(let id): id
         case .snap(let name): name
@@ -555,106 +903,114 @@ public final class ProcessShield: Service, Sendable {
         }
     }
 
-    /// Writes what was frozen, thawed and done to the state database (off the reader's thread).
-    func flushWrites() {
-        let writes = pending.withLock { pending in
-            defer { pending = PendingWrites() }
-            return pending
-        }
-        guard !writes.isEmpty else { return }
-        // Events of users no longer authorized are not written (a revocation deleted theirs).
-        let authorized = state.withLock { Set($0.filters.keys) }
-        do {
-            try database.recordShieldChanges(
-                frozen: writes.frozen, thawed: writes.thawed,
-                events: writes.events.filter { authorized.contains($0.uid) }, names: writes.names)
-        } catch {
-            logger.error("cannot record what the process shield did", metadata: ["error": "\(error)"])
-        }
+    /// Writes what was frozen, thawed and done to the state database (off the watcher's thread).
+    func flush() {
+        let authorized = Set(currentPolicy().users.keys)
+        journal.flush { authorized.contains($0) }
     }
-
-    // MARK: events
 
     private func handle(_ event: ProcConnector.Event) {
         switch event {
         case .fork(let parent, let child):
-            state.withLock { state in
-                guard let known = state.processes[parent] else { return }
-                state.processes[child] = Tracked(
-                    uid: known.uid, evidence: known.evidence, inherited: known.identities,
-                    identities: known.identities, frozen: nil)
-                // Forked by a shielded (or blocked) process before it was frozen (or killed):
-                // held too.
-                if known.action != nil, let filter = state.filters[known.uid] {
-                    apply(filter.verdict(for: known.identities), to: child, &state)
+            table.withLock { table in
+                let policy = currentPolicy()
+                guard let known = table.processes[parent] else { return }
+                var tracked = Tracked(
+                    uid: known.uid, owner: known.owner, startTime: inspector.startTime(pid: child) ?? 0)
+                tracked.kernel = known.kernel
+                tracked.evidence = known.evidence
+                tracked.inherited = known.identities
+                tracked.identities = known.identities
+                tracked.judged = known.judged
+                tracked.installRefusal = known.installRefusal
+                tracked.parent = parent
+                table.processes[child] = tracked
+                if let parentHold = known.hold {
+                    // Forked as it was held: the child is in the frozen group with it.
+                    let handle = ProcessHandle(pid: child, startTime: tracked.startTime, inspector: inspector)
+                    table.processes[child]?.hold = Hold(
+                        reason: parentHold.reason, origin: parentHold.origin, since: parentHold.since, handle: handle)
+                    if !(holder.withLock { $0 }.isInFrozenGroup(child)) {
+                        table.processes[child]?.hold = nil
+                        hold(child, &table, reason: parentHold.reason, stopFirst: true, waiting: false)
+                    }
+                }
+                if !known.judged {
+                    // Its parent is still being judged: so is it, with the parent's reads.
+                    judgeExec(child, &table, policy: policy, inherited: known.inherited, counting: false)
+                } else if known.action != nil || known.hold != nil {
+                    enforce(child, &table, policy: policy)
                 }
             }
         case .exec(let pid):
-            state.withLock { judgeExec(pid, &$0) }
+            table.withLock { judgeExec(pid, &$0, policy: currentPolicy()) }
         case .uid(let pid, let real, _):
-            state.withLock { state in
-                if state.filters[real] != nil || state.processes[pid] != nil { judgeExec(pid, &state) }
+            table.withLock { table in
+                let policy = currentPolicy()
+                if policy.owner(ofKernelUID: real) != nil || table.processes[pid] != nil {
+                    judgeExec(pid, &table, policy: policy)
+                }
             }
         case .exit(let pid, _):
-            state.withLock { state in
-                guard let tracked = state.processes.removeValue(forKey: pid) else { return }
-                state.stoppedBySignal.remove(pid)
-                if let frozen = tracked.frozen {
-                    pending.withLock { $0.thawed.append((pid, frozen.startTime)) }
-                    writeContinuation.yield()
-                }
+            table.withLock { table in
+                guard let tracked = table.processes.removeValue(forKey: pid) else { return }
+                table.stoppedBySignal.remove(pid)
+                // Its pid may come back as another process: its children forget it.
+                for (child, entry) in table.processes where entry.parent == pid { table.processes[child]?.parent = nil }
+                if tracked.hold?.reason.token != nil { journal.thawed(pid: pid, startTime: tracked.startTime) }
+            }
+            gateState.withLock { state in
+                state.held[pid] = nil
+                state.execOpens[pid] = nil
             }
         case .overrun:
             logger.warning("process events were lost; reading /proc again")
-            state.withLock { state in
-                scan(uids: Set(state.filters.keys), &state)
-                for (pid, tracked) in state.processes {
-                    apply(state.filters[tracked.uid]?.verdict(for: tracked.identities), to: pid, &state)
-                }
-            }
+            table.withLock { reconcile(&$0, policy: currentPolicy()) }
         }
     }
 
-    // MARK: status
-
-    func report(uid: UInt32) throws -> ProcessShieldReport? {
-        let (known, frozen, method, watching, problems) = state.withLock { state in
-            (
-                state.filters[uid] != nil,
-                state.processes.compactMap { pid, tracked in
-                    tracked.uid == uid ? tracked.frozen.map { (pid: pid, frozen: $0) } : nil
-                }.sorted { $0.pid < $1.pid },
-                state.freezer.map { "cgroup \($0.version.rawValue) freezer" } ?? "SIGSTOP", state.watching,
-                state.problems
-            )
-        }
-        guard known else { return nil }
-        flushWrites()
-        let reports = frozen.map { item in
-            let command = (try? Files.read("\(inspector.root)/\(item.pid)/comm", limit: 64)).map {
-                String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    /// After lost events: what the table says is checked against `/proc`. Entries whose process
+    /// is gone or whose pid now names another process are dropped; processes of authorized
+    /// users not in the table are judged; members of the frozen group nobody accounts for go back.
+    private func reconcile(_ table: inout Table, policy: AppPolicy) {
+        for (pid, tracked) in table.processes {
+            let status = inspector.status(pid: pid)
+            let current = inspector.startTime(pid: pid)
+            guard current == tracked.startTime, let status, policy.owner(ofKernelUID: status.uid) != nil else {
+                table.processes[pid] = nil
+                table.stoppedBySignal.remove(pid)
+                continue
             }
-            return FrozenProcessReport(
-                pid: item.pid, token: item.frozen.token?.base64 ?? "", since: item.frozen.since, command: command ?? "?"
-            )
         }
-        let recent = try database.applicationEvents(uid: uid, limit: 20).map {
-            ApplicationEventReport(time: $0.time, token: $0.token, pid: $0.pid, action: $0.action.rawValue)
+        scan(owners: Set(policy.users.keys), &table, policy: policy, batch: 0, onlyUntracked: true)
+        let holder = holder.withLock { $0 }
+        for pid in holder.members() where table.processes[pid]?.hold == nil {
+            if gateState.withLock({ $0.held[pid] != nil }) { continue }
+            let startTime = inspector.startTime(pid: pid) ?? 0
+            guard let handle = ProcessHandle(pid: pid, startTime: startTime, inspector: inspector) else { continue }
+            try? holder.release(handle, origin: "/")
+            logger.notice("let go of a frozen process nobody accounts for", metadata: ["pid": "\(pid)"])
         }
-        return ProcessShieldReport(
-            watching: watching, method: method, problems: problems, frozen: reports, recent: recent,
-            refusesBlockedExecs: gateRunning.load(ordering: .relaxed))
+        for (pid, tracked) in table.processes where tracked.judged {
+            enforce(pid, &table, policy: policy)
+        }
     }
 
     // MARK: running
 
     public func run() async throws {
         guard let connector = connector.withLock({ $0 }) else {
+            // Without process events the gate still answers, and changes are still put in force.
+            async let gating: Void = gateLoop()
+            async let writing: Void = journal.run { [self] in currentPolicy().users[$0] != nil }
             try? await gracefulShutdown()
+            gate.withLock { $0 }?.stop()
+            journal.finish()
+            _ = await (gating, writing)
             return
         }
-        state.withLock { $0.watching = true }
-        async let writing: Void = writeLoop()
+        status.withLock { $0.watching = true }
+        async let writing: Void = journal.run { [self] in currentPolicy().users[$0] != nil }
         async let restopping: Void = restopLoop()
         async let gating: Void = gateLoop()
         await withGracefulShutdownHandler {
@@ -672,7 +1028,7 @@ public final class ProcessShield: Service, Sendable {
                     do {
                         try connector.run { [self] event in handle(event) }
                     } catch {
-                        state.withLock {
+                        status.withLock {
                             $0.problems.append("watching processes failed: \(error)")
                             $0.watching = false
                         }
@@ -686,39 +1042,16 @@ public final class ProcessShield: Service, Sendable {
         } onGracefulShutdown: {
             connector.stop()
         }
-        state.withLock { $0.watching = false }
-        writeContinuation.finish()
+        status.withLock { $0.watching = false }
+        journal.finish()
         restopContinuation.finish()
         gate.withLock { $0 }?.stop()
+        judges.stop()
         _ = await (writing, restopping, gating)
-        flushWrites()
+        flush()
         logger.info(
             "stopped watching processes; what is frozen stays frozen until the agent is back",
-            metadata: ["execsJudged": "\(state.withLock { $0.execsJudged })"])
-    }
-
-    /// Answers the exec gate on a thread of its own until the agent stops.
-    private func gateLoop() async {
-        guard let gate = gate.withLock({ $0 }) else { return }
-        gateRunning.store(true, ordering: .relaxed)
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
-                do {
-                    try gate.run { [self] request in decide(request) }
-                } catch {
-                    logger.error(
-                        "the exec gate failed; blocked apps are only killed at exec", metadata: ["error": "\(error)"])
-                }
-                gateRunning.store(false, ordering: .relaxed)
-                done.resume()
-            }
-            thread.name = "screentime.gate"
-            thread.start()
-        }
-    }
-
-    private func writeLoop() async {
-        for await _ in writeSignal { flushWrites() }
+            metadata: ["execsJudged": "\(table.withLock { $0.execsJudged })"])
     }
 
     /// Where no freezer holds them, stopped processes are stopped again if someone continued
@@ -726,10 +1059,12 @@ public final class ProcessShield: Service, Sendable {
     private func restopLoop() async {
         for await _ in restopSignal {
             while true {
-                let pids = state.withLock { $0.stoppedBySignal }
-                if pids.isEmpty { break }
-                for pid in pids where inspector.state(pid: pid).map({ $0 != "T" && $0 != "t" }) ?? false {
-                    kill(pid, SIGSTOP)
+                let handles = table.withLock { table in
+                    table.stoppedBySignal.compactMap { table.processes[$0]?.hold?.handle }
+                }
+                if handles.isEmpty { break }
+                for handle in handles where inspector.state(pid: handle.pid).map({ $0 != "T" && $0 != "t" }) ?? false {
+                    handle.signal(SIGSTOP)
                 }
                 try? await Task.sleep(for: .milliseconds(20))
                 if Task.isCancelled { return }

@@ -16,7 +16,7 @@ import Synchronization
 /// lookups fail rather than pass — and go only when the last authorization is revoked (or by
 /// `make uninstall`). Each packet is judged against a `DomainFilter` per user, rebuilt whenever a
 /// policy changes; shielded lookups are counted and written to the state database in batches.
-public final class DomainShield: Service, Sendable {
+public final class DomainShield: Service, PolicyConsumer, Sendable {
     private let configuration: AgentConfiguration
     private let database: StateDatabase
     private let minter: TokenMinter
@@ -31,6 +31,8 @@ public final class DomainShield: Service, Sendable {
     private let flushContinuation: AsyncStream<Void>.Continuation
 
     private struct State {
+        /// The policy in force, and each authorized user's filter.
+        var snapshot = PolicySnapshot.empty
         var filters: [UInt32: DomainFilter] = [:]
         var lists = WebLists()
         /// What the firewall holds, nil until it was first put in step.
@@ -41,8 +43,12 @@ public final class DomainShield: Service, Sendable {
     }
 
     struct InstalledRules: Equatable {
-        var uids: [UInt32]
+        /// Kernel uids whose traffic goes through the filter: authorized users and their
+        /// subordinate uids.
+        var owners: [ClosedRange<UInt32>]
         var dohAddresses: [String]
+
+        func covers(_ uid: UInt32) -> Bool { owners.contains { $0.contains(uid) } }
     }
 
     /// The web-category lists, the adult list and the bypass list, as loaded, with the files'
@@ -85,28 +91,28 @@ public final class DomainShield: Service, Sendable {
 
     // MARK: policy
 
-    /// Loads the lists, builds every filter and installs the rules. Called before the services
-    /// start, and again after every change of policy or authorization.
-    func policyChanged() {
-        rebuilding.withLock { _ in rebuild() }
+    /// Puts a policy snapshot in force: builds every authorized user's filter, then installs the
+    /// rules. Returns once they are.
+    func apply(_ snapshot: PolicySnapshot) {
+        rebuilding.withLock { _ in rebuild(snapshot) }
     }
 
-    private func rebuild() {
+    /// Reloads the lists (SIGHUP) and rebuilds with the policy in force.
+    func reload() {
+        rebuilding.withLock { _ in rebuild(state.withLock { $0.snapshot }) }
+    }
+
+    private func rebuild(_ snapshot: PolicySnapshot) {
         let lists = reloadLists()
         var filters: [UInt32: DomainFilter] = [:]
-        do {
-            for record in try database.authorizations() where record.status == .approved {
-                filters[record.uid] = try filter(uid: record.uid, lists: lists)
-            }
-        } catch {
-            // The previous filters stay in force; a database that cannot be read is logged loudly.
-            logger.error("cannot read the policies for the DNS filter", metadata: ["error": "\(error)"])
-            return
+        for (uid, user) in snapshot.users {
+            filters[uid] = filter(user, names: snapshot.names, lists: lists)
         }
-        let wanted = InstalledRules(uids: filters.keys.sorted(), dohAddresses: lists.bypassAddresses)
+        let wanted = InstalledRules(owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses)
         // Filters go in before the rules name a new user, never after: a user's first packets
         // must meet its filter (a user without one is let through, as after a revocation).
         let installed = state.withLock {
+            $0.snapshot = snapshot
             $0.filters = filters
             $0.lists = lists
             return $0.installedRules
@@ -115,12 +121,12 @@ public final class DomainShield: Service, Sendable {
         guard installed != wanted else { return }
         var problem: String?
         do {
-            if wanted.uids.isEmpty {
+            if wanted.owners.isEmpty {
                 try firewall.remove()
             } else {
-                try firewall.install(uids: wanted.uids, dohAddresses: wanted.dohAddresses)
+                try firewall.install(owners: wanted.owners, dohAddresses: wanted.dohAddresses)
             }
-            logger.info("firewall rules in step", metadata: ["uids": "\(wanted.uids)", "chain": "\(firewall.chain)"])
+            logger.info("firewall rules in step", metadata: ["uids": "\(wanted.owners)", "chain": "\(firewall.chain)"])
         } catch {
             problem = "the firewall rules could not be installed: \(error.message)"
             logger.error("\(problem ?? "")")
@@ -131,12 +137,13 @@ public final class DomainShield: Service, Sendable {
         }
     }
 
-    private func filter(uid: UInt32, lists: WebLists) throws -> DomainFilter {
-        let policy = try database.stores(uid: uid).collection.effectivePolicy
+    private func filter(_ user: PolicySnapshot.User, names known: [String: TokenName], lists: WebLists) -> DomainFilter {
+        let policy = user.policy
         var tokens = Set(policy.webDomainsShieldedByToken.keys.map(\.base64))
         for shield in policy.webDomainCategoryShields { tokens.formUnion(shield.policy.exceptions.map(\.base64)) }
         var names: [WebDomainToken: DomainName] = [:]
-        for (token, name) in try database.tokenNames(tokens) where name.kind == .domain {
+        for token in tokens {
+            guard let name = known[token], name.kind == .domain else { continue }
             if let token = try? WebDomainToken(base64: token), let domain = try? DomainName(name.identity) {
                 names[token] = domain
             }
@@ -148,7 +155,7 @@ public final class DomainShield: Service, Sendable {
             logger.warning(
                 "some web shields cannot be enforced",
                 metadata: [
-                    "uid": "\(uid)", "domainsWithoutName": "\(filter.unnamedDomains.count)",
+                    "uid": "\(user.uid)", "domainsWithoutName": "\(filter.unnamedDomains.count)",
                     "categoriesWithoutList": "\(filter.categoriesWithoutList.count)",
                 ])
         }
@@ -247,8 +254,11 @@ public final class DomainShield: Service, Sendable {
     /// The verdict on one queued packet. What cannot be judged is dropped: the sender's lookup
     /// fails, as it would while the agent is down.
     func judge(_ packet: NetfilterQueue.Packet) -> NetfilterQueue.Verdict {
-        guard let uid = packet.uid else { return .drop }
-        guard let filter = state.withLock({ $0.filters[uid] }) else {
+        guard let sender = packet.uid else { return .drop }
+        // The sender's uid may be a subordinate one: the filter is its owner's.
+        guard let (uid, filter) = state.withLock({ state in
+            state.snapshot.owner(ofKernelUID: sender).flatMap { owner in state.filters[owner].map { (owner, $0) } }
+        }) else {
             // Not (or no longer) a filtered user: the rules lag a revocation by a moment.
             return .accept
         }
@@ -333,7 +343,7 @@ public final class DomainShield: Service, Sendable {
 
     func report(uid: UInt32) throws -> DomainShieldReport? {
         let (filter, installed, lists, firewallProblem, queueProblem, reading) = state.withLock {
-            ($0.filters[uid], $0.installedRules?.uids, $0.lists, $0.firewallProblem, $0.queueProblem, $0.reading)
+            ($0.filters[uid], $0.installedRules, $0.lists, $0.firewallProblem, $0.queueProblem, $0.reading)
         }
         guard let filter else { return nil }
         var problems = [firewallProblem, queueProblem].compactMap { $0 } + lists.problems
@@ -353,7 +363,7 @@ public final class DomainShield: Service, Sendable {
                 category: $0.category)
         }
         return DomainShieldReport(
-            filtering: reading && (installed ?? []).contains(uid), problems: problems, recentLookups: recent)
+            filtering: reading && (installed?.covers(uid) ?? false), problems: problems, recentLookups: recent)
     }
 
     /// The name of a web category's token, for reports.
@@ -428,7 +438,7 @@ public final class DomainShield: Service, Sendable {
     {
         for await _ in hangups.stream {
             logger.notice("SIGHUP: reloading the web lists")
-            policyChanged()
+            reload()
         }
     }
 

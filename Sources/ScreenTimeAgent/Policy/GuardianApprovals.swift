@@ -76,6 +76,7 @@ final class GuardianApprovals: Sendable {
                     "guardian": "\(guardian)", "asker": "\(askerName)", "askerUID": "\(asker)",
                     "failures": "\(failures)", "lockedOut": "\(locked)",
                 ])
+            if let error = error as? ScreenTimeIPCError { throw error }
             throw ScreenTimeIPCError(.authenticationFailed, "the password for \(guardian) is not right")
         }
         if record != nil { try database.savePasswordFailures(uid: asker, nil) }

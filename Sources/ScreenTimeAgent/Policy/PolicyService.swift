@@ -17,6 +17,7 @@ public final class PolicyService: Sendable {
     private let database: StateDatabase
     private let minter: TokenMinter
     private let suffixes: PublicSuffixList
+    private let publisher: PolicyPublisher
     private let domainShield: DomainShield?
     private let processShield: ProcessShield?
     private let users = UserDirectory()
@@ -34,8 +35,9 @@ public final class PolicyService: Sendable {
 
     init(
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
-        domainShield: DomainShield?, processShield: ProcessShield?, logger: Logger
+        publisher: PolicyPublisher, domainShield: DomainShield?, processShield: ProcessShield?, logger: Logger
     ) {
+        self.publisher = publisher
         self.processShield = processShield
         self.configuration = configuration
         self.database = database
@@ -102,8 +104,7 @@ public final class PolicyService: Sendable {
     /// Puts a saved change in force before the reply is sent: when `screentime shield` returns,
     /// the child's next lookup is already judged by the new policy.
     private func enforce() {
-        domainShield?.policyChanged()
-        processShield?.policyChanged()
+        publisher.publish()
     }
 
     // MARK: who is who

@@ -342,7 +342,8 @@ final class StateDatabase: Sendable {
 
     /// Something the process shield did to a process of a user's.
     struct ApplicationEvent: Hashable, Sendable {
-        enum Action: String, Sendable { case frozen, thawed, killed, refused }
+        /// `uninstalled`: a program no guardian installed, refused or killed (`denyAppInstallation`).
+        enum Action: String, Sendable { case frozen, thawed, killed, refused, uninstalled }
         var time: Date
         var uid: UInt32
         var token: String

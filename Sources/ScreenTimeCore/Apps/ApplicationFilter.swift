@@ -54,6 +54,20 @@ public struct ApplicationFilter: Sendable {
         return index.programsByPath.values.filter { blocks(path: $0.path, sha256: $0.sha256) }.map(\.path).sorted()
     }
 
+    /// The indexed programs that are shielded or blocked as themselves, with the verdict on each:
+    /// the exec gate holds their execs before they run and refuses the child every other open
+    /// of them (a loader mapping one, a copy being made).
+    public var programVerdicts: [String: Verdict] {
+        guard !isEmpty else { return [:] }
+        var verdicts: [String: Verdict] = [:]
+        for program in index.programsByPath.values {
+            let identities = index.identities(
+                of: ProcessEvidence(executablePath: program.path, executableHash: program.sha256))
+            if let verdict = verdict(for: identities) { verdicts[program.path] = verdict }
+        }
+        return verdicts
+    }
+
     /// Whether the program at a path, with this content, is blocked as itself (not for what ran it).
     public func blocks(path: String?, sha256: String?) -> Bool { block(path: path, sha256: sha256) != nil }
 

@@ -22,9 +22,10 @@ public struct InstalledProgram: Sendable {
     /// The child: every uid that is the child (its own and its subordinate ones) and its groups.
     public struct Person: Sendable, Hashable {
         public var uids: UIDRanges
-        public var groups: Set<UInt32>
+        /// Its groups and its subordinate gids.
+        public var groups: UIDRanges
 
-        public init(uids: UIDRanges, groups: Set<UInt32>) {
+        public init(uids: UIDRanges, groups: UIDRanges) {
             self.uids = uids
             self.groups = groups
         }

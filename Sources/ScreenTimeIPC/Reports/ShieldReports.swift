@@ -31,6 +31,8 @@ public struct ProcessShieldReport: Codable, Sendable, Hashable {
     /// Whether blocked apps' known programs are refused before they run (fanotify), rather than
     /// only killed at exec.
     public var refusesBlockedExecs: Bool?
+    /// Whether only programs a guardian installed may run (`application.denyAppInstallation`).
+    public var onlyInstalledPrograms: Bool?
 
     public init(
         watching: Bool, method: String, problems: [String], frozen: [FrozenProcessReport],
@@ -52,6 +54,9 @@ public struct FrozenProcessReport: Codable, Sendable, Hashable {
     public var since: Date
     /// The program's name (`comm`), for the reader to recognise it.
     public var command: String
+    /// `shielded`, `being judged` (held while the agent reads what it runs) or `could not be
+    /// judged` (those reads did not come back); nil from agents before this field.
+    public var reason: String?
 
     public init(pid: Int32, token: String, since: Date, command: String) {
         self.pid = pid
@@ -65,7 +70,7 @@ public struct ApplicationEventReport: Codable, Sendable, Hashable {
     public var time: Date
     public var token: String
     public var pid: Int32
-    /// `frozen`, `thawed` or `killed`.
+    /// `frozen`, `thawed`, `killed`, `refused` or `uninstalled` (a program no guardian installed).
     public var action: String
 
     public init(time: Date, token: String, pid: Int32, action: String) {

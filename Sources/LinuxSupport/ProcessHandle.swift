@@ -1,0 +1,42 @@
+import CLinuxShim
+import Glibc
+
+/// One process, held by a pidfd: signals sent through it reach that process or nobody, never
+/// another that got its pid number later.
+///
+/// Opened only after checking that the pid is still the process that was judged: the pidfd is
+/// opened first, then `/proc/PID/stat` must still give the start time that was recorded (and
+/// `status` an owner the caller accepts). If the process had died and its number been reused
+/// before the open, the start time differs and no handle is made; after the open, the pidfd
+/// names the judged process until it is closed.
+public final class ProcessHandle: Sendable {
+    public let pid: Int32
+    public let startTime: UInt64
+    private let fd: Int32
+
+    /// A handle on `pid` if it is still the process that started at `startTime` and its real
+    /// uid passes `owner`; nil otherwise (gone, reused, or not the owner's).
+    public init?(
+        pid: Int32, startTime: UInt64, inspector: ProcessInspector = ProcessInspector(),
+        owner: (UInt32) -> Bool = { _ in true }
+    ) {
+        let fd = screentime_pidfd_open(pid)
+        guard fd >= 0 else { return nil }
+        guard inspector.startTime(pid: pid) == startTime, let uid = inspector.status(pid: pid)?.uid, owner(uid) else {
+            close(fd)
+            return nil
+        }
+        self.pid = pid
+        self.startTime = startTime
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    /// Sends a signal; false when the process is gone.
+    @discardableResult
+    public func signal(_ number: Int32) -> Bool { screentime_pidfd_send_signal(fd, number) == 0 }
+
+    /// Whether the process has not exited yet (a zombie has).
+    public var isAlive: Bool { screentime_pidfd_send_signal(fd, 0) == 0 }
+}

@@ -1,0 +1,122 @@
+import Foundation
+import Glibc
+import LinuxSupport
+import ScreenTimeCore
+
+extension ProcessShield {
+    /// Answers the exec gate on a thread of its own until the agent stops.
+    func gateLoop() async {
+        guard let gate = gate.withLock({ $0 }) else { return }
+        status.withLock { $0.gateRunning = true }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                do {
+                    // Execs wait for this thread: it runs ahead of the programs asking.
+                    try? ProcConnector.raiseCallingThreadToRealtime(priority: 40)
+                    try gate.run(
+                        decide: { [self] request in decide(request) },
+                        fallback: { [self] request in fallback(request) })
+                } catch {
+                    logger.error(
+                        "the exec gate failed; shielded and blocked apps are only caught at exec",
+                        metadata: ["error": "\(error)"])
+                }
+                status.withLock { $0.gateRunning = false }
+                done.resume()
+            }
+            thread.name = "screentime.gate"
+            thread.start()
+        }
+    }
+
+    /// The gate's answer to one exec or open. Reads the kernel's records and the rules in force,
+    /// takes no lock the watcher or the judges hold for long, and never waits on a child's file.
+    ///
+    /// - A known blocked program: its exec is refused for the user it is blocked for.
+    /// - A known shielded program: its process is moved into the frozen group while it is still
+    ///   inside `execve`, then let through: it freezes before its first instruction.
+    /// - Any other open of those files by such a user (the loader mapping one, a copy being
+    ///   made) is refused; the open that is the second half of an exec just let through is not.
+    /// - Through a file system mark (`denyAppInstallation`): an exec of a program no guardian
+    ///   installed is refused.
+    /// Root's and everyone else's execs and opens are let through at once.
+    func decide(_ request: ExecGate.Request) -> Bool {
+        // The agent's own execs (iptables) are never held.
+        guard inspector.threadGroup(of: request.tid) != getpid(), let status = inspector.status(pid: request.tid)
+        else { return true }
+        let policy = currentPolicy()
+        guard let owner = policy.owner(ofKernelUID: status.uid), let apps = policy.users[owner] else { return true }
+        let fileStatus = FileStatus.of(descriptor: request.file)
+        if request.throughFilesystem {
+            guard request.kind == .exec, apps.denyInstalls else { return true }
+            let path = Files.readLink("/proc/self/fd/\(request.file)")
+            guard let refusal = installRefusal(path: path, status: fileStatus, owner: owner, kernelPath: true) else {
+                return true
+            }
+            logger.info(
+                "refused a program no guardian installed",
+                metadata: ["pid": "\(request.tid)", "path": "\(path ?? "?")", "why": "\(refusal)"])
+            noteUninstalled(pid: inspector.threadGroup(of: request.tid) ?? request.tid, uid: status.uid, path: path)
+            return false
+        }
+        guard let key = fileStatus?.key, let verdict = policy.marked[FileIdentity(key)]?[owner] else { return true }
+        let identity = FileIdentity(key)
+        logger.debug(
+            "gate", metadata: ["tid": "\(request.tid)", "kind": "\(request.kind)", "verdict": "\(verdict.action)"])
+        switch request.kind {
+        case .exec:
+            let process = inspector.threadGroup(of: request.tid) ?? request.tid
+            if verdict.action == .block {
+                note(.refused, pid: process, uid: status.uid, verdict: verdict, apps: apps)
+                return false
+            }
+            holdAtExec(process, tid: request.tid, file: identity, owner: owner, verdict: verdict, apps: apps)
+            return true
+        case .open:
+            let wasExec = gateState.withLock { state -> Bool in
+                guard state.execOpens[request.tid] == identity else { return false }
+                state.execOpens[request.tid] = nil
+                return true
+            }
+            return wasExec
+        }
+    }
+
+    /// Moves a process that is executing a shielded program into the frozen group, inside
+    /// `execve`: it returns from the call frozen. The watcher takes the hold over at the exec
+    /// event; if that never comes (the exec failed after this), the hold is judged again.
+    private func holdAtExec(
+        _ pid: Int32, tid: Int32, file: FileIdentity, owner: UInt32, verdict: ApplicationFilter.Verdict,
+        apps: UserApps
+    ) {
+        let policy = currentPolicy()
+        guard let startTime = inspector.startTime(pid: pid),
+            let handle = ProcessHandle(
+                pid: pid, startTime: startTime, inspector: inspector,
+                owner: { policy.owner(ofKernelUID: $0) == owner }),
+            let (origin, moveLater) = holder.withLock({ $0 }).holdInsideExec(handle)
+        else { return }
+        gateState.withLock { state in
+            state.held[pid] = GateHold(
+                token: verdict.token, origin: origin, moveLater: moveLater, file: file, handle: handle, since: Date())
+            state.execOpens[tid] = file
+        }
+        note(.frozen, pid: pid, uid: apps.uid, verdict: verdict, apps: apps)
+        // The exec event comes within microseconds; if it has not come in a second, the exec
+        // failed and the process still runs its old program.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { [self] in
+            table.withLock { takeOverGateHolds(&$0, policy: currentPolicy(), olderThan: 1) }
+        }
+    }
+
+    /// What the watchdog answers while the gate's decision is late: from the kernel's records
+    /// alone, refused for an authorized user's exec or open of a marked file (and, with
+    /// `denyAppInstallation`, for any exec through a file system mark), allowed for everyone else.
+    func fallback(_ request: ExecGate.Request) -> Bool {
+        guard let status = inspector.status(pid: request.tid) else { return true }
+        let policy = currentPolicy()
+        guard let owner = policy.owner(ofKernelUID: status.uid) else { return true }
+        if request.throughFilesystem { return !(policy.users[owner]?.denyInstalls ?? false) }
+        return false
+    }
+}

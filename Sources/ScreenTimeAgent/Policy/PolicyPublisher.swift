@@ -1,0 +1,104 @@
+import Foundation
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+import Synchronization
+
+/// The one owner of the policy in force: reads it from the state database once per change,
+/// makes a snapshot, hands it to every consumer in turn and returns when all have applied it.
+///
+/// New consumers plug in with `add(_:)`; nothing else calls them. Publishing is serialised, so
+/// consumers see generations in order and never two at once.
+final class PolicyPublisher: Sendable {
+    private let database: StateDatabase
+    private let configuration: AgentConfiguration
+    private let logger: Logger
+    private let users = UserDirectory()
+    private let consumers = Mutex<[any PolicyConsumer]>([])
+    private let publishing = Mutex<UInt64>(0)
+    private let latest = Mutex(PolicySnapshot.empty)
+
+    init(database: StateDatabase, configuration: AgentConfiguration, logger: Logger) {
+        self.database = database
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    func add(_ consumer: any PolicyConsumer) { consumers.withLock { $0.append(consumer) } }
+
+    /// The snapshot last published.
+    var current: PolicySnapshot { latest.withLock { $0 } }
+
+    /// Reads the policy for the agent's start, before any consumer is added: each is set up with
+    /// it, then added.
+    func first() throws -> PolicySnapshot {
+        try publishing.withLock { generation in
+            let snapshot = try read(generation: generation + 1)
+            generation = snapshot.generation
+            for problem in snapshot.problems { logger.warning("\(problem)") }
+            latest.withLock { $0 = snapshot }
+            return snapshot
+        }
+    }
+
+    /// Reads the policy, publishes it to every consumer, and returns it once all applied it. A
+    /// database that cannot be read leaves the last snapshot in force (and is logged loudly).
+    @discardableResult
+    func publish() -> PolicySnapshot {
+        publishing.withLock { generation in
+            let snapshot: PolicySnapshot
+            do {
+                snapshot = try read(generation: generation + 1)
+            } catch {
+                logger.critical("cannot read the policy; the last one stays in force", metadata: ["error": "\(error)"])
+                return latest.withLock { $0 }
+            }
+            generation = snapshot.generation
+            for problem in snapshot.problems { logger.warning("\(problem)") }
+            latest.withLock { $0 = snapshot }
+            for consumer in consumers.withLock({ $0 }) { consumer.apply(snapshot) }
+            return snapshot
+        }
+    }
+
+    private func read(generation: UInt64) throws -> PolicySnapshot {
+        var problems: [String] = []
+        let subordinateUIDs = readSubordinates(configuration.subordinateUIDs, &problems)
+        let subordinateGIDs = readSubordinates(configuration.subordinateGIDs, &problems)
+        var result: [UInt32: PolicySnapshot.User] = [:]
+        var tokens: Set<String> = []
+        for record in try database.authorizations() where record.status == .approved {
+            let policy = try database.stores(uid: record.uid).collection.effectivePolicy
+            let account = try? users.user(uid: record.uid)
+            let name = account?.name ?? record.userName
+            var uids = UIDRanges([record.uid...record.uid])
+            for range in subordinateUIDs.ranges(ofUser: name, uid: record.uid) { uids.insert(range) }
+            let subordinateGroups = UIDRanges(subordinateGIDs.ranges(ofUser: name, uid: record.uid))
+            result[record.uid] = PolicySnapshot.User(
+                uid: record.uid, name: name, home: account?.home, member: record.member, policy: policy, uids: uids,
+                groups: account.map { users.groupIDs(of: $0) } ?? [], subordinateGIDs: subordinateGroups)
+            tokens.formUnion(policy.webDomainsShieldedByToken.keys.map(\.base64))
+            tokens.formUnion(policy.applicationsShieldedByToken.keys.map(\.base64))
+            tokens.formUnion(policy.applicationsBlocked.keys.map(\.base64))
+            for shield in policy.webDomainCategoryShields { tokens.formUnion(shield.policy.exceptions.map(\.base64)) }
+        }
+        return PolicySnapshot(
+            generation: generation, users: result, names: try database.tokenNames(tokens), problems: problems)
+    }
+
+    /// `/etc/subuid` or `/etc/subgid` (root's files, read with care all the same); a missing
+    /// file is no subordinate ids.
+    private func readSubordinates(_ path: String, _ problems: inout [String]) -> SubordinateIDs {
+        guard Files.exists(path) else { return SubordinateIDs() }
+        do {
+            let bytes = try UntrustedFile.read(path, limit: 4 << 20)
+            let ids = SubordinateIDs(parsing: String(decoding: bytes, as: UTF8.self))
+            if ids.skippedLines > 0 { problems.append("\(path): \(ids.skippedLines) lines are not OWNER:START:COUNT") }
+            return ids
+        } catch {
+            problems.append("cannot read \(path): \(error.message); subordinate ids are not known")
+            return SubordinateIDs()
+        }
+    }
+}
