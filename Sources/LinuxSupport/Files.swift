@@ -51,14 +51,22 @@ public enum Files {
         syncDirectory(of: path)
     }
 
-    /// Creates a directory (and its parents) if missing, and gives it `mode`.
+    /// Creates a directory (and its parents) if missing; the directory made gets `mode`. One
+    /// that exists keeps its own (a state directory given as `/tmp` must not make `/tmp` 0700).
     public static func makeDirectory(_ path: String, mode: UInt32) throws(SystemError) {
         var partial = path.hasPrefix("/") ? "" : "."
+        var made = false
         for component in path.split(separator: "/") {
             partial += "/" + component
-            if mkdir(partial, 0o755) != 0, errno != EEXIST { throw SystemError.call("mkdir(\(partial))", errno) }
+            if mkdir(partial, 0o755) == 0 {
+                made = true
+            } else if errno != EEXIST {
+                throw SystemError.call("mkdir(\(partial))", errno)
+            } else {
+                made = false
+            }
         }
-        try systemCall("chmod(\(path))") { chmod(path, mode) }
+        if made { try systemCall("chmod(\(path))") { chmod(path, mode) } }
     }
 
     /// Whether a path exists.

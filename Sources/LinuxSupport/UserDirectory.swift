@@ -34,21 +34,35 @@ public struct UserDirectory: Sendable {
 
     /// The gid of a group, nil if there is no such group.
     public func groupID(named name: String) -> UInt32? {
-        var entry = group()
-        var result: UnsafeMutablePointer<group>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        let status = getgrnam_r(name, &entry, &buffer, buffer.count, &result)
-        guard status == 0, let found = result else { return nil }
-        return found.pointee.gr_gid
+        Self.growing { entry, buffer, size, result in getgrnam_r(name, entry, buffer, size, result) }?.gid
     }
 
     /// The name of a group, nil if there is no such group.
     public func groupName(gid: UInt32) -> String? {
-        var entry = group()
-        var result: UnsafeMutablePointer<group>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        guard getgrgid_r(gid, &entry, &buffer, buffer.count, &result) == 0, let found = result else { return nil }
-        return String(cString: found.pointee.gr_name)
+        Self.growing { entry, buffer, size, result in getgrgid_r(gid, entry, buffer, size, result) }?.name
+    }
+
+    /// A group lookup with a buffer that grows while NSS says it is too small (a group with many
+    /// members needs more than any fixed size).
+    private static func growing(
+        _ call: (
+            UnsafeMutablePointer<group>, UnsafeMutablePointer<CChar>, Int, UnsafeMutablePointer<UnsafeMutablePointer<group>?>
+        ) -> Int32
+    ) -> (gid: UInt32, name: String)? {
+        var size = 16_384
+        while size <= 64 << 20 {
+            var entry = group()
+            var result: UnsafeMutablePointer<group>?
+            var buffer = [CChar](repeating: 0, count: size)
+            let status = buffer.withUnsafeMutableBufferPointer { call(&entry, $0.baseAddress!, $0.count, &result) }
+            if status == ERANGE {
+                size *= 4
+                continue
+            }
+            guard status == 0, let found = result else { return nil }
+            return (found.pointee.gr_gid, String(cString: found.pointee.gr_name))
+        }
+        return nil
     }
 
     /// Every group the user belongs to in the database (primary group included).
@@ -79,8 +93,15 @@ public struct UserDirectory: Sendable {
     ) throws(SystemError) -> UserAccount {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 16_384)
-        let status = buffer.withUnsafeMutableBufferPointer { call(&entry, $0.baseAddress!, $0.count, &result) }
+        var size = 16_384
+        var buffer = [CChar](repeating: 0, count: size)
+        var status = buffer.withUnsafeMutableBufferPointer { call(&entry, $0.baseAddress!, $0.count, &result) }
+        // NSS says when the buffer is too small (an entry from LDAP can be long): it grows.
+        while status == ERANGE, size < 64 << 20 {
+            size *= 4
+            buffer = [CChar](repeating: 0, count: size)
+            status = buffer.withUnsafeMutableBufferPointer { call(&entry, $0.baseAddress!, $0.count, &result) }
+        }
         guard status == 0 else { throw SystemError.call("getpwnam_r(\(what))", status) }
         guard let found = result else { throw SystemError(.noSuchUser, "there is no \(what) on this computer") }
         return UserAccount(

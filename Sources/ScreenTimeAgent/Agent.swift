@@ -24,11 +24,17 @@ public struct Agent {
         } catch {
             throw AgentError(.state, "cannot make the state directory: \(error.message)")
         }
+        if let mode = try? Files.mode(of: configuration.stateDirectory), mode & 0o077 != 0 {
+            logger.warning(
+                "the state directory is open to others; it should be 0700",
+                metadata: ["directory": "\(configuration.stateDirectory)", "mode": "\(String(mode, radix: 8))"])
+        }
         let secret = try TokenSecret.loadOrCreate(at: configuration.stateDirectory + "/token.secret")
         let minter = try TokenMinter(secret: secret)
         let database: StateDatabase
         do {
-            database = try StateDatabase(path: configuration.stateDirectory + "/state.sqlite")
+            database = try StateDatabase(
+                path: configuration.stateDirectory + "/state.sqlite", retentionDays: configuration.eventRetentionDays)
         } catch {
             throw AgentError(.state, "cannot open \(configuration.stateDirectory)/state.sqlite: \(error)")
         }

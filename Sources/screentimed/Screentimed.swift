@@ -13,7 +13,8 @@ struct Screentimed: ParsableCommand {
         discussion: """
             Configuration keys (JSON, every key optional): guardianGroup, stateDirectory, socket, \
             pamService, adminGroups, categoriesDirectory, publicSuffixList, bypassList, dnsQueue, \
-            firewallChain, freezerGroup, freezer. Flags override the file. SIGHUP reloads the web lists.
+            firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs, eventRetentionDays. \
+            Flags override the file. SIGHUP reloads the web lists.
             """,
         version: AgentVersion.current)
 
@@ -48,6 +49,8 @@ struct Screentimed: ParsableCommand {
     }
 
     func run() throws {
+        // A peer that goes away mid-reply is an error on that write, not the end of the agent.
+        signal(SIGPIPE, SIG_IGN)
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

@@ -212,3 +212,49 @@ final class TemporaryDirectory {
         #expect(durability.synchronous == 2)
     }
 }
+
+/// The "Also" list of the hardening issue: tables a child can fill are pruned; an existing
+/// directory keeps its mode.
+@Suite struct RetentionTests {
+    @Test func oldEventsGoAndEachUserKeepsAtMostTheCap() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StateDatabase(path: directory.path + "/state.sqlite", retentionDays: 30)
+        let now = Date()
+        let old = now.addingTimeInterval(-31 * 86_400)
+        func event(_ uid: UInt32, _ index: Int, at date: Date) -> StateDatabase.ShieldEvent {
+            StateDatabase.ShieldEvent(
+                uid: uid, kind: .domain, token: "t\(index)", reason: "domain", category: nil, first: date, last: date,
+                count: 1)
+        }
+        try database.record([event(1, 0, at: old), event(1, 1, at: now), event(2, 2, at: old)], names: [:])
+        try database.recordShieldChanges(
+            frozen: [], thawed: [],
+            events: [
+                StateDatabase.ApplicationEvent(time: old, uid: 1, token: "a", pid: 5, action: .frozen),
+                StateDatabase.ApplicationEvent(time: now, uid: 1, token: "a", pid: 5, action: .thawed),
+            ], names: [:])
+        try database.prune(before: now.addingTimeInterval(-30 * 86_400))
+        #expect(try database.eventCounts(uid: 1) == (1, 1))
+        #expect(try database.eventCounts(uid: 2) == (0, 0))
+        // A flood of events: only the newest `maximumEventsPerUser` stay.
+        let flood = (0..<(StateDatabase.maximumEventsPerUser + 50)).map {
+            event(3, $0, at: now.addingTimeInterval(Double($0)))
+        }
+        try database.record(flood, names: [:])
+        try database.prune(before: now.addingTimeInterval(-30 * 86_400))
+        #expect(try database.eventCounts(uid: 3).shield == StateDatabase.maximumEventsPerUser)
+        let newest = try database.shieldEvents(uid: 3, kind: .domain, limit: 1).first?.token
+        #expect(newest == "t\(StateDatabase.maximumEventsPerUser + 49)")
+    }
+
+    @Test func makingADirectoryThatExistsLeavesItsModeAlone() throws {
+        let directory = try TemporaryDirectory()
+        let shared = directory.path + "/shared"
+        try Files.makeDirectory(shared, mode: 0o755)
+        chmod(shared, 0o1777)
+        try Files.makeDirectory(shared, mode: 0o700)
+        #expect(try Files.mode(of: shared) == 0o1777)
+        try Files.makeDirectory(shared + "/state", mode: 0o700)
+        #expect(try Files.mode(of: shared + "/state") == 0o700)
+    }
+}

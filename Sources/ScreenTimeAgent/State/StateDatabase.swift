@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import ScreenTimeCore
 import ScreenTimeIPC
+import Synchronization
 
 /// The agent's state in SQLite: authorizations, stores, and the names of tokens a guardian used.
 ///
@@ -10,8 +11,14 @@ import ScreenTimeIPC
 /// edited once released; a new schema is a new migration.
 final class StateDatabase: Sendable {
     private let queue: DatabaseQueue
+    /// Events older than this are deleted (`eventRetentionDays`), and at most `maximumEventsPerUser`
+    /// of each kind are kept per user, so that no child can grow the database without bound.
+    private let retention: TimeInterval
+    static let maximumEventsPerUser = 20_000
+    private let lastPrune = Mutex<Date?>(nil)
 
-    init(path: String) throws {
+    init(path: String, retentionDays: Int = 30) throws {
+        retention = TimeInterval(retentionDays) * 86_400
         var configuration = Configuration()
         // WAL and FULL are set here, in this order: GRDB's own `.wal` setting would lower
         // synchronous to NORMAL, which can lose the last transactions on power loss.
@@ -224,6 +231,52 @@ final class StateDatabase: Sendable {
         }
     }
 
+    // MARK: retention
+
+    /// Deletes old events (and the oldest beyond the per-user cap), at most once an hour: called
+    /// after writes, so that it needs no timer of its own.
+    func pruneIfDue(now: Date = Date()) {
+        let due = lastPrune.withLock { last -> Bool in
+            guard last.map({ now.timeIntervalSince($0) >= 3600 }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        try? prune(before: now.addingTimeInterval(-retention))
+    }
+
+    /// Deletes events before a date, and each user's oldest beyond `maximumEventsPerUser`.
+    func prune(before date: Date) throws {
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM shieldEvent WHERE last < ?", arguments: [date])
+            try db.execute(sql: "DELETE FROM applicationEvent WHERE time < ?", arguments: [date])
+            let cap = Self.maximumEventsPerUser
+            try db.execute(
+                sql: """
+                    DELETE FROM shieldEvent WHERE id IN (
+                      SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY uid ORDER BY last DESC, id DESC) AS n
+                                      FROM shieldEvent) WHERE n > ?)
+                    """, arguments: [cap])
+            try db.execute(
+                sql: """
+                    DELETE FROM applicationEvent WHERE id IN (
+                      SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY uid ORDER BY time DESC, id DESC) AS n
+                                      FROM applicationEvent) WHERE n > ?)
+                    """, arguments: [cap])
+        }
+    }
+
+    /// How many events a user has, of each table (for tests and status).
+    func eventCounts(uid: UInt32) throws -> (shield: Int, application: Int) {
+        try queue.read { db in
+            (
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM shieldEvent WHERE uid = ?", arguments: [Int64(uid)]) ?? 0,
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM applicationEvent WHERE uid = ?", arguments: [Int64(uid)])
+                    ?? 0
+            )
+        }
+    }
+
     // MARK: failed guardian passwords
 
     struct PasswordFailures: Hashable, Sendable {
@@ -275,6 +328,7 @@ final class StateDatabase: Sendable {
     /// Appends events and the names of their tokens, in one transaction.
     func record(_ events: [ShieldEvent], names: [String: TokenName]) throws {
         guard !events.isEmpty else { return }
+        defer { pruneIfDue() }
         try queue.write { db in
             for event in events {
                 try db.execute(
@@ -357,6 +411,7 @@ final class StateDatabase: Sendable {
         names: [String: TokenName]
     ) throws {
         guard !frozen.isEmpty || !thawed.isEmpty || !events.isEmpty else { return }
+        defer { pruneIfDue() }
         try queue.write { db in
             for process in frozen {
                 try db.execute(
