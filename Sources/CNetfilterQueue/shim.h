@@ -21,6 +21,13 @@ static inline uint32_t screentime_nfq_packet_id(struct nfq_data *data) {
     return header ? ntohl(header->packet_id) : 0;
 }
 
+/// The netfilter hook a queued packet was taken at (NF_INET_LOCAL_IN = 1, NF_INET_LOCAL_OUT = 3),
+/// 255 if the header is missing.
+static inline uint8_t screentime_nfq_packet_hook(struct nfq_data *data) {
+    struct nfqnl_msg_packet_hdr *header = nfq_get_msg_packet_hdr(data);
+    return header ? header->hook : 255;
+}
+
 /// Asks the kernel not to report ENOBUFS on the queue's socket when the agent falls behind
 /// (the packets are then dropped, which fails closed).
 static inline int screentime_nfq_no_enobufs(int fd) {

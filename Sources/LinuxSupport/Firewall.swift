@@ -1,22 +1,32 @@
 import Foundation
 
-/// The agent's own iptables and ip6tables chains, which send the filtered users' DNS to a
-/// netfilter queue and refuse their ways around it.
+/// The agent's own iptables and ip6tables chains, which send the filtered users' DNS (and the
+/// replies to it) to a netfilter queue, limit how fast each user may ask, and refuse their ways
+/// around it.
 ///
 /// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default):
 ///
-///     OUTPUT          -j CHAIN                                      (first rule)
-///     CHAIN           -m owner --uid-owner UID[-UID] -j CHAIN-filter  (one per filtered uid range)
-///     CHAIN-filter    -p udp --dport 53 -j NFQUEUE --queue-num N    (no --queue-bypass: fail closed)
-///                     -p tcp --dport 53 -j NFQUEUE --queue-num N
+///     OUTPUT          -j CHAIN                                          (first rule)
+///     INPUT           -j CHAIN-in                                       (first rule)
+///     CHAIN           per filtered uid range R (a user, its subordinate uids):
+///                     -m owner --uid-owner R -p udp --dport 53 -m limit --limit L/sec -j CHAIN-filter
+///                     -m owner --uid-owner R -p tcp --dport 53 -m limit --limit L/sec -j CHAIN-filter
+///                     -m owner --uid-owner R -p udp --dport 53 -j DROP      (over its limit)
+///                     -m owner --uid-owner R -p tcp --dport 53 -j DROP
+///                     -m owner --uid-owner R -j CHAIN-filter
+///     CHAIN-filter    -p udp/tcp --dport 53 -j CONNMARK --set-xmark MARK/MASK  (its replies are known)
+///                     -p udp/tcp --dport 53 -j NFQUEUE --queue-num N   (no --queue-bypass: fail closed)
 ///                     -p tcp --dport 853 -j REJECT --reject-with tcp-reset   (DNS over TLS)
 ///                     -p udp --dport 853 -j REJECT                           (DNS over QUIC)
 ///                     -d DOH -p tcp --dport 443 -j REJECT --reject-with tcp-reset  (per DoH address)
 ///                     -d DOH -p udp --dport 443 -j REJECT                          (HTTP/3)
+///     CHAIN-in        -p udp/tcp --sport 53 -m connmark --mark MARK/MASK -j NFQUEUE --queue-num N
 ///
-/// Installing replaces both chains' contents in one `iptables-restore --noflush` transaction per
-/// family, so running it again never duplicates a rule and the rules are never half there. The
-/// owner match works only in OUTPUT, for sockets of this network namespace.
+/// The limit is per rule, so each user (each of its ranges) has its own: a child flooding the
+/// queue slows only its own lookups, never another child's. Installing replaces the chains'
+/// contents in one `iptables-restore --noflush` transaction per family, so running it again never
+/// duplicates a rule and the rules are never half there. The owner match works only in OUTPUT,
+/// for sockets of this network namespace.
 public struct Firewall: Sendable {
     public enum Family: String, Sendable, CaseIterable {
         case ipv4, ipv6
@@ -26,25 +36,46 @@ public struct Firewall: Sendable {
 
     public let chain: String
     public let queue: UInt16
+    /// The connection mark of the filtered users' DNS, and the bits of the mark it owns.
+    public let mark: UInt32
+    public static let markMask: UInt32 = 0x00FF_0000
+    /// DNS packets per second each filtered uid range may send to the queue, and the burst.
+    public let rateLimit: Int
     /// Where iptables, ip6tables and their -restore are looked for.
     public let toolDirectories: [String]
 
-    public init(chain: String, queue: UInt16, toolDirectories: [String] = ["/usr/sbin", "/sbin", "/usr/bin"]) {
+    public init(
+        chain: String, queue: UInt16, mark: UInt8 = 0x53, rateLimit: Int = 200,
+        toolDirectories: [String] = ["/usr/sbin", "/sbin", "/usr/bin"]
+    ) {
         self.chain = chain
         self.queue = queue
+        self.mark = UInt32(mark) << 16
+        self.rateLimit = rateLimit
         self.toolDirectories = toolDirectories
     }
 
     public var filterChain: String { chain + "-filter" }
+    public var inputChain: String { chain + "-in" }
+
+    private var markText: String { "0x" + String(mark, radix: 16) + "/0x" + String(Self.markMask, radix: 16) }
 
     /// The ruleset `iptables-restore --noflush` is given for one family.
     public func ruleset(for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String]) -> String {
-        var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]"]
+        var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]", ":\(inputChain) - [0:0]"]
+        let limit = "-m limit --limit \(rateLimit)/sec --limit-burst \(rateLimit * 5)"
         for range in Set(owners).sorted(by: { $0.lowerBound < $1.lowerBound }) {
             let owner = range.count == 1 ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
-            lines.append("-A \(chain) -m owner --uid-owner \(owner) -j \(filterChain)")
+            let match = "-A \(chain) -m owner --uid-owner \(owner)"
+            lines.append("\(match) -p udp -m udp --dport 53 \(limit) -j \(filterChain)")
+            lines.append("\(match) -p tcp -m tcp --dport 53 \(limit) -j \(filterChain)")
+            lines.append("\(match) -p udp -m udp --dport 53 -j DROP")
+            lines.append("\(match) -p tcp -m tcp --dport 53 -j DROP")
+            lines.append("\(match) -j \(filterChain)")
         }
         let queue = "-j NFQUEUE --queue-num \(queue)"
+        lines.append("-A \(filterChain) -p udp -m udp --dport 53 -j CONNMARK --set-xmark \(markText)")
+        lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 -j CONNMARK --set-xmark \(markText)")
         lines.append("-A \(filterChain) -p udp -m udp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 853 -j REJECT --reject-with tcp-reset")
@@ -53,31 +84,35 @@ public struct Firewall: Sendable {
             lines.append("-A \(filterChain) -d \(address) -p tcp -m tcp --dport 443 -j REJECT --reject-with tcp-reset")
             lines.append("-A \(filterChain) -d \(address) -p udp -m udp --dport 443 -j REJECT")
         }
+        lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText) \(queue)")
+        lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText) \(queue)")
         lines.append("COMMIT")
         return lines.joined(separator: "\n") + "\n"
     }
 
-    /// Puts the chains in place for these users (idempotent), and the jump to them first in
-    /// OUTPUT. `dohAddresses` are IPv4 and IPv6 addresses; each family takes its own.
+    /// Puts the chains in place for these users (idempotent), and the jumps to them first in
+    /// OUTPUT and INPUT. `dohAddresses` are IPv4 and IPv6 addresses; each family takes its own.
     public func install(owners: [ClosedRange<UInt32>], dohAddresses: [String]) throws(SystemError) {
         for family in Family.allCases {
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
                 input: ruleset(for: family, owners: owners, dohAddresses: dohAddresses))
-            if (try? run(family.command, ["-w", "-C", "OUTPUT", "-j", chain])) == nil {
-                try run(family.command, ["-w", "-I", "OUTPUT", "1", "-j", chain])
+            for (hook, target) in [("OUTPUT", chain), ("INPUT", inputChain)]
+            where (try? run(family.command, ["-w", "-C", hook, "-j", target])) == nil {
+                try run(family.command, ["-w", "-I", hook, "1", "-j", target])
             }
         }
     }
 
-    /// Removes the jump and both chains, in both families; what is already gone is no error.
+    /// Removes the jumps and the chains, in both families; what is already gone is no error.
     public func remove() throws(SystemError) {
         var failures: [String] = []
         for family in Family.allCases {
             while (try? run(family.command, ["-w", "-D", "OUTPUT", "-j", chain])) != nil {}
-            // Both flushed before either is deleted: the first chain jumps to the second.
+            while (try? run(family.command, ["-w", "-D", "INPUT", "-j", inputChain])) != nil {}
+            // All flushed before any is deleted: the first chain jumps to the second.
             for action in ["-F", "-X"] {
-                for name in [chain, filterChain] {
+                for name in [chain, filterChain, inputChain] {
                     guard (try? run(family.command, ["-w", "-n", "-L", name])) != nil else { continue }
                     do {
                         try run(family.command, ["-w", action, name])

@@ -13,6 +13,14 @@ public final class NetfilterQueue: @unchecked Sendable {
         /// The uid of the socket that sent it, when the kernel knows it.
         public let uid: UInt32?
         public let bytes: [UInt8]
+        /// Whether it was queued on its way in (`INPUT`: a reply to a filtered user), not out.
+        public let incoming: Bool
+
+        public init(uid: UInt32?, bytes: [UInt8], incoming: Bool = false) {
+            self.uid = uid
+            self.bytes = bytes
+            self.incoming = incoming
+        }
     }
 
     public enum Verdict: Sendable, Equatable {
@@ -147,7 +155,8 @@ public final class NetfilterQueue: @unchecked Sendable {
         var pointer: UnsafeMutablePointer<UInt8>?
         let length = nfq_get_payload(data, &pointer)
         let bytes = length > 0 && pointer != nil ? Array(UnsafeBufferPointer(start: pointer, count: Int(length))) : []
-        let verdict = handler(Packet(uid: knowsUID ? uid : nil, bytes: bytes))
+        let incoming = screentime_nfq_packet_hook(data) == UInt8(NF_INET_LOCAL_IN.rawValue)
+        let verdict = handler(Packet(uid: knowsUID ? uid : nil, bytes: bytes, incoming: incoming))
         judgedCount.add(1, ordering: .relaxed)
         switch verdict {
         case .accept:

@@ -116,7 +116,9 @@ public struct Agent {
     /// Removes the firewall chains (`make uninstall`). Stopping the agent leaves them on purpose.
     public func removeFirewall() throws {
         do {
-            try Firewall(chain: configuration.firewallChain, queue: configuration.dnsQueue).remove()
+            try Firewall(
+                chain: configuration.firewallChain, queue: configuration.dnsQueue, mark: configuration.connectionMark
+            ).remove()
         } catch {
             throw AgentError(.firewall, "cannot remove the firewall chains: \(error.message)")
         }

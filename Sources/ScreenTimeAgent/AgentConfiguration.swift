@@ -19,6 +19,8 @@ import Foundation
 /// | `subordinateUIDs` | `/etc/subuid` | the subordinate uids of users: a child's are the child |
 /// | `subordinateGIDs` | `/etc/subgid` | likewise for gids |
 /// | `eventRetentionDays` | `30` | how long shielded lookups and process events are kept (1–3650) |
+/// | `connectionMark` | `83` | the byte (1–255) of the connection mark (bits 16–23) that tells the filtered users' DNS replies |
+/// | `dnsRateLimit` | `200` | DNS packets per second each filtered user may send (bursts of five times that); more are dropped |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
 public struct AgentConfiguration: Codable, Sendable, Hashable {
@@ -39,6 +41,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var subordinateUIDs = "/etc/subuid"
     public var subordinateGIDs = "/etc/subgid"
     public var eventRetentionDays = 30
+    public var connectionMark: UInt8 = 83
+    public var dnsRateLimit = 200
 
     /// How shielded processes are held (`freezer`).
     public enum Freezer: String, Codable, Sendable, CaseIterable {
@@ -50,7 +54,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
-        case eventRetentionDays
+        case eventRetentionDays, connectionMark, dnsRateLimit
     }
 
     private struct AnyKey: CodingKey {
@@ -123,6 +127,18 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
                 throw AgentError.configuration("'eventRetentionDays' is from 1 to 3650, not \(days)")
             }
             eventRetentionDays = days
+        }
+        if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
+            guard let byte = UInt8(exactly: mark), byte > 0 else {
+                throw AgentError.configuration("'connectionMark' is from 1 to 255, not \(mark)")
+            }
+            connectionMark = byte
+        }
+        if let rate = try container.decodeIfPresent(Int.self, forKey: .dnsRateLimit) {
+            guard (1...100_000).contains(rate) else {
+                throw AgentError.configuration("'dnsRateLimit' is from 1 to 100000 packets a second, not \(rate)")
+            }
+            dnsRateLimit = rate
         }
     }
 

@@ -18,7 +18,8 @@ struct Screentime: ParsableCommand {
         version: AgentProtocolVersion.text,
         subcommands: [
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
-            Unshield.self, Block.self, Unblock.self, FilterCommand.self, Clear.self, Pick.self, Unlock.self,
+            Unshield.self, Block.self, Unblock.self, DenyInstalls.self, FilterCommand.self, Clear.self, Pick.self,
+            Unlock.self,
             Ping.self,
         ])
 }
@@ -452,5 +453,29 @@ struct Unlock: ParsableCommand {
             reply.hadFailures
                 ? "\(reply.user.name) may try guardian passwords again"
                 : "\(reply.user.name) had no wrong guardian passwords to forget")
+    }
+}
+
+struct DenyInstalls: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "deny-installs",
+        abstract: "Let a user run only programs a guardian installed (application.denyAppInstallation).",
+        discussion: """
+            on: programs the user put on the PC itself (its own files, or anything in a directory it \
+            can write, copies of the loader included) are refused before they run; scripts still run \
+            through installed interpreters. off: the store no longer denies it.
+            """)
+
+    enum Switch: String, ExpressibleByArgument, CaseIterable { case on, off }
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var target: StoreOptions
+    @Argument(help: "on or off.") var state: Switch
+
+    func run() throws {
+        let reply = try perform(connection, DenyInstallsRequest(target: target.request, deny: state == .on))
+        if output.json { return try printJSON(reply) }
+        print(StoreText(reply).render(), terminator: "")
     }
 }

@@ -43,11 +43,12 @@ struct StatusText {
         if let processes = reply.processShield {
             out +=
                 "App shield: \(processes.watching ? "watching new processes" : "NOT watching new processes") (\(processes.method)\(processes.refusesBlockedExecs == true ? "; blocked apps refused at exec" : ""))\n"
+            if processes.onlyInstalledPrograms == true { out += "  only programs a guardian installed may run\n" }
             for problem in processes.problems { out += "  problem: \(problem)\n" }
             if !processes.frozen.isEmpty { out += "  frozen now:\n" }
             for process in processes.frozen {
-                out +=
-                    "    pid \(process.pid) \(process.command)  \(namer.name(process.token, kind: "app"))  since \(Self.format(process.since))\n"
+                let what = process.token.isEmpty ? "(\(process.reason ?? "held"))" : namer.name(process.token, kind: "app")
+                out += "    pid \(process.pid) \(process.command)  \(what)  since \(Self.format(process.since))\n"
             }
             if !processes.recent.isEmpty { out += "  recently, newest first:\n" }
             for event in processes.recent {
@@ -162,7 +163,8 @@ struct EffectiveText {
             lines.append("web filter \(filterDescription(item.policy)) by \(item.store)")
         }
         if !report.appInstallationDeniedBy.isEmpty {
-            lines.append("installing apps denied by \(report.appInstallationDeniedBy.joined(separator: ", "))")
+            lines.append(
+                "only programs a guardian installed run (denied by \(report.appInstallationDeniedBy.joined(separator: ", ")))")
         }
         if lines.isEmpty { lines = ["nothing is shielded"] }
         return lines.map { indent + $0 + "\n" }.joined()

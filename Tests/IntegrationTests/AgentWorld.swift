@@ -186,6 +186,8 @@ final class AgentWorld {
             arguments.append("--address=/\(name)/\(address)")
             arguments.append("--address=/\(name)/fd00::\(address.split(separator: ".").last ?? "1")")
         }
+        // An allowed name that is an alias of a shielded one.
+        arguments += ["--host-record=cdn.blocked.test,10.2.2.3", "--cname=video.allowed.test,cdn.blocked.test"]
         let started = try run("/usr/sbin/ip", arguments)
         guard started.status == 0 else { throw WorldError("dnsmasq did not start: \(started.stderr)") }
         // Ready when it answers root (whose lookups are never filtered).

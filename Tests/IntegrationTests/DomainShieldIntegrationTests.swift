@@ -294,4 +294,72 @@ struct DomainShieldIntegrationTests {
             as: world.bystander, "/usr/bin/python3", [script, "127.0.0.1", "blocked.test", "10.2.2.2", "5"])
         #expect(!control.stdout.contains("leaks 0"), "\(control.stdout)")
     }
+
+    /// Finding 11 of the hardening issue: an allowed name whose answer is an alias of a shielded
+    /// one (`video.allowed.test CNAME cdn.blocked.test`, and its address) handed the child the
+    /// shielded address. The replies to the child are judged too.
+    @Test func anAliasIntoAShieldedDomainIsAnsweredNXDOMAIN() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        // Root gets the alias and the shielded address: the resolver does answer it.
+        let root = try dig(world, as: nil, "video.allowed.test")
+        #expect(root.addresses == ["10.2.2.3"], "\(root.output)")
+        for tcp in [false, true] {
+            let child = try dig(world, as: world.child, "video.allowed.test", tcp: tcp)
+            #expect(!child.addresses.contains("10.2.2.3"), "tcp \(tcp): \(child.output)")
+            if !tcp { #expect(child.status == "NXDOMAIN", "\(child.output)") }
+        }
+        let getent = try world.inNetwork(as: world.child, "/usr/bin/getent", ["hosts", "video.allowed.test"])
+        #expect(getent.status != 0 && !getent.stdout.contains("10.2.2.3"))
+        // Allowed names, aliases or not, still resolve for the child; the bystander's are untouched.
+        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
+        #expect(try dig(world, as: world.bystander, "video.allowed.test").addresses == ["10.2.2.3"])
+        let status = try world.status(of: world.child)
+        let names = Set((status.domainShield?.recentLookups ?? []).compactMap { status.names[$0.token]?.identity })
+        #expect(names.contains("blocked.test"), "\(names)")
+    }
+
+    /// Finding 11: one child's flood of queries made another child's lookups fail through the
+    /// shared queue. Each user's DNS is limited before the queue: a flood slows only its sender.
+    @Test func aChildFloodingTheQueueSlowsOnlyItself() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        let sibling = try world.makeUser("stsib")
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "authorize", "--child", sibling)
+        try guardian(world, "shield", "--user", sibling, "--domain", "blocked.test")
+        let output = world.directory + "/flood.out"
+        var flood: Int32 = 0
+        if let namespace = world.namespace {
+            flood = try world.launch(
+                as: nil, "/usr/sbin/ip",
+                [
+                    "netns", "exec", namespace, "/usr/bin/setpriv", "--reuid=\(world.child)", "--regid=users",
+                    "--init-groups", "--", "/usr/bin/python3", AgentWorld.fixture("dns-flood.py"), "127.0.0.1", "4",
+                ], output: output)
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        // Meanwhile, every lookup of the sibling is answered, and judged.
+        var answered = 0
+        for _ in 0..<20 {
+            if try dig(world, as: sibling, "www.allowed.test", timeout: 2).addresses == ["10.1.1.1"] { answered += 1 }
+            if try dig(world, as: sibling, "blocked.test", timeout: 2).status == "NXDOMAIN" { answered += 1 }
+        }
+        #expect(answered == 40)
+        #expect(world.wait(flood, seconds: 30) == 0)
+        let report = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        let numbers = Dictionary(
+            uniqueKeysWithValues: report.split(separator: "\n").compactMap { line -> (String, Int)? in
+                let fields = line.split(separator: " ")
+                return fields.count == 2 ? (String(fields[0]), Int(fields[1]) ?? 0) : nil
+            })
+        // The flood was tried, and no more of it than the child's limit went through: 200 a
+        // second and a burst of 1,000 over four seconds (the rest fails in sendto, EPERM).
+        #expect((numbers["tried"] ?? 0) > 10_000, "\(report)")
+        #expect((numbers["sent"] ?? .max) <= 200 * 5 + 1_000, "\(report)")
+        #expect((numbers["answered"] ?? .max) <= (numbers["sent"] ?? 0), "\(report)")
+        #expect(world.agentIsRunning)
+    }
 }

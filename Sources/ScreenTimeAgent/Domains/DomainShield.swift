@@ -27,6 +27,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// Held through a whole rebuild: a change of policy and a SIGHUP reload never interleave.
     private let rebuilding = Mutex(())
     private let events = Mutex(EventBuffer())
+    private let outstanding = OutstandingQueries()
     private let flushSignal: AsyncStream<Void>
     private let flushContinuation: AsyncStream<Void>.Continuation
 
@@ -84,7 +85,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         self.database = database
         self.minter = minter
         self.suffixes = suffixes
-        self.firewall = Firewall(chain: configuration.firewallChain, queue: configuration.dnsQueue)
+        self.firewall = Firewall(
+            chain: configuration.firewallChain, queue: configuration.dnsQueue, mark: configuration.connectionMark,
+            rateLimit: configuration.dnsRateLimit)
         self.logger = logger
         (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -254,6 +257,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// The verdict on one queued packet. What cannot be judged is dropped: the sender's lookup
     /// fails, as it would while the agent is down.
     func judge(_ packet: NetfilterQueue.Packet) -> NetfilterQueue.Verdict {
+        if packet.incoming { return judgeReply(packet) }
         guard let sender = packet.uid else { return .drop }
         // The sender's uid may be a subordinate one: the filter is its owner's.
         guard let (uid, filter) = state.withLock({ state in
@@ -274,11 +278,59 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 note(uid: uid, name: question.name, verdict: verdict)
             }
         }
+        // Its reply comes back queued (its connection is marked), to be judged as this user's:
+        // the server's, or the NXDOMAIN written here in its place.
+        for bytes in messages where bytes.count >= 2 {
+            outstanding.remember(Self.key(parsed, id: bytes, reply: false), owner: uid)
+        }
         if answers.isEmpty { return .accept }
         // Part of a TCP segment shielded, or a connection not open yet: nothing can be answered
         // in place, and nothing may pass.
         guard answers.count == messages.count, !parsed.opensConnection else { return .drop }
         return .replace(parsed.reply(carrying: answers))
+    }
+
+    /// The verdict on a reply to a filtered user (queued by its connection's mark): a reply
+    /// whose answers lead to a shielded name — `allowed.test CNAME shielded.test` and its
+    /// addresses, a DNAME, an SVCB or HTTPS target — becomes NXDOMAIN for the asker (a TCP
+    /// reply, which cannot be rewritten in place, is dropped). A reply to no question a filtered
+    /// user asked lately is dropped.
+    private func judgeReply(_ packet: NetfilterQueue.Packet) -> NetfilterQueue.Verdict {
+        guard let parsed = try? DNSPacket(parsing: packet.bytes), let messages = try? parsed.messages() else {
+            return .drop
+        }
+        // The rest of a TCP connection (its handshake, its acknowledgements).
+        guard !messages.isEmpty else { return .accept }
+        var shielded: DNSMessage?
+        for bytes in messages {
+            guard bytes.count >= 2, let owner = outstanding.owner(of: Self.key(parsed, id: bytes, reply: true)),
+                let filter = state.withLock({ $0.filters[owner] }),
+                let names = try? DNSMessage.answerNames(in: bytes)
+            else { return .drop }
+            for name in names {
+                guard let verdict = filter.verdict(for: name) else { continue }
+                note(uid: owner, name: name, verdict: verdict)
+                shielded = try? DNSMessage(parsing: bytes)
+                if shielded == nil { return .drop }
+                break
+            }
+        }
+        guard let shielded else { return .accept }
+        guard messages.count == 1, let rewritten = parsed.forwarded(carrying: DNSMessage.nxdomain(answering: shielded).serialized())
+        else { return .drop }
+        return .replace(rewritten)
+    }
+
+    /// A question's key, from the question's packet or from its reply's.
+    private static func key(_ packet: DNSPacket, id bytes: ArraySlice<UInt8>, reply: Bool) -> OutstandingQueries.Key {
+        let id = UInt16(bytes[bytes.startIndex]) << 8 | UInt16(bytes[bytes.startIndex + 1])
+        return reply
+            ? OutstandingQueries.Key(
+                client: Array(packet.destination), clientPort: packet.destinationPort, server: Array(packet.source),
+                serverPort: packet.sourcePort, id: id)
+            : OutstandingQueries.Key(
+                client: Array(packet.source), clientPort: packet.sourcePort, server: Array(packet.destination),
+                serverPort: packet.destinationPort, id: id)
     }
 
     private func note(uid: UInt32, name: DNSName, verdict: DomainFilter.Verdict) {

@@ -483,6 +483,19 @@ public final class PolicyService: Sendable {
         }
     }
 
+    func denyInstalls(_ request: DenyInstallsRequest, _ context: RequestContext) throws -> StoreReply {
+        let caller = try caller(context.peer)
+        let account = try storeOwner(request.target, caller: caller)
+        let key = try storeKey(request.target)
+        return try changeStore(
+            account, key, by: caller, action: request.deny ? "installs denied" : "installs allowed"
+        ) { collection in
+            try collection.update(key) { settings in
+                settings.application.denyAppInstallation = request.deny ? true : nil
+            }
+        }
+    }
+
     private func clear(_ request: StoreTarget, caller: Caller) throws -> StoreReply {
         let account = try storeOwner(request, caller: caller)
         let key = try storeKey(request)

@@ -287,6 +287,50 @@ public struct DNSMessage: Hashable, Sendable {
 
     // MARK: answers
 
+    /// Record types whose data names another host: CNAME and DNAME (the name the answer goes on
+    /// to), SVCB and HTTPS (their target name).
+    static let aliasTypes: Set<UInt16> = [5, 39]
+    static let serviceTypes: Set<UInt16> = [64, 65]
+
+    /// Every name an answer leads to: the owner of each answer record, and the target of each
+    /// CNAME, DNAME, SVCB and HTTPS record (compression followed, as in the message). A reply
+    /// shielded by any of them must not reach a shielded child: `allowed.test CNAME shielded.test`
+    /// would hand it the shielded name's addresses.
+    public static func answerNames(in bytes: some Collection<UInt8>) throws(ScreenTimeCoreError) -> [DNSName] {
+        var reader = Reader(Array(bytes))
+        _ = try reader.u16("the header")
+        _ = try reader.u16("the header")
+        let questions = try reader.u16("the header")
+        let answers = try reader.u16("the header")
+        _ = try reader.u32("the header")
+        guard Int(questions) * 5 + Int(answers) * 11 <= reader.remaining else {
+            throw ScreenTimeCoreError(.invalidDNSMessage, "the header counts more than the message holds")
+        }
+        for _ in 0..<questions {
+            _ = try reader.name()
+            _ = try reader.u32("a question")
+        }
+        var names: [DNSName] = []
+        for _ in 0..<answers {
+            names.append(try reader.name())
+            let type = try reader.u16("a record")
+            _ = try reader.u16("a record")
+            _ = try reader.u32("a record")
+            let length = Int(try reader.u16("a record"))
+            let start = reader.offset
+            guard length <= reader.remaining else { throw reader.truncated("record data") }
+            if aliasTypes.contains(type) || serviceTypes.contains(type) {
+                if serviceTypes.contains(type) { _ = try reader.u16("a service priority") }
+                names.append(try reader.name())
+                guard reader.offset <= start + length else {
+                    throw ScreenTimeCoreError(.invalidDNSMessage, "a name runs past its record's data")
+                }
+            }
+            reader.offset = start + length
+        }
+        return names
+    }
+
     /// The NXDOMAIN answer to a query: same ID and questions, QR and RA set, RD and the opcode
     /// kept, RCODE 3, no records; EDNS echoed when the query had it.
     public static func nxdomain(answering query: DNSMessage) -> DNSMessage {

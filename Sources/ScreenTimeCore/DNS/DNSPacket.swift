@@ -18,8 +18,9 @@ public struct DNSPacket: Sendable {
     /// be answered in place, since there is no connection yet to answer on.
     public var opensConnection: Bool { transport == .tcp && tcpFlags & 0x02 != 0 }
 
-    private let source: ArraySlice<UInt8>
-    private let destination: ArraySlice<UInt8>
+    /// The addresses, 4 or 16 bytes.
+    public let source: ArraySlice<UInt8>
+    public let destination: ArraySlice<UInt8>
     private let sequence: UInt32
     private let acknowledgment: UInt32
     private let tcpFlags: UInt8
@@ -121,7 +122,19 @@ public struct DNSPacket: Sendable {
     /// A packet from the server back to the asker carrying `answers`: for UDP, the one answer as
     /// the datagram; for TCP, the answers length-prefixed in one segment that acknowledges this
     /// one's data and continues the server's sequence.
-    public func reply(carrying answers: [[UInt8]]) -> [UInt8] {
+    public func reply(carrying answers: [[UInt8]]) -> [UInt8] { rewritten(carrying: answers, swapped: true) }
+
+    /// The same UDP datagram, on its way, carrying another message instead (a server's reply
+    /// turned into NXDOMAIN); nil for TCP, whose stream cannot be rewritten in place.
+    public func forwarded(carrying message: [UInt8]) -> [UInt8]? {
+        transport == .udp ? rewritten(carrying: [message], swapped: false) : nil
+    }
+
+    /// A packet carrying `answers`, from the receiver back to the sender (`swapped`), or on its
+    /// way as it was.
+    private func rewritten(carrying answers: [[UInt8]], swapped: Bool) -> [UInt8] {
+        let (from, to) = swapped ? (destination, source) : (source, destination)
+        let (fromPort, toPort) = swapped ? (destinationPort, sourcePort) : (sourcePort, destinationPort)
         var body: [UInt8] = []
         switch transport {
         case .udp:
@@ -133,8 +146,8 @@ public struct DNSPacket: Sendable {
             }
         }
         var segment: [UInt8] = []
-        Self.append16(&segment, destinationPort)
-        Self.append16(&segment, sourcePort)
+        Self.append16(&segment, fromPort)
+        Self.append16(&segment, toPort)
         let protocolNumber: UInt8
         switch transport {
         case .udp:
@@ -151,7 +164,7 @@ public struct DNSPacket: Sendable {
         }
         segment += body
         // The transport checksum covers a pseudo-header of addresses, protocol and length.
-        var pseudo = Array(destination) + Array(source)
+        var pseudo = Array(from) + Array(to)
         if ipVersion == 4 {
             pseudo += [0, protocolNumber]
             Self.append16(&pseudo, UInt16(clamping: segment.count))
@@ -170,8 +183,8 @@ public struct DNSPacket: Sendable {
             header = [0x45, 0]
             Self.append16(&header, UInt16(clamping: 20 + segment.count))
             header += [0, 0, 0x40, 0, 64, protocolNumber, 0, 0]  // ID 0, don't fragment, TTL 64
-            header += destination
-            header += source
+            header += from
+            header += to
             let sum = Self.checksum(header)
             header[10] = UInt8(sum >> 8)
             header[11] = UInt8(truncatingIfNeeded: sum)
@@ -179,8 +192,8 @@ public struct DNSPacket: Sendable {
             header = [0x60, 0, 0, 0]
             Self.append16(&header, UInt16(clamping: segment.count))
             header += [protocolNumber, 64]
-            header += destination
-            header += source
+            header += from
+            header += to
         }
         return header + segment
     }
