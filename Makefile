@@ -24,9 +24,10 @@ SWIFT       ?= swift
 #   gcc libc6-dev   the C fixture programs the process-shield tests and benchmark run as a child
 #   procps          pkill, to end what a test user left running
 #   libcap-dev      libcap, with which the agent drops the capabilities it does not need
+#   uidmap          newuidmap, with which a test child runs as one of its subordinate uids
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
-	libcap-dev
+	libcap-dev uidmap
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 

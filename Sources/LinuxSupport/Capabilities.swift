@@ -51,10 +51,12 @@ public enum Capabilities {
 
     /// Keeps only `kept`: the bounding set, permitted and effective sets hold them alone, the
     /// inheritable and ambient sets nothing, and `no_new_privs` is set (no program run later
-    /// gains anything by set-user-ID bits or file capabilities). Must be called by the only thread.
-    public static func restrict(to kept: Set<Name>) throws(SystemError) {
+    /// gains anything by set-user-ID bits or file capabilities). Applies to the calling thread:
+    /// it must be the only thread, but for `selfDropping` threads that make this same call
+    /// themselves (a thread that needs a capability for a moment longer, then drops it).
+    public static func restrict(to kept: Set<Name>, selfDropping: Int = 0) throws(SystemError) {
         let running = threads()
-        guard running == 1 else {
+        guard running == 1 + selfDropping else {
             throw SystemError(
                 .capabilities,
                 "\(running) threads run; capabilities are per thread, so the others would keep all of theirs")

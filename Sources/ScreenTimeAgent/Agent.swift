@@ -59,6 +59,7 @@ public struct Agent {
         let policy: PolicyService
         let domains: DomainShield
         let processes: ProcessShield
+        let subordinateIDs: SubordinateIDWatch
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
@@ -79,9 +80,10 @@ public struct Agent {
         }
         // What needs capabilities the agent then drops: the proc connector, the cgroups, the
         // exec gate and its file system marks. No thread runs yet.
-        processes.open(snapshot: snapshot)
+        processes.open(snapshot: snapshot, keeping: Self.keptCapabilities)
         do {
-            try Capabilities.restrict(to: Self.keptCapabilities)
+            // The gate's thread, started by `open`, dropped its own.
+            try Capabilities.restrict(to: Self.keptCapabilities, selfDropping: processes.selfDroppingThreads)
             logger.info(
                 "capabilities dropped",
                 metadata: ["kept": "\(Self.keptCapabilities.map(\.rawValue).sorted().joined(separator: ","))"])
@@ -95,7 +97,9 @@ public struct Agent {
         processes.start(snapshot: snapshot)
         publisher.add(domains)
         publisher.add(processes)
-        return Prepared(policy: policy, domains: domains, processes: processes)
+        let watch = SubordinateIDWatch(
+            publisher: publisher, files: [configuration.subordinateUIDs, configuration.subordinateGIDs], logger: logger)
+        return Prepared(policy: policy, domains: domains, processes: processes, subordinateIDs: watch)
     }
 
     public func run(_ prepared: Prepared) async throws {
@@ -104,7 +108,8 @@ public struct Agent {
             admission: prepared.policy.admission, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [prepared.domains, prepared.processes, server], gracefulShutdownSignals: [.sigterm, .sigint],
+                services: [prepared.domains, prepared.processes, prepared.subordinateIDs, server],
+                gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         logger.notice(
             "screentimed \(AgentVersion.current) started",

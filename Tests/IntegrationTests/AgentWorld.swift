@@ -1,5 +1,6 @@
 import Foundation
 import LinuxSupport
+import ScreenTimeCore
 import ScreenTimeIPC
 
 /// What a command printed and how it ended.
@@ -70,6 +71,7 @@ final class AgentWorld {
     private var agent: Process?
     private var started: [Int32] = []
     private var madeUsers: [String] = []
+    private var madeHomes: [String] = []
     private var madeGroups: [String] = []
 
     /// - Parameter network: run the agent in a network namespace of its own, with dnsmasq on
@@ -251,6 +253,7 @@ final class AgentWorld {
         process.standardError = handle
         try process.run()
         agent = process
+        try? "\(process.processIdentifier)\n".write(toFile: directory + "/agent.pid", atomically: true, encoding: .utf8)
         // Wait for the socket to answer.
         for _ in 0..<500 {
             if (try? cli(as: nil, "ping").status) == 0 { return }
@@ -401,6 +404,28 @@ final class AgentWorld {
         return path
     }
 
+    /// Makes a user's home directory (the test users are made without one), owned by the user.
+    @discardableResult
+    func makeHome(for user: String) throws -> String {
+        let home = try UserDirectory().user(user).home
+        try Files.makeDirectory(home + "/.local/share/applications", mode: 0o755)
+        try system("/usr/bin/chown", "-R", user, home)
+        madeHomes.append(home)
+        return home
+    }
+
+    /// Compiles a C fixture (`Fixtures/NAME.c`) into the world's bin directory.
+    func compile(_ name: String, static linked: Bool = false) throws -> String {
+        let output = directory + "/bin/" + name
+        let source = Self.fixture(name + ".c")
+        if linked {
+            try system("/usr/bin/cc", "-O1", "-static", "-o", output, source)
+        } else {
+            try system("/usr/bin/cc", "-O1", "-o", output, source)
+        }
+        return output
+    }
+
     /// A copy of a file for the child, made by root and given to it: the child cannot read a
     /// shielded or blocked program itself (the exec gate refuses it every open of one), but may
     /// have the same bytes from elsewhere (a download, a USB stick).
@@ -413,7 +438,20 @@ final class AgentWorld {
         kill9()
         // Everything the test users still run (orphans of killed shells too), then the
         // programs started here, reaped.
-        for user in [child, bystander] { _ = try? run("/usr/bin/pkill", ["-KILL", "-u", user]) }
+        for user in madeUsers { _ = try? run("/usr/bin/pkill", ["-KILL", "-u", user]) }
+        // And what runs as their subordinate uids (a test child in its own user namespace).
+        let subordinate = SubordinateIDs(parsing: (try? String(contentsOfFile: "/etc/subuid", encoding: .utf8)) ?? "")
+        let ranges = madeUsers.flatMap { user in
+            (try? UserDirectory().user(user)).map { subordinate.ranges(ofUser: user, uid: $0.uid) } ?? []
+        }
+        if !ranges.isEmpty {
+            let inspector = ProcessInspector()
+            for pid in inspector.pids() {
+                if let uid = inspector.status(pid: pid)?.uid, ranges.contains(where: { $0.contains(uid) }) {
+                    kill(pid, SIGKILL)
+                }
+            }
+        }
         for pid in started {
             kill(pid, SIGKILL)
             var status: Int32 = 0
@@ -453,6 +491,7 @@ final class AgentWorld {
             try? FileManager.default.removeItem(atPath: "/etc/netns/\(namespace)")
         }
         for user in madeUsers { _ = try? run("/usr/sbin/userdel", [user]) }
+        for home in madeHomes where home.hasPrefix("/home/st") { try? FileManager.default.removeItem(atPath: home) }
         for group in madeGroups { _ = try? run("/usr/sbin/groupdel", [group]) }
         try? FileManager.default.removeItem(atPath: "/etc/pam.d/\(pamService)")
         // SCREENTIME_KEEP_LOGS=DIR keeps each world's agent log, for a failing test to be read.

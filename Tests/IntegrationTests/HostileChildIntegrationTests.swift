@@ -1,5 +1,6 @@
 import Foundation
 import LinuxSupport
+import ScreenTimeCore
 import ScreenTimeIPC
 import Testing
 
@@ -171,5 +172,356 @@ struct HostileChildIntegrationTests {
         #expect(try world.status(of: world.child).passwordFailures == nil)
         // Only a guardian lifts a lockout.
         #expect(try world.cli(as: world.child, "unlock", "--user", world.child).status == 77)
+    }
+
+    // MARK: the process shield
+
+    private static let barely = ProcessShieldIntegrationTests.barely
+
+    private func guardian(_ world: AgentWorld, _ arguments: String...) throws {
+        let result = try world.cli(as: world.guardian, arguments: arguments)
+        guard result.status == 0 else { throw WorldError("\(arguments.joined(separator: " ")): \(result.stderr)") }
+    }
+
+    /// Runs a shell command as the child (with the world's socket), to its end.
+    private func asChild(_ world: AgentWorld, _ command: String) throws -> CommandResult {
+        try world.inNetwork(as: world.child, "/bin/sh", ["-c", command])
+    }
+
+    /// The processes of this machine running a file, with their uids.
+    private func processes(running file: String) -> [(pid: Int32, uid: UInt32)] {
+        let inspector = ProcessInspector()
+        return inspector.pids().compactMap { pid in
+            guard inspector.executable(pid: pid) == file, let uid = inspector.status(pid: pid)?.uid else { return nil }
+            return (pid, uid)
+        }
+    }
+
+    /// Finding 1: a FIFO as `.flatpak-info` in a sandbox the child made (`unshare -Ur chroot`),
+    /// and a FIFO as a desktop entry, hung the watcher, every policy change and the agent's start.
+    /// Now neither is waited on: the sandboxed program is judged and runs, shields apply to the
+    /// child meanwhile, changes return, and the agent starts again with both in place.
+    @Test func aFIFOInASandboxOrAsAnEntryHoldsNothingUp() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let sleeper = try world.compile("sleeper", static: true)
+        let sandbox = home + "/fr"
+        #expect(try asChild(world, "mkdir \(sandbox) && mkfifo \(sandbox)/.flatpak-info").status == 0)
+        try world.giveChild(copyOf: sleeper, at: sandbox + "/static")
+        #expect(try asChild(world, "mkfifo \(home)/.local/share/applications/x.desktop").status == 0)
+        let sandboxed = try world.launch(
+            as: world.child, "/usr/bin/unshare", ["-Ur", "/usr/sbin/chroot", sandbox, "/static", "/up"])
+        // Judged (its .flatpak-info is no regular file: no Flatpak ID) and let run.
+        #expect(eventually(10) { FileManager.default.fileExists(atPath: sandbox + "/up") })
+        // Meanwhile the child's shielded program is held, and changes and status are answered.
+        let file = home + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [file])
+        #expect(eventually { world.isFrozen(counter) })
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect((world.count(file) ?? 0) <= Self.barely)
+        try guardian(world, "shield", "--user", world.child, "--app-category", "Game")
+        #expect(try world.cli(as: world.guardian, "status", "--user", world.child).status == 0)
+        // The agent starts again with both FIFOs in place, and holds what it held.
+        world.kill9()
+        try world.start()
+        #expect(world.isFrozen(counter))
+        try guardian(world, "unshield", "--user", world.child, "--app-category", "Game")
+        #expect(world.processState(sandboxed) != nil)
+    }
+
+    /// Finding 2: the child's own desktop entry for a shielded app (`Hidden=true`, or
+    /// `NoDisplay=true` with other categories) removed it from the catalogue, and the app ran.
+    @Test func theChildsOwnEntriesLiftNoShield() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let entry = home + "/.local/share/applications/org.example.Counter.desktop"
+        #expect(try asChild(world, "printf '[Desktop Entry]\\nHidden=true\\n' > \(entry)").status == 0)
+        // Frozen before the next rebuild, and still after it.
+        let first = try world.launch(as: world.child, world.counter, [home + "/count-1"])
+        #expect(eventually { world.isFrozen(first) })
+        try guardian(world, "shield", "--user", world.child, "--domain", "example.test")
+        #expect(world.isFrozen(first))
+        let second = try world.launch(as: world.child, world.counter, [home + "/count-2"])
+        #expect(eventually { world.isFrozen(second) })
+        // Renamed, hidden from menus and re-categorised: a Game shield still holds it.
+        let copy = """
+            [Desktop Entry]
+            Type=Application
+            Name=Homework
+            Exec=\(world.counter)
+            NoDisplay=true
+            Categories=Education;
+            """
+        try copy.write(toFile: entry, atomically: false, encoding: .utf8)
+        try guardian(world, "shield", "--user", world.child, "--app-category", "Game")
+        try guardian(world, "unshield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(world.isFrozen(first) && world.isFrozen(second))
+        let third = try world.launch(as: world.child, world.counter, [home + "/count-3"])
+        #expect(eventually { world.isFrozen(third) })
+        Thread.sleep(forTimeInterval: 0.2)
+        for name in ["count-1", "count-2", "count-3"] { #expect((world.count(home + "/" + name) ?? 0) <= Self.barely) }
+    }
+
+    /// Finding 3: `cp ld.so ~/l; ~/l game` and `ld.so --glibc-hwcaps-mask x game` ran shielded and
+    /// blocked programs. The child may not open a shielded or blocked program at all (so no
+    /// loader can map it), and a copied loader is known by its content.
+    @Test func loaderTricksRunNoShieldedProgram() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let loader = try #require(ProcessShieldIntegrationTests.loader())
+        #expect(try asChild(world, "cp \(loader) \(home)/l").status == 0)
+        // Each way either stops before the program's first instruction (held as the program it
+        // runs) or fails to open it (refused): never does the program run.
+        let attempts: [[String]] = [
+            [home + "/l", world.counter, home + "/c0"],
+            [loader, "--glibc-hwcaps-mask", "x", world.counter, home + "/c1"],
+            [loader, "--argv0", "homework", "--inhibit-cache", world.counter, home + "/c2"],
+        ]
+        for (index, attempt) in attempts.enumerated() {
+            let pid = try world.launch(as: world.child, attempt[0], Array(attempt.dropFirst()))
+            #expect(eventually { world.isFrozen(pid) || world.wait(pid, seconds: 0.01) != nil }, "\(attempt)")
+            Thread.sleep(forTimeInterval: 0.2)
+            #expect((world.count(home + "/c\(index)") ?? 0) <= Self.barely, "\(attempt) ran")
+        }
+        // Read as a file, it cannot be copied either.
+        let cat = try asChild(world, "cat \(world.counter) > \(home)/copy.bin")
+        #expect(cat.status != 0 && cat.stderr.contains("Operation not permitted"), "\(cat.stderr)")
+        // A copy the agent has not seen, run by the copied loader: frozen all the same.
+        try world.giveChild(copyOf: world.counter, at: home + "/homework")
+        let run = try world.launch(as: world.child, home + "/l", [home + "/homework", home + "/c4"])
+        #expect(eventually { world.isFrozen(run) })
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect((world.count(home + "/c4") ?? 0) <= Self.barely)
+        // Blocked: refused at exec, and the loaders still cannot open it.
+        try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
+        #expect(try asChild(world, "\(world.counter) \(home)/c5").status == 126)
+        let blockedLoader = try world.launch(as: world.child, home + "/l", [world.counter, home + "/c6"])
+        #expect(eventually { world.wait(blockedLoader, seconds: 0.01) != nil || world.isFrozen(blockedLoader) })
+        #expect(world.count(home + "/c5") == nil && world.count(home + "/c6") == nil)
+        // Root runs it through the loader as ever.
+        let root = try world.launch(as: nil, loader, [world.counter, world.directory + "/root-count"])
+        #expect(eventually { (world.count(world.directory + "/root-count") ?? 0) > 0 })
+        kill(root, SIGKILL)
+    }
+
+    /// Finding 4: a changed copy was hashed once, then the byte and the modification time were
+    /// put back and the cached hash let the shielded program run. The cache keys on the change
+    /// time, which the child cannot set. And the class closes with `deny-installs`: only programs
+    /// a guardian installed run.
+    @Test func aRetimedCopyIsHashedAgainAndOnlyInstalledProgramsRun() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        // A copy with one byte changed (in the compiler's note, which nothing reads): a new program.
+        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: world.counter)))
+        let marker = Array("GCC: ".utf8)
+        let at = try #require(
+            (0...(bytes.count - marker.count)).first { Array(bytes[$0..<($0 + marker.count)]) == marker }) + 1
+        let original = bytes[at]
+        bytes[at] = UInt8(ascii: "X")
+        let game = home + "/g"
+        try Data(bytes).write(to: URL(fileURLWithPath: game))
+        try system("/usr/bin/chown", world.child, game)
+        chmod(game, 0o755)
+        #expect(try asChild(world, "touch -d @1700000000 \(game)").status == 0)
+        // Settled (its change older than the cache's two seconds), run, hashed, cached.
+        Thread.sleep(forTimeInterval: 2.5)
+        let altered = try world.launch(as: world.child, game, [home + "/count-altered"])
+        #expect(eventually { (world.count(home + "/count-altered") ?? 0) > Self.barely })
+        #expect(!world.isFrozen(altered))
+        kill(altered, SIGKILL)
+        _ = world.wait(altered)
+        // The byte put back and the time too: the program is the shielded one again.
+        let restore = "printf '\\\(String(original, radix: 8))' | dd of=\(game) bs=1 seek=\(at) conv=notrunc status=none"
+        #expect(try asChild(world, restore + " && touch -d @1700000000 \(game)").status == 0)
+        #expect(try Files.sha256(of: game) == (try Files.sha256(of: world.counter)))
+        let restored = try world.launch(as: world.child, game, [home + "/count-restored"])
+        #expect(eventually { world.isFrozen(restored) })
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect((world.count(home + "/count-restored") ?? 0) <= Self.barely)
+
+        // Only installed programs: the child's own files and what lies where it can write do
+        // not run; the system's programs and scripts through them do.
+        try guardian(world, "unshield", "--user", world.child, "--app", "org.example.Counter")
+        try guardian(world, "deny-installs", "--user", world.child, "on")
+        #expect(try world.status(of: world.child).processShield?.onlyInstalledPrograms == true)
+        let loader = try #require(ProcessShieldIntegrationTests.loader())
+        // The child's own programs run long enough to be caught at exec (a program that ends
+        // within microseconds is done before any watcher reads its exec: only the kernel's
+        // question, below, stops those).
+        try world.giveChild(copyOf: "/usr/bin/sleep", at: home + "/mine")
+        #expect(try asChild(world, "cp \(loader) \(home)/l").status == 0)
+        try "#!/bin/sh\necho script ran\n".write(toFile: home + "/script.sh", atomically: true, encoding: .utf8)
+        try system("/usr/bin/chown", world.child, home + "/script.sh")
+        for command in ["\(home)/mine 5", "\(home)/l /usr/bin/sleep 5", "\(loader) \(home)/mine 5", "\(game) \(home)/c"] {
+            let result = try asChild(world, command)
+            #expect([126, 137].contains(result.status), "\(command): \(result.status) \(result.stderr)")
+        }
+        #expect(try asChild(world, "/usr/bin/true && echo ok").stdout == "ok\n")
+        #expect(try asChild(world, "sh \(home)/script.sh").stdout == "script ran\n")
+        #expect(try asChild(world, "\(loader) /usr/bin/true && echo loaded").stdout == "loaded\n")
+        // Started with a child denied installs, the agent asks the kernel about every exec of the
+        // file systems: such a program is refused before it runs (EPERM: the shell's 126).
+        world.kill9()
+        try world.start()
+        try world.giveChild(copyOf: "/usr/bin/true", at: home + "/quick")
+        for command in ["\(home)/mine 5", "\(home)/quick", "\(home)/l /usr/bin/true"] {
+            let refused = try asChild(world, command)
+            #expect(refused.status == 126, "\(command): \(refused.stderr)")
+        }
+        let recent = try #require(try world.status(of: world.child).processShield?.recent)
+        #expect(recent.contains { $0.action == "uninstalled" })
+        #expect(try asChild(world, "/usr/bin/true && echo ok").stdout == "ok\n")
+        // Root and the bystander are not asked about.
+        #expect(try world.inNetwork(as: nil, home + "/quick", []).status == 0)
+        #expect(try world.inNetwork(as: world.bystander, home + "/quick", []).status == 0)
+        try guardian(world, "deny-installs", "--user", world.child, "off")
+        #expect(try asChild(world, "\(home)/quick && echo mine").stdout == "mine\n")
+    }
+
+    /// Finding 5: with uidmap, the child ran programs as one of its subordinate uids, which
+    /// nobody had authorized. They are the child's: held, filtered, counted as the child.
+    @Test func programsRunAsASubordinateUIDAreTheChilds() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let subordinate = SubordinateIDs(parsing: try String(contentsOfFile: "/etc/subuid", encoding: .utf8))
+        let uid = try UserDirectory().user(world.child).uid
+        let range = try #require(subordinate.ranges(ofUser: world.child, uid: uid).first, "useradd gave no subuids")
+        try system("/usr/bin/chmod", "0777", home)
+        let unshare = [
+            "--map-users=\(range.lowerBound),1,\(range.count)", "--map-root-user", "/usr/bin/setpriv", "--reuid=1000",
+        ]
+        let launcher = try world.launch(
+            as: world.child, "/usr/bin/unshare", unshare + [world.counter, home + "/count"])
+        #expect(eventually { !processes(running: world.counter).isEmpty })
+        let running = processes(running: world.counter)
+        #expect(running.allSatisfy { range.contains($0.uid) }, "\(running)")
+        #expect(eventually { running.allSatisfy { world.isFrozen($0.pid) } })
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect((world.count(home + "/count") ?? 0) <= Self.barely)
+        let frozen = try world.status(of: world.child).processShield?.frozen.map(\.pid) ?? []
+        #expect(Set(running.map(\.pid)).isSubset(of: Set(frozen)), "\(frozen)")
+        // Blocked: refused at exec to the subordinate uid too.
+        try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
+        let blocked = try world.inNetwork(
+            as: world.child, "/usr/bin/unshare", unshare + [world.counter, home + "/count-blocked"])
+        #expect(blocked.status != 0)
+        #expect(world.count(home + "/count-blocked") == nil)
+        _ = launcher
+    }
+
+    /// Finding 5, for the network: the subordinate uids' DNS is filtered as the child's, and a
+    /// range given later (`usermod --add-subuids`) is the child's from then on.
+    @Test func theSubordinateUIDsLookupsAreFilteredAsTheChilds() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        let subordinate = SubordinateIDs(parsing: try String(contentsOfFile: "/etc/subuid", encoding: .utf8))
+        let uid = try UserDirectory().user(world.child).uid
+        let range = try #require(subordinate.ranges(ofUser: world.child, uid: uid).first)
+        let dig = [
+            "--map-users=\(range.lowerBound),1,\(range.count)", "--map-root-user", "/usr/bin/setpriv", "--reuid=1000",
+            "/usr/bin/dig", "+tries=1", "+time=2", "@127.0.0.1",
+        ]
+        let shielded = try world.inNetwork(as: world.child, "/usr/bin/unshare", dig + ["blocked.test"])
+        #expect(shielded.stdout.contains("status: NXDOMAIN"), "\(shielded.stdout) \(shielded.stderr)")
+        let allowed = try world.inNetwork(as: world.child, "/usr/bin/unshare", dig + ["allowed.test"])
+        #expect(allowed.stdout.contains("10.1.1.1"), "\(allowed.stdout)")
+        // A new range, watched for: in the rules within moments.
+        let added = "\(range.upperBound + 100_001)-\(range.upperBound + 110_000)"
+        try system("/usr/sbin/usermod", "--add-subuids", added, world.child)
+        #expect(eventually(5) { (try? world.firewallRules().contains { $0.contains(added) }) ?? false })
+    }
+
+    /// Finding 6: after lost process events, a dead frozen process's pid stayed in the table, root
+    /// got that pid, and root's process was frozen. Every act goes through a pidfd checked
+    /// against the start time, lost events reconcile the table, and a process of no authorized
+    /// user is never touched.
+    @Test func aPidRootGotAfterLostEventsIsNeverTouched() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let cycle = try world.compile("pidcycle")
+        let counter = try world.launch(as: world.child, world.counter, [home + "/count"])
+        #expect(eventually { world.isFrozen(counter) })
+        // The agent stops reading (as it would fall behind a fork storm); the child's frozen
+        // program dies, and thousands of processes later root has its pid.
+        let agent = try #require(world.agentPID)
+        kill(agent, SIGSTOP)
+        var resumed = false
+        defer { if !resumed { kill(agent, SIGCONT) } }
+        #expect(try world.inNetwork(as: world.child, "/bin/kill", ["-KILL", "\(counter)"]).status == 0)
+        _ = world.wait(counter)
+        let cycled = try world.launch(as: nil, cycle, ["\(counter)", "/usr/bin/sleep", "60"])
+        #expect(world.wait(cycled, seconds: 60) == 0, "root did not get pid \(counter)")
+        #expect(ProcessInspector().status(pid: counter)?.uid == 0)
+        kill(agent, SIGCONT)
+        resumed = true
+        // The agent reads the backlog (its events lost past its buffer), then a change makes it
+        // judge every process it tracks again.
+        Thread.sleep(forTimeInterval: 1)
+        try guardian(world, "shield", "--user", world.child, "--app-category", "Game")
+        try guardian(world, "unshield", "--user", world.child, "--app-category", "Game")
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(ProcessInspector().status(pid: counter)?.uid == 0)
+        #expect(!world.isFrozen(counter) && world.processState(counter) != "T")
+        #expect(try world.status(of: world.child).processShield?.frozen.contains { $0.pid == counter } == false)
+        kill(counter, SIGKILL)
+    }
+
+    /// Finding 8: desktop entries pointing at huge sparse files made each guardian change take
+    /// half a minute, and such files run first let a shielded game run for seconds. The child's
+    /// programs are no longer hashed for the catalogue, and hashing at exec only ever holds the
+    /// child's own processes, each user's judgements taking turns.
+    @Test func hugeFilesSlowNobodyButTheirOwner() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let sibling = try world.makeUser("stsib")
+        try guardian(world, "authorize", "--child", sibling)
+        let home = try world.makeHome(for: world.child)
+        var scripts: [String] = []
+        for index in 0..<15 {
+            let path = home + "/huge\(index)"
+            try "#!/bin/sh\nexec sleep 60\n".write(toFile: path, atomically: false, encoding: .utf8)
+            let fd = open(path, O_WRONLY)
+            #expect(ftruncate(fd, 500 << 20) == 0)
+            close(fd)
+            try system("/usr/bin/chown", world.child, path)
+            scripts.append(path)
+            for copy in [0, 1] {
+                try "[Desktop Entry]\nType=Application\nName=Huge\(index)\nExec=\(path)\n".write(
+                    toFile: home + "/.local/share/applications/huge\(index)-\(copy).desktop", atomically: false,
+                    encoding: .utf8)
+            }
+        }
+        try system("/usr/bin/chown", "-R", world.child, home + "/.local")
+        // A guardian's change reads the child's 30 entries; their programs are not hashed.
+        let started = Date()
+        try guardian(world, "shield", "--user", world.child, "--domain", "example.test")
+        #expect(Date().timeIntervalSince(started) < 10, "a change waited on the child's files")
+        // The child runs all fifteen through sh (each script hashed at exec), then the game.
+        for script in scripts { _ = try world.launch(as: world.child, "/bin/sh", [script]) }
+        let game = try world.launch(as: world.child, world.counter, [home + "/count"])
+        #expect(eventually { world.isFrozen(game) })
+        Thread.sleep(forTimeInterval: 0.2)
+        #expect((world.count(home + "/count") ?? 0) <= Self.barely)
+        // The sibling is not held up by the child's judgements.
+        try world.makeHome(for: sibling)
+        try guardian(world, "shield", "--user", sibling, "--app", "org.example.Counter")
+        let siblings = try world.launch(as: sibling, world.counter, ["/home/\(sibling)/count"])
+        #expect(eventually { world.isFrozen(siblings) })
+        #expect((world.count("/home/\(sibling)/count") ?? 0) <= Self.barely)
     }
 }

@@ -85,15 +85,27 @@ final class TemporaryDirectory {
             for: .ipv4, owners: [1002...1002, 1001...1001, 1002...1002, 100_000...165_535],
             dohAddresses: ["8.8.8.8", "2001:db8::1"])
         let lines = v4.split(separator: "\n").map(String.init)
-        // A child's subordinate uids are the child (finding 5 of the hardening issue).
-        #expect(
-            lines.filter { $0.contains("--uid-owner") } == [
-                "-A screentime -m owner --uid-owner 1001 -j screentime-filter",
-                "-A screentime -m owner --uid-owner 1002 -j screentime-filter",
-                "-A screentime -m owner --uid-owner 100000-165535 -j screentime-filter",
-            ])
+        // A child's subordinate uids are the child (finding 5 of the hardening issue); each range
+        // has its own limit before the queue, then the rest of its traffic goes to the filter.
+        let owners = lines.filter { $0.contains("--uid-owner") }
+        for owner in ["1001", "1002", "100000-165535"] {
+            let match = "-A screentime -m owner --uid-owner \(owner)"
+            #expect(
+                owners.filter { $0.hasPrefix(match + " ") } == [
+                    "\(match) -p udp -m udp --dport 53 -m limit --limit 200/sec --limit-burst 1000 -j screentime-filter",
+                    "\(match) -p tcp -m tcp --dport 53 -m limit --limit 200/sec --limit-burst 1000 -j screentime-filter",
+                    "\(match) -p udp -m udp --dport 53 -j DROP", "\(match) -p tcp -m tcp --dport 53 -j DROP",
+                    "\(match) -j screentime-filter",
+                ])
+        }
+        #expect(owners.count == 15)
+        #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j CONNMARK --set-xmark 0x530000/0xff0000"))
         #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j NFQUEUE --queue-num 53"))
         #expect(lines.contains("-A screentime-filter -p tcp -m tcp --dport 53 -j NFQUEUE --queue-num 53"))
+        // The replies to the marked connections come back through the queue.
+        #expect(
+            lines.contains(
+                "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -j NFQUEUE --queue-num 53"))
         #expect(!v4.contains("queue-bypass"), "the queue must fail closed")
         #expect(v4.contains("-d 8.8.8.8 ") && !v4.contains("2001:db8::1"))
         #expect(lines.first == "*filter" && lines.last == "COMMIT")

@@ -4,28 +4,14 @@ import LinuxSupport
 import ScreenTimeCore
 
 extension ProcessShield {
-    /// Answers the exec gate on a thread of its own until the agent stops.
+    /// Waits for the gate's thread (started by `open`) to end, once it was told to stop.
     func gateLoop() async {
-        guard let gate = gate.withLock({ $0 }) else { return }
-        status.withLock { $0.gateRunning = true }
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
-                do {
-                    // Execs wait for this thread: it runs ahead of the programs asking.
-                    try? ProcConnector.raiseCallingThreadToRealtime(priority: 40)
-                    try gate.run(
-                        decide: { [self] request in decide(request) },
-                        fallback: { [self] request in fallback(request) })
-                } catch {
-                    logger.error(
-                        "the exec gate failed; shielded and blocked apps are only caught at exec",
-                        metadata: ["error": "\(error)"])
-                }
-                status.withLock { $0.gateRunning = false }
-                done.resume()
+        guard let done = gateThreadDone.withLock({ $0 }) else { return }
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                done.wait()
+                finished.resume()
             }
-            thread.name = "screentime.gate"
-            thread.start()
         }
     }
 

@@ -56,6 +56,8 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     let restopSignal: AsyncStream<Void>
     let restopContinuation: AsyncStream<Void>.Continuation
     private let judgesBox = Mutex<ProcessJudges?>(nil)
+    /// Signalled when the gate's thread ends.
+    let gateThreadDone = Mutex<DispatchSemaphore?>(nil)
 
     struct Table {
         var processes: [Int32: Tracked] = [:]
@@ -127,7 +129,7 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     /// Subscribes to process events, makes the frozen group and the exec gate (its file system
     /// marks too, when a child is allowed only installed programs). Called once, on the agent's
     /// only thread, before capabilities are dropped: it starts no thread.
-    func open(snapshot: PolicySnapshot) {
+    func open(snapshot: PolicySnapshot, keeping kept: Set<Capabilities.Name>) {
         var problems: [String] = []
         do {
             let opened = try ProcConnector()
@@ -142,14 +144,56 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
             // Needs CAP_SYS_ADMIN, which the agent drops after setup; file marks come later.
             let opened = try ExecGate()
             gate.withLock { $0 = opened }
-            if snapshot.users.values.contains(where: { $0.policy.appInstallationDenied.isEmpty == false }) {
-                markFilesystems(opened, &problems)
-            }
+            let deniesInstalls = snapshot.users.values.contains { !$0.policy.appInstallationDenied.isEmpty }
+            startGate(opened, markingFilesystems: deniesInstalls, keeping: kept)
         } catch {
             problems.append("blocked apps are killed at exec, not refused before they run: \(error.message)")
         }
         for problem in problems { logger.error("\(problem)") }
-        status.withLock { $0.problems = problems }
+        status.withLock { $0.problems += problems }
+    }
+
+    /// Threads started by `open` that drop their own capabilities (the gate's).
+    var selfDroppingThreads: Int { gateThreadDone.withLock { $0 } == nil ? 0 : 1 }
+
+    /// Starts the gate's thread now, before the agent drops its capabilities: a mark on a file
+    /// system makes every exec there wait for an answer, so the thread that answers must run
+    /// before the marks are made — and making them needs CAP_SYS_ADMIN. The thread makes them,
+    /// drops its own capabilities to the agent's, and answers from then on; the agent's other
+    /// threads start after the agent's drop.
+    private func startGate(_ gate: ExecGate, markingFilesystems: Bool, keeping kept: Set<Capabilities.Name>) {
+        let ready = DispatchSemaphore(value: 0)
+        let done = DispatchSemaphore(value: 0)
+        gateThreadDone.withLock { $0 = done }
+        let thread = Thread { [self] in
+            if markingFilesystems {
+                var problems: [String] = []
+                markFilesystems(gate, &problems)
+                status.withLock { $0.problems += problems }
+            }
+            do {
+                try Capabilities.restrict(to: kept, selfDropping: 1)
+            } catch {
+                logger.critical("the exec gate cannot drop its capabilities: \(error)")
+            }
+            ready.signal()
+            // Execs wait for this thread: it runs ahead of the programs asking.
+            try? ProcConnector.raiseCallingThreadToRealtime(priority: 40)
+            status.withLock { $0.gateRunning = true }
+            do {
+                try gate.run(
+                    decide: { [self] request in decide(request) }, fallback: { [self] request in fallback(request) })
+            } catch {
+                logger.error(
+                    "the exec gate failed; shielded and blocked apps are only caught at exec",
+                    metadata: ["error": "\(error)"])
+            }
+            status.withLock { $0.gateRunning = false }
+            done.signal()
+        }
+        thread.name = "screentime.gate"
+        thread.start()
+        ready.wait()
     }
 
     /// Finds the loaders, starts the judges and judges what runs now (adopting what an earlier

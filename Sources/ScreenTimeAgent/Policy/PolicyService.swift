@@ -112,8 +112,10 @@ public final class PolicyService: Sendable {
     /// How the control server counts a connecting process: guardians apart (they always find a
     /// slot), everyone else under their uid.
     @Sendable func admission(_ peer: PeerCredentials) -> ControlServer.Admission {
-        guard let account = try? users.user(uid: peer.uid) else { return .user(principal: peer.uid) }
-        return isGuardian(account) ? .guardian : .user(principal: peer.uid)
+        // A child's subordinate uids are the child: counted with it.
+        let principal = publisher.current.owner(ofKernelUID: peer.uid) ?? peer.uid
+        guard let account = try? users.user(uid: peer.uid) else { return .user(principal: principal) }
+        return isGuardian(account) ? .guardian : .user(principal: principal)
     }
 
     private func caller(_ peer: PeerCredentials) throws -> Caller {
