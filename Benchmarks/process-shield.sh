@@ -1,10 +1,13 @@
 #!/bin/bash
 # `make bench`, process half: the process shield beside its baseline, in the same run.
 #
-#  1. Exec-to-stopped latency of a shielded program started 500 times by a test user, with the
-#     agent enforcing (proc connector, real-time reader), beside a poller that reads /proc once a
-#     second (30 starts; it is ~0.5 s on average by construction). p50/p99/max, and how many
-#     starts reached main() before they were stopped.
+#  1. Exec-to-held latency of a shielded program started 500 times by a test user: with the
+#     exec gate (the kernel asks the agent inside execve, and the process is moved into the frozen
+#     group before its first instruction), and with the process watcher alone (execGate false:
+#     the proc connector's exec event, read on a real-time thread, then SIGSTOP and the move) —
+#     each idle and with two busy loops loading both cores — beside a poller that reads /proc once
+#     a second (30 starts; ~0.5 s on average by construction). p50/p99/max, and how many starts
+#     reached main() before they were held.
 #  2. The agent's CPU time and wakeups (context switches) over 10 s idle, and while 1,000
 #     unrelated processes start and end; its resident memory.
 #
@@ -35,16 +38,21 @@ cc -O2 -o $DIR/bin/exec-latency "$HERE/exec-latency.c" -lpthread
 cc -O2 -o $DIR/bin/probe "$HERE/probe.c"
 printf '[Desktop Entry]\nType=Application\nName=Probe\nExec=%s\nCategories=Game;\n' $DIR/bin/probe \
   > $DIR/data/applications/org.example.Probe.desktop
-cat > $DIR/conf.json <<JSON
+QUEUE=$((2000 + RANDOM % 50000))
+start_agent() { # execGate true|false
+  [ -f $DIR/agent.pid ] && { kill "$(cat $DIR/agent.pid)" 2>/dev/null; sleep 0.5; } || true
+  cat > $DIR/conf.json <<JSON
 {"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
- "dnsQueue": $((2000 + RANDOM % 50000)), "firewallChain": "stb$ID", "freezerGroup": "$GROUP"}
+ "dnsQueue": $QUEUE, "firewallChain": "stb$ID", "freezerGroup": "$GROUP", "execGate": $1}
 JSON
-XDG_DATA_DIRS=$DIR/data $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
-  </dev/null >/dev/null 2>>$DIR/agent.log &
-AGENT=$!
-echo $AGENT > $DIR/agent.pid
-for _ in $(seq 1 2000); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && break; sleep 0.005; done
+  XDG_DATA_DIRS=$DIR/data $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
+    </dev/null >/dev/null 2>>$DIR/agent.log &
+  AGENT=$!
+  echo $AGENT > $DIR/agent.pid
+  for _ in $(seq 1 2000); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && break; sleep 0.005; done
+}
 st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }
+start_agent true
 st authorize --child $KID
 st shield --user $KID --app org.example.Probe
 
@@ -53,13 +61,28 @@ summary() { # microseconds and ran-flags on stdin → p50 p99 max, ran count
     p50=v[int((NR-1)*0.50)+1]; p99=v[int((NR-1)*0.99)+1];
     printf "%6d runs  p50 %9.1f µs  p99 %9.1f µs  max %9.1f µs  reached main(): %d\n", NR, p50, p99, v[NR], r }'
 }
-echo "Exec to stopped (a shielded program started by the child; parent's waitpid sees the stop):"
-printf '  agent (proc connector)   '
+LOAD=()
+load() { for _ in 1 2; do (while :; do :; done) & LOAD+=($!); done; }
+unload() { kill "${LOAD[@]}" 2>/dev/null || true; wait "${LOAD[@]}" 2>/dev/null || true; LOAD=(); }
+echo "Exec to held (a shielded program started by the child: in the frozen group, or stopped):"
+printf '  exec gate, idle                 '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS | summary
+load
+printf '  exec gate, both cores busy      '
+$DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS | summary
+unload
+start_agent false
+printf '  watcher alone, idle             '
+$DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS | summary
+load
+printf '  watcher alone, both cores busy  '
+$DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS | summary
+unload
 # The baseline, with the agent's shield lifted so that only the poller stops the probe.
 st unshield --user $KID --app org.example.Probe
-printf '  baseline (/proc, 1 s)    '
+printf '  baseline (/proc, 1 s)           '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $POLL_RUNS poll | summary
+start_agent true
 
 cpu() { awk '{print $14 + $15}' /proc/$AGENT/stat; }
 switches() { cat /proc/$AGENT/task/*/status | awk '/ctxt_switches/ {s += $2} END {print s}'; }

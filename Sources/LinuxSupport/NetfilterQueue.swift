@@ -1,4 +1,5 @@
 import CNetfilterQueue
+import CLinuxShim
 import Glibc
 import Synchronization
 
@@ -125,7 +126,7 @@ public final class NetfilterQueue: @unchecked Sendable {
             if fds[1].revents != 0 { break }
             // Everything that is waiting, before polling again: one wakeup, many packets.
             while !stopSignal.isRaised {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, screentime_msg_dontwait()) }
                 if count < 0 {
                     let error = errno
                     if error == EAGAIN || error == EWOULDBLOCK { break }

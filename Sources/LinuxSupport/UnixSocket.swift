@@ -105,7 +105,7 @@ public final class UnixSocket: Sendable {
                 files.withUnsafeMutableBufferPointer {
                     screentime_receive_with_descriptors(
                         descriptor, bytes.baseAddress, UInt(bytes.count), $0.baseAddress, Int32($0.count), &received,
-                        Int32(MSG_DONTWAIT))
+                        screentime_msg_dontwait())
                 }
             }
             if got < 0 {
@@ -140,7 +140,7 @@ public final class UnixSocket: Sendable {
         while sent < bytes.count {
             try wait(for: Int16(POLLOUT), until: deadline)
             let wrote = bytes.withUnsafeBytes {
-                send(descriptor, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                send(descriptor, $0.baseAddress! + sent, bytes.count - sent, screentime_msg_nosignal() | screentime_msg_dontwait())
             }
             if wrote < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }
@@ -183,7 +183,7 @@ public final class UnixSocket: Sendable {
         while sent < bytes.count {
             let wrote = try systemCall("write(\(path))") {
                 bytes.withUnsafeBytes {
-                    send(descriptor, $0.baseAddress! + sent, bytes.count - sent, Int32(MSG_NOSIGNAL))
+                    send(descriptor, $0.baseAddress! + sent, bytes.count - sent, screentime_msg_nosignal())
                 }
             }
             sent += wrote

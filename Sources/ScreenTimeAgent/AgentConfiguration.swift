@@ -19,6 +19,7 @@ import Foundation
 /// | `subordinateUIDs` | `/etc/subuid` | the subordinate uids of users: a child's are the child |
 /// | `subordinateGIDs` | `/etc/subgid` | likewise for gids |
 /// | `eventRetentionDays` | `30` | how long shielded lookups and process events are kept (1–3650) |
+/// | `execGate` | `true` | ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec) |
 /// | `connectionMark` | `83` | the byte (1–255) of the connection mark (bits 16–23) that tells the filtered users' DNS replies |
 /// | `dnsRateLimit` | `200` | DNS packets per second each filtered user may send (bursts of five times that); more are dropped |
 ///
@@ -41,6 +42,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var subordinateUIDs = "/etc/subuid"
     public var subordinateGIDs = "/etc/subgid"
     public var eventRetentionDays = 30
+    public var execGate = true
     public var connectionMark: UInt8 = 83
     public var dnsRateLimit = 200
 
@@ -54,7 +56,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
-        case eventRetentionDays, connectionMark, dnsRateLimit
+        case eventRetentionDays, connectionMark, dnsRateLimit, execGate
     }
 
     private struct AnyKey: CodingKey {
@@ -128,6 +130,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             }
             eventRetentionDays = days
         }
+        execGate = try container.decodeIfPresent(Bool.self, forKey: .execGate) ?? defaults.execGate
         if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
             guard let byte = UInt8(exactly: mark), byte > 0 else {
                 throw AgentError.configuration("'connectionMark' is from 1 to 255, not \(mark)")

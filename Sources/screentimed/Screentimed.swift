@@ -13,7 +13,8 @@ struct Screentimed: ParsableCommand {
         discussion: """
             Configuration keys (JSON, every key optional): guardianGroup, stateDirectory, socket, \
             pamService, adminGroups, categoriesDirectory, publicSuffixList, bypassList, dnsQueue, \
-            firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs, eventRetentionDays. \
+            firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs, eventRetentionDays, \
+            execGate, connectionMark, dnsRateLimit. \
             Flags override the file. SIGHUP reloads the web lists.
             """,
         version: AgentVersion.current)

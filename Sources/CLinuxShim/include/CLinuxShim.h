@@ -15,7 +15,12 @@
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
 #include <sys/timerfd.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+
+/// recv/send flags, which the release build of Swift's Glibc module does not always show.
+static inline int screentime_msg_dontwait(void) { return MSG_DONTWAIT; }
+static inline int screentime_msg_nosignal(void) { return MSG_NOSIGNAL; }
 
 /// The peer's credentials on a connected Unix socket. Returns 0, or -1 with errno set.
 int screentime_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);

@@ -141,13 +141,16 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
         holder.withLock { $0 = ProcessHolder(freezer: freezer) }
         releaseLeftovers(keeping: freezer)
         do {
+            guard configuration.execGate else {
+                throw SystemError(.systemCall, "the exec gate is off (execGate: false)")
+            }
             // Needs CAP_SYS_ADMIN, which the agent drops after setup; file marks come later.
             let opened = try ExecGate()
             gate.withLock { $0 = opened }
             let deniesInstalls = snapshot.users.values.contains { !$0.policy.appInstallationDenied.isEmpty }
             startGate(opened, markingFilesystems: deniesInstalls, keeping: kept)
         } catch {
-            problems.append("blocked apps are killed at exec, not refused before they run: \(error.message)")
+            problems.append("blocked apps are killed at exec, not refused before they run: \(error)")
         }
         for problem in problems { logger.error("\(problem)") }
         status.withLock { $0.problems += problems }
