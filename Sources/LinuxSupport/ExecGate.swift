@@ -47,6 +47,7 @@ public final class ExecGate: @unchecked Sendable {
     private let timer: Int32
     /// Set while `run` decides, with when it started.
     private let deciding = Mutex<Bool>(false)
+    private let recentAnswers = Mutex<(times: [UInt32], count: Int)>(([], 0))
     private let stalled = Atomic<Bool>(false)
 
     public init() throws(SystemError) {
@@ -135,6 +136,31 @@ public final class ExecGate: @unchecked Sendable {
     /// Answers requests with `decide` (true: let it happen) until `stop()`. A decision that has
     /// not come after `stallAfter` makes the watchdog answer with `fallback`, which must read
     /// nothing but what the kernel answers at once.
+    /// How long the gate's decisions took, from reading the kernel's ask to answering it: how many
+    /// there were in all, and the median, 99th percentile and slowest of the latest
+    /// `answerTimeWindow` (microseconds). Nil before the first.
+    public var answerTimes: (count: Int, p50: Int, p99: Int, slowest: Int)? {
+        let (times, count) = recentAnswers.withLock { ($0.times, $0.count) }
+        guard !times.isEmpty else { return nil }
+        let sorted = times.sorted()
+        return (count, Int(sorted[(sorted.count - 1) / 2]), Int(sorted[(sorted.count - 1) * 99 / 100]), Int(sorted.last!))
+    }
+
+    public static let answerTimeWindow = 4096
+
+    private func answered(in duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        let microseconds = UInt32(clamping: seconds * 1_000_000 + attoseconds / 1_000_000_000_000)
+        recentAnswers.withLock { recent in
+            if recent.times.count < Self.answerTimeWindow {
+                recent.times.append(microseconds)
+            } else {
+                recent.times[recent.count % Self.answerTimeWindow] = microseconds
+            }
+            recent.count += 1
+        }
+    }
+
     public func run(
         decide: (Request) -> Bool, fallback: @escaping @Sendable (Request) -> Bool, stallAfter: Duration = .seconds(1)
     ) throws(SystemError) {
@@ -173,7 +199,9 @@ public final class ExecGate: @unchecked Sendable {
                 try drain(group, throughFilesystem: index == 3, buffer: &buffer) { request in
                     deciding.withLock { $0 = true }
                     timerfd_settime(timer, 0, &arm, nil)
+                    let started = ContinuousClock.now
                     let answer = decide(request)
+                    answered(in: ContinuousClock.now - started)
                     timerfd_settime(timer, 0, &disarm, nil)
                     deciding.withLock { $0 = false }
                     return answer

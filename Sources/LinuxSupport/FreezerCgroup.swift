@@ -128,16 +128,17 @@ public struct FreezerCgroup: Sendable {
     /// The group a process is in, as `/proc/PID/cgroup` names it: the unified line (`0::`) for
     /// v2, the line of the freezer controller for v1.
     public static func group(of pid: Int32, version: Version = .v2, proc: String = "/proc") -> String? {
-        guard let bytes = try? Files.read("\(proc)/\(pid)/cgroup") else { return nil }
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+        guard let record = KernelRecord.read("\(proc)/\(pid)/cgroup") else { return nil }
+        let colon = UInt8(ascii: ":")
+        for line in record.split(separator: UInt8(ascii: "\n")) {
             // hierarchy-ID:controllers:path, where the path may itself hold colons.
-            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            let fields = line.split(separator: colon, maxSplits: 2, omittingEmptySubsequences: false)
             guard fields.count == 3 else { continue }
             switch version {
-            case .v2 where fields[0] == "0" && fields[1].isEmpty:
-                return String(fields[2])
-            case .v1 where fields[1].split(separator: ",").contains("freezer"):
-                return String(fields[2])
+            case .v2 where fields[0].elementsEqual("0".utf8) && fields[1].isEmpty:
+                return String(decoding: fields[2], as: UTF8.self)
+            case .v1 where fields[1].split(separator: UInt8(ascii: ",")).contains(where: { $0.elementsEqual("freezer".utf8) }):
+                return String(decoding: fields[2], as: UTF8.self)
             default:
                 continue
             }

@@ -31,6 +31,24 @@ public final class ProcessHandle: Sendable {
         self.fd = fd
     }
 
+    /// A handle on whichever process has `pid` now, if its real uid passes `owner`: the pidfd is
+    /// opened first, then the start time and uid are read, then the pidfd's process must still be
+    /// alive — so what was read was that process's (its number cannot be reused while it lives).
+    /// For a process the caller knows is there (one waiting in `execve` for the exec gate).
+    public init?(pid: Int32, inspector: ProcessInspector = ProcessInspector(), owner: (UInt32) -> Bool) {
+        let fd = screentime_pidfd_open(pid)
+        guard fd >= 0 else { return nil }
+        guard let startTime = inspector.startTime(pid: pid), let uid = inspector.status(pid: pid)?.uid, owner(uid),
+            screentime_pidfd_send_signal(fd, 0) == 0
+        else {
+            close(fd)
+            return nil
+        }
+        self.pid = pid
+        self.startTime = startTime
+        self.fd = fd
+    }
+
     deinit { close(fd) }
 
     /// Sends a signal; false when the process is gone.

@@ -53,18 +53,20 @@ public struct ProcessInspector: Sendable {
     /// A process's real uid and parent (`Uid:` and `PPid:` of `status`): the one read made for
     /// every exec on the machine. Nil when the process is gone.
     public func status(pid: Int32) -> (uid: UInt32, parent: Int32?)? {
-        guard let status = text("\(root)/\(pid)/status") else { return nil }
-        var uid: UInt32?
-        var parent: Int32?
-        for line in status.split(separator: "\n") {
-            let value = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first
-            if line.hasPrefix("Uid:") {
-                uid = value.flatMap { UInt32($0) }
-            } else if line.hasPrefix("PPid:") {
-                parent = value.flatMap { Int32($0) }
-            }
-        }
-        return uid.map { ($0, parent) }
+        guard let status = KernelRecord.read("\(root)/\(pid)/status"),
+            let uid = KernelRecord.number(KernelRecord.field(status, "Uid:"), as: UInt32.self)
+        else { return nil }
+        return (uid, KernelRecord.number(KernelRecord.field(status, "PPid:"), as: Int32.self))
+    }
+
+    /// A task's thread group (the process a thread belongs to) and real uid, from one read of
+    /// `status`: what the exec gate asks of every exec. Nil when the task is gone.
+    public func task(_ tid: Int32) -> (threadGroup: Int32, uid: UInt32)? {
+        guard let status = KernelRecord.read("\(root)/\(tid)/status"),
+            let group = KernelRecord.number(KernelRecord.field(status, "Tgid:"), as: Int32.self),
+            let uid = KernelRecord.number(KernelRecord.field(status, "Uid:"), as: UInt32.self)
+        else { return nil }
+        return (group, uid)
     }
 
     /// What can be read of a process now; nil when it is gone. `status` is what `status(pid:)`
@@ -83,18 +85,16 @@ public struct ProcessInspector: Sendable {
     /// The thread group (process) a thread belongs to (`Tgid:` of `status`); `/proc/TID` exists
     /// for every thread, listed or not.
     public func threadGroup(of tid: Int32) -> Int32? {
-        guard let status = text("\(root)/\(tid)/status") else { return nil }
-        for line in status.split(separator: "\n") where line.hasPrefix("Tgid:") {
-            return line.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { Int32($0) }
-        }
-        return nil
+        guard let status = KernelRecord.read("\(root)/\(tid)/status") else { return nil }
+        return KernelRecord.number(KernelRecord.field(status, "Tgid:"), as: Int32.self)
     }
 
     /// The unified line of `cgroup` (`0::/user.slice/…`), or the first line. Kernel-made.
     public func cgroup(pid: Int32) -> String? {
-        guard let cgroup = text("\(root)/\(pid)/cgroup") else { return nil }
-        let lines = cgroup.split(separator: "\n")
-        return (lines.first { $0.hasPrefix("0::") } ?? lines.first).map(String.init)
+        guard let cgroup = KernelRecord.read("\(root)/\(pid)/cgroup") else { return nil }
+        let lines = cgroup.split(separator: UInt8(ascii: "\n"))
+        let unified = Array("0::".utf8)
+        return (lines.first { $0.starts(with: unified) } ?? lines.first).map { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Where `exe` points (` (deleted)` kept when the file is gone). Kernel-made.
@@ -143,26 +143,27 @@ public struct ProcessInspector: Sendable {
     /// When the process started, in clock ticks since boot (field 22 of `stat`): with the pid, it
     /// names one process even after the pid is reused.
     public func startTime(pid: Int32) -> UInt64? {
-        guard let stat = text("\(root)/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
-        // Fields after the command name (which may hold spaces and parentheses) start at 3.
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        return fields.count > 19 ? UInt64(fields[19]) : nil
+        guard let stat = KernelRecord.read("\(root)/\(pid)/stat"), let fields = KernelRecord.statFields(stat),
+            fields.count > 19
+        else { return nil }
+        return KernelRecord.number(fields[19], as: UInt64.self)
     }
 
     /// The scheduler state letter of a process (`R`, `S`, `D`, `T` stopped, `t` traced, `Z`…).
     public func state(pid: Int32) -> Character? {
-        guard let stat = text("\(root)/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
-        return stat[stat.index(after: close)...].first { $0 != " " }
+        guard let stat = KernelRecord.read("\(root)/\(pid)/stat"), let state = KernelRecord.statFields(stat)?.first?.first
+        else { return nil }
+        return Character(Unicode.Scalar(state))
     }
 
     /// Whether the process is in the foreground process group of its controlling terminal (a
     /// job a shell waits for: stopping it with SIGSTOP would make the shell take the terminal
     /// back). Fields 5 (`pgrp`), 7 (`tty_nr`) and 8 (`tpgid`) of `stat`.
     public func isTerminalForeground(pid: Int32) -> Bool {
-        guard let stat = text("\(root)/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return false }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 5, let group = Int32(fields[2]), let terminal = Int32(fields[4]),
-            let foreground = Int32(fields[5])
+        guard let stat = KernelRecord.read("\(root)/\(pid)/stat"), let fields = KernelRecord.statFields(stat),
+            fields.count > 5, let group = KernelRecord.number(fields[2], as: Int32.self),
+            let terminal = KernelRecord.number(fields[4], as: Int32.self),
+            let foreground = KernelRecord.number(fields[5], as: Int32.self)
         else { return false }
         return terminal != 0 && foreground == group
     }

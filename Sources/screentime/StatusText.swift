@@ -44,6 +44,9 @@ struct StatusText {
             out +=
                 "App shield: \(processes.watching ? "watching new processes" : "NOT watching new processes") (\(processes.method)\(processes.refusesBlockedExecs == true ? "; blocked apps refused at exec" : ""))\n"
             if processes.onlyInstalledPrograms == true { out += "  only programs a guardian installed may run\n" }
+            if let answers = processes.gateAnswers, answers.count > 0 {
+                out += "  exec gate: \(answers.count) asks answered, p50 \(answers.p50) µs, p99 \(answers.p99) µs, slowest \(answers.slowest) µs\n"
+            }
             for problem in processes.problems { out += "  problem: \(problem)\n" }
             if !processes.frozen.isEmpty { out += "  frozen now:\n" }
             for process in processes.frozen {

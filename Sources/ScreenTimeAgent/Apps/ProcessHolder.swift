@@ -39,13 +39,16 @@ struct ProcessHolder: Sendable {
     /// to user space. The v1 freezer would freeze it in place, inside the kernel's wait for the
     /// answer — and if the agent then died, the kernel would wait for that frozen task forever
     /// before letting the gate go — so it is stopped instead (SIGSTOP, taken on the way back to
-    /// user space) and moved into the v1 group once its exec is done (`moveLater`).
+    /// user space) and moved into the v1 group once its exec is done (`moveLater`; the group it
+    /// came from, nil here, is known then).
     func holdInsideExec(_ handle: ProcessHandle) -> (origin: String?, moveLater: Bool)? {
         if let freezer, freezer.version == .v2 {
             return hold(handle, stopFirst: false, waiting: false).map { ($0.origin, false) }
         }
         guard handle.signal(SIGSTOP) else { return nil }
-        return (freezer?.group(of: handle.pid) ?? "/", freezer != nil)
+        // Its group is read when it is moved: reading `/proc/PID/cgroup` waits on the kernel's
+        // cgroup lock, which other moves hold for milliseconds, and the exec waits for this.
+        return (freezer == nil ? "/" : nil, freezer != nil)
     }
 
     /// Lets a held process go: back to the group it came from (or the nearest that still

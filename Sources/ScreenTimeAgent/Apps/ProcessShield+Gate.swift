@@ -28,8 +28,7 @@ extension ProcessShield {
     /// Root's and everyone else's execs and opens are let through at once.
     func decide(_ request: ExecGate.Request) -> Bool {
         // The agent's own execs (iptables) are never held.
-        guard inspector.threadGroup(of: request.tid) != getpid(), let status = inspector.status(pid: request.tid)
-        else { return true }
+        guard let status = inspector.task(request.tid), status.threadGroup != getpid() else { return true }
         let policy = currentPolicy()
         guard let owner = policy.owner(ofKernelUID: status.uid), let apps = policy.users[owner] else { return true }
         let fileStatus = FileStatus.of(descriptor: request.file)
@@ -42,7 +41,7 @@ extension ProcessShield {
             logger.info(
                 "refused a program no guardian installed",
                 metadata: ["pid": "\(request.tid)", "path": "\(path ?? "?")", "why": "\(refusal)"])
-            noteUninstalled(pid: inspector.threadGroup(of: request.tid) ?? request.tid, uid: status.uid, path: path)
+            noteUninstalled(pid: status.threadGroup, uid: status.uid, path: path)
             return false
         }
         guard let key = fileStatus?.key, let verdict = policy.marked[FileIdentity(key)]?[owner] else { return true }
@@ -51,7 +50,7 @@ extension ProcessShield {
             "gate", metadata: ["tid": "\(request.tid)", "kind": "\(request.kind)", "verdict": "\(verdict.action)"])
         switch request.kind {
         case .exec:
-            let process = inspector.threadGroup(of: request.tid) ?? request.tid
+            let process = status.threadGroup
             if verdict.action == .block {
                 note(.refused, pid: process, uid: status.uid, verdict: verdict, apps: apps)
                 return false
@@ -76,10 +75,7 @@ extension ProcessShield {
         apps: UserApps
     ) {
         let policy = currentPolicy()
-        guard let startTime = inspector.startTime(pid: pid),
-            let handle = ProcessHandle(
-                pid: pid, startTime: startTime, inspector: inspector,
-                owner: { policy.owner(ofKernelUID: $0) == owner }),
+        guard let handle = ProcessHandle(pid: pid, inspector: inspector, owner: { policy.owner(ofKernelUID: $0) == owner }),
             let (origin, moveLater) = holder.withLock({ $0 }).holdInsideExec(handle)
         else { return }
         gateState.withLock { state in
@@ -87,9 +83,12 @@ extension ProcessShield {
                 token: verdict.token, origin: origin, moveLater: moveLater, file: file, handle: handle, since: Date())
             state.execOpens[tid] = file
         }
-        note(.frozen, pid: pid, uid: apps.uid, verdict: verdict, apps: apps)
-        // The exec event comes within microseconds; if it has not come in a second, the exec
-        // failed and the process still runs its old program.
+        // The exec waits for this answer: the event and the check that the exec did happen are
+        // made after it. The exec event comes within microseconds; if it has not come in a
+        // second, the exec failed and the process still runs its old program.
+        DispatchQueue.global().async { [self] in
+            note(.frozen, pid: pid, uid: apps.uid, verdict: verdict, apps: apps)
+        }
         DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { [self] in
             table.withLock { takeOverGateHolds(&$0, policy: currentPolicy(), olderThan: 1) }
         }

@@ -52,6 +52,9 @@ extension ProcessShield {
             watching: state.watching, method: holder.withLock { $0 }.method, problems: problems, frozen: reports,
             recent: recent, refusesBlockedExecs: state.gateRunning)
         report.onlyInstalledPrograms = apps.denyInstalls
+        report.gateAnswers = gate.withLock({ $0 })?.answerTimes.map {
+            TimingReport(count: $0.count, p50: $0.p50, p99: $0.p99, slowest: $0.slowest)
+        }
         return report
     }
 }

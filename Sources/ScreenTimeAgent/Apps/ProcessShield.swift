@@ -546,17 +546,19 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
             var merged = tracked.hold ?? Hold(reason: .judging, origin: nil, since: gateHold.since, handle: gateHold.handle)
             merged.reason = .shield(gateHold.token)
             merged.origin = merged.origin ?? gateHold.origin
-            tracked.hold = merged
             if holder.withLock({ $0.freezer == nil }) {
                 table.stoppedBySignal.insert(pid)
                 restopContinuation.yield()
             } else if gateHold.moveLater, let handle = merged.handle {
                 // Stopped inside the exec; now out of it, into the frozen group.
-                if (holder.withLock { $0 }.hold(handle, stopFirst: false, waiting: true)?.frozen ?? false) == false {
+                let moved = holder.withLock { $0 }.hold(handle, stopFirst: false, waiting: true)
+                merged.origin = merged.origin ?? moved?.origin
+                if (moved?.frozen ?? false) == false {
                     table.stoppedBySignal.insert(pid)
                     restopContinuation.yield()
                 }
             }
+            tracked.hold = merged
             journal.frozen(
                 StateDatabase.FrozenProcess(
                     pid: pid, startTime: startTime, uid: status.uid, token: gateHold.token.base64,
@@ -901,6 +903,11 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
         }
         for (pid, gateHold) in late {
             if let tracked = table.processes[pid] {
+                // Stopped by the gate, never moved: kept stopped until judged.
+                if gateHold.moveLater || holder.withLock({ $0.freezer == nil }) {
+                    table.stoppedBySignal.insert(pid)
+                    restopContinuation.yield()
+                }
                 if tracked.hold == nil {
                     table.processes[pid]?.hold = Hold(
                         reason: .judging, origin: gateHold.origin, since: gateHold.since, handle: gateHold.handle)

@@ -33,6 +33,9 @@ public struct ProcessShieldReport: Codable, Sendable, Hashable {
     public var refusesBlockedExecs: Bool?
     /// Whether only programs a guardian installed may run (`application.denyAppInstallation`).
     public var onlyInstalledPrograms: Bool?
+    /// How long the exec gate took to answer the kernel's asks lately (every user's: an exec
+    /// waits for it), in microseconds.
+    public var gateAnswers: TimingReport?
 
     public init(
         watching: Bool, method: String, problems: [String], frozen: [FrozenProcessReport],
@@ -103,3 +106,19 @@ public struct ShieldEventReport: Codable, Sendable, Hashable {
     }
 }
 
+
+/// Durations of the latest of something, in microseconds.
+public struct TimingReport: Codable, Sendable, Hashable {
+    /// How many there were in all (the percentiles are of the latest few thousand).
+    public var count: Int
+    public var p50: Int
+    public var p99: Int
+    public var slowest: Int
+
+    public init(count: Int, p50: Int, p99: Int, slowest: Int) {
+        self.count = count
+        self.p50 = p50
+        self.p99 = p99
+        self.slowest = slowest
+    }
+}
