@@ -162,11 +162,13 @@ public final class ExecGate: @unchecked Sendable {
     }
 
     public func run(
-        decide: (Request) -> Bool, fallback: @escaping @Sendable (Request) -> Bool, stallAfter: Duration = .seconds(1)
+        decide: (Request) -> Bool, fallback: @escaping @Sendable (Request) -> Bool, stallAfter: Duration = .seconds(1),
+        started: () -> Void = {}
     ) throws(SystemError) {
         let watchdog = Thread { [self] in watch(fallback: fallback) }
         watchdog.name = "screentime.gatewatch"
         watchdog.start()
+        started()
         defer { stopSignal.raise() }
         let (seconds, attoseconds) = stallAfter.components
         var arm = itimerspec(

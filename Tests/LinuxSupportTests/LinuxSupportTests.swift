@@ -262,6 +262,36 @@ struct ProcConnectorTests {
         #expect(inspector.evidence(pid: 7) == nil)
     }
 
+    @Test func kernelRecordsAreReadAsTheKernelWritesThem() throws {
+        let fixture = try Fixture()
+        let process = fixture.root + "/proc/77"
+        try Files.makeDirectory(fixture.root + "/proc", mode: 0o755)
+        try Files.makeDirectory(process, mode: 0o755)
+        // A name the child chose, with what looks like fields in it; the kernel escapes no space.
+        try Files.writeAtomically(
+            Array("Name:\tUid: 0 Tgid: 1\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t70\nPid:\t77\nPPid:\t5\nUid:\t1002\t0\t0\t0\n".utf8),
+            to: process + "/status", mode: 0o644)
+        try Files.writeAtomically(
+            Array("77 (a) b) S 5 70 70 34817 70 4194560 0 0 0 0 0 0 0 0 20 0 1 0 123456789 0 0\n".utf8),
+            to: process + "/stat", mode: 0o644)
+        let inspector = ProcessInspector(root: fixture.root + "/proc")
+        #expect(inspector.status(pid: 77)?.uid == 1002 && inspector.status(pid: 77)?.parent == 5)
+        #expect(inspector.task(77)?.threadGroup == 70 && inspector.task(77)?.uid == 1002)
+        #expect(inspector.threadGroup(of: 77) == 70)
+        #expect(inspector.startTime(pid: 77) == 123_456_789)
+        #expect(inspector.state(pid: 77) == "S")
+        #expect(inspector.isTerminalForeground(pid: 77))
+        #expect(inspector.task(78) == nil && inspector.startTime(pid: 78) == nil)
+        // Garbage where numbers belong is no number, not a trap.
+        try Files.writeAtomically(Array("Tgid:\t-\nUid:\t99999999999999\n".utf8), to: process + "/status", mode: 0o644)
+        #expect(inspector.task(77) == nil && inspector.status(pid: 77) == nil)
+
+        // The real /proc, of this process.
+        let me = try #require(ProcessInspector().task(getpid()))
+        #expect(me.threadGroup == getpid() && me.uid == getuid())
+        #expect(ProcessInspector().startTime(pid: getpid()) != nil)
+    }
+
     @Test func theRealProcKnowsThisProcess() throws {
         let evidence = try #require(ProcessInspector().evidence(pid: getpid()))
         #expect(evidence.uid == getuid())

@@ -156,8 +156,9 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
         status.withLock { $0.problems += problems }
     }
 
-    /// Threads started by `open` that drop their own capabilities (the gate's).
-    var selfDroppingThreads: Int { gateThreadDone.withLock { $0 } == nil ? 0 : 1 }
+    /// Threads started by `open` that drop their own capabilities (the gate's, and its watchdog,
+    /// which it starts after its drop).
+    var selfDroppingThreads: Int { gateThreadDone.withLock { $0 } == nil ? 0 : 2 }
 
     /// Starts the gate's thread now, before the agent drops its capabilities: a mark on a file
     /// system makes every exec there wait for an answer, so the thread that answers must run
@@ -179,13 +180,20 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
             } catch {
                 logger.critical("the exec gate cannot drop its capabilities: \(error)")
             }
-            ready.signal()
             // Execs wait for this thread: it runs ahead of the programs asking.
             try? ProcConnector.raiseCallingThreadToRealtime(priority: 40)
             status.withLock { $0.gateRunning = true }
+            // The agent drops its capabilities once this thread and its watchdog (started from
+            // here, after the drop above: it inherits the dropped sets) both run.
+            var signalled = false
+            defer { if !signalled { ready.signal() } }
             do {
                 try gate.run(
-                    decide: { [self] request in decide(request) }, fallback: { [self] request in fallback(request) })
+                    decide: { [self] request in decide(request) }, fallback: { [self] request in fallback(request) },
+                    started: {
+                        signalled = true
+                        ready.signal()
+                    })
             } catch {
                 logger.error(
                     "the exec gate failed; shielded and blocked apps are only caught at exec",
