@@ -99,7 +99,7 @@ let package = Package(
         .executableTarget(
             name: "screentimed",
             dependencies: [
-                "ScreenTimeAgent",
+                "ScreenTimeAgent", "LinuxSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -20,6 +20,11 @@ public enum Capabilities {
         case sysPtrace = "cap_sys_ptrace"
         /// Run the process watcher at real-time priority.
         case sysNice = "cap_sys_nice"
+        /// The launcher: start a program as another user (its uid, then its gid and groups).
+        case setUID = "cap_setuid"
+        case setGID = "cap_setgid"
+        /// The launcher: give an extension an empty network namespace of its own.
+        case sysAdmin = "cap_sys_admin"
 
         var value: cap_value_t {
             switch self {
@@ -28,6 +33,9 @@ public enum Capabilities {
             case .netAdmin: CAP_NET_ADMIN
             case .sysPtrace: CAP_SYS_PTRACE
             case .sysNice: CAP_SYS_NICE
+            case .setUID: CAP_SETUID
+            case .setGID: CAP_SETGID
+            case .sysAdmin: CAP_SYS_ADMIN
             }
         }
 

@@ -19,6 +19,8 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         case capabilities
         /// Something did not happen before its deadline.
         case timedOut
+        /// The launcher refused a request or could not start its program.
+        case launch
     }
 
     public let code: Code

@@ -60,6 +60,7 @@ public struct Agent {
         let domains: DomainShield
         let processes: ProcessShield
         let subordinateIDs: SubordinateIDWatch
+        let launcher: ProgramLauncher
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
@@ -78,6 +79,9 @@ public struct Agent {
         } catch {
             throw AgentError(.state, "cannot read the policy: \(error)")
         }
+        // The launcher keeps what starting programs as other users needs; started first, while
+        // the agent has one thread and every capability.
+        let launcher = ProgramLauncher.start(logger: logger)
         // What needs capabilities the agent then drops: the proc connector, the cgroups, the
         // exec gate and its file system marks. No thread runs yet.
         processes.open(snapshot: snapshot, keeping: Self.keptCapabilities)
@@ -99,12 +103,14 @@ public struct Agent {
         publisher.add(processes)
         let watch = SubordinateIDWatch(
             publisher: publisher, files: [configuration.subordinateUIDs, configuration.subordinateGIDs], logger: logger)
-        return Prepared(policy: policy, domains: domains, processes: processes, subordinateIDs: watch)
+        return Prepared(
+            policy: policy, domains: domains, processes: processes, subordinateIDs: watch, launcher: launcher)
     }
 
     public func run(_ prepared: Prepared) async throws {
         let server = ControlServer(
-            path: configuration.socket, router: .agent(policy: prepared.policy, logger: logger),
+            path: configuration.socket,
+            router: .agent(policy: prepared.policy, launcher: prepared.launcher, logger: logger),
             admission: prepared.policy.admission, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(

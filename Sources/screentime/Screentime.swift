@@ -20,7 +20,7 @@ struct Screentime: ParsableCommand {
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
             Unshield.self, Block.self, Unblock.self, DenyInstalls.self, FilterCommand.self, Clear.self, Pick.self,
             Unlock.self,
-            Ping.self,
+            Ping.self, LauncherCheck.self,
         ])
 }
 
@@ -436,6 +436,22 @@ struct Clear: ParsableCommand {
         let reply = try perform(connection, ClearRequest(target.request))
         if output.json { return try printJSON(reply) }
         print("cleared \(reply.store.client)/\(reply.store.name) for \(reply.user.name)")
+    }
+}
+
+struct LauncherCheck: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "launcher-check",
+        abstract: "Check that the agent can start programs as another account, without network (guardians).")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        let reply = try perform(connection, LauncherCheckRequest())
+        if output.json { return try printJSON(reply) }
+        print(
+            "launcher \(reply.launcher): /bin/true ran as \(reply.account) (uid \(reply.uid)) without network, pid \(reply.pid), "
+                + "exit status \(reply.exitStatus), \(reply.milliseconds) ms")
     }
 }
 

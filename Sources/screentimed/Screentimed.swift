@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LinuxSupport
 import Logging
 import ScreenTimeAgent
 import Synchronization
@@ -43,6 +44,11 @@ struct Screentimed: ParsableCommand {
         help: "Remove the agent's firewall chains and exit (make uninstall; the agent must be stopped).")
     var removeFirewall = false
 
+    /// The agent starts itself with this, before it drops its capabilities: the launcher (see
+    /// `Launcher`), serving the socket on this descriptor.
+    @Option(name: .customLong("launcher"), help: .hidden)
+    var launcherSocket: Int32?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -52,6 +58,7 @@ struct Screentimed: ParsableCommand {
     func run() throws {
         // A peer that goes away mid-reply is an error on that write, not the end of the agent.
         signal(SIGPIPE, SIG_IGN)
+        if let launcherSocket { throw ExitCode(Launcher.serve(socket: launcherSocket)) }
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

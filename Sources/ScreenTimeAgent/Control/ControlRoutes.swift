@@ -3,7 +3,7 @@ import ScreenTimeIPC
 
 extension ControlRouter {
     /// Every request the agent answers, with its handler: a new request is one line here.
-    static func agent(policy: PolicyService, logger: Logger) -> ControlRouter {
+    static func agent(policy: PolicyService, launcher: ProgramLauncher, logger: Logger) -> ControlRouter {
         var router = ControlRouter(logger: logger)
         router.register(PingRequest.self, policy.ping)
         router.register(StatusRequest.self, policy.status)
@@ -17,6 +17,7 @@ extension ControlRouter {
         router.register(FilterRequest.self, policy.filter)
         router.register(UnlockRequest.self, policy.unlock)
         router.register(DenyInstallsRequest.self, policy.denyInstalls)
+        router.register(LauncherCheckRequest.self) { try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer)) }
         return router
     }
 }

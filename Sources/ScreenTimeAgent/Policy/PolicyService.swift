@@ -118,6 +118,9 @@ public final class PolicyService: Sendable {
         return isGuardian(account) ? .guardian : .user(principal: principal)
     }
 
+    /// Whether the peer is a guardian (root or the guardian group), for handlers of other services.
+    func isGuardian(_ peer: PeerCredentials) -> Bool { (try? caller(peer))?.isGuardian ?? false }
+
     private func caller(_ peer: PeerCredentials) throws -> Caller {
         let account: UserAccount
         do {

@@ -1,0 +1,475 @@
+import CLinuxShim
+import Foundation
+import Glibc
+import Synchronization
+
+/// What the launcher is asked to start: a program, as a user who is not root, with exactly this
+/// environment and these groups, optionally in an empty network namespace, within limits.
+///
+/// The agent drops the capabilities that starting a process as someone else needs (`setuid`,
+/// `setgid`, and `sys_admin` for a network namespace) for good. Before it does, it starts the
+/// launcher — `screentimed --launcher 3`, a process of its own that keeps only those and
+/// `kill` — which takes these requests from the agent alone, over a socket pair, and does
+/// nothing else.
+public struct LaunchRequest: Codable, Sendable, Hashable {
+    public enum Network: String, Codable, Sendable, Hashable {
+        /// The launcher's (the machine's) network.
+        case inherit
+        /// A new, empty network namespace: not even loopback is up.
+        case none
+    }
+
+    /// Limits on what it may use; nil leaves the launcher's (the system's defaults).
+    public struct Limits: Codable, Sendable, Hashable {
+        /// CPU time (`RLIMIT_CPU`): SIGKILL when used up.
+        public var cpuSeconds: Int?
+        /// Address space (`RLIMIT_AS`).
+        public var memoryBytes: Int?
+        /// Processes of its uid (`RLIMIT_NPROC`).
+        public var processes: Int?
+        /// Open descriptors (`RLIMIT_NOFILE`).
+        public var openFiles: Int?
+        /// Time since it started: the launcher kills it (SIGKILL) after that.
+        public var wallSeconds: Int?
+
+        public init(
+            cpuSeconds: Int? = nil, memoryBytes: Int? = nil, processes: Int? = nil, openFiles: Int? = nil,
+            wallSeconds: Int? = nil
+        ) {
+            self.cpuSeconds = cpuSeconds
+            self.memoryBytes = memoryBytes
+            self.processes = processes
+            self.openFiles = openFiles
+            self.wallSeconds = wallSeconds
+        }
+    }
+
+    /// An absolute path.
+    public var program: String
+    /// The arguments after the program (its `argv[0]` is the program).
+    public var arguments: [String]
+    /// Exactly the environment it gets; nothing of the launcher's.
+    public var environment: [String: String]
+    /// Its working directory, absolute.
+    public var directory: String
+    public var uid: UInt32
+    public var gid: UInt32
+    /// Its supplementary groups, exactly.
+    public var groups: [UInt32]
+    public var network: Network
+    public var limits: Limits
+
+    public init(
+        program: String, arguments: [String] = [], environment: [String: String] = [:], directory: String = "/",
+        uid: UInt32, gid: UInt32, groups: [UInt32] = [], network: Network = .none, limits: Limits = Limits()
+    ) {
+        self.program = program
+        self.arguments = arguments
+        self.environment = environment
+        self.directory = directory
+        self.uid = uid
+        self.gid = gid
+        self.groups = groups
+        self.network = network
+        self.limits = limits
+    }
+
+    public static let maximumArguments = 256
+    public static let maximumVariables = 256
+    public static let maximumLength = 16_384
+    public static let maximumGroups = 64
+
+    /// Throws what is wrong with the request, in words; the launcher starts nothing then.
+    public func validate() throws(SystemError) {
+        func refuse(_ why: String) -> SystemError { SystemError(.launch, why) }
+        guard program.hasPrefix("/"), program.utf8.count <= 4096 else {
+            throw refuse("the program must be an absolute path, not '\(program.prefix(200))'")
+        }
+        guard directory.hasPrefix("/"), directory.utf8.count <= 4096 else {
+            throw refuse("the directory must be an absolute path, not '\(directory.prefix(200))'")
+        }
+        guard uid != 0, gid != 0, !groups.contains(0) else {
+            throw refuse("the launcher starts nothing as root (uid, gid or a group 0)")
+        }
+        guard uid != UInt32.max, gid != UInt32.max, !groups.contains(UInt32.max) else {
+            throw refuse("uid, gid and groups must be real ids, not -1")
+        }
+        guard groups.count <= Self.maximumGroups else { throw refuse("at most \(Self.maximumGroups) groups") }
+        guard arguments.count <= Self.maximumArguments, environment.count <= Self.maximumVariables else {
+            throw refuse("at most \(Self.maximumArguments) arguments and \(Self.maximumVariables) variables")
+        }
+        let strings = [program, directory] + arguments + environment.keys + environment.values
+        guard strings.allSatisfy({ !$0.utf8.contains(0) && $0.utf8.count <= Self.maximumLength }) else {
+            throw refuse("a string holds a NUL byte or is longer than \(Self.maximumLength) bytes")
+        }
+        for name in environment.keys {
+            let bytes = Array(name.utf8)
+            let valid =
+                !bytes.isEmpty && !(bytes[0] >= UInt8(ascii: "0") && bytes[0] <= UInt8(ascii: "9"))
+                && bytes.allSatisfy { byte in
+                    byte == UInt8(ascii: "_") || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                        || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                        || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+                }
+            guard valid else { throw refuse("'\(name.prefix(100))' is not an environment variable name") }
+        }
+        let bounds: [(String, Int?, ClosedRange<Int>)] = [
+            ("cpuSeconds", limits.cpuSeconds, 1...86_400), ("memoryBytes", limits.memoryBytes, (16 << 20)...(1 << 40)),
+            ("processes", limits.processes, 1...65_536), ("openFiles", limits.openFiles, 3...1_048_576),
+            ("wallSeconds", limits.wallSeconds, 1...2_592_000),
+        ]
+        for (name, value, range) in bounds {
+            if let value, !range.contains(value) {
+                throw refuse("\(name) is from \(range.lowerBound) to \(range.upperBound), not \(value)")
+            }
+        }
+    }
+}
+
+/// One message on the launcher's socket pair (a datagram of JSON): the launcher says `ready`
+/// once it kept only its capabilities; the agent sends `launch`; the launcher answers `started`
+/// or `refused`, and says `exited` when a program it started ends.
+struct LauncherMessage: Codable, Sendable {
+    struct Exit: Codable, Sendable {
+        var pid: Int32
+        /// The exit status, or 128 + the signal that ended it.
+        var status: Int32
+    }
+
+    var ready: Int32?
+    var launch: LaunchRequest?
+    var started: Int32?
+    var refused: String?
+    var exited: Exit?
+
+    /// Larger is refused (a datagram must fit the socket's buffer anyway).
+    static let maximumSize = 65_536
+
+    /// Exactly one of the known keys, or an error that says what was wrong.
+    static func decode(_ bytes: [UInt8]) throws(SystemError) -> LauncherMessage {
+        let object = try? JSONSerialization.jsonObject(with: Data(bytes))
+        guard let keys = (object as? [String: Any])?.keys, keys.count == 1,
+            let key = keys.first, ["ready", "launch", "started", "refused", "exited"].contains(key)
+        else {
+            throw SystemError(.launch, "not a launcher message (one of launch, started, refused, exited)")
+        }
+        do {
+            return try JSONDecoder().decode(LauncherMessage.self, from: Data(bytes))
+        } catch {
+            throw SystemError(.launch, "a malformed '\(key)' message: \(error)")
+        }
+    }
+
+    func encoded() -> [UInt8] { Array((try? JSONEncoder().encode(self)) ?? Data()) }
+}
+
+/// The launcher process: `screentimed --launcher FD` runs `Launcher.serve(socket: FD)`.
+public enum Launcher {
+    /// All it keeps: start a process as someone else, in a network namespace of its own, and
+    /// kill it when its time is up.
+    public static let capabilities: Set<Capabilities.Name> = [.setUID, .setGID, .sysAdmin, .kill]
+
+    /// Serves the agent's requests until the agent closes its end (or dies); returns the exit
+    /// status for the process. What it started dies with it.
+    public static func serve(socket fd: Int32) -> Int32 {
+        func say(_ text: String) { _ = "screentimed launcher: \(text)\n".withCString { write(2, $0, strlen($0)) } }
+        guard screentime_die_with_parent() == 0 else {
+            say("cannot tie itself to the agent: \(String(cString: strerror(errno)))")
+            return 71
+        }
+        do {
+            try Capabilities.restrict(to: capabilities)
+        } catch {
+            say("cannot keep only its capabilities: \(error.message)")
+            return 71
+        }
+        var server = LauncherServer(socket: fd)
+        server.send(LauncherMessage(ready: getpid()))
+        server.run()
+        return 0
+    }
+}
+
+/// The launcher's loop: one thread, no Dispatch (it forks), polling the socket and a pidfd per
+/// program it started.
+struct LauncherServer {
+    struct Child {
+        var pidfd: Int32
+        var deadline: ContinuousClock.Instant?
+    }
+
+    let socket: Int32
+    var children: [Int32: Child] = [:]
+
+    init(socket: Int32) { self.socket = socket }
+
+    mutating func run() {
+        var buffer = [UInt8](repeating: 0, count: LauncherMessage.maximumSize + 1)
+        while true {
+            let pids = Array(children.keys)
+            var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
+            fds += pids.map { pollfd(fd: children[$0]!.pidfd, events: Int16(POLLIN), revents: 0) }
+            let now = ContinuousClock.now
+            let nearest = children.values.compactMap(\.deadline).min()
+            let timeout = nearest.map { deadline -> Int32 in
+                let (seconds, attoseconds) = now.duration(to: deadline).components
+                return max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1))
+            } ?? -1
+            let ready = poll(&fds, nfds_t(fds.count), timeout)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            for (index, pid) in pids.enumerated() where fds[index + 1].revents != 0 { reap(pid) }
+            let after = ContinuousClock.now
+            for (pid, child) in children where child.deadline.map({ $0 <= after }) ?? false {
+                _ = screentime_pidfd_send_signal(child.pidfd, SIGKILL)
+                children[pid]?.deadline = nil
+            }
+            if fds[0].revents & Int16(POLLIN) != 0 {
+                let got = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                if got == 0 { break }
+                if got < 0 {
+                    if errno == EINTR || errno == EAGAIN { continue }
+                    break
+                }
+                answer(got > LauncherMessage.maximumSize ? nil : Array(buffer[..<got]))
+            } else if fds[0].revents != 0 {
+                break  // the agent's end is closed
+            }
+        }
+        for child in children.values { _ = screentime_pidfd_send_signal(child.pidfd, SIGKILL) }
+    }
+
+    private mutating func answer(_ bytes: [UInt8]?) {
+        guard let bytes else {
+            send(LauncherMessage(refused: "a message larger than \(LauncherMessage.maximumSize) bytes"))
+            return
+        }
+        let request: LaunchRequest
+        do throws(SystemError) {
+            let message = try LauncherMessage.decode(bytes)
+            guard let launch = message.launch else {
+                throw SystemError(.launch, "the launcher takes 'launch' messages only")
+            }
+            try launch.validate()
+            request = launch
+        } catch {
+            send(LauncherMessage(refused: error.message))
+            return
+        }
+        switch start(request) {
+        case .success(let pid): send(LauncherMessage(started: pid))
+        case .failure(let error): send(LauncherMessage(refused: error.message))
+        }
+    }
+
+    private mutating func start(_ request: LaunchRequest) -> Result<Int32, SystemError> {
+        let argv = ([request.program] + request.arguments).map { strdup($0) } + [nil]
+        let envp = request.environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var step: Int32 = 0
+        var failure: Int32 = 0
+        let groups = request.groups.map { gid_t($0) }
+        let pid = request.program.withCString { program in
+            request.directory.withCString { directory in
+                groups.withUnsafeBufferPointer { groupList in
+                    argv.withUnsafeBufferPointer { arguments in
+                        envp.withUnsafeBufferPointer { environment in
+                            var spec = screentime_launch_spec(
+                                program: program, arguments: arguments.baseAddress, environment: environment.baseAddress,
+                                directory: directory, uid: request.uid, gid: request.gid,
+                                groups: groupList.baseAddress, group_count: Int32(groupList.count),
+                                new_network: request.network == .none ? 1 : 0,
+                                cpu_seconds: Int64(request.limits.cpuSeconds ?? -1),
+                                memory_bytes: Int64(request.limits.memoryBytes ?? -1),
+                                processes: Int64(request.limits.processes ?? -1),
+                                open_files: Int64(request.limits.openFiles ?? -1))
+                            return screentime_launch(&spec, &step, &failure)
+                        }
+                    }
+                }
+            }
+        }
+        guard pid > 0 else {
+            let steps = [
+                "a pipe", "fork", "signals", "its parent", "a session", "a network namespace", "the limits",
+                "/dev/null", "the groups", "the gid", "the uid", "the directory \(request.directory)",
+                "exec \(request.program)",
+            ]
+            let what = step >= 1 && Int(step) <= steps.count ? steps[Int(step) - 1] : "step \(step)"
+            return .failure(SystemError(.launch, "cannot start \(request.program): \(what): \(String(cString: strerror(failure)))"))
+        }
+        let pidfd = screentime_pidfd_open(pid)
+        let deadline = request.limits.wallSeconds.map { ContinuousClock.now + .seconds($0) }
+        if pidfd < 0 {
+            // Too old a kernel for pidfds: it is the launcher's child, so its pid is its own
+            // until reaped; kill it now rather than lose track of it.
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            return .failure(SystemError(.launch, "cannot watch \(request.program): pidfd_open: \(String(cString: strerror(errno)))"))
+        }
+        children[pid] = Child(pidfd: pidfd, deadline: deadline)
+        return .success(pid)
+    }
+
+    private mutating func reap(_ pid: Int32) {
+        var status: Int32 = 0
+        guard waitpid(pid, &status, WNOHANG) == pid, let child = children.removeValue(forKey: pid) else { return }
+        close(child.pidfd)
+        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        send(LauncherMessage(exited: LauncherMessage.Exit(pid: pid, status: code)))
+    }
+
+    func send(_ message: LauncherMessage) {
+        let bytes = message.encoded()
+        _ = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, screentime_msg_nosignal()) }
+    }
+}
+
+/// The agent's end of the launcher: starts it (before the capability drop) and asks it to start
+/// programs. One request at a time; an `exited` report read meanwhile is kept for `exits`.
+public final class LauncherClient: Sendable {
+    /// The launcher's pid.
+    public let pid: Int32
+    private let socket: Int32
+    private let exchange = Mutex<[(pid: Int32, status: Int32)]>([])
+
+    /// Starts `executable` with `arguments` and the launcher's end of a new socket pair as fd 3
+    /// (`screentimed --launcher 3`), its standard error the caller's.
+    public static func start(executable: String, arguments: [String]) throws(SystemError) -> LauncherClient {
+        var pair: [Int32] = [-1, -1]
+        try systemCall("socketpair") {
+            socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
+        }
+        defer { close(pair[1]) }
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { if null >= 0 { close(null) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, null, 0)
+        posix_spawn_file_actions_adddup2(&actions, null, 1)
+        posix_spawn_file_actions_adddup2(&actions, pair[1], 3)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let error = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard error == 0 else {
+            close(pair[0])
+            throw SystemError(.launch, "cannot start the launcher \(executable): \(String(cString: strerror(error)))")
+        }
+        let client = LauncherClient(pid: pid, socket: pair[0])
+        // Ready once it kept only its capabilities; one that cannot says so on standard error and ends.
+        do throws(SystemError) {
+            guard try client.receive(until: .now + .seconds(10)).ready == pid else {
+                throw SystemError(.launch, "the launcher did not say it was ready")
+            }
+        } catch {
+            kill(pid, SIGKILL)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            throw error
+        }
+        return client
+    }
+
+    private init(pid: Int32, socket: Int32) {
+        self.pid = pid
+        self.socket = socket
+    }
+
+    deinit { close(socket) }
+
+    /// Closes the agent's end: the launcher ends, and what it started dies with it.
+    public func shutDown() { _ = Glibc.shutdown(socket, Int32(SHUT_RDWR)) }
+
+    /// Asks the launcher to start a program; returns its pid, or throws the launcher's refusal
+    /// (or that it did not answer in time).
+    public func launch(_ request: LaunchRequest, timeout: Duration = .seconds(10)) throws(SystemError) -> Int32 {
+        try request.validate()
+        let bytes = LauncherMessage(launch: request).encoded()
+        guard bytes.count <= LauncherMessage.maximumSize else {
+            throw SystemError(.launch, "the request is larger than \(LauncherMessage.maximumSize) bytes")
+        }
+        return try exchange.withLock { (exits: inout [(pid: Int32, status: Int32)]) throws(SystemError) -> Int32 in
+            try send(bytes)
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                let message = try receive(until: deadline)
+                if let started = message.started { return started }
+                if let refused = message.refused { throw SystemError(.launch, refused) }
+                if let exited = message.exited { exits.append((exited.pid, exited.status)) }
+            }
+        }
+    }
+
+    /// Sends raw bytes as one message and returns the launcher's answer to it (for tests of what
+    /// it refuses).
+    public func sendRaw(_ bytes: [UInt8], timeout: Duration = .seconds(10)) throws(SystemError) -> (pid: Int32?, refused: String?) {
+        try exchange.withLock { (exits: inout [(pid: Int32, status: Int32)]) throws(SystemError) -> (pid: Int32?, refused: String?) in
+            try send(bytes)
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                let message = try receive(until: deadline)
+                if message.started != nil || message.refused != nil { return (message.started, message.refused) }
+                if let exited = message.exited { exits.append((exited.pid, exited.status)) }
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for the program `pid` to end; its status (128 + signal when a
+    /// signal ended it), or nil if it still runs.
+    public func waitForExit(of pid: Int32, timeout: Duration) throws(SystemError) -> Int32? {
+        try exchange.withLock { (exits: inout [(pid: Int32, status: Int32)]) throws(SystemError) -> Int32? in
+            let deadline = ContinuousClock.now + timeout
+            while true {
+                if let index = exits.firstIndex(where: { $0.pid == pid }) { return exits.remove(at: index).status }
+                guard ContinuousClock.now < deadline else { return nil }
+                do throws(SystemError) {
+                    let message = try receive(until: deadline)
+                    if let exited = message.exited { exits.append((exited.pid, exited.status)) }
+                } catch {
+                    if error.code == .timedOut { return nil }
+                    throw error
+                }
+            }
+        }
+    }
+
+    private func send(_ bytes: [UInt8]) throws(SystemError) {
+        let sent = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, screentime_msg_nosignal()) }
+        guard sent == bytes.count else { throw SystemError.call("send(launcher)", errno) }
+    }
+
+    private func receive(until deadline: ContinuousClock.Instant) throws(SystemError) -> LauncherMessage {
+        var buffer = [UInt8](repeating: 0, count: LauncherMessage.maximumSize)
+        while true {
+            let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
+            let milliseconds = max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+            var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 1, milliseconds)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw SystemError.call("poll(launcher)", errno)
+            }
+            guard ready > 0 else { throw SystemError(.timedOut, "the launcher did not answer in time") }
+            let got = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { throw SystemError(.launch, "the launcher is gone") }
+            return try LauncherMessage.decode(Array(buffer[..<got]))
+        }
+    }
+}

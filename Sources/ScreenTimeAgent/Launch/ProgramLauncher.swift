@@ -1,0 +1,74 @@
+import Foundation
+import LinuxSupport
+import Logging
+import ScreenTimeIPC
+
+/// The agent's way to start programs as someone else — the shield window in a child's session,
+/// extensions as an unprivileged account without network — after it dropped the capabilities
+/// that takes: the launcher process (`Launcher`), started before the drop.
+///
+/// Failure policy: without a launcher the agent still enforces every shield; what needs one
+/// (`launcher.check` now, the shield window and extensions later) fails with a clear error, and
+/// the status says so. A launcher that dies is not restarted: the capabilities it kept are gone
+/// from the agent for good, so only an agent restart brings it back.
+final class ProgramLauncher: Sendable {
+    let client: LauncherClient?
+    /// Why there is no launcher, when there is none.
+    let problem: String?
+    private let logger: Logger
+
+    /// The account extensions run as when no other is given: `nobody`, which owns nothing.
+    static let unprivilegedAccount = "nobody"
+
+    /// Starts the launcher: this same program, `--launcher 3`. Call it while the agent still has
+    /// all its capabilities and one thread.
+    static func start(logger: Logger) -> ProgramLauncher {
+        let executable = Files.readLink("/proc/self/exe") ?? "/proc/self/exe"
+        do {
+            let client = try LauncherClient.start(executable: "/proc/self/exe", arguments: ["--launcher", "3"])
+            logger.info("launcher started", metadata: ["pid": "\(client.pid)", "program": "\(executable)"])
+            return ProgramLauncher(client: client, problem: nil, logger: logger)
+        } catch {
+            logger.error("no launcher: programs cannot be started as other users", metadata: ["error": "\(error)"])
+            return ProgramLauncher(client: nil, problem: error.message, logger: logger)
+        }
+    }
+
+    init(client: LauncherClient?, problem: String?, logger: Logger) {
+        self.client = client
+        self.problem = problem
+        self.logger = logger
+    }
+
+    func check(_ request: LauncherCheckRequest, _ context: RequestContext, isGuardian: Bool) throws -> LauncherCheckReply {
+        guard isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian can check the launcher") }
+        guard let client else {
+            throw ScreenTimeIPCError(.internalError, "the agent has no launcher: \(problem ?? "it did not start")")
+        }
+        let account: UserAccount
+        do {
+            account = try UserDirectory().user(Self.unprivilegedAccount)
+        } catch {
+            throw ScreenTimeIPCError(.internalError, "no '\(Self.unprivilegedAccount)' account to run as: \(error.message)")
+        }
+        let started = ContinuousClock.now
+        let launch = LaunchRequest(
+            program: "/bin/true", environment: ["PATH": "/usr/bin:/bin"], directory: "/", uid: account.uid,
+            gid: account.gid, groups: [], network: .none,
+            limits: .init(cpuSeconds: 5, memoryBytes: 256 << 20, processes: 64, openFiles: 64, wallSeconds: 10))
+        let pid: Int32
+        let status: Int32?
+        do {
+            pid = try client.launch(launch)
+            status = try client.waitForExit(of: pid, timeout: .seconds(12))
+        } catch {
+            throw ScreenTimeIPCError(.internalError, "the launcher failed: \(error.message)")
+        }
+        guard let status else { throw ScreenTimeIPCError(.internalError, "the program the launcher started did not end") }
+        let (seconds, attoseconds) = (ContinuousClock.now - started).components
+        logger.info("launcher checked", metadata: ["pid": "\(pid)", "status": "\(status)"])
+        return LauncherCheckReply(
+            launcher: client.pid, account: account.name, uid: account.uid, pid: pid, exitStatus: status,
+            milliseconds: Int(seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import Glibc
+import LinuxSupport
+import Testing
+
+/// The launcher, the real `screentimed --launcher 3`, started by this test as the agent starts it:
+/// what it starts gets exactly the uid, groups, environment, network namespace and limits asked,
+/// and nothing else gets through.
+@Suite(.enabled(if: isRoot, "needs root: the launcher changes uids and makes network namespaces"))
+struct LauncherIntegrationTests {
+    private func startLauncher() throws -> LauncherClient {
+        try LauncherClient.start(executable: AgentWorld.binaries + "/screentimed", arguments: ["--launcher", "3"])
+    }
+
+    /// Ends a launcher this test started and reaps it (within 10 s, or the test fails).
+    private func stop(_ launcher: inout LauncherClient?) {
+        guard let client = launcher else { return }
+        launcher = nil
+        client.shutDown()
+        var status: Int32 = 0
+        for _ in 0..<1000 {
+            if waitpid(client.pid, &status, WNOHANG) == client.pid { return }
+            usleep(10_000)
+        }
+        Issue.record("the launcher did not end when its socket closed")
+        kill(client.pid, SIGKILL)
+        waitpid(client.pid, &status, 0)
+    }
+
+    @Test func aProgramGetsExactlyTheIdentityEnvironmentNetworkAndLimitsAsked() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        var launcher: LauncherClient? = try startLauncher()
+        defer { stop(&launcher) }
+        let account = try #require(getpwnam(world.child)?.pointee)
+        let directory = try world.childDirectory()
+        let output = directory + "/launched.txt"
+        // /proc/$$/environ is the environment the shell was started with, before it adds its own.
+        let script = """
+            exec > \(output) 2>&1
+            echo uid $(id -u); echo gid $(id -g); echo groups $(id -G); echo pwd $(pwd)
+            tr '\\0' '\\n' < /proc/$$/environ | sed 's/^/env /'
+            echo net $(readlink /proc/self/ns/net); echo interfaces $(tail -n +3 /proc/net/dev | wc -l)
+            grep -E '^(CapEff|CapPrm|CapInh|CapAmb|NoNewPrivs):' /proc/self/status
+            grep -E '^Max (cpu time|address space|processes|open files)' /proc/self/limits
+            echo stdin $(readlink /proc/self/fd/0)
+            """
+        let request = LaunchRequest(
+            program: "/bin/bash", arguments: ["-c", script],
+            environment: ["PATH": "/usr/bin:/bin", "SCREENTIME_CHECK": "a value with spaces"], directory: directory,
+            uid: account.pw_uid, gid: account.pw_gid, groups: [account.pw_gid, 4242], network: .none,
+            limits: .init(cpuSeconds: 7, memoryBytes: 512 << 20, processes: 50, openFiles: 77, wallSeconds: 30))
+        let pid = try #require(launcher).launch(request)
+        #expect(pid > 0)
+        #expect(try #require(launcher).waitForExit(of: pid, timeout: .seconds(20)) == 0)
+
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map(String.init)
+        func value(_ key: String) -> String? {
+            lines.first { $0.hasPrefix(key + " ") }.map { String($0.dropFirst(key.count + 1)) }
+        }
+        #expect(value("uid") == "\(account.pw_uid)")
+        #expect(value("gid") == "\(account.pw_gid)")
+        #expect(Set(value("groups")?.split(separator: " ").map(String.init) ?? []) == ["\(account.pw_gid)", "4242"])
+        #expect(value("pwd") == directory)
+        #expect(
+            Set(lines.filter { $0.hasPrefix("env ") }) == [
+                "env PATH=/usr/bin:/bin", "env SCREENTIME_CHECK=a value with spaces",
+            ])
+        let ours = try #require(Files.readLink("/proc/self/ns/net"))
+        #expect(value("net")?.hasPrefix("net:[") == true && value("net") != ours, "a network namespace of its own")
+        #expect(value("interfaces") == "1", "only loopback")
+        for set in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {
+            #expect(lines.contains("\(set):\t0000000000000000"), "\(set)")
+        }
+        #expect(lines.contains("NoNewPrivs:\t1"))
+        #expect(lines.contains { $0.hasPrefix("Max cpu time") && $0.contains(" 7 ") })
+        #expect(lines.contains { $0.hasPrefix("Max address space") && $0.contains(" \(512 << 20) ") })
+        #expect(lines.contains { $0.hasPrefix("Max processes") && $0.contains(" 50 ") })
+        #expect(lines.contains { $0.hasPrefix("Max open files") && $0.contains(" 77 ") })
+        #expect(value("stdin") == "/dev/null")
+
+        // With the network inherited, it is the machine's.
+        var shared = request
+        shared.network = .inherit
+        shared.arguments = ["-c", "readlink /proc/self/ns/net > \(output)"]
+        let second = try #require(launcher).launch(shared)
+        #expect(try #require(launcher).waitForExit(of: second, timeout: .seconds(20)) == 0)
+        #expect(try String(contentsOfFile: output, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == ours)
+    }
+
+    @Test func itRefusesAnythingElseAndKeepsServing() throws {
+        var launcher: LauncherClient? = try startLauncher()
+        defer { stop(&launcher) }
+        let client = try #require(launcher)
+        let nobody = try #require(getpwnam("nobody")?.pointee)
+        let fine = LaunchRequest(program: "/bin/true", uid: nobody.pw_uid, gid: nobody.pw_gid)
+
+        // Requests the agent's side already refuses, and the launcher refuses again when sent raw.
+        var asRoot = fine
+        asRoot.uid = 0
+        var rootGroup = fine
+        rootGroup.groups = [0]
+        var relative = fine
+        relative.program = "true"
+        var badName = fine
+        badName.environment = ["A=B": "c"]
+        var noTime = fine
+        noTime.limits.wallSeconds = 0
+        for (request, reason) in [
+            (asRoot, "nothing as root"), (rootGroup, "nothing as root"), (relative, "absolute path"),
+            (badName, "not an environment variable name"), (noTime, "wallSeconds is from 1"),
+        ] {
+            #expect(throws: SystemError.self) { _ = try client.launch(request) }
+            let raw = try JSONEncoder().encode(["launch": request])
+            let answer = try client.sendRaw(Array(raw))
+            #expect(answer.pid == nil)
+            #expect(answer.refused?.contains(reason) == true, "\(answer.refused ?? "no refusal")")
+        }
+        // Messages that are not a launch request at all.
+        let others: [[UInt8]] = [
+            Array("not json".utf8), Array("{}".utf8), Array(#"{"started": 5}"#.utf8),
+            Array(#"{"kill": {"pid": 1}}"#.utf8),
+            Array(#"{"launch": {"program": "/bin/true"}}"#.utf8),
+            Array(#"{"launch": 1, "extra": 2}"#.utf8),
+            [UInt8](repeating: UInt8(ascii: "x"), count: 100_000),
+        ]
+        for bytes in others {
+            let answer = try client.sendRaw(bytes)
+            #expect(answer.pid == nil && answer.refused?.isEmpty == false)
+        }
+        // A program that does not exist: which step failed, and why.
+        var missing = fine
+        missing.program = "/nonexistent/program"
+        #expect {
+            _ = try client.launch(missing)
+        } throws: { error in
+            (error as? SystemError)?.message.contains("exec /nonexistent/program: No such file or directory") == true
+        }
+        // And it still serves.
+        let pid = try client.launch(fine)
+        #expect(try client.waitForExit(of: pid, timeout: .seconds(10)) == 0)
+    }
+
+    @Test func aProgramPastItsTimeIsKilledAndNothingOutlivesTheLauncher() throws {
+        var launcher: LauncherClient? = try startLauncher()
+        defer { stop(&launcher) }
+        let client = try #require(launcher)
+        let nobody = try #require(getpwnam("nobody")?.pointee)
+
+        // The launcher keeps only what it needs.
+        let masks = Capabilities.masks(status: "/proc/\(client.pid)/status")
+        #expect(masks["CapEff"] == Capabilities.mask(Launcher.capabilities))
+        #expect(masks["CapBnd"] == Capabilities.mask(Launcher.capabilities))
+        #expect(try String(contentsOfFile: "/proc/\(client.pid)/status", encoding: .utf8).contains("NoNewPrivs:\t1"))
+
+        let timed = LaunchRequest(
+            program: "/bin/sleep", arguments: ["60"], uid: nobody.pw_uid, gid: nobody.pw_gid,
+            limits: .init(wallSeconds: 1))
+        let started = ContinuousClock.now
+        let pid = try client.launch(timed)
+        #expect(try client.waitForExit(of: pid, timeout: .seconds(10)) == 128 + SIGKILL)
+        #expect(ContinuousClock.now - started < .seconds(5))
+
+        // A program still running when the agent's end closes dies with the launcher.
+        var untimed = timed
+        untimed.limits.wallSeconds = nil
+        let orphan = try client.launch(untimed)
+        #expect(kill(orphan, 0) == 0)
+        stop(&launcher)
+        var gone = false
+        for _ in 0..<200 where !gone {
+            gone = kill(orphan, 0) != 0
+            if !gone { usleep(10_000) }
+        }
+        #expect(gone, "the launcher's program died with it")
+    }
+
+    @Test func aGuardianChecksTheAgentsLauncherAndAChildMayNot() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let check = try world.cli(as: world.guardian, "launcher-check")
+        #expect(check.status == 0, "\(check.stderr)")
+        #expect(check.stdout.contains("/bin/true ran as nobody"), "\(check.stdout)")
+        #expect(check.stdout.contains("exit status 0"))
+        try world.authorizeChildAndShieldCounter()
+        let refused = try world.cli(as: world.child, "launcher-check")
+        #expect(refused.status == 77, "\(refused.stderr)")
+        // The agent's launcher: its child, with only the launcher's capabilities.
+        let agent = try #require(world.agentPID)
+        let children = try String(contentsOfFile: "/proc/\(agent)/task/\(agent)/children", encoding: .utf8)
+            .split(separator: " ").compactMap { Int32($0) }
+        let launchers = children.filter {
+            (try? String(contentsOfFile: "/proc/\($0)/cmdline", encoding: .utf8))?.contains("--launcher") == true
+        }
+        #expect(launchers.count == 1)
+        if let launcher = launchers.first {
+            #expect(Capabilities.masks(status: "/proc/\(launcher)/status")["CapEff"] == Capabilities.mask(Launcher.capabilities))
+        }
+    }
+}
