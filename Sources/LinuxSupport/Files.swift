@@ -72,6 +72,26 @@ public enum Files {
     /// Whether a path exists.
     public static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
+    /// Removes a file (not a directory); whether there was one to remove.
+    @discardableResult
+    public static func remove(_ path: String) -> Bool { unlink(path) == 0 }
+
+    /// The path with every symbolic link, `.` and `..` resolved (`realpath`); nil when some part
+    /// does not exist.
+    public static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// What changes when a file is replaced or rewritten — device, inode, size, modification
+    /// time — as text to compare; "missing" when there is no file.
+    public static func signature(_ path: String) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "missing" }
+        return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+    }
+
     /// Where a symbolic link points (nil if it is none, or unreadable).
     public static func readLink(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 4097)

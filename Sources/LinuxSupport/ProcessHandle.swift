@@ -55,6 +55,11 @@ public final class ProcessHandle: Sendable {
     @discardableResult
     public func signal(_ number: Int32) -> Bool { screentime_pidfd_send_signal(fd, number) == 0 }
 
+    /// SIGSTOP, SIGCONT and SIGKILL by name; false when the process is gone.
+    @discardableResult public func stop() -> Bool { signal(SIGSTOP) }
+    @discardableResult public func resume() -> Bool { signal(SIGCONT) }
+    @discardableResult public func kill() -> Bool { signal(SIGKILL) }
+
     /// Whether the process has not exited yet (a zombie has).
     public var isAlive: Bool { screentime_pidfd_send_signal(fd, 0) == 0 }
 }

@@ -34,6 +34,9 @@ public struct ProcessInspector: Sendable {
 
     public let root: String
 
+    /// This process's pid.
+    public static var currentProcess: Int32 { getpid() }
+
     public init(root: String = "/proc") { self.root = root }
 
     /// Every process's pid, as listed now.

@@ -22,7 +22,7 @@ public struct Agent {
         do {
             try Files.makeDirectory(configuration.stateDirectory, mode: 0o700)
         } catch {
-            throw AgentError(.state, "cannot make the state directory: \(error.message)")
+            throw AgentError(.state, "cannot make the state directory: \(error.message)", cause: error)
         }
         if let mode = try? Files.mode(of: configuration.stateDirectory), mode & 0o077 != 0 {
             logger.warning(
@@ -36,7 +36,7 @@ public struct Agent {
             database = try StateDatabase(
                 path: configuration.stateDirectory + "/state.sqlite", retentionDays: configuration.eventRetentionDays)
         } catch {
-            throw AgentError(.state, "cannot open \(configuration.stateDirectory)/state.sqlite: \(error)")
+            throw AgentError(.state, "cannot open \(configuration.stateDirectory)/state.sqlite: \(error)", cause: error)
         }
         let suffixes = loadSuffixes()
         var dnsLogger = logger
@@ -77,7 +77,7 @@ public struct Agent {
         do {
             snapshot = try publisher.first()
         } catch {
-            throw AgentError(.state, "cannot read the policy: \(error)")
+            throw AgentError(.state, "cannot read the policy: \(error)", cause: error)
         }
         // The launcher keeps what starting programs as other users needs; started first, while
         // the agent has one thread and every capability.
@@ -114,7 +114,7 @@ public struct Agent {
             admission: prepared.policy.admission, logger: logger)
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [prepared.domains, prepared.processes, prepared.subordinateIDs, server],
+                services: Self.failurePolicy(prepared, server: server),
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
         logger.notice(
@@ -124,6 +124,30 @@ public struct Agent {
         logger.notice("screentimed stopped")
     }
 
+    /// What the end of each service means, decided one by one. A service that ends while the
+    /// agent is not stopping either is not needed for restrictions to hold, and the agent goes
+    /// on (`ignore`), or it is, and the agent stops gracefully so that its supervisor (systemd's
+    /// `Restart=always`, or `screentimed-supervise`) starts it again within a second; in between,
+    /// the firewall rules stay (the children's DNS fails, it never passes) and frozen processes
+    /// stay frozen.
+    ///
+    /// | service | ends when | then |
+    /// | --- | --- | --- |
+    /// | DNS shield | never: a queue it cannot bind or read is tried again, 1 s to 30 s apart, the status naming the problem | (the agent stops) |
+    /// | process shield | the proc connector fails | the agent restarts: a new start rescans every process |
+    /// | subordinate id watch | the files cannot be watched | the agent goes on: they are read again at every change of policy |
+    /// | control socket | it cannot accept | the agent restarts: nobody could change or see anything |
+    static func failurePolicy(_ prepared: Prepared, server: ControlServer) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        let restart = ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior.gracefullyShutdownGroup
+        let goOn = ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior.ignore
+        return [
+            .init(service: prepared.domains, successTerminationBehavior: restart, failureTerminationBehavior: restart),
+            .init(service: prepared.processes, successTerminationBehavior: restart, failureTerminationBehavior: restart),
+            .init(service: prepared.subordinateIDs, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
+            .init(service: server, successTerminationBehavior: restart, failureTerminationBehavior: restart),
+        ]
+    }
+
     /// Removes the firewall chains (`make uninstall`). Stopping the agent leaves them on purpose.
     public func removeFirewall() throws {
         do {
@@ -131,7 +155,7 @@ public struct Agent {
                 chain: configuration.firewallChain, queue: configuration.dnsQueue, mark: configuration.connectionMark
             ).remove()
         } catch {
-            throw AgentError(.firewall, "cannot remove the firewall chains: \(error.message)")
+            throw AgentError(.firewall, "cannot remove the firewall chains: \(error.message)", cause: error)
         }
         logger.notice("firewall chains removed", metadata: ["chain": "\(configuration.firewallChain)"])
     }

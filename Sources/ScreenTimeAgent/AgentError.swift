@@ -7,10 +7,14 @@ public struct AgentError: Error, Sendable, CustomStringConvertible {
 
     public let code: Code
     public let message: String
+    /// The error underneath (a `SystemError` with its errno, a database error), for whoever
+    /// handles this one; the message already says it in words.
+    public let cause: (any Error)?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, cause: (any Error)? = nil) {
         self.code = code
         self.message = message
+        self.cause = cause
     }
 
     static func configuration(_ message: String) -> AgentError { AgentError(.configuration, message) }

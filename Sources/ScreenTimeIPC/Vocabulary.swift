@@ -7,16 +7,6 @@ public let protocolVersion = 1
 /// Who a request is about: a user name or a numeric uid (as text, `"1001"`). Nil means the caller.
 public typealias UserReference = String
 
-/// How a user takes part (Apple's `FamilyControlsMember`).
-public enum FamilyControlsMember: String, Codable, Sendable, CaseIterable {
-    case child, individual
-}
-
-/// Apple's `AuthorizationStatus`.
-public enum AuthorizationStatus: String, Codable, Sendable {
-    case notDetermined, denied, approved
-}
-
 /// A guardian's user name and password, given in the child's session.
 public struct GuardianCredentials: Codable, Sendable, Hashable {
     public var user: String

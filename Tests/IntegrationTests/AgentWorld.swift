@@ -68,6 +68,7 @@ final class AgentWorld {
     let freezerGroup: String
     /// The agent's `freezer` setting (nil: its default, `auto`).
     let freezer: String?
+    private let extraConfiguration: [String: String]
     private var agent: Process?
     private var started: [Int32] = []
     private var madeUsers: [String] = []
@@ -77,8 +78,13 @@ final class AgentWorld {
     /// - Parameter network: run the agent in a network namespace of its own, with dnsmasq on
     ///   127.0.0.1 and ::1 answering the test names (see `startResolver`).
     /// - Parameter freezer: the agent's `freezer` setting (`v2`, `v1`, `signal`; nil for `auto`).
-    init(network: Bool = false, freezer: String? = nil) throws {
+    /// - Parameter queue: the DNS queue number (nil: a random one).
+    /// - Parameter configuration: more keys of the agent's configuration, as JSON values.
+    init(
+        network: Bool = false, freezer: String? = nil, queue: Int? = nil, configuration extra: [String: String] = [:]
+    ) throws {
         self.freezer = freezer
+        self.extraConfiguration = extra
         directory = "/tmp/screentime-test-\(id)"
         socket = directory + "/run/screentimed.sock"
         guardianGroup = "stg-\(id)"
@@ -87,7 +93,7 @@ final class AgentWorld {
         bystander = "stby\(id)"
         pamService = "screentime-test-\(id)"
         chain = "st\(id)"
-        queue = Int.random(in: 1000...60000)
+        self.queue = queue ?? Int.random(in: 1000...60000)
         namespace = network ? "st\(id)" : nil
         counter = directory + "/bin/counter"
         freezerGroup = "screentime-test-\(id)"
@@ -121,7 +127,8 @@ final class AgentWorld {
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
              "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)"\(
-                freezer.map { ", \"freezer\": \"\($0)\"" } ?? "")}
+                freezer.map { ", \"freezer\": \"\($0)\"" } ?? "")\(
+                extraConfiguration.sorted { $0.key < $1.key }.map { ", \"\($0.key)\": \($0.value)" }.joined())}
             """
         try configuration.write(toFile: directory + "/screentimed.json", atomically: true, encoding: .utf8)
         try Files.makeDirectory(directory + "/categories", mode: 0o755)

@@ -1,4 +1,3 @@
-import Glibc
 import LinuxSupport
 
 /// How held processes are held: moved into the root-owned frozen group (cgroup v2 or v1
@@ -19,9 +18,9 @@ struct ProcessHolder: Sendable {
     /// shield found on a running program. `waiting` returns only once the group is frozen.
     func hold(_ handle: ProcessHandle, stopFirst: Bool, waiting: Bool = true) -> (origin: String?, frozen: Bool)? {
         guard let freezer else {
-            return handle.signal(SIGSTOP) ? ("/", false) : nil
+            return handle.stop() ? ("/", false) : nil
         }
-        if stopFirst, !handle.signal(SIGSTOP) { return nil }
+        if stopFirst, !handle.stop() { return nil }
         let origin = freezer.group(of: handle.pid) ?? "/"
         if origin == "/" + freezer.name { return (nil, true) }
         guard handle.isAlive else { return nil }
@@ -30,7 +29,7 @@ struct ProcessHolder: Sendable {
             return (origin, true)
         } catch {
             // Not moved (gone, or the group refused): stopped is the best there is.
-            return handle.signal(SIGSTOP) ? (origin, false) : nil
+            return handle.stop() ? (origin, false) : nil
         }
     }
 
@@ -45,7 +44,7 @@ struct ProcessHolder: Sendable {
         if let freezer, freezer.version == .v2 {
             return hold(handle, stopFirst: false, waiting: false).map { ($0.origin, false) }
         }
-        guard handle.signal(SIGSTOP) else { return nil }
+        guard handle.stop() else { return nil }
         // Its group is read when it is moved: reading `/proc/PID/cgroup` waits on the kernel's
         // cgroup lock, which other moves hold for milliseconds, and the exec waits for this.
         return (freezer == nil ? "/" : nil, freezer != nil)
@@ -54,7 +53,7 @@ struct ProcessHolder: Sendable {
     /// Lets a held process go: back to the group it came from (or the nearest that still
     /// exists), continued.
     func release(_ handle: ProcessHandle, origin: String) throws(SystemError) {
-        defer { handle.signal(SIGCONT) }
+        defer { handle.resume() }
         guard let freezer, handle.isAlive, freezer.group(of: handle.pid) == "/" + freezer.name else { return }
         try freezer.release(handle.pid, toNearest: origin)
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import LinuxSupport
 import ScreenTimeCore
 
@@ -28,7 +27,7 @@ extension ProcessShield {
     /// Root's and everyone else's execs and opens are let through at once.
     func decide(_ request: ExecGate.Request) -> Bool {
         // The agent's own execs (iptables) are never held.
-        guard let status = inspector.task(request.tid), status.threadGroup != getpid() else { return true }
+        guard let status = inspector.task(request.tid), status.threadGroup != ProcessInspector.currentProcess else { return true }
         let policy = currentPolicy()
         guard let owner = policy.owner(ofKernelUID: status.uid), let apps = policy.users[owner] else { return true }
         let fileStatus = FileStatus.of(descriptor: request.file)

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -289,7 +288,7 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
                 }
                 if let handle = ProcessHandle(pid: pid, startTime: inspector.startTime(pid: pid) ?? 0, inspector: inspector)
                 {
-                    handle.signal(SIGCONT)
+                    handle.resume()
                 }
                 logger.notice(
                     "released a process frozen by an earlier run's \(version.rawValue) freezer",
@@ -656,9 +655,7 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
 
     /// A path's real location, without the `/proc/PID/root` it was reached through.
     private static func resolve(_ seen: String, prefix: String) -> String? {
-        guard let resolved = realpath(seen, nil) else { return nil }
-        defer { free(resolved) }
-        var path = String(cString: resolved)
+        guard var path = Files.realPath(seen) else { return nil }
         if path.hasPrefix(prefix + "/") { path.removeFirst(prefix.count) }
         return path
     }
@@ -874,7 +871,7 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
                     pid: pid, startTime: tracked.startTime, inspector: inspector,
                     owner: { policy.owner(ofKernelUID: $0) == tracked.owner })
         else { return false }
-        let killed = handle.signal(SIGKILL)
+        let killed = handle.kill()
         if tracked.hold != nil { release(pid, &table, reason: "killed") }
         table.processes[pid]?.action = .block
         return killed
@@ -1126,7 +1123,7 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
                 }
                 if handles.isEmpty { break }
                 for handle in handles where inspector.state(pid: handle.pid).map({ $0 != "T" && $0 != "t" }) ?? false {
-                    handle.signal(SIGSTOP)
+                    handle.stop()
                 }
                 try? await Task.sleep(for: .milliseconds(20))
                 if Task.isCancelled { return }

@@ -1,7 +1,6 @@
 public import LinuxSupport
 public import Logging
 public import ScreenTimeIPC
-import Glibc
 import ScreenTimeCore
 
 /// What a handler knows of a request beside its body: who sent it, as the kernel says

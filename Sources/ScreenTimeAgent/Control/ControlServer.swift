@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 public import LinuxSupport
 public import Logging
 import ScreenTimeIPC
@@ -64,7 +63,7 @@ public final class ControlServer: Service {
             listener = try UnixSocket.listen(at: path)
             stop = try StopSignal()
         } catch {
-            throw AgentError(.socket, "cannot listen on \(path): \(error.message)")
+            throw AgentError(.socket, "cannot listen on \(path): \(error.message)", cause: error)
         }
         logger.info("listening", metadata: ["socket": "\(path)"])
         await withGracefulShutdownHandler {
@@ -81,7 +80,7 @@ public final class ControlServer: Service {
             stop.raise()
         }
         // Nobody listens any more: a stale socket file would only make clients wait on a refusal.
-        unlink(path)
+        Files.remove(path)
         logger.info("stopped listening", metadata: ["socket": "\(path)"])
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -236,8 +235,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             let word = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
                 .trimmingCharacters(in: .whitespaces)
             guard !word.isEmpty else { continue }
-            var buffer = [UInt8](repeating: 0, count: 16)
-            if inet_pton(AF_INET, word, &buffer) == 1 || inet_pton(AF_INET6, word, &buffer) == 1 {
+            if IPAddress.isLiteral(word) {
                 addresses.append(word)
             } else {
                 names.append(word)
@@ -246,11 +244,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         return (names, addresses)
     }
 
-    private static func signature(_ path: String) -> String {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return "missing" }
-        return "\(info.st_dev):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
-    }
+    private static func signature(_ path: String) -> String { Files.signature(path) }
 
     // MARK: packets
 
@@ -426,36 +420,73 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
 
     // MARK: running
 
+    /// Reads the DNS queue until the agent stops. Failure policy: a queue that cannot be bound
+    /// (another process holds it) or whose reading fails is tried again, after 1 s, then 2, 4…
+    /// at most 30 s apart, while the status names the problem; meanwhile the rules stay and send
+    /// the filtered users' DNS to a queue nobody reads, so their lookups fail rather than pass.
+    /// The agent goes on serving guardians and enforcing app shields.
     public func run() async throws {
-        let queue: NetfilterQueue
-        do {
-            queue = try NetfilterQueue(number: configuration.dnsQueue) { [self] packet in judge(packet) }
-        } catch {
-            let problem = "the DNS queue cannot be read, so filtered users' lookups fail: \(error.message)"
-            state.withLock { $0.queueProblem = problem }
-            logger.error("\(problem)")
-            // The agent goes on serving guardians; the rules keep failing closed.
-            try? await gracefulShutdown()
-            return
-        }
-        state.withLock {
-            $0.reading = true
-            $0.queueProblem = nil
-        }
-        logger.info("reading the DNS queue", metadata: ["queue": "\(configuration.dnsQueue)"])
         let reloads = Self.hangups()
         async let flushing: Void = flushLoop()
         async let reloading: Void = reloadLoop(reloads)
+        var delay = Self.firstRetry
+        var judged = 0
+        var overruns = 0
+        while !Task.isShuttingDownGracefully {
+            let queue: NetfilterQueue
+            do {
+                queue = try NetfilterQueue(number: configuration.dnsQueue) { [self] packet in judge(packet) }
+            } catch {
+                let problem = "the DNS queue cannot be read, so filtered users' lookups fail: \(error.message)"
+                state.withLock { $0.queueProblem = problem }
+                logger.error("\(problem); trying again", metadata: ["in": "\(delay)"])
+                let wait = delay
+                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+                delay = min(delay * 2, Self.lastRetry)
+                continue
+            }
+            state.withLock {
+                $0.reading = true
+                $0.queueProblem = nil
+            }
+            logger.info("reading the DNS queue", metadata: ["queue": "\(configuration.dnsQueue)"])
+            let failure = await read(queue)
+            state.withLock { $0.reading = false }
+            judged += queue.judged
+            overruns += queue.overruns
+            guard let failure, !Task.isShuttingDownGracefully else { break }
+            let problem = "reading the DNS queue failed, so filtered users' lookups fail: \(failure)"
+            state.withLock { $0.queueProblem = problem }
+            logger.error("\(problem); trying again", metadata: ["in": "\(delay)"])
+            let wait = delay
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+            delay = min(delay * 2, Self.lastRetry)
+        }
+        flushContinuation.finish()
+        reloads.continuation.finish()
+        _ = await (flushing, reloading)
+        flushEvents()
+        logger.info(
+            "stopped reading the DNS queue; its rules stay, so filtered lookups fail until the agent is back",
+            metadata: ["judged": "\(judged)", "overruns": "\(overruns)"])
+    }
+
+    static let firstRetry: Duration = .seconds(1)
+    static let lastRetry: Duration = .seconds(30)
+
+    /// Reads a bound queue on a thread of its own until the agent stops (nil) or reading fails
+    /// (what failed).
+    private func read(_ queue: NetfilterQueue) async -> String? {
         await withGracefulShutdownHandler {
-            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
                 let thread = Thread { [self] in
                     do {
                         try queue.run()
+                        done.resume(returning: nil)
                     } catch {
-                        state.withLock { $0.queueProblem = "reading the DNS queue failed: \(error)" }
                         logger.error("reading the DNS queue failed", metadata: ["error": "\(error)"])
+                        done.resume(returning: "\(error)")
                     }
-                    done.resume()
                 }
                 thread.name = "screentime.dns"
                 // Packets wait in the kernel while this thread is off the CPU.
@@ -465,14 +496,6 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         } onGracefulShutdown: {
             queue.stop()
         }
-        state.withLock { $0.reading = false }
-        flushContinuation.finish()
-        reloads.continuation.finish()
-        _ = await (flushing, reloading)
-        flushEvents()
-        logger.info(
-            "stopped reading the DNS queue; its rules stay, so filtered lookups fail until the agent is back",
-            metadata: ["judged": "\(queue.judged)", "overruns": "\(queue.overruns)"])
     }
 
     /// Writes events a second after the first of a batch; sleeps while nothing happens.

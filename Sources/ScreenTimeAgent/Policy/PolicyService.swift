@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import LinuxSupport
 import Logging
 import ScreenTimeCore

@@ -1,7 +1,6 @@
 import Foundation
 import GRDB
 import ScreenTimeCore
-import ScreenTimeIPC
 import Synchronization
 
 /// The agent's state in SQLite: authorizations, stores, and the names of tokens a guardian used.

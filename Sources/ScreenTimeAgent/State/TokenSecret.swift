@@ -11,7 +11,7 @@ enum TokenSecret {
                 bytes = try Files.read(path, limit: 4_096)
                 if try Files.mode(of: path) != 0o600 { try Files.writeAtomically(bytes, to: path, mode: 0o600) }
             } catch {
-                throw AgentError(.secret, "cannot read the token secret: \(error.message)")
+                throw AgentError(.secret, "cannot read the token secret: \(error.message)", cause: error)
             }
             guard bytes.count == 32 else {
                 throw AgentError(
@@ -25,7 +25,7 @@ enum TokenSecret {
         do {
             try Files.writeAtomically(secret, to: path, mode: 0o600)
         } catch {
-            throw AgentError(.secret, "cannot write the token secret: \(error.message)")
+            throw AgentError(.secret, "cannot write the token secret: \(error.message)", cause: error)
         }
         return secret
     }

@@ -11,19 +11,6 @@ public struct UserSummary: Codable, Sendable, Hashable {
 }
 
 
-/// What a token stands for, as far as the reader may know.
-public struct TokenName: Codable, Sendable, Hashable {
-    public var kind: TokenKindName
-    public var identity: String
-    public var displayName: String
-
-    public init(kind: TokenKindName, identity: String, displayName: String) {
-        self.kind = kind
-        self.identity = identity
-        self.displayName = displayName
-    }
-}
-
 public struct StoreReport: Codable, Sendable, Hashable {
     public var client: String
     public var name: String

@@ -1,3 +1,5 @@
+public import ScreenTimeCore
+
 public import Foundation
 
 /// `authorize`: a guardian authorizes a child, a child's session with a guardian's password, or a

@@ -1,3 +1,5 @@
+public import ScreenTimeCore
+
 public import Foundation
 
 /// `status`: a user's authorization, stores, merged policy and what the shields did lately.

@@ -1,6 +1,4 @@
-public enum TokenKindName: String, Codable, Sendable, CaseIterable {
-    case app, domain, category
-}
+public import ScreenTimeCore
 
 /// `token`: the token of an app (a desktop-entry ID, `snap:NAME`, or a program passed as an open
 /// file), a domain or a category, for guardians and individuals.
