@@ -16,8 +16,22 @@ public struct UserAccount: Hashable, Sendable {
     }
 }
 
+/// Who the users and groups are: the system's (`UserDirectory`), or a table in tests without
+/// root, where the accounts a test needs cannot be made.
+public protocol Accounts: Sendable {
+    /// A user by name, or by uid written as digits.
+    func user(_ reference: String) throws(SystemError) -> UserAccount
+    func user(uid: UInt32) throws(SystemError) -> UserAccount
+    /// The gid of a group, nil if there is no such group.
+    func groupID(named name: String) -> UInt32?
+    /// Every group the user belongs to (primary group included).
+    func groupIDs(of account: UserAccount) -> Set<UInt32>
+    /// The names of the user's groups.
+    func groupNames(of account: UserAccount) -> Set<String>
+}
+
 /// Looks up users and groups through NSS, the same way `id` does.
-public struct UserDirectory: Sendable {
+public struct UserDirectory: Accounts {
     public init() {}
 
     /// A user by name, or by uid written as digits.

@@ -14,12 +14,13 @@ final class PolicyPublisher: Sendable {
     private let database: StateDatabase
     private let configuration: AgentConfiguration
     private let logger: Logger
-    private let users = UserDirectory()
+    private let users: any Accounts
     private let consumers = Mutex<[any PolicyConsumer]>([])
     private let publishing = Mutex<UInt64>(0)
     private let latest = Mutex(PolicySnapshot.empty)
 
-    init(database: StateDatabase, configuration: AgentConfiguration, logger: Logger) {
+    init(database: StateDatabase, configuration: AgentConfiguration, logger: Logger, users: any Accounts = UserDirectory()) {
+        self.users = users
         self.database = database
         self.configuration = configuration
         self.logger = logger

@@ -19,7 +19,7 @@ public final class PolicyService: Sendable {
     private let publisher: PolicyPublisher
     private let domainShield: DomainShield?
     private let processShield: ProcessShield?
-    private let users = UserDirectory()
+    private let users: any Accounts
     private let logger: Logger
     private let changes = Mutex(())
     private let systemDataDirectories: [String]
@@ -32,10 +32,16 @@ public final class PolicyService: Sendable {
         "Science", "Settings", "System", "Utility",
     ]
 
+    /// - Parameters:
+    ///   - users: the accounts (the system's; a table in tests).
+    ///   - checkPassword: how a guardian's password is checked (PAM; a fake in tests).
     init(
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
-        publisher: PolicyPublisher, domainShield: DomainShield?, processShield: ProcessShield?, logger: Logger
+        publisher: PolicyPublisher, domainShield: DomainShield?, processShield: ProcessShield?, logger: Logger,
+        users: any Accounts = UserDirectory(), checkPassword: (@Sendable (_ user: String, _ password: String) throws -> Void)? = nil,
+        now: @escaping @Sendable () -> Date = Date.init
     ) {
+        self.users = users
         self.publisher = publisher
         self.processShield = processShield
         self.configuration = configuration
@@ -46,12 +52,15 @@ public final class PolicyService: Sendable {
         self.logger = logger
         self.systemDataDirectories = ApplicationCatalogue.systemDataDirectories(
             environment: ProcessInfo.processInfo.environment["XDG_DATA_DIRS"])
-        let users = self.users
-        self.approvals = GuardianApprovals(database: database, logger: logger) { name, password in
+        let check =
+            checkPassword ?? { user, password in
+                try PAMAuthenticator(service: configuration.pamService).check(user: user, password: password)
+            }
+        self.approvals = GuardianApprovals(database: database, logger: logger, now: now) { name, password in
             guard let guardian = try? users.user(name), Self.isGuardian(guardian, users, configuration) else {
                 throw ScreenTimeIPCError(.authenticationFailed, "'\(name)' is not a guardian here")
             }
-            try PAMAuthenticator(service: configuration.pamService).check(user: guardian.name, password: password)
+            try check(guardian.name, password)
         }
     }
 
@@ -138,7 +147,7 @@ public final class PolicyService: Sendable {
 
     /// Root, and members of the guardian group.
     private static func isGuardian(
-        _ account: UserAccount, _ users: UserDirectory, _ configuration: AgentConfiguration
+        _ account: UserAccount, _ users: any Accounts, _ configuration: AgentConfiguration
     ) -> Bool {
         if account.uid == 0 { return true }
         guard let gid = users.groupID(named: configuration.guardianGroup) else { return false }
