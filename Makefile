@@ -75,6 +75,8 @@ format:
 	$(SWIFT) format format --in-place --parallel --recursive $(SWIFT_SOURCES)
 
 GUARDIAN_GROUP ?= screentime-guardians
+# The account guardian apps' extensions run as (the launcher starts them, without network).
+EXTENSION_USER ?= screentime-ext
 BINARIES := screentimed screentime
 
 # Installs the binaries, configuration defaults (never overwriting a guardian's edits), the PAM
@@ -99,6 +101,8 @@ install: build
 	install -d -m 0700 $(DESTDIR)/var/lib/screentime
 	@if [ -z "$(DESTDIR)" ]; then \
 	  getent group $(GUARDIAN_GROUP) >/dev/null || groupadd --system $(GUARDIAN_GROUP); \
+	  getent passwd $(EXTENSION_USER) >/dev/null || \
+	    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin $(EXTENSION_USER); \
 	  install -d -m 0755 /run/screentime; \
 	  if [ -d /run/systemd/system ]; then \
 	    systemctl daemon-reload && systemctl enable screentimed.service && systemctl restart screentimed.service; \
@@ -123,7 +127,7 @@ uninstall:
 	rm -f $(DESTDIR)$(SYSCONFDIR)/pam.d/screentime
 	@if [ "$(PURGE)" = "1" ]; then \
 	  rm -rf $(DESTDIR)$(SYSCONFDIR)/screentime $(DESTDIR)/var/lib/screentime $(DESTDIR)/var/log/screentime; \
-	  if [ -z "$(DESTDIR)" ]; then groupdel $(GUARDIAN_GROUP) 2>/dev/null || true; fi; \
+	  if [ -z "$(DESTDIR)" ]; then groupdel $(GUARDIAN_GROUP) 2>/dev/null || true; userdel $(EXTENSION_USER) 2>/dev/null || true; fi; \
 	  echo "removed screentime, its state and configuration"; \
 	else \
 	  echo "removed screentime; kept /var/lib/screentime and $(SYSCONFDIR)/screentime (make uninstall PURGE=1 removes them)"; \

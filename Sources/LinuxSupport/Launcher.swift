@@ -3,8 +3,10 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// What the launcher is asked to start: a program, as a user who is not root, with exactly this
-/// environment and these groups, optionally in an empty network namespace, within limits.
+/// What the launcher is asked to start, one of exactly two kinds: a session program (the shield
+/// window, a focus helper) as a person's account inside that person's session, or an extension
+/// as the extension account, in an empty network namespace, within time and memory limits. Either
+/// with exactly this environment and these groups, never as root.
 ///
 /// The agent drops the capabilities that starting a process as someone else needs (`setuid`,
 /// `setgid`, and `sys_admin` for a network namespace) for good. Before it does, it starts the
@@ -12,6 +14,14 @@ import Synchronization
 /// `kill` — which takes these requests from the agent alone, over a socket pair, and does
 /// nothing else.
 public struct LaunchRequest: Codable, Sendable, Hashable {
+    public enum Kind: String, Codable, Sendable, Hashable {
+        /// A program in a person's graphical session, as that person (a uid from `UID_MIN`).
+        case session
+        /// A guardian app's extension, as the extension account only: no network, a wall-time
+        /// and a memory limit always.
+        case `extension`
+    }
+
     public enum Network: String, Codable, Sendable, Hashable {
         /// The launcher's (the machine's) network.
         case inherit
@@ -44,6 +54,7 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
         }
     }
 
+    public var kind: Kind
     /// An absolute path.
     public var program: String
     /// The arguments after the program (its `argv[0]` is the program).
@@ -60,9 +71,11 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
     public var limits: Limits
 
     public init(
-        program: String, arguments: [String] = [], environment: [String: String] = [:], directory: String = "/",
-        uid: UInt32, gid: UInt32, groups: [UInt32] = [], network: Network = .none, limits: Limits = Limits()
+        kind: Kind, program: String, arguments: [String] = [], environment: [String: String] = [:],
+        directory: String = "/", uid: UInt32, gid: UInt32, groups: [UInt32] = [], network: Network = .none,
+        limits: Limits = Limits()
     ) {
+        self.kind = kind
         self.program = program
         self.arguments = arguments
         self.environment = environment
@@ -79,9 +92,28 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
     public static let maximumLength = 16_384
     public static let maximumGroups = 64
 
+    /// The first uid of people's accounts (Debian's `UID_MIN`).
+    public static let firstPersonUID: UInt32 = 1000
+
     /// Throws what is wrong with the request, in words; the launcher starts nothing then.
-    public func validate() throws(SystemError) {
+    /// `extensionUID` is the extension account's (nil: there is none, and no extension starts).
+    public func validate(extensionUID: UInt32?) throws(SystemError) {
         func refuse(_ why: String) -> SystemError { SystemError(.launch, why) }
+        switch kind {
+        case .extension:
+            guard let extensionUID else { throw refuse("there is no extension account: extensions cannot start") }
+            guard uid == extensionUID else {
+                throw refuse("an extension runs as the extension account (uid \(extensionUID)) only, not uid \(uid)")
+            }
+            guard network == .none else { throw refuse("an extension runs without network") }
+            guard limits.wallSeconds != nil, limits.memoryBytes != nil else {
+                throw refuse("an extension runs with a wall-time and a memory limit")
+            }
+        case .session:
+            guard uid >= Self.firstPersonUID, uid != extensionUID, uid < 60_000 else {
+                throw refuse("a session program runs as a person's account (uid \(Self.firstPersonUID)–59999), not uid \(uid)")
+            }
+        }
         guard program.hasPrefix("/"), program.utf8.count <= 4096 else {
             throw refuse("the program must be an absolute path, not '\(program.prefix(200))'")
         }
@@ -171,7 +203,7 @@ public enum Launcher {
 
     /// Serves the agent's requests until the agent closes its end (or dies); returns the exit
     /// status for the process. What it started dies with it.
-    public static func serve(socket fd: Int32) -> Int32 {
+    public static func serve(socket fd: Int32, extensionUID: UInt32?) -> Int32 {
         func say(_ text: String) { _ = "screentimed launcher: \(text)\n".withCString { write(2, $0, strlen($0)) } }
         guard screentime_die_with_parent() == 0 else {
             say("cannot tie itself to the agent: \(String(cString: strerror(errno)))")
@@ -183,7 +215,7 @@ public enum Launcher {
             say("cannot keep only its capabilities: \(error.message)")
             return 71
         }
-        var server = LauncherServer(socket: fd)
+        var server = LauncherServer(socket: fd, extensionUID: extensionUID)
         server.send(LauncherMessage(ready: getpid()))
         server.run()
         return 0
@@ -199,9 +231,13 @@ struct LauncherServer {
     }
 
     let socket: Int32
+    let extensionUID: UInt32?
     var children: [Int32: Child] = [:]
 
-    init(socket: Int32) { self.socket = socket }
+    init(socket: Int32, extensionUID: UInt32?) {
+        self.socket = socket
+        self.extensionUID = extensionUID
+    }
 
     mutating func run() {
         var buffer = [UInt8](repeating: 0, count: LauncherMessage.maximumSize + 1)
@@ -252,7 +288,7 @@ struct LauncherServer {
             guard let launch = message.launch else {
                 throw SystemError(.launch, "the launcher takes 'launch' messages only")
             }
-            try launch.validate()
+            try launch.validate(extensionUID: extensionUID)
             request = launch
         } catch {
             send(LauncherMessage(refused: error.message))
@@ -333,12 +369,14 @@ struct LauncherServer {
 public final class LauncherClient: Sendable {
     /// The launcher's pid.
     public let pid: Int32
+    /// The extension account's uid, as the launcher was told.
+    public let extensionUID: UInt32?
     private let socket: Int32
     private let exchange = Mutex<[(pid: Int32, status: Int32)]>([])
 
     /// Starts `executable` with `arguments` and the launcher's end of a new socket pair as fd 3
-    /// (`screentimed --launcher 3`), its standard error the caller's.
-    public static func start(executable: String, arguments: [String]) throws(SystemError) -> LauncherClient {
+    /// (`screentimed --launcher 3 [--extension-uid UID]`), its standard error the caller's.
+    public static func start(executable: String, arguments: [String], extensionUID: UInt32?) throws(SystemError) -> LauncherClient {
         var pair: [Int32] = [-1, -1]
         try systemCall("socketpair") {
             socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
@@ -371,7 +409,7 @@ public final class LauncherClient: Sendable {
             close(pair[0])
             throw SystemError(.launch, "cannot start the launcher \(executable): \(String(cString: strerror(error)))")
         }
-        let client = LauncherClient(pid: pid, socket: pair[0])
+        let client = LauncherClient(pid: pid, socket: pair[0], extensionUID: extensionUID)
         // Ready once it kept only its capabilities; one that cannot says so on standard error and ends.
         do throws(SystemError) {
             guard try client.receive(until: .now + .seconds(10)).ready == pid else {
@@ -386,9 +424,10 @@ public final class LauncherClient: Sendable {
         return client
     }
 
-    private init(pid: Int32, socket: Int32) {
+    private init(pid: Int32, socket: Int32, extensionUID: UInt32?) {
         self.pid = pid
         self.socket = socket
+        self.extensionUID = extensionUID
     }
 
     deinit { close(socket) }
@@ -399,7 +438,7 @@ public final class LauncherClient: Sendable {
     /// Asks the launcher to start a program; returns its pid, or throws the launcher's refusal
     /// (or that it did not answer in time).
     public func launch(_ request: LaunchRequest, timeout: Duration = .seconds(10)) throws(SystemError) -> Int32 {
-        try request.validate()
+        try request.validate(extensionUID: extensionUID)
         let bytes = LauncherMessage(launch: request).encoded()
         guard bytes.count <= LauncherMessage.maximumSize else {
             throw SystemError(.launch, "the request is larger than \(LauncherMessage.maximumSize) bytes")

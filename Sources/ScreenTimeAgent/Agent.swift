@@ -81,7 +81,7 @@ public struct Agent {
         }
         // The launcher keeps what starting programs as other users needs; started first, while
         // the agent has one thread and every capability.
-        let launcher = ProgramLauncher.start(logger: logger)
+        let launcher = ProgramLauncher.start(extensionUser: configuration.extensionUser, logger: logger)
         // What needs capabilities the agent then drops: the proc connector, the cgroups, the
         // exec gate and its file system marks. No thread runs yet.
         processes.open(snapshot: snapshot, keeping: Self.keptCapabilities)

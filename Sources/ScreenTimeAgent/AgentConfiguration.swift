@@ -22,6 +22,7 @@ import Foundation
 /// | `execGate` | `true` | ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec) |
 /// | `connectionMark` | `83` | the byte (1–255) of the connection mark (bits 16–23) that tells the filtered users' DNS replies |
 /// | `dnsRateLimit` | `200` | DNS packets per second each filtered user may send (bursts of five times that); more are dropped |
+/// | `extensionUser` | `screentime-ext` | the account extensions run as (made by `make install`; without it no extension starts) |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
 public struct AgentConfiguration: Codable, Sendable, Hashable {
@@ -45,6 +46,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var execGate = true
     public var connectionMark: UInt8 = 83
     public var dnsRateLimit = 200
+    public var extensionUser = "screentime-ext"
 
     /// How shielded processes are held (`freezer`).
     public enum Freezer: String, Codable, Sendable, CaseIterable {
@@ -56,7 +58,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
-        case eventRetentionDays, connectionMark, dnsRateLimit, execGate
+        case eventRetentionDays, connectionMark, dnsRateLimit, execGate, extensionUser
     }
 
     private struct AnyKey: CodingKey {
@@ -131,6 +133,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             eventRetentionDays = days
         }
         execGate = try container.decodeIfPresent(Bool.self, forKey: .execGate) ?? defaults.execGate
+        extensionUser = try container.decodeIfPresent(String.self, forKey: .extensionUser) ?? defaults.extensionUser
         if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
             guard let byte = UInt8(exactly: mark), byte > 0 else {
                 throw AgentError.configuration("'connectionMark' is from 1 to 255, not \(mark)")

@@ -49,6 +49,10 @@ struct Screentimed: ParsableCommand {
     @Option(name: .customLong("launcher"), help: .hidden)
     var launcherSocket: Int32?
 
+    /// The launcher's extension account.
+    @Option(name: .customLong("extension-uid"), help: .hidden)
+    var extensionUID: UInt32?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -58,7 +62,7 @@ struct Screentimed: ParsableCommand {
     func run() throws {
         // A peer that goes away mid-reply is an error on that write, not the end of the agent.
         signal(SIGPIPE, SIG_IGN)
-        if let launcherSocket { throw ExitCode(Launcher.serve(socket: launcherSocket)) }
+        if let launcherSocket { throw ExitCode(Launcher.serve(socket: launcherSocket, extensionUID: extensionUID)) }
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

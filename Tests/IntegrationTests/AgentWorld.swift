@@ -126,7 +126,8 @@ final class AgentWorld {
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
-             "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)"\(
+             "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)",
+             "extensionUser": "nobody"\(
                 freezer.map { ", \"freezer\": \"\($0)\"" } ?? "")\(
                 extraConfiguration.sorted { $0.key < $1.key }.map { ", \"\($0.key)\": \($0.value)" }.joined())}
             """

@@ -9,7 +9,10 @@ import Testing
 @Suite(.enabled(if: isRoot, "needs root: the launcher changes uids and makes network namespaces"))
 struct LauncherIntegrationTests {
     private func startLauncher() throws -> LauncherClient {
-        try LauncherClient.start(executable: AgentWorld.binaries + "/screentimed", arguments: ["--launcher", "3"])
+        let nobody = getpwnam("nobody")!.pointee.pw_uid
+        return try LauncherClient.start(
+            executable: AgentWorld.binaries + "/screentimed", arguments: ["--launcher", "3", "--extension-uid", "\(nobody)"],
+            extensionUID: nobody)
     }
 
     /// Ends a launcher this test started and reaps it (within 10 s, or the test fails).
@@ -46,7 +49,7 @@ struct LauncherIntegrationTests {
             echo stdin $(readlink /proc/self/fd/0)
             """
         let request = LaunchRequest(
-            program: "/bin/bash", arguments: ["-c", script],
+            kind: .session, program: "/bin/bash", arguments: ["-c", script],
             environment: ["PATH": "/usr/bin:/bin", "SCREENTIME_CHECK": "a value with spaces"], directory: directory,
             uid: account.pw_uid, gid: account.pw_gid, groups: [account.pw_gid, 4242], network: .none,
             limits: .init(cpuSeconds: 7, memoryBytes: 512 << 20, processes: 50, openFiles: 77, wallSeconds: 30))
@@ -93,7 +96,9 @@ struct LauncherIntegrationTests {
         defer { stop(&launcher) }
         let client = try #require(launcher)
         let nobody = try #require(getpwnam("nobody")?.pointee)
-        let fine = LaunchRequest(program: "/bin/true", uid: nobody.pw_uid, gid: nobody.pw_gid)
+        let fine = LaunchRequest(
+            kind: .extension, program: "/bin/true", uid: nobody.pw_uid, gid: nobody.pw_gid,
+            limits: .init(memoryBytes: 256 << 20, wallSeconds: 10))
 
         // Requests the agent's side already refuses, and the launcher refuses again when sent raw.
         var asRoot = fine
@@ -106,9 +111,21 @@ struct LauncherIntegrationTests {
         badName.environment = ["A=B": "c"]
         var noTime = fine
         noTime.limits.wallSeconds = 0
+        // The two kinds, and only as what each is for.
+        var extensionAsSomeoneElse = fine
+        extensionAsSomeoneElse.uid = 1000
+        var extensionOnTheNet = fine
+        extensionOnTheNet.network = .inherit
+        var extensionUnlimited = fine
+        extensionUnlimited.limits = .init()
+        var sessionAsASystemAccount = fine
+        sessionAsASystemAccount.kind = .session
+        sessionAsASystemAccount.uid = 2
         for (request, reason) in [
-            (asRoot, "nothing as root"), (rootGroup, "nothing as root"), (relative, "absolute path"),
+            (asRoot, "extension account"), (rootGroup, "nothing as root"), (relative, "absolute path"),
             (badName, "not an environment variable name"), (noTime, "wallSeconds is from 1"),
+            (extensionAsSomeoneElse, "extension account"), (extensionOnTheNet, "without network"),
+            (extensionUnlimited, "wall-time and a memory limit"), (sessionAsASystemAccount, "a person's account"),
         ] {
             #expect(throws: SystemError.self) { _ = try client.launch(request) }
             let raw = try JSONEncoder().encode(["launch": request])
@@ -154,8 +171,8 @@ struct LauncherIntegrationTests {
         #expect(try String(contentsOfFile: "/proc/\(client.pid)/status", encoding: .utf8).contains("NoNewPrivs:\t1"))
 
         let timed = LaunchRequest(
-            program: "/bin/sleep", arguments: ["60"], uid: nobody.pw_uid, gid: nobody.pw_gid,
-            limits: .init(wallSeconds: 1))
+            kind: .extension, program: "/bin/sleep", arguments: ["60"], uid: nobody.pw_uid, gid: nobody.pw_gid,
+            limits: .init(memoryBytes: 256 << 20, wallSeconds: 1))
         let started = ContinuousClock.now
         let pid = try client.launch(timed)
         #expect(try client.waitForExit(of: pid, timeout: .seconds(10)) == 128 + SIGKILL)
@@ -163,7 +180,7 @@ struct LauncherIntegrationTests {
 
         // A program still running when the agent's end closes dies with the launcher.
         var untimed = timed
-        untimed.limits.wallSeconds = nil
+        untimed.limits.wallSeconds = 3600
         let orphan = try client.launch(untimed)
         #expect(kill(orphan, 0) == 0)
         stop(&launcher)
@@ -180,7 +197,7 @@ struct LauncherIntegrationTests {
         defer { world.tearDown() }
         let check = try world.cli(as: world.guardian, "launcher-check")
         #expect(check.status == 0, "\(check.stderr)")
-        #expect(check.stdout.contains("/bin/true ran as nobody"), "\(check.stdout)")
+        #expect(check.stdout.contains("/bin/true ran as nobody"), "\(check.stdout)")  // the world's extensionUser
         #expect(check.stdout.contains("exit status 0"))
         try world.authorizeChildAndShieldCounter()
         let refused = try world.cli(as: world.child, "launcher-check")

@@ -84,7 +84,7 @@ import Testing
                     }
                 }, now: { clock.now })
             router = .agent(
-                policy: policy, launcher: ProgramLauncher(client: nil, problem: "no launcher in tests", logger: logger),
+                policy: policy, launcher: ProgramLauncher(client: nil, extensionAccount: nil, problem: "no launcher in tests", logger: logger),
                 logger: logger)
         }
 

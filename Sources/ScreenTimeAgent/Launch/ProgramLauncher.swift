@@ -17,25 +17,35 @@ final class ProgramLauncher: Sendable {
     let problem: String?
     private let logger: Logger
 
-    /// The account extensions run as when no other is given: `nobody`, which owns nothing.
-    static let unprivilegedAccount = "nobody"
-
-    /// Starts the launcher: this same program, `--launcher 3`. Call it while the agent still has
+    /// Starts the launcher: this same program, `--launcher 3`, told the extension account's uid
+    /// (`extensionUser`; without one, no extension can start). Call it while the agent still has
     /// all its capabilities and one thread.
-    static func start(logger: Logger) -> ProgramLauncher {
+    static func start(extensionUser: String, users: any Accounts = UserDirectory(), logger: Logger) -> ProgramLauncher {
         let executable = Files.readLink("/proc/self/exe") ?? "/proc/self/exe"
+        let extensionAccount = try? users.user(extensionUser)
+        if extensionAccount == nil {
+            logger.warning(
+                "no extension account: extensions cannot start (make install creates it)", metadata: ["account": "\(extensionUser)"])
+        }
         do {
-            let client = try LauncherClient.start(executable: "/proc/self/exe", arguments: ["--launcher", "3"])
+            let client = try LauncherClient.start(
+                executable: "/proc/self/exe",
+                arguments: ["--launcher", "3"] + (extensionAccount.map { ["--extension-uid", "\($0.uid)"] } ?? []),
+                extensionUID: extensionAccount?.uid)
             logger.info("launcher started", metadata: ["pid": "\(client.pid)", "program": "\(executable)"])
-            return ProgramLauncher(client: client, problem: nil, logger: logger)
+            return ProgramLauncher(client: client, extensionAccount: extensionAccount, problem: nil, logger: logger)
         } catch {
             logger.error("no launcher: programs cannot be started as other users", metadata: ["error": "\(error)"])
-            return ProgramLauncher(client: nil, problem: error.message, logger: logger)
+            return ProgramLauncher(client: nil, extensionAccount: extensionAccount, problem: error.message, logger: logger)
         }
     }
 
-    init(client: LauncherClient?, problem: String?, logger: Logger) {
+    /// The account extensions run as.
+    let extensionAccount: UserAccount?
+
+    init(client: LauncherClient?, extensionAccount: UserAccount?, problem: String?, logger: Logger) {
         self.client = client
+        self.extensionAccount = extensionAccount
         self.problem = problem
         self.logger = logger
     }
@@ -45,15 +55,12 @@ final class ProgramLauncher: Sendable {
         guard let client else {
             throw ScreenTimeIPCError(.internalError, "the agent has no launcher: \(problem ?? "it did not start")")
         }
-        let account: UserAccount
-        do {
-            account = try UserDirectory().user(Self.unprivilegedAccount)
-        } catch {
-            throw ScreenTimeIPCError(.internalError, "no '\(Self.unprivilegedAccount)' account to run as: \(error.message)")
+        guard let account = extensionAccount else {
+            throw ScreenTimeIPCError(.internalError, "there is no extension account to run as (see extensionUser)")
         }
         let started = ContinuousClock.now
         let launch = LaunchRequest(
-            program: "/bin/true", environment: ["PATH": "/usr/bin:/bin"], directory: "/", uid: account.uid,
+            kind: .extension, program: "/bin/true", environment: ["PATH": "/usr/bin:/bin"], directory: "/", uid: account.uid,
             gid: account.gid, groups: [], network: .none,
             limits: .init(cpuSeconds: 5, memoryBytes: 256 << 20, processes: 64, openFiles: 64, wallSeconds: 10))
         let pid: Int32
