@@ -484,6 +484,33 @@ struct HostileChildIntegrationTests {
     /// half a minute, and such files run first let a shielded game run for seconds. The child's
     /// programs are no longer hashed for the catalogue, and hashing at exec only ever holds the
     /// child's own processes, each user's judgements taking turns.
+    /// Found by the attack on the installed agent: a fresh, byte-identical copy is known only by
+    /// its content, so it is caught just after its exec; a child sending it SIGCONT as fast as it
+    /// can (to undo the stop that holds it while it is hashed) got it to run main(). The line (see
+    /// the threat model): it may run that moment, but it is frozen all the same and stays frozen;
+    /// with denyAppInstallation it never runs (aRetimedCopyIsHashedAgainAndOnlyInstalledProgramsRun).
+    @Test func aFreshIdenticalCopyKeptGoingWithSIGCONTIsStillFrozen() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let spam = try world.compile("contspam")
+        for round in 0..<3 {
+            let copy = home + "/copy\(round)"
+            try world.giveChild(copyOf: world.counter, at: copy)
+            let count = home + "/count\(round)"
+            let result = try asChild(world, "\(spam) \(copy) \(count) 0.5")
+            let pid = try #require(Int32(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(eventually(3) { world.isFrozen(pid) }, "round \(round)")
+            let held = world.count(count)
+            Thread.sleep(forTimeInterval: 0.5)
+            #expect(world.isFrozen(pid))
+            #expect(world.count(count) == held, "round \(round): it ran on after it was frozen")
+        }
+        // Meanwhile the agent answers at once.
+        #expect(try world.cli(as: world.guardian, "status", "--user", world.child).status == 0)
+    }
+
     @Test func hugeFilesSlowNobodyButTheirOwner() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

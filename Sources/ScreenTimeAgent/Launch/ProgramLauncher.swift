@@ -28,8 +28,11 @@ final class ProgramLauncher: Sendable {
                 "no extension account: extensions cannot start (make install creates it)", metadata: ["account": "\(extensionUser)"])
         }
         do {
+            // By its name, so that `ps` shows a screentimed; through /proc/self/exe if the file was
+            // replaced since the agent started (an upgrade), so that it is the same program.
+            let path = executable.hasSuffix(" (deleted)") ? "/proc/self/exe" : executable
             let client = try LauncherClient.start(
-                executable: "/proc/self/exe",
+                executable: path,
                 arguments: ["--launcher", "3"] + (extensionAccount.map { ["--extension-uid", "\($0.uid)"] } ?? []),
                 extensionUID: extensionAccount?.uid)
             logger.info("launcher started", metadata: ["pid": "\(client.pid)", "program": "\(executable)"])
