@@ -143,7 +143,9 @@ public final class ExecGate: @unchecked Sendable {
         let (times, count) = recentAnswers.withLock { ($0.times, $0.count) }
         guard !times.isEmpty else { return nil }
         let sorted = times.sorted()
-        return (count, Int(sorted[(sorted.count - 1) / 2]), Int(sorted[(sorted.count - 1) * 99 / 100]), Int(sorted.last!))
+        return (
+            count, Int(sorted[(sorted.count - 1) / 2]), Int(sorted[(sorted.count - 1) * 99 / 100]), Int(sorted.last!)
+        )
     }
 
     public static let answerTimeWindow = 4096

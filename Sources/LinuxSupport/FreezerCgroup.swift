@@ -137,7 +137,8 @@ public struct FreezerCgroup: Sendable {
             switch version {
             case .v2 where fields[0].elementsEqual("0".utf8) && fields[1].isEmpty:
                 return String(decoding: fields[2], as: UTF8.self)
-            case .v1 where fields[1].split(separator: UInt8(ascii: ",")).contains(where: { $0.elementsEqual("freezer".utf8) }):
+            case .v1
+            where fields[1].split(separator: UInt8(ascii: ",")).contains(where: { $0.elementsEqual("freezer".utf8) }):
                 return String(decoding: fields[2], as: UTF8.self)
             default:
                 continue

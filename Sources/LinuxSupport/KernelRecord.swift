@@ -72,7 +72,8 @@ enum KernelRecord {
             guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
             let (times, overflowTimes) = value.multipliedReportingOverflow(by: 10)
             let digit = T(byte - UInt8(ascii: "0"))
-            let (sum, overflowSum) = negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
+            let (sum, overflowSum) =
+                negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
             guard !overflowTimes, !overflowSum else { return nil }
             value = sum
         }

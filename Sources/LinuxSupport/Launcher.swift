@@ -111,7 +111,8 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
             }
         case .session:
             guard uid >= Self.firstPersonUID, uid != extensionUID, uid < 60_000 else {
-                throw refuse("a session program runs as a person's account (uid \(Self.firstPersonUID)–59999), not uid \(uid)")
+                throw refuse(
+                    "a session program runs as a person's account (uid \(Self.firstPersonUID)–59999), not uid \(uid)")
             }
         }
         guard program.hasPrefix("/"), program.utf8.count <= 4096 else {
@@ -247,10 +248,11 @@ struct LauncherServer {
             fds += pids.map { pollfd(fd: children[$0]!.pidfd, events: Int16(POLLIN), revents: 0) }
             let now = ContinuousClock.now
             let nearest = children.values.compactMap(\.deadline).min()
-            let timeout = nearest.map { deadline -> Int32 in
-                let (seconds, attoseconds) = now.duration(to: deadline).components
-                return max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1))
-            } ?? -1
+            let timeout =
+                nearest.map { deadline -> Int32 in
+                    let (seconds, attoseconds) = now.duration(to: deadline).components
+                    return max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1))
+                } ?? -1
             let ready = poll(&fds, nfds_t(fds.count), timeout)
             if ready < 0 {
                 if errno == EINTR { continue }
@@ -313,7 +315,8 @@ struct LauncherServer {
                     argv.withUnsafeBufferPointer { arguments in
                         envp.withUnsafeBufferPointer { environment in
                             var spec = screentime_launch_spec(
-                                program: program, arguments: arguments.baseAddress, environment: environment.baseAddress,
+                                program: program, arguments: arguments.baseAddress,
+                                environment: environment.baseAddress,
                                 directory: directory, uid: request.uid, gid: request.gid,
                                 groups: groupList.baseAddress, group_count: Int32(groupList.count),
                                 new_network: request.network == .none ? 1 : 0,
@@ -334,7 +337,8 @@ struct LauncherServer {
                 "exec \(request.program)",
             ]
             let what = step >= 1 && Int(step) <= steps.count ? steps[Int(step) - 1] : "step \(step)"
-            return .failure(SystemError(.launch, "cannot start \(request.program): \(what): \(String(cString: strerror(failure)))"))
+            return .failure(
+                SystemError(.launch, "cannot start \(request.program): \(what): \(String(cString: strerror(failure)))"))
         }
         let pidfd = screentime_pidfd_open(pid)
         let deadline = request.limits.wallSeconds.map { ContinuousClock.now + .seconds($0) }
@@ -344,7 +348,9 @@ struct LauncherServer {
             kill(pid, SIGKILL)
             var status: Int32 = 0
             waitpid(pid, &status, 0)
-            return .failure(SystemError(.launch, "cannot watch \(request.program): pidfd_open: \(String(cString: strerror(errno)))"))
+            return .failure(
+                SystemError(.launch, "cannot watch \(request.program): pidfd_open: \(String(cString: strerror(errno)))")
+            )
         }
         children[pid] = Child(pidfd: pidfd, deadline: deadline)
         return .success(pid)
@@ -376,7 +382,9 @@ public final class LauncherClient: Sendable {
 
     /// Starts `executable` with `arguments` and the launcher's end of a new socket pair as fd 3
     /// (`screentimed --launcher 3 [--extension-uid UID]`), its standard error the caller's.
-    public static func start(executable: String, arguments: [String], extensionUID: UInt32?) throws(SystemError) -> LauncherClient {
+    public static func start(
+        executable: String, arguments: [String], extensionUID: UInt32?
+    ) throws(SystemError) -> LauncherClient {
         var pair: [Int32] = [-1, -1]
         try systemCall("socketpair") {
             socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
@@ -457,8 +465,11 @@ public final class LauncherClient: Sendable {
 
     /// Sends raw bytes as one message and returns the launcher's answer to it (for tests of what
     /// it refuses).
-    public func sendRaw(_ bytes: [UInt8], timeout: Duration = .seconds(10)) throws(SystemError) -> (pid: Int32?, refused: String?) {
-        try exchange.withLock { (exits: inout [(pid: Int32, status: Int32)]) throws(SystemError) -> (pid: Int32?, refused: String?) in
+    public func sendRaw(
+        _ bytes: [UInt8], timeout: Duration = .seconds(10)
+    ) throws(SystemError) -> (pid: Int32?, refused: String?) {
+        try exchange.withLock {
+            (exits: inout [(pid: Int32, status: Int32)]) throws(SystemError) -> (pid: Int32?, refused: String?) in
             try send(bytes)
             let deadline = ContinuousClock.now + timeout
             while true {

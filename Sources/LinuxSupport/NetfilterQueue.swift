@@ -1,5 +1,5 @@
-import CNetfilterQueue
 import CLinuxShim
+import CNetfilterQueue
 import Glibc
 import Synchronization
 
@@ -126,7 +126,9 @@ public final class NetfilterQueue: @unchecked Sendable {
             if fds[1].revents != 0 { break }
             // Everything that is waiting, before polling again: one wakeup, many packets.
             while !stopSignal.isRaised {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, screentime_msg_dontwait()) }
+                let count = buffer.withUnsafeMutableBytes {
+                    recv(fd, $0.baseAddress, $0.count, screentime_msg_dontwait())
+                }
                 if count < 0 {
                     let error = errno
                     if error == EAGAIN || error == EWOULDBLOCK { break }

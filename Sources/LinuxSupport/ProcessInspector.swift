@@ -132,7 +132,9 @@ public struct ProcessInspector: Sendable {
     /// The `Application` `name=` of `.flatpak-info` in the process's root: a file of a sandbox the
     /// child may have made itself, so read as an `UntrustedFile`, its last component not followed.
     public func flatpakID(pid: Int32) -> String? {
-        guard let bytes = try? UntrustedFile.read("\(root)/\(pid)/root/.flatpak-info", limit: 64 << 10, followingSymlinks: false)
+        guard
+            let bytes = try? UntrustedFile.read(
+                "\(root)/\(pid)/root/.flatpak-info", limit: 64 << 10, followingSymlinks: false)
         else { return nil }
         var inApplication = false
         var found: String?
@@ -154,7 +156,8 @@ public struct ProcessInspector: Sendable {
 
     /// The scheduler state letter of a process (`R`, `S`, `D`, `T` stopped, `t` traced, `Z`…).
     public func state(pid: Int32) -> Character? {
-        guard let stat = KernelRecord.read("\(root)/\(pid)/stat"), let state = KernelRecord.statFields(stat)?.first?.first
+        guard let stat = KernelRecord.read("\(root)/\(pid)/stat"),
+            let state = KernelRecord.statFields(stat)?.first?.first
         else { return nil }
         return Character(Unicode.Scalar(state))
     }

@@ -140,7 +140,9 @@ public final class UnixSocket: Sendable {
         while sent < bytes.count {
             try wait(for: Int16(POLLOUT), until: deadline)
             let wrote = bytes.withUnsafeBytes {
-                send(descriptor, $0.baseAddress! + sent, bytes.count - sent, screentime_msg_nosignal() | screentime_msg_dontwait())
+                send(
+                    descriptor, $0.baseAddress! + sent, bytes.count - sent,
+                    screentime_msg_nosignal() | screentime_msg_dontwait())
             }
             if wrote < 0 {
                 if errno == EINTR || errno == EAGAIN { continue }

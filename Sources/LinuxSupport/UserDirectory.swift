@@ -60,7 +60,8 @@ public struct UserDirectory: Accounts {
     /// members needs more than any fixed size).
     private static func growing(
         _ call: (
-            UnsafeMutablePointer<group>, UnsafeMutablePointer<CChar>, Int, UnsafeMutablePointer<UnsafeMutablePointer<group>?>
+            UnsafeMutablePointer<group>, UnsafeMutablePointer<CChar>, Int,
+            UnsafeMutablePointer<UnsafeMutablePointer<group>?>
         ) -> Int32
     ) -> (gid: UInt32, name: String)? {
         var size = 16_384

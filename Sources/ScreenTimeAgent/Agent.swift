@@ -137,12 +137,15 @@ public struct Agent {
     /// | process shield | the proc connector fails | the agent restarts: a new start rescans every process |
     /// | subordinate id watch | the files cannot be watched | the agent goes on: they are read again at every change of policy |
     /// | control socket | it cannot accept | the agent restarts: nobody could change or see anything |
-    static func failurePolicy(_ prepared: Prepared, server: ControlServer) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+    static func failurePolicy(
+        _ prepared: Prepared, server: ControlServer
+    ) -> [ServiceGroupConfiguration.ServiceConfiguration] {
         let restart = ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior.gracefullyShutdownGroup
         let goOn = ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior.ignore
         return [
             .init(service: prepared.domains, successTerminationBehavior: restart, failureTerminationBehavior: restart),
-            .init(service: prepared.processes, successTerminationBehavior: restart, failureTerminationBehavior: restart),
+            .init(
+                service: prepared.processes, successTerminationBehavior: restart, failureTerminationBehavior: restart),
             .init(service: prepared.subordinateIDs, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: server, successTerminationBehavior: restart, failureTerminationBehavior: restart),
         ]

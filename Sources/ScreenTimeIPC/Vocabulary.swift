@@ -16,4 +16,3 @@ public struct GuardianCredentials: Codable, Sendable, Hashable {
         self.password = password
     }
 }
-

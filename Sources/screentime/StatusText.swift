@@ -45,12 +45,14 @@ struct StatusText {
                 "App shield: \(processes.watching ? "watching new processes" : "NOT watching new processes") (\(processes.method)\(processes.refusesBlockedExecs == true ? "; blocked apps refused at exec" : ""))\n"
             if processes.onlyInstalledPrograms == true { out += "  only programs a guardian installed may run\n" }
             if let answers = processes.gateAnswers, answers.count > 0 {
-                out += "  exec gate: \(answers.count) asks answered, p50 \(answers.p50) µs, p99 \(answers.p99) µs, slowest \(answers.slowest) µs\n"
+                out +=
+                    "  exec gate: \(answers.count) asks answered, p50 \(answers.p50) µs, p99 \(answers.p99) µs, slowest \(answers.slowest) µs\n"
             }
             for problem in processes.problems { out += "  problem: \(problem)\n" }
             if !processes.frozen.isEmpty { out += "  frozen now:\n" }
             for process in processes.frozen {
-                let what = process.token.isEmpty ? "(\(process.reason ?? "held"))" : namer.name(process.token, kind: "app")
+                let what =
+                    process.token.isEmpty ? "(\(process.reason ?? "held"))" : namer.name(process.token, kind: "app")
                 out += "    pid \(process.pid) \(process.command)  \(what)  since \(Self.format(process.since))\n"
             }
             if !processes.recent.isEmpty { out += "  recently, newest first:\n" }
@@ -167,7 +169,8 @@ struct EffectiveText {
         }
         if !report.appInstallationDeniedBy.isEmpty {
             lines.append(
-                "only programs a guardian installed run (denied by \(report.appInstallationDeniedBy.joined(separator: ", ")))")
+                "only programs a guardian installed run (denied by \(report.appInstallationDeniedBy.joined(separator: ", ")))"
+            )
         }
         if lines.isEmpty { lines = ["nothing is shielded"] }
         return lines.map { indent + $0 + "\n" }.joined()

@@ -48,7 +48,8 @@ struct FailurePolicyIntegrationTests {
 
     @Test func subordinateIDsThatCannotBeWatchedDoNotStopTheAgent() throws {
         let world = try AgentWorld(configuration: [
-            "subordinateUIDs": "\"/nonexistent-directory/subuid\"", "subordinateGIDs": "\"/nonexistent-directory/subgid\"",
+            "subordinateUIDs": "\"/nonexistent-directory/subuid\"",
+            "subordinateGIDs": "\"/nonexistent-directory/subgid\"",
         ])
         defer { world.tearDown() }
         try world.authorizeChildAndShieldCounter()

@@ -114,7 +114,8 @@ struct HostileChildIntegrationTests {
         #expect(refused.status == 64, "\(refused.stderr)")
         #expect(!refused.stdout.contains("="))
         // Asked by path in a hand-made request, as an old client would: refused, nothing read.
-        let request = String(decoding: try RequestEnvelope.encode(TokenRequest(kind: .app, identity: secret)), as: UTF8.self)
+        let request = String(
+            decoding: try RequestEnvelope.encode(TokenRequest(kind: .app, identity: secret)), as: UTF8.self)
         let raw = try world.inNetwork(
             as: world.bystander, "/usr/bin/python3", [AgentWorld.fixture("raw-request.py"), world.socket, request])
         #expect(raw.stdout.contains("invalidArgument"), "\(raw.stdout) \(raw.stderr)")
@@ -322,8 +323,9 @@ struct HostileChildIntegrationTests {
         // A copy with one byte changed (in the compiler's note, which nothing reads): a new program.
         var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: world.counter)))
         let marker = Array("GCC: ".utf8)
-        let at = try #require(
-            (0...(bytes.count - marker.count)).first { Array(bytes[$0..<($0 + marker.count)]) == marker }) + 1
+        let at =
+            try #require(
+                (0...(bytes.count - marker.count)).first { Array(bytes[$0..<($0 + marker.count)]) == marker }) + 1
         let original = bytes[at]
         bytes[at] = UInt8(ascii: "X")
         let game = home + "/g"
@@ -339,7 +341,8 @@ struct HostileChildIntegrationTests {
         kill(altered, SIGKILL)
         _ = world.wait(altered)
         // The byte put back and the time too: the program is the shielded one again.
-        let restore = "printf '\\\(String(original, radix: 8))' | dd of=\(game) bs=1 seek=\(at) conv=notrunc status=none"
+        let restore =
+            "printf '\\\(String(original, radix: 8))' | dd of=\(game) bs=1 seek=\(at) conv=notrunc status=none"
         #expect(try asChild(world, restore + " && touch -d @1700000000 \(game)").status == 0)
         #expect(try Files.sha256(of: game) == (try Files.sha256(of: world.counter)))
         let restored = try world.launch(as: world.child, game, [home + "/count-restored"])
@@ -360,7 +363,9 @@ struct HostileChildIntegrationTests {
         #expect(try asChild(world, "cp \(loader) \(home)/l").status == 0)
         try "#!/bin/sh\necho script ran\n".write(toFile: home + "/script.sh", atomically: true, encoding: .utf8)
         try system("/usr/bin/chown", world.child, home + "/script.sh")
-        for command in ["\(home)/mine 5", "\(home)/l /usr/bin/sleep 5", "\(loader) \(home)/mine 5", "\(game) \(home)/c"] {
+        for command in [
+            "\(home)/mine 5", "\(home)/l /usr/bin/sleep 5", "\(loader) \(home)/mine 5", "\(game) \(home)/c",
+        ] {
             let result = try asChild(world, command)
             #expect([126, 137].contains(result.status), "\(command): \(result.status) \(result.stderr)")
         }

@@ -11,7 +11,8 @@ struct LauncherIntegrationTests {
     private func startLauncher() throws -> LauncherClient {
         let nobody = getpwnam("nobody")!.pointee.pw_uid
         return try LauncherClient.start(
-            executable: AgentWorld.binaries + "/screentimed", arguments: ["--launcher", "3", "--extension-uid", "\(nobody)"],
+            executable: AgentWorld.binaries + "/screentimed",
+            arguments: ["--launcher", "3", "--extension-uid", "\(nobody)"],
             extensionUID: nobody)
     }
 
@@ -88,7 +89,8 @@ struct LauncherIntegrationTests {
         shared.arguments = ["-c", "readlink /proc/self/ns/net > \(output)"]
         let second = try #require(launcher).launch(shared)
         #expect(try #require(launcher).waitForExit(of: second, timeout: .seconds(20)) == 0)
-        #expect(try String(contentsOfFile: output, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == ours)
+        #expect(
+            try String(contentsOfFile: output, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == ours)
     }
 
     @Test func itRefusesAnythingElseAndKeepsServing() throws {
@@ -211,7 +213,9 @@ struct LauncherIntegrationTests {
         }
         #expect(launchers.count == 1)
         if let launcher = launchers.first {
-            #expect(Capabilities.masks(status: "/proc/\(launcher)/status")["CapEff"] == Capabilities.mask(Launcher.capabilities))
+            #expect(
+                Capabilities.masks(status: "/proc/\(launcher)/status")["CapEff"]
+                    == Capabilities.mask(Launcher.capabilities))
         }
     }
 }

@@ -72,7 +72,8 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         try fixture.write(
             "home/.local/share/applications/org.example.Game.desktop",
             entry("Homework", "Education;", extra: "NoDisplay=true\nExec=/home/kid/game-copy"))
-        let catalogue = ApplicationCatalogue(home: fixture.root + "/home", systemDataDirectories: [fixture.root + "/system"])
+        let catalogue = ApplicationCatalogue(
+            home: fixture.root + "/home", systemDataDirectories: [fixture.root + "/system"])
         let index = catalogue.index(hashes: ExecutableHashes())
         let app = try #require(index.application(.desktopEntry("org.example.Game")))
         #expect(app.name == "Game")
@@ -269,7 +270,9 @@ struct ProcConnectorTests {
         try Files.makeDirectory(process, mode: 0o755)
         // A name the child chose, with what looks like fields in it; the kernel escapes no space.
         try Files.writeAtomically(
-            Array("Name:\tUid: 0 Tgid: 1\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t70\nPid:\t77\nPPid:\t5\nUid:\t1002\t0\t0\t0\n".utf8),
+            Array(
+                "Name:\tUid: 0 Tgid: 1\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t70\nPid:\t77\nPPid:\t5\nUid:\t1002\t0\t0\t0\n"
+                    .utf8),
             to: process + "/status", mode: 0o644)
         try Files.writeAtomically(
             Array("77 (a) b) S 5 70 70 34817 70 4194560 0 0 0 0 0 0 0 0 20 0 1 0 123456789 0 0\n".utf8),

@@ -44,8 +44,12 @@ import Testing
         }
 
         func groupID(named name: String) -> UInt32? { groupNames.first { $0.value == name }?.key }
-        func groupIDs(of account: UserAccount) -> Set<UInt32> { Set([account.gid]).union(extraGroups[account.name] ?? []) }
-        func groupNames(of account: UserAccount) -> Set<String> { Set(groupIDs(of: account).compactMap { groupNames[$0] }) }
+        func groupIDs(of account: UserAccount) -> Set<UInt32> {
+            Set([account.gid]).union(extraGroups[account.name] ?? [])
+        }
+        func groupNames(of account: UserAccount) -> Set<String> {
+            Set(groupIDs(of: account).compactMap { groupNames[$0] })
+        }
     }
 
     final class Clock: Sendable {
@@ -72,7 +76,8 @@ import Testing
             let accounts = FamilyAccounts()
             let database = try StateDatabase(path: directory.path + "/state.sqlite")
             let minter = try TokenMinter(secret: [UInt8](repeating: 7, count: 32))
-            let publisher = PolicyPublisher(database: database, configuration: configuration, logger: logger, users: accounts)
+            let publisher = PolicyPublisher(
+                database: database, configuration: configuration, logger: logger, users: accounts)
             let clock = self.clock
             let policy = PolicyService(
                 configuration: configuration, database: database, minter: minter,
@@ -84,14 +89,17 @@ import Testing
                     }
                 }, now: { clock.now })
             router = .agent(
-                policy: policy, launcher: ProgramLauncher(client: nil, extensionAccount: nil, problem: "no launcher in tests", logger: logger),
+                policy: policy,
+                launcher: ProgramLauncher(
+                    client: nil, extensionAccount: nil, problem: "no launcher in tests", logger: logger),
                 logger: logger)
         }
 
         /// The reply's error code, or nil when it succeeded.
         func send<R: ControlRequest>(_ request: R, as uid: UInt32) -> ScreenTimeIPCError.Code? {
             let bytes = try! RequestEnvelope.encode(request)
-            let reply = router.reply(to: bytes, context: RequestContext(peer: PeerCredentials(pid: 1, uid: uid, gid: uid)))
+            let reply = router.reply(
+                to: bytes, context: RequestContext(peer: PeerCredentials(pid: 1, uid: uid, gid: uid)))
             do {
                 _ = try ReplyCoding.decode(R.Reply.self, from: reply)
                 return nil
@@ -118,19 +126,36 @@ import Testing
         // authorized), indie (individual), guest, kid's subordinate uid (counted with kid for
         // connection slots, but no account: refused as unknown). Authorizing again is no conflict.
         let rows: [(String, (UInt32) -> ScreenTimeIPCError.Code?, [ScreenTimeIPCError.Code?])] = [
-            ("status of kid", { agent.send(StatusRequest(user: "kid"), as: $0) }, [ok, ok, ok, refused, refused, refused, .unknownUser]),
+            (
+                "status of kid", { agent.send(StatusRequest(user: "kid"), as: $0) },
+                [ok, ok, ok, refused, refused, refused, .unknownUser]
+            ),
             ("own status", { agent.send(StatusRequest(), as: $0) }, [ok, ok, ok, ok, ok, ok, .unknownUser]),
             ("shield kid", { agent.send(shield, as: $0) }, [ok, ok, refused, refused, refused, refused, .unknownUser]),
-            ("clear kid", { agent.send(ClearRequest(school), as: $0) }, [ok, ok, refused, refused, refused, refused, .unknownUser]),
-            ("deny installs", { agent.send(DenyInstallsRequest(target: school, deny: true), as: $0) },
-             [ok, ok, refused, refused, refused, refused, .unknownUser]),
-            ("unlock kid", { agent.send(UnlockRequest(user: "kid"), as: $0) }, [ok, ok, refused, refused, refused, refused, .unknownUser]),
-            ("token of a domain", { agent.send(TokenRequest(kind: .domain, identity: "example.com"), as: $0) },
-             [ok, ok, refused, refused, ok, refused, .unknownUser]),
-            ("launcher check", { agent.send(LauncherCheckRequest(), as: $0) },
-             [.internalError, .internalError, refused, refused, refused, refused, refused]),
-            ("authorize sib as a child", { agent.send(AuthorizeRequest(user: "sib", member: .child), as: $0) },
-             [ok, ok, refused, refused, refused, refused, .unknownUser]),
+            (
+                "clear kid", { agent.send(ClearRequest(school), as: $0) },
+                [ok, ok, refused, refused, refused, refused, .unknownUser]
+            ),
+            (
+                "deny installs", { agent.send(DenyInstallsRequest(target: school, deny: true), as: $0) },
+                [ok, ok, refused, refused, refused, refused, .unknownUser]
+            ),
+            (
+                "unlock kid", { agent.send(UnlockRequest(user: "kid"), as: $0) },
+                [ok, ok, refused, refused, refused, refused, .unknownUser]
+            ),
+            (
+                "token of a domain", { agent.send(TokenRequest(kind: .domain, identity: "example.com"), as: $0) },
+                [ok, ok, refused, refused, ok, refused, .unknownUser]
+            ),
+            (
+                "launcher check", { agent.send(LauncherCheckRequest(), as: $0) },
+                [.internalError, .internalError, refused, refused, refused, refused, refused]
+            ),
+            (
+                "authorize sib as a child", { agent.send(AuthorizeRequest(user: "sib", member: .child), as: $0) },
+                [ok, ok, refused, refused, refused, refused, .unknownUser]
+            ),
         ]
         let callers = [Self.root, Self.mum, Self.kid, Self.sib, Self.indie, Self.guest, Self.kidsSubordinate]
         for (name, send, expected) in rows {
@@ -165,7 +190,8 @@ import Testing
         let agent = try Agent()
         #expect(agent.router.kinds.contains("launcher.check") && agent.router.kinds.contains("denyInstalls"))
         let unknown = Array(#"{"version":1,"kind":"reboot","body":{}}"#.utf8)
-        let reply = agent.router.reply(to: unknown, context: RequestContext(peer: PeerCredentials(pid: 1, uid: 0, gid: 0)))
+        let reply = agent.router.reply(
+            to: unknown, context: RequestContext(peer: PeerCredentials(pid: 1, uid: 0, gid: 0)))
         #expect(throws: ScreenTimeIPCError.self) { _ = try ReplyCoding.decode(PingReply.self, from: reply) }
         do {
             _ = try ReplyCoding.decode(PingReply.self, from: reply)
@@ -173,7 +199,8 @@ import Testing
             #expect(error.code == .unknownRequest)
             #expect(error.message.contains("reboot"))
         }
-        let garbage = agent.router.reply(to: Array("][".utf8), context: RequestContext(peer: PeerCredentials(pid: 1, uid: 0, gid: 0)))
+        let garbage = agent.router.reply(
+            to: Array("][".utf8), context: RequestContext(peer: PeerCredentials(pid: 1, uid: 0, gid: 0)))
         do {
             _ = try ReplyCoding.decode(PingReply.self, from: garbage)
             Issue.record("garbage was answered")

@@ -27,7 +27,9 @@ extension ProcessShield {
     /// Root's and everyone else's execs and opens are let through at once.
     func decide(_ request: ExecGate.Request) -> Bool {
         // The agent's own execs (iptables) are never held.
-        guard let status = inspector.task(request.tid), status.threadGroup != ProcessInspector.currentProcess else { return true }
+        guard let status = inspector.task(request.tid), status.threadGroup != ProcessInspector.currentProcess else {
+            return true
+        }
         let policy = currentPolicy()
         guard let owner = policy.owner(ofKernelUID: status.uid), let apps = policy.users[owner] else { return true }
         let fileStatus = FileStatus.of(descriptor: request.file)
@@ -74,7 +76,9 @@ extension ProcessShield {
         apps: UserApps
     ) {
         let policy = currentPolicy()
-        guard let handle = ProcessHandle(pid: pid, inspector: inspector, owner: { policy.owner(ofKernelUID: $0) == owner }),
+        guard
+            let handle = ProcessHandle(
+                pid: pid, inspector: inspector, owner: { policy.owner(ofKernelUID: $0) == owner }),
             let (origin, moveLater) = holder.withLock({ $0 }).holdInsideExec(handle)
         else { return }
         gateState.withLock { state in

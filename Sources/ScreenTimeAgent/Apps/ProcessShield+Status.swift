@@ -25,7 +25,9 @@ extension ProcessShield {
         let state = status.withLock { $0 }
         var problems = state.problems
         let stuck = judges.stuckThreads
-        if stuck > 0 { problems.append("\(stuck) judgements are stuck in reads that do not come back; their processes wait") }
+        if stuck > 0 {
+            problems.append("\(stuck) judgements are stuck in reads that do not come back; their processes wait")
+        }
         if gate.withLock({ $0 })?.hasStalled == true {
             problems.append("the exec gate was late to answer at least once; its watchdog answered meanwhile")
         }

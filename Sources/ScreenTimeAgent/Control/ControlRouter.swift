@@ -1,7 +1,7 @@
 public import LinuxSupport
 public import Logging
-public import ScreenTimeIPC
 import ScreenTimeCore
+public import ScreenTimeIPC
 
 /// What a handler knows of a request beside its body: who sent it, as the kernel says
 /// (`SO_PEERCRED`), and the files that came with it (`SCM_RIGHTS`), which the connection closes

@@ -17,7 +17,9 @@ extension ControlRouter {
         router.register(FilterRequest.self, policy.filter)
         router.register(UnlockRequest.self, policy.unlock)
         router.register(DenyInstallsRequest.self, policy.denyInstalls)
-        router.register(LauncherCheckRequest.self) { try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer)) }
+        router.register(LauncherCheckRequest.self) {
+            try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer))
+        }
         return router
     }
 }

@@ -139,7 +139,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         }
     }
 
-    private func filter(_ user: PolicySnapshot.User, names known: [String: TokenName], lists: WebLists) -> DomainFilter {
+    private func filter(_ user: PolicySnapshot.User, names known: [String: TokenName], lists: WebLists) -> DomainFilter
+    {
         let policy = user.policy
         var tokens = Set(policy.webDomainsShieldedByToken.keys.map(\.base64))
         for shield in policy.webDomainCategoryShields { tokens.formUnion(shield.policy.exceptions.map(\.base64)) }
@@ -254,9 +255,11 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         if packet.incoming { return judgeReply(packet) }
         guard let sender = packet.uid else { return .drop }
         // The sender's uid may be a subordinate one: the filter is its owner's.
-        guard let (uid, filter) = state.withLock({ state in
-            state.snapshot.owner(ofKernelUID: sender).flatMap { owner in state.filters[owner].map { (owner, $0) } }
-        }) else {
+        guard
+            let (uid, filter) = state.withLock({ state in
+                state.snapshot.owner(ofKernelUID: sender).flatMap { owner in state.filters[owner].map { (owner, $0) } }
+            })
+        else {
             // Not (or no longer) a filtered user: the rules lag a revocation by a moment.
             return .accept
         }
@@ -310,7 +313,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             }
         }
         guard let shielded else { return .accept }
-        guard messages.count == 1, let rewritten = parsed.forwarded(carrying: DNSMessage.nxdomain(answering: shielded).serialized())
+        guard messages.count == 1,
+            let rewritten = parsed.forwarded(carrying: DNSMessage.nxdomain(answering: shielded).serialized())
         else { return .drop }
         return .replace(rewritten)
     }

@@ -25,7 +25,8 @@ final class ProgramLauncher: Sendable {
         let extensionAccount = try? users.user(extensionUser)
         if extensionAccount == nil {
             logger.warning(
-                "no extension account: extensions cannot start (make install creates it)", metadata: ["account": "\(extensionUser)"])
+                "no extension account: extensions cannot start (make install creates it)",
+                metadata: ["account": "\(extensionUser)"])
         }
         do {
             // By its name, so that `ps` shows a screentimed; through /proc/self/exe if the file was
@@ -39,7 +40,8 @@ final class ProgramLauncher: Sendable {
             return ProgramLauncher(client: client, extensionAccount: extensionAccount, problem: nil, logger: logger)
         } catch {
             logger.error("no launcher: programs cannot be started as other users", metadata: ["error": "\(error)"])
-            return ProgramLauncher(client: nil, extensionAccount: extensionAccount, problem: error.message, logger: logger)
+            return ProgramLauncher(
+                client: nil, extensionAccount: extensionAccount, problem: error.message, logger: logger)
         }
     }
 
@@ -53,7 +55,9 @@ final class ProgramLauncher: Sendable {
         self.logger = logger
     }
 
-    func check(_ request: LauncherCheckRequest, _ context: RequestContext, isGuardian: Bool) throws -> LauncherCheckReply {
+    func check(
+        _ request: LauncherCheckRequest, _ context: RequestContext, isGuardian: Bool
+    ) throws -> LauncherCheckReply {
         guard isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian can check the launcher") }
         guard let client else {
             throw ScreenTimeIPCError(.internalError, "the agent has no launcher: \(problem ?? "it did not start")")
@@ -63,7 +67,8 @@ final class ProgramLauncher: Sendable {
         }
         let started = ContinuousClock.now
         let launch = LaunchRequest(
-            kind: .extension, program: "/bin/true", environment: ["PATH": "/usr/bin:/bin"], directory: "/", uid: account.uid,
+            kind: .extension, program: "/bin/true", environment: ["PATH": "/usr/bin:/bin"], directory: "/",
+            uid: account.uid,
             gid: account.gid, groups: [], network: .none,
             limits: .init(cpuSeconds: 5, memoryBytes: 256 << 20, processes: 64, openFiles: 64, wallSeconds: 10))
         let pid: Int32
@@ -74,7 +79,9 @@ final class ProgramLauncher: Sendable {
         } catch {
             throw ScreenTimeIPCError(.internalError, "the launcher failed: \(error.message)")
         }
-        guard let status else { throw ScreenTimeIPCError(.internalError, "the program the launcher started did not end") }
+        guard let status else {
+            throw ScreenTimeIPCError(.internalError, "the program the launcher started did not end")
+        }
         let (seconds, attoseconds) = (ContinuousClock.now - started).components
         logger.info("launcher checked", metadata: ["pid": "\(pid)", "status": "\(status)"])
         return LauncherCheckReply(

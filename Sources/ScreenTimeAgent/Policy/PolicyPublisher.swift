@@ -19,7 +19,10 @@ final class PolicyPublisher: Sendable {
     private let publishing = Mutex<UInt64>(0)
     private let latest = Mutex(PolicySnapshot.empty)
 
-    init(database: StateDatabase, configuration: AgentConfiguration, logger: Logger, users: any Accounts = UserDirectory()) {
+    init(
+        database: StateDatabase, configuration: AgentConfiguration, logger: Logger,
+        users: any Accounts = UserDirectory()
+    ) {
         self.users = users
         self.database = database
         self.configuration = configuration

@@ -38,7 +38,8 @@ public final class PolicyService: Sendable {
     init(
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
         publisher: PolicyPublisher, domainShield: DomainShield?, processShield: ProcessShield?, logger: Logger,
-        users: any Accounts = UserDirectory(), checkPassword: (@Sendable (_ user: String, _ password: String) throws -> Void)? = nil,
+        users: any Accounts = UserDirectory(),
+        checkPassword: (@Sendable (_ user: String, _ password: String) throws -> Void)? = nil,
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.users = users

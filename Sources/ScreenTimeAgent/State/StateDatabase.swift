@@ -269,8 +269,10 @@ final class StateDatabase: Sendable {
     func eventCounts(uid: UInt32) throws -> (shield: Int, application: Int) {
         try queue.read { db in
             (
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM shieldEvent WHERE uid = ?", arguments: [Int64(uid)]) ?? 0,
-                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM applicationEvent WHERE uid = ?", arguments: [Int64(uid)])
+                try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM shieldEvent WHERE uid = ?", arguments: [Int64(uid)])
+                    ?? 0,
+                try Int.fetchOne(
+                    db, sql: "SELECT COUNT(*) FROM applicationEvent WHERE uid = ?", arguments: [Int64(uid)])
                     ?? 0
             )
         }

@@ -10,7 +10,6 @@ public struct UserSummary: Codable, Sendable, Hashable {
     }
 }
 
-
 public struct StoreReport: Codable, Sendable, Hashable {
     public var client: String
     public var name: String
@@ -71,7 +70,6 @@ public struct FilterReport: Codable, Sendable, Hashable {
         self.policy = policy
     }
 }
-
 
 /// A store after a change, and the user's merged policy.
 public struct StoreReply: Codable, Sendable, Hashable {

@@ -106,7 +106,6 @@ public struct ShieldEventReport: Codable, Sendable, Hashable {
     }
 }
 
-
 /// Durations of the latest of something, in microseconds.
 public struct TimingReport: Codable, Sendable, Hashable {
     /// How many there were in all (the percentiles are of the latest few thousand).

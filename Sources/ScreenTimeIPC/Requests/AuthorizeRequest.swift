@@ -1,6 +1,5 @@
-public import ScreenTimeCore
-
 public import Foundation
+public import ScreenTimeCore
 
 /// `authorize`: a guardian authorizes a child, a child's session with a guardian's password, or a
 /// user themself as an individual.
@@ -25,7 +24,6 @@ public struct AuthorizeRequest: ControlRequest, Hashable {
     }
 }
 
-
 public struct AuthorizationReply: Codable, Sendable, Hashable {
     public var user: UserSummary
     public var status: AuthorizationStatus
@@ -44,7 +42,6 @@ public struct AuthorizationReply: Codable, Sendable, Hashable {
         self.changedAt = changedAt
     }
 }
-
 
 /// `revoke`: ends an authorization (a child's only by a guardian); the user's stores go with it.
 public struct RevokeRequest: ControlRequest, Hashable {

@@ -1,6 +1,5 @@
-public import ScreenTimeCore
-
 public import Foundation
+public import ScreenTimeCore
 
 /// `status`: a user's authorization, stores, merged policy and what the shields did lately.
 public struct StatusRequest: ControlRequest, Hashable {
@@ -42,7 +41,6 @@ public struct StatusReply: Codable, Sendable, Hashable {
         self.domainShield = domainShield
     }
 }
-
 
 /// Wrong guardian passwords typed in a user's sessions.
 public struct PasswordFailuresReport: Codable, Sendable, Hashable {

@@ -30,4 +30,3 @@ public struct TokenReply: Codable, Sendable, Hashable {
         self.token = token
     }
 }
-

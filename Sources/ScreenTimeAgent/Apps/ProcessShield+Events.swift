@@ -1,0 +1,138 @@
+import Foundation
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+import Synchronization
+
+extension ProcessShield {
+    // MARK: events
+
+    func note(
+        _ action: StateDatabase.ApplicationEvent.Action, pid: Int32, uid: UInt32, verdict: ApplicationFilter.Verdict,
+        apps: UserApps
+    ) {
+        let name = apps.filter.index.application(verdict.application)?.name ?? Self.displayName(verdict.application)
+        journal.event(
+            StateDatabase.ApplicationEvent(
+                time: Date(), uid: uid, token: verdict.token.base64, pid: pid, action: action),
+            name: (
+                verdict.token.base64,
+                TokenName(kind: .app, identity: verdict.application.canonical, displayName: name)
+            ))
+        if action != .frozen { logger.info("\(action.rawValue)", metadata: ["pid": "\(pid)", "app": "\(name)"]) }
+    }
+
+    /// A program no guardian installed, refused or killed: its event names the program by content
+    /// where it could be hashed, else by its path's last part.
+    func noteUninstalled(pid: Int32, uid: UInt32, path: String?) {
+        let name = path.map { String($0.split(separator: "/").last ?? Substring($0)) } ?? "a program"
+        let hash = path.flatMap { try? hashes.sha256(of: $0) }
+        guard let identity = hash.flatMap({ try? ApplicationIdentity.executable(sha256: $0) }) else { return }
+        let token = minter.token(for: identity)
+        journal.event(
+            StateDatabase.ApplicationEvent(time: Date(), uid: uid, token: token.base64, pid: pid, action: .uninstalled),
+            name: (token.base64, TokenName(kind: .app, identity: identity.canonical, displayName: name)))
+    }
+
+    static func displayName(_ identity: ApplicationIdentity) -> String {
+        switch identity {
+        case .desktopEntry(let id): id
+        case .snap(let name): name
+        case .executable(let hash): "program " + hash.prefix(12)
+        }
+    }
+
+    /// Writes what was frozen, thawed and done to the state database (off the watcher's thread).
+    func flush() {
+        let authorized = Set(currentPolicy().users.keys)
+        journal.flush { authorized.contains($0) }
+    }
+
+    func handle(_ event: ProcConnector.Event) {
+        switch event {
+        case .fork(let parent, let child):
+            table.withLock { table in
+                let policy = currentPolicy()
+                guard let known = table.processes[parent] else { return }
+                var tracked = Tracked(
+                    uid: known.uid, owner: known.owner, startTime: inspector.startTime(pid: child) ?? 0)
+                tracked.kernel = known.kernel
+                tracked.evidence = known.evidence
+                tracked.inherited = known.identities
+                tracked.identities = known.identities
+                tracked.judged = known.judged
+                tracked.installRefusal = known.installRefusal
+                tracked.parent = parent
+                table.processes[child] = tracked
+                if let parentHold = known.hold {
+                    // Forked as it was held: the child is in the frozen group with it.
+                    let handle = ProcessHandle(pid: child, startTime: tracked.startTime, inspector: inspector)
+                    table.processes[child]?.hold = Hold(
+                        reason: parentHold.reason, origin: parentHold.origin, since: parentHold.since, handle: handle)
+                    if !(holder.withLock { $0 }.isInFrozenGroup(child)) {
+                        table.processes[child]?.hold = nil
+                        hold(child, &table, reason: parentHold.reason, stopFirst: true, waiting: false)
+                    }
+                }
+                if !known.judged {
+                    // Its parent is still being judged: so is it, with the parent's reads.
+                    judgeExec(child, &table, policy: policy, inherited: known.inherited, counting: false)
+                } else if known.action != nil || known.hold != nil {
+                    enforce(child, &table, policy: policy)
+                }
+            }
+        case .exec(let pid):
+            table.withLock { judgeExec(pid, &$0, policy: currentPolicy()) }
+        case .uid(let pid, let real, _):
+            table.withLock { table in
+                let policy = currentPolicy()
+                if policy.owner(ofKernelUID: real) != nil || table.processes[pid] != nil {
+                    judgeExec(pid, &table, policy: policy)
+                }
+            }
+        case .exit(let pid, _):
+            table.withLock { table in
+                guard let tracked = table.processes.removeValue(forKey: pid) else { return }
+                table.stoppedBySignal.remove(pid)
+                // Its pid may come back as another process: its children forget it.
+                for (child, entry) in table.processes where entry.parent == pid { table.processes[child]?.parent = nil }
+                if tracked.hold?.reason.token != nil { journal.thawed(pid: pid, startTime: tracked.startTime) }
+            }
+            gateState.withLock { state in
+                state.held[pid] = nil
+                state.execOpens[pid] = nil
+            }
+        case .overrun:
+            logger.warning("process events were lost; reading /proc again")
+            table.withLock { reconcile(&$0, policy: currentPolicy()) }
+        }
+    }
+
+    /// After lost events: what the table says is checked against `/proc`. Entries whose process
+    /// is gone or whose pid now names another process are dropped; processes of authorized
+    /// users not in the table are judged; members of the frozen group nobody accounts for go back.
+    func reconcile(_ table: inout Table, policy: AppPolicy) {
+        for (pid, tracked) in table.processes {
+            let status = inspector.status(pid: pid)
+            let current = inspector.startTime(pid: pid)
+            guard current == tracked.startTime, let status, policy.owner(ofKernelUID: status.uid) != nil else {
+                table.processes[pid] = nil
+                table.stoppedBySignal.remove(pid)
+                continue
+            }
+        }
+        scan(owners: Set(policy.users.keys), &table, policy: policy, batch: 0, onlyUntracked: true)
+        let holder = holder.withLock { $0 }
+        for pid in holder.members() where table.processes[pid]?.hold == nil {
+            if gateState.withLock({ $0.held[pid] != nil }) { continue }
+            let startTime = inspector.startTime(pid: pid) ?? 0
+            guard let handle = ProcessHandle(pid: pid, startTime: startTime, inspector: inspector) else { continue }
+            try? holder.release(handle, origin: "/")
+            logger.notice("let go of a frozen process nobody accounts for", metadata: ["pid": "\(pid)"])
+        }
+        for (pid, tracked) in table.processes where tracked.judged {
+            enforce(pid, &table, policy: policy)
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+import Synchronization
+
+extension ProcessShield {
+    // MARK: holding, letting go, killing
+
+    /// Puts the verdict on one tracked process in force: hold, kill, or let it (go) run.
+    func enforce(_ pid: Int32, _ table: inout Table, policy: AppPolicy) {
+        guard let tracked = table.processes[pid], let apps = policy.users[tracked.owner] else { return }
+        var verdict = apps.filter.verdict(for: tracked.identities)
+        if tracked.judged, apps.denyInstalls, let refusal = tracked.installRefusal, verdict?.action != .block {
+            verdict = nil
+            kill(pid, &table, refusal: refusal)
+            return
+        }
+        table.processes[pid]?.action = verdict?.action
+        table.processes[pid]?.verdict = verdict
+        switch verdict?.action {
+        case .block?:
+            guard let verdict else { return }
+            learn(pid, tracked, filter: apps.filter, verdict: verdict)
+            kill(pid, &table, verdict: verdict, apps: apps)
+        case .shield?:
+            guard let verdict else { return }
+            if tracked.judged { learn(pid, tracked, filter: apps.filter, verdict: verdict) }
+            if let hold = tracked.hold {
+                if hold.reason.token == nil {
+                    table.processes[pid]?.hold?.reason = .shield(verdict.token)
+                    recordFrozen(pid, tracked, token: verdict.token, origin: hold.origin, since: hold.since)
+                    note(.frozen, pid: pid, uid: tracked.uid, verdict: verdict, apps: apps)
+                }
+            } else {
+                hold(pid, &table, reason: .shield(verdict.token), stopFirst: true, waiting: true)
+                if table.processes[pid]?.hold != nil {
+                    note(.frozen, pid: pid, uid: tracked.uid, verdict: verdict, apps: apps)
+                }
+            }
+        case nil:
+            if tracked.judged, tracked.hold != nil { release(pid, &table, reason: "not shielded") }
+        }
+    }
+
+    /// Holds a tracked process (see `ProcessHolder`).
+    func hold(_ pid: Int32, _ table: inout Table, reason: HoldReason, stopFirst: Bool, waiting: Bool) {
+        guard let tracked = table.processes[pid], tracked.hold == nil else { return }
+        let policy = currentPolicy()
+        guard
+            let handle = ProcessHandle(
+                pid: pid, startTime: tracked.startTime, inspector: inspector,
+                owner: { policy.owner(ofKernelUID: $0) == tracked.owner })
+        else { return }
+        let holder = holder.withLock { $0 }
+        guard var (origin, frozen) = holder.hold(handle, stopFirst: stopFirst, waiting: waiting) else { return }
+        // Already in the frozen group: the gate held it inside an exec, and knows where from.
+        if origin == nil { origin = gateState.withLock { $0.held[pid]?.origin } }
+        if !frozen {
+            table.stoppedBySignal.insert(pid)
+            restopContinuation.yield()
+        }
+        let since = Date()
+        table.processes[pid]?.hold = Hold(reason: reason, origin: origin, since: since, handle: handle)
+        if let token = reason.token { recordFrozen(pid, tracked, token: token, origin: origin, since: since) }
+        logger.debug("held", metadata: ["pid": "\(pid)", "why": "\(reason.label)"])
+    }
+
+    func recordFrozen(_ pid: Int32, _ tracked: Tracked, token: ApplicationToken, origin: String?, since: Date) {
+        journal.frozen(
+            StateDatabase.FrozenProcess(
+                pid: pid, startTime: tracked.startTime, uid: tracked.uid, token: token.base64, origin: origin ?? "/",
+                frozenAt: since))
+    }
+
+    /// Lets a held process go, back into the group it came from (or the nearest that exists).
+    func release(_ pid: Int32, _ table: inout Table, reason: String) {
+        guard let tracked = table.processes[pid], let hold = tracked.hold else { return }
+        table.processes[pid]?.hold = nil
+        table.stoppedBySignal.remove(pid)
+        // The gate held it again inside an exec the watcher has not read yet: that hold stays.
+        if gateState.withLock({ $0.held[pid] != nil }) { return }
+        let holder = holder.withLock { $0 }
+        if let handle = hold.handle {
+            do {
+                try holder.release(handle, origin: hold.origin ?? "/")
+            } catch {
+                logger.error(
+                    "cannot move a process out of the frozen group",
+                    metadata: ["pid": "\(pid)", "error": "\(error.message)"])
+            }
+        }
+        if let token = hold.reason.token {
+            journal.thawed(pid: pid, startTime: tracked.startTime)
+            journal.event(
+                StateDatabase.ApplicationEvent(
+                    time: Date(), uid: tracked.uid, token: token.base64, pid: pid, action: .thawed),
+                name: nil)
+            logger.info("thawed", metadata: ["pid": "\(pid)", "reason": "\(reason)"])
+        }
+    }
+
+    /// Kills a blocked process (a frozen one too: a v1-frozen task dies only once moved out).
+    func kill(_ pid: Int32, _ table: inout Table, verdict: ApplicationFilter.Verdict, apps: UserApps) {
+        guard let tracked = table.processes[pid] else { return }
+        if signalKill(pid, tracked, &table) { note(.killed, pid: pid, uid: tracked.uid, verdict: verdict, apps: apps) }
+    }
+
+    /// Kills a program no guardian installed (`denyAppInstallation`).
+    func kill(_ pid: Int32, _ table: inout Table, refusal: String) {
+        guard let tracked = table.processes[pid] else { return }
+        if signalKill(pid, tracked, &table) {
+            logger.info("killed a program no guardian installed", metadata: ["pid": "\(pid)", "why": "\(refusal)"])
+            noteUninstalled(pid: pid, uid: tracked.uid, path: tracked.kernel.executablePath)
+        }
+    }
+
+    func signalKill(_ pid: Int32, _ tracked: Tracked, _ table: inout Table) -> Bool {
+        let policy = currentPolicy()
+        guard
+            let handle = tracked.hold?.handle
+                ?? ProcessHandle(
+                    pid: pid, startTime: tracked.startTime, inspector: inspector,
+                    owner: { policy.owner(ofKernelUID: $0) == tracked.owner })
+        else { return false }
+        let killed = handle.kill()
+        if tracked.hold != nil { release(pid, &table, reason: "killed") }
+        table.processes[pid]?.action = .block
+        return killed
+    }
+
+    /// A process's executable, known by content to be a shielded or blocked program as itself
+    /// (a copy), is marked for the gate: its next exec is held or refused before it runs.
+    func learn(_ pid: Int32, _ tracked: Tracked, filter: ApplicationFilter, verdict: ApplicationFilter.Verdict) {
+        guard let gate = gate.withLock({ $0 }), let path = tracked.kernel.executablePath,
+            let hash = tracked.evidence.executableHash,
+            filter.verdict(
+                for: filter.index.identities(of: ProcessEvidence(executablePath: path, executableHash: hash)))
+                != nil,
+            learned.withLock({ $0[path] }) != hash
+        else { return }
+        // Through /proc/PID/exe: the very file it runs, even if renamed since.
+        if (try? gate.mark("\(inspector.root)/\(pid)/exe")) != nil {
+            learned.withLock { $0[path] = hash }
+            if let status = tracked.kernel.executable {
+                policy.withLock { policy in
+                    policy.marked[FileIdentity(status.key), default: [:]][tracked.owner] = verdict
+                }
+            }
+        }
+    }
+
+    /// Processes the gate held inside `execve` whose exec event never came (the exec failed
+    /// after the gate let it go on): judged again as the program they still run.
+    func takeOverGateHolds(_ table: inout Table, policy: AppPolicy, olderThan seconds: TimeInterval) {
+        let now = Date()
+        let late = gateState.withLock { state in
+            let late = state.held.filter { now.timeIntervalSince($0.value.since) >= seconds }
+            for pid in late.keys { state.held[pid] = nil }
+            return late
+        }
+        for (pid, gateHold) in late {
+            if let tracked = table.processes[pid] {
+                // Stopped by the gate, never moved: kept stopped until judged.
+                if gateHold.moveLater || holder.withLock({ $0.freezer == nil }) {
+                    table.stoppedBySignal.insert(pid)
+                    restopContinuation.yield()
+                }
+                if tracked.hold == nil {
+                    table.processes[pid]?.hold = Hold(
+                        reason: .judging, origin: gateHold.origin, since: gateHold.since, handle: gateHold.handle)
+                } else if tracked.hold?.origin == nil {
+                    table.processes[pid]?.hold?.origin = gateHold.origin
+                }
+                enforce(pid, &table, policy: policy)
+            } else {
+                try? holder.withLock { $0 }.release(gateHold.handle, origin: gateHold.origin ?? "/")
+            }
+        }
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+import Synchronization
+
+extension ProcessShield {
+    // MARK: policy
+
+    /// Puts a snapshot in force: rebuilds each user's rules, re-judges every process of theirs —
+    /// freezes what is newly shielded, thaws what no longer is, kills what is blocked — and
+    /// returns once that is done (processes whose judgement is still out are held by then).
+    func apply(_ snapshot: PolicySnapshot) { apply(snapshot, reconciling: false) }
+
+    func apply(_ snapshot: PolicySnapshot, reconciling: Bool) {
+        applying.withLock { _ in
+            let previous = currentPolicy()
+            let next = makePolicy(snapshot, previous: previous)
+            let batch = judges.makeBatch()
+            let records = reconciling ? (try? database.frozenProcesses()) ?? [] : []
+            table.withLock { table in
+                // Swapped under the table's lock: an event handled with the table sees the old
+                // policy and is caught by the scan below, or the new one.
+                policy.withLock { $0 = next }
+                refreshGate(next)
+                // Users no longer authorized: everything of theirs is let go.
+                for (pid, tracked) in table.processes where next.users[tracked.owner] == nil {
+                    release(pid, &table, reason: "authorization revoked")
+                    table.processes[pid] = nil
+                }
+                let added = Set(next.users.keys).subtracting(previous.users.keys)
+                if reconciling || !added.isEmpty {
+                    scan(owners: reconciling ? Set(next.users.keys) : added, &table, policy: next, batch: batch)
+                }
+                if reconciling { adopt(records, &table, policy: next) }
+                for pid in table.processes.keys.sorted() {
+                    guard var tracked = table.processes[pid], let apps = next.users[tracked.owner] else { continue }
+                    tracked.identities = apps.filter.index.identities(
+                        of: tracked.evidence, inherited: tracked.inherited)
+                    table.processes[pid] = tracked
+                    enforce(pid, &table, policy: next)
+                }
+                takeOverGateHolds(&table, policy: next, olderThan: 1)
+            }
+            if !judges.wait(for: batch, until: .now + .seconds(1)) {
+                logger.notice("some processes are held until their judgement is done")
+            }
+            flush()
+        }
+    }
+
+    /// Each user's rules from a snapshot: their catalogue read (with a deadline: a home that does
+    /// not answer keeps the last index), the filter, whether only installed programs run, and
+    /// the programs the gate marks.
+    func makePolicy(_ snapshot: PolicySnapshot, previous: AppPolicy) -> AppPolicy {
+        var users: [UInt32: UserApps] = [:]
+        var marked: [FileIdentity: [UInt32: ApplicationFilter.Verdict]] = [:]
+        var paths: Set<String> = []
+        let learnedNow = learned.withLock { $0 }
+        for (uid, user) in snapshot.users {
+            let index = readIndex(user)
+            let filter = ApplicationFilter(policy: user.policy, index: index, minter: minter)
+            var groups = user.subordinateGIDs
+            for gid in user.groups { groups.insert(gid...gid) }
+            let person = InstalledProgram.Person(uids: user.uids, groups: groups)
+            let apps = UserApps(
+                uid: uid, name: user.name, filter: filter, denyInstalls: !user.policy.appInstallationDenied.isEmpty,
+                installed: InstalledProgram(person: person))
+            users[uid] = apps
+            var verdicts = filter.programVerdicts
+            for (path, hash) in learnedNow where verdicts[path] == nil {
+                let identities = filter.index.identities(
+                    of: ProcessEvidence(executablePath: path, executableHash: hash))
+                if let verdict = filter.verdict(for: identities) { verdicts[path] = verdict }
+            }
+            for (path, verdict) in verdicts {
+                guard let status = FileStatus.of(path: path), status.isRegular else { continue }
+                marked[FileIdentity(status.key), default: [:]][uid] = verdict
+                paths.insert(path)
+            }
+        }
+        return AppPolicy(
+            generation: snapshot.generation, snapshot: snapshot, users: users, marked: marked,
+            markedPaths: paths.sorted())
+    }
+
+    /// A user's application index: the catalogue read on a thread of its own, given two seconds;
+    /// late, the last index read stays (and the late read is dropped).
+    func readIndex(_ user: PolicySnapshot.User) -> ApplicationIndex {
+        let box = Mutex<ApplicationIndex?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let home = user.home
+        let directories = systemDataDirectories
+        let hashes = hashes
+        let logger = logger
+        let thread = Thread {
+            let catalogue = ApplicationCatalogue(home: home, systemDataDirectories: directories)
+            for problem in catalogue.problems.prefix(5) {
+                logger.notice("a desktop entry was not read", metadata: ["user": "\(user.name)", "why": "\(problem)"])
+            }
+            box.withLock { $0 = catalogue.index(hashes: hashes) }
+            done.signal()
+        }
+        thread.name = "screentime.catalogue"
+        thread.start()
+        if done.wait(timeout: .now() + 2) == .success, let index = box.withLock({ $0 }) {
+            indexes.withLock { $0[user.uid] = index }
+            return index
+        }
+        logger.error(
+            "the applications of a user could not be read in time; the last ones read stay in force",
+            metadata: ["user": "\(user.name)"])
+        return indexes.withLock { $0[user.uid] } ?? ApplicationIndex()
+    }
+
+    /// Puts the gate's marks in step with the policy: marks added for new programs, removed for
+    /// old ones; file system marks dropped when no child needs them any more.
+    func refreshGate(_ next: AppPolicy) {
+        guard let gate = gate.withLock({ $0 }) else { return }
+        do {
+            try gate.clear()
+        } catch {
+            logger.error("cannot clear the exec gate's marks", metadata: ["error": "\(error.message)"])
+        }
+        for path in next.markedPaths {
+            do {
+                try gate.mark(path)
+            } catch {
+                logger.debug("cannot mark a program", metadata: ["path": "\(path)", "error": "\(error.message)"])
+            }
+        }
+        if !next.markedPaths.isEmpty {
+            logger.info(
+                "shielded and blocked programs asked about at exec", metadata: ["count": "\(next.markedPaths.count)"])
+        }
+        if gate.marksFilesystems, !next.deniesInstalls {
+            gate.dropFilesystemMarks()
+            status.withLock { $0.refusingUninstalled = false }
+        }
+    }
+
+    /// Reads `/proc` for the processes of some users: each is tracked, parents before children so
+    /// that each inherits its parent's applications, and judged as at an exec.
+    func scan(
+        owners: Set<UInt32>, _ table: inout Table, policy: AppPolicy, batch: UInt64, onlyUntracked: Bool = false
+    ) {
+        var parents: [Int32: Int32] = [:]
+        var found: [Int32] = []
+        for pid in inspector.pids() {
+            if onlyUntracked, table.processes[pid] != nil { continue }
+            guard let status = inspector.status(pid: pid), let owner = policy.owner(ofKernelUID: status.uid),
+                owners.contains(owner)
+            else { continue }
+            parents[pid] = status.parent
+            found.append(pid)
+        }
+        let known = Set(found)
+        var depths: [Int32: Int] = [:]
+        for pid in found {
+            var depth = 0
+            var current = pid
+            while let parent = parents[current], known.contains(parent), depth < 4096 {
+                depth += 1
+                current = parent
+            }
+            depths[pid] = depth
+        }
+        for pid in found.sorted(by: { (depths[$0] ?? 0, $0) < (depths[$1] ?? 0, $1) }) {
+            let inherited = parents[pid].flatMap { table.processes[$0]?.identities } ?? []
+            judgeExec(pid, &table, policy: policy, inherited: inherited, batch: batch, counting: false)
+        }
+    }
+
+    /// After a restart: the frozen group's members and the records of what an earlier run froze.
+    /// A member still shielded stays held (the records say where it came from); the rest is let
+    /// go by `enforce` as for any lifted shield; a member not of an authorized user goes back.
+    func adopt(_ records: [StateDatabase.FrozenProcess], _ table: inout Table, policy: AppPolicy) {
+        var byPid: [Int32: StateDatabase.FrozenProcess] = [:]
+        for record in records { byPid[record.pid] = record }
+        let holder = holder.withLock { $0 }
+        let members = Set(holder.members())
+        for pid in members {
+            let startTime = inspector.startTime(pid: pid) ?? 0
+            let record = byPid[pid].flatMap { $0.startTime == startTime ? $0 : nil }
+            let origin = record?.origin ?? "/"
+            let token = record.flatMap { try? ApplicationToken(base64: $0.token) }
+            guard let handle = ProcessHandle(pid: pid, startTime: startTime, inspector: inspector) else { continue }
+            if table.processes[pid] != nil {
+                table.processes[pid]?.hold = Hold(
+                    reason: .shield(token), origin: origin, since: record?.frozenAt ?? Date(), handle: handle)
+            } else {
+                // Not an authorized user's (any more): it goes back.
+                try? holder.release(handle, origin: origin)
+                journal.thawed(pid: pid, startTime: startTime)
+                logger.info("thawed", metadata: ["pid": "\(pid)", "reason": "not an authorized user's"])
+            }
+        }
+        // Records of processes that are gone, or were thawed by hand: forgotten.
+        for record in records where !members.contains(record.pid) {
+            journal.thawed(pid: record.pid, startTime: record.startTime)
+        }
+        if !members.isEmpty {
+            logger.notice("found processes frozen by an earlier run", metadata: ["count": "\(members.count)"])
+        }
+    }
+}
