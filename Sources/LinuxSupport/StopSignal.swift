@@ -23,3 +23,12 @@ public final class StopSignal: Sendable {
         _ = write(fd, &one, 8)
     }
 }
+
+/// SIGHUP, as Dispatch needs it for a signal source: ignored by default, so that only the
+/// source sees it (the process would otherwise end on it).
+public enum Hangup {
+    public static let number = SIGHUP
+
+    /// Ignores SIGHUP's default action (Dispatch's sources still see it).
+    public static func leaveToDispatch() { signal(SIGHUP, SIG_IGN) }
+}

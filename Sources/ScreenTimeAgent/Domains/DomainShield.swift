@@ -524,8 +524,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// SIGHUP, as a stream: `kill -HUP` reloads the lists.
     private static func hangups() -> (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation) {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        signal(SIGHUP, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGHUP)
+        Hangup.leaveToDispatch()
+        let source = DispatchSource.makeSignalSource(signal: Hangup.number)
         source.setEventHandler { continuation.yield() }
         nonisolated(unsafe) let cancellable = source
         continuation.onTermination = { _ in cancellable.cancel() }
