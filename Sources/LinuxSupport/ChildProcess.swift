@@ -68,13 +68,16 @@ public enum ChildProcess {
     /// Starts a program with the given descriptors as its standard input, output and error, no
     /// signal blocked and every disposition at its default (whatever the caller's threads set),
     /// and returns its pid without waiting.
+    /// `descriptors` are more of the caller's descriptors to hand over, each at a number of its own
+    /// (the launcher's socket at 3).
     public static func spawn(
-        _ path: String, _ arguments: [String], environment: [String], stdio: (Int32, Int32, Int32)
+        _ path: String, _ arguments: [String], environment: [String], stdio: (Int32, Int32, Int32),
+        descriptors: [(fd: Int32, at: Int32)] = []
     ) throws(SystemError) -> Int32 {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        for (fd, target) in [(stdio.0, Int32(0)), (stdio.1, 1), (stdio.2, 2)] {
+        for (fd, target) in [(stdio.0, Int32(0)), (stdio.1, 1), (stdio.2, 2)] + descriptors {
             posix_spawn_file_actions_adddup2(&actions, fd, target)
         }
         var attributes = posix_spawnattr_t()

@@ -392,30 +392,14 @@ public final class LauncherClient: Sendable {
         defer { close(pair[1]) }
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
         defer { if null >= 0 { close(null) } }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, null, 0)
-        posix_spawn_file_actions_adddup2(&actions, null, 1)
-        posix_spawn_file_actions_adddup2(&actions, pair[1], 3)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = [strdup("PATH=/usr/sbin:/usr/bin:/sbin:/bin"), nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var pid: pid_t = 0
-        let error = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard error == 0 else {
+        let pid: Int32
+        do throws(SystemError) {
+            pid = try ChildProcess.spawn(
+                executable, arguments, environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"], stdio: (null, null, 2),
+                descriptors: [(pair[1], 3)])
+        } catch {
             close(pair[0])
-            throw SystemError(.launch, "cannot start the launcher \(executable): \(String(cString: strerror(error)))")
+            throw SystemError(.launch, "cannot start the launcher: \(error.message)")
         }
         let client = LauncherClient(pid: pid, socket: pair[0], extensionUID: extensionUID)
         // Ready once it kept only its capabilities; one that cannot says so on standard error and ends.

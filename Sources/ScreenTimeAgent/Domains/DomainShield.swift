@@ -441,12 +441,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             do {
                 queue = try NetfilterQueue(number: configuration.dnsQueue) { [self] packet in judge(packet) }
             } catch {
-                let problem = "the DNS queue cannot be read, so filtered users' lookups fail: \(error.message)"
-                state.withLock { $0.queueProblem = problem }
-                logger.error("\(problem); trying again", metadata: ["in": "\(delay)"])
-                let wait = delay
-                try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
-                delay = min(delay * 2, Self.lastRetry)
+                await retry(
+                    after: "the DNS queue cannot be read, so filtered users' lookups fail: \(error.message)", &delay)
                 continue
             }
             state.withLock {
@@ -459,12 +455,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             judged += queue.judged
             overruns += queue.overruns
             guard let failure, !Task.isShuttingDownGracefully else { break }
-            let problem = "reading the DNS queue failed, so filtered users' lookups fail: \(failure)"
-            state.withLock { $0.queueProblem = problem }
-            logger.error("\(problem); trying again", metadata: ["in": "\(delay)"])
-            let wait = delay
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
-            delay = min(delay * 2, Self.lastRetry)
+            await retry(after: "reading the DNS queue failed, so filtered users' lookups fail: \(failure)", &delay)
         }
         flushContinuation.finish()
         reloads.continuation.finish()
@@ -473,6 +464,15 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         logger.info(
             "stopped reading the DNS queue; its rules stay, so filtered lookups fail until the agent is back",
             metadata: ["judged": "\(judged)", "overruns": "\(overruns)"])
+    }
+
+    /// Shows the problem, waits `delay` (or until the agent stops) and doubles it, up to `lastRetry`.
+    private func retry(after problem: String, _ delay: inout Duration) async {
+        state.withLock { $0.queueProblem = problem }
+        logger.error("\(problem); trying again", metadata: ["in": "\(delay)"])
+        let wait = delay
+        try? await cancelWhenGracefulShutdown { try await Task.sleep(for: wait) }
+        delay = min(delay * 2, Self.lastRetry)
     }
 
     static let firstRetry: Duration = .seconds(1)
