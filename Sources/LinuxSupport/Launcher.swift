@@ -379,6 +379,7 @@ public final class LauncherClient: Sendable {
     public let extensionUID: UInt32?
     private let socket: Int32
     private let exchange = Mutex<[(pid: Int32, status: Int32)]>([])
+    private let ended = Mutex(false)
 
     /// Starts `executable` with `arguments` and the launcher's end of a new socket pair as fd 3
     /// (`screentimed --launcher 3 [--extension-uid UID]`), its standard error the caller's.
@@ -423,6 +424,17 @@ public final class LauncherClient: Sendable {
     }
 
     deinit { close(socket) }
+
+    /// Whether the launcher has ended (it is reaped here, once: it is the caller's child).
+    public var hasEnded: Bool {
+        ended.withLock { ended in
+            if !ended {
+                var status: Int32 = 0
+                ended = waitpid(pid, &status, WNOHANG) == pid
+            }
+            return ended
+        }
+    }
 
     /// Closes the agent's end: the launcher ends, and what it started dies with it.
     public func shutDown() { _ = Glibc.shutdown(socket, Int32(SHUT_RDWR)) }

@@ -82,6 +82,7 @@ public struct Agent {
         // The launcher keeps what starting programs as other users needs; started first, while
         // the agent has one thread and every capability.
         let launcher = ProgramLauncher.start(extensionUser: configuration.extensionUser, logger: logger)
+        policy.launcher.withLock { $0 = launcher }
         // What needs capabilities the agent then drops: the proc connector, the cgroups, the
         // exec gate and its file system marks. No thread runs yet.
         processes.open(snapshot: snapshot, keeping: Self.keptCapabilities)

@@ -65,6 +65,15 @@ struct StatusText {
             out += "Wrong guardian passwords: \(failures.failures), the last at \(Self.format(failures.lastFailure))"
             out += failures.locked ? "; locked out ('screentime unlock --user \(auth.user.name)' lifts it)\n" : "\n"
         }
+        if let launcher = reply.launcher {
+            if let pid = launcher.pid {
+                out +=
+                    "Launcher: running (pid \(pid)); extensions run as \(launcher.extensionAccount ?? "nobody: none may start")"
+                out += launcher.problem.map { "; \($0)\n" } ?? "\n"
+            } else {
+                out += "Launcher: NOT running: \(launcher.problem ?? "unknown")\n"
+            }
+        }
         if let everyone = reply.authorizedUsers, !everyone.isEmpty {
             out += "Authorized users:\n"
             for user in everyone {

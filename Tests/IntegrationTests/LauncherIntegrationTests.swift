@@ -212,6 +212,13 @@ struct LauncherIntegrationTests {
             (try? String(contentsOfFile: "/proc/\($0)/cmdline", encoding: .utf8))?.contains("--launcher") == true
         }
         #expect(launchers.count == 1)
+        // The guardian's status shows it; the child's does not.
+        let shown = try #require(try world.status(of: world.child).launcher)
+        #expect(shown.pid == launchers.first && shown.extensionAccount == "nobody" && shown.problem == nil)
+        let own = try world.cli(as: world.child, "status", "--json")
+        #expect(own.status == 0 && !own.stdout.contains("\"launcher\""))
+        let text = try world.cli(as: world.guardian, "status", "--user", world.child)
+        #expect(text.stdout.contains("Launcher: running (pid \(launchers.first ?? 0)); extensions run as nobody"))
         if let launcher = launchers.first {
             #expect(
                 Capabilities.masks(status: "/proc/\(launcher)/status")["CapEff"]

@@ -55,6 +55,22 @@ final class ProgramLauncher: Sendable {
         self.logger = logger
     }
 
+    /// What `status` shows a guardian.
+    var report: LauncherReport {
+        guard let client else {
+            return LauncherReport(
+                pid: nil, extensionAccount: extensionAccount?.name, problem: problem ?? "it did not start")
+        }
+        if client.hasEnded {
+            return LauncherReport(
+                pid: nil, extensionAccount: extensionAccount?.name,
+                problem: "it ended; programs cannot be started as other users until the agent restarts")
+        }
+        return LauncherReport(
+            pid: client.pid, extensionAccount: extensionAccount?.name,
+            problem: extensionAccount == nil ? "there is no extension account: extensions cannot start" : nil)
+    }
+
     func check(
         _ request: LauncherCheckRequest, _ context: RequestContext, isGuardian: Bool
     ) throws -> LauncherCheckReply {

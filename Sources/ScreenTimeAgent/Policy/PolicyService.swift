@@ -24,6 +24,8 @@ public final class PolicyService: Sendable {
     private let changes = Mutex(())
     private let systemDataDirectories: [String]
     private let approvals: GuardianApprovals
+    /// The launcher, once the agent started it (`status` shows it to guardians).
+    let launcher = Mutex<ProgramLauncher?>(nil)
 
     /// The freedesktop main categories (Desktop Menu Specification): valid app categories even
     /// when no installed application uses them yet.
@@ -333,6 +335,7 @@ public final class PolicyService: Sendable {
         reply.passwordFailures = try approvals.failures(account.uid).map {
             PasswordFailuresReport(failures: $0.failures, lastFailure: $0.lastFailure, locked: $0.locked)
         }
+        if caller.isGuardian { reply.launcher = launcher.withLock { $0 }?.report }
         return reply
     }
 

@@ -26,6 +26,8 @@ public struct StatusReply: Codable, Sendable, Hashable {
     /// Wrong guardian passwords typed in the user's sessions lately, and whether they locked the
     /// user out; nil when there were none.
     public var passwordFailures: PasswordFailuresReport?
+    /// For a guardian: the launcher, which starts extensions and session programs.
+    public var launcher: LauncherReport?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,
@@ -53,5 +55,21 @@ public struct PasswordFailuresReport: Codable, Sendable, Hashable {
         self.failures = failures
         self.lastFailure = lastFailure
         self.locked = locked
+    }
+}
+
+/// The agent's launcher, as a guardian sees it in `status`.
+public struct LauncherReport: Codable, Sendable, Hashable {
+    /// Its pid while it runs.
+    public var pid: Int32?
+    /// The account extensions run as; nil when there is none (no extension can start).
+    public var extensionAccount: String?
+    /// What is wrong, in words; nil when all is well.
+    public var problem: String?
+
+    public init(pid: Int32?, extensionAccount: String?, problem: String?) {
+        self.pid = pid
+        self.extensionAccount = extensionAccount
+        self.problem = problem
     }
 }
