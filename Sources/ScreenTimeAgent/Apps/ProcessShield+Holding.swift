@@ -156,11 +156,20 @@ extension ProcessShield {
     func takeOverGateHolds(_ table: inout Table, policy: AppPolicy, olderThan seconds: TimeInterval) {
         let now = Date()
         let late = gateState.withLock { state in
-            let late = state.held.filter { now.timeIntervalSince($0.value.since) >= seconds }
-            for pid in late.keys { state.held[pid] = nil }
-            return late
+            state.held.filter { now.timeIntervalSince($0.value.since) >= seconds }
         }
         for (pid, gateHold) in late {
+            // The exec did happen, but its event is late (a watcher behind a burst of events) or
+            // was lost: judged now as that exec, which takes the hold over as the event would. The
+            // table's entry may still be the program before it (setpriv, a shell): judging the
+            // hold by that one would let a shielded program go.
+            if inspector.executableStatus(pid: pid).map({ FileIdentity($0.key) }) == gateHold.file,
+                inspector.startTime(pid: pid) == gateHold.handle.startTime
+            {
+                judgeExec(pid, &table, policy: policy)
+                if gateState.withLock({ $0.held[pid] == nil }) { continue }
+            }
+            gateState.withLock { $0.held[pid] = nil }
             if let tracked = table.processes[pid] {
                 // Stopped by the gate, never moved: kept stopped until judged.
                 if gateHold.moveLater || holder.withLock({ $0.freezer == nil }) {
