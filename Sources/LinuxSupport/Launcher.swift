@@ -447,20 +447,13 @@ public final class LauncherClient: Sendable {
         guard bytes.count <= LauncherMessage.maximumSize else {
             throw SystemError(.launch, "the request is larger than \(LauncherMessage.maximumSize) bytes")
         }
-        return try exchange.withLock { (exits: inout [(pid: Int32, status: Int32)]) throws(SystemError) -> Int32 in
-            try send(bytes)
-            let deadline = ContinuousClock.now + timeout
-            while true {
-                let message = try receive(until: deadline)
-                if let started = message.started { return started }
-                if let refused = message.refused { throw SystemError(.launch, refused) }
-                if let exited = message.exited { exits.append((exited.pid, exited.status)) }
-            }
-        }
+        let answer = try sendRaw(bytes, timeout: timeout)
+        if let started = answer.pid { return started }
+        throw SystemError(.launch, answer.refused ?? "the launcher gave no answer")
     }
 
-    /// Sends raw bytes as one message and returns the launcher's answer to it (for tests of what
-    /// it refuses).
+    /// Sends raw bytes as one message and returns the launcher's answer to it: `launch` uses it,
+    /// and tests send what the agent never would. `exited` reports read meanwhile are kept.
     public func sendRaw(
         _ bytes: [UInt8], timeout: Duration = .seconds(10)
     ) throws(SystemError) -> (pid: Int32?, refused: String?) {

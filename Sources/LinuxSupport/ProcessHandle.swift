@@ -16,19 +16,12 @@ public final class ProcessHandle: Sendable {
 
     /// A handle on `pid` if it is still the process that started at `startTime` and its real
     /// uid passes `owner`; nil otherwise (gone, reused, or not the owner's).
-    public init?(
+    public convenience init?(
         pid: Int32, startTime: UInt64, inspector: ProcessInspector = ProcessInspector(),
         owner: (UInt32) -> Bool = { _ in true }
     ) {
-        let fd = screentime_pidfd_open(pid)
-        guard fd >= 0 else { return nil }
-        guard inspector.startTime(pid: pid) == startTime, let uid = inspector.status(pid: pid)?.uid, owner(uid) else {
-            close(fd)
-            return nil
-        }
-        self.pid = pid
-        self.startTime = startTime
-        self.fd = fd
+        self.init(pid: pid, inspector: inspector, owner: owner)
+        guard self.startTime == startTime else { return nil }
     }
 
     /// A handle on whichever process has `pid` now, if its real uid passes `owner`: the pidfd is

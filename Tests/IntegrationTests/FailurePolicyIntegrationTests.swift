@@ -38,11 +38,11 @@ struct FailurePolicyIntegrationTests {
         #expect(rules.contains { $0.contains("NFQUEUE --queue-num \(number)") })
         #expect(!rules.contains { $0.contains("queue-bypass") })
 
+        _ = holder  // held until here
         holder = nil  // released
         #expect(try eventually(10) { try world.status(of: world.child).domainShield?.filtering == true })
         let after = try #require(try world.status(of: world.child).domainShield)
         #expect(after.problems.isEmpty, "\(after.problems)")
-        #expect(holder == nil)
         #expect(world.agentPID != nil, "the agent never stopped")
     }
 

@@ -512,6 +512,17 @@ struct HostileChildIntegrationTests {
             #expect(world.isFrozen(pid))
             #expect(world.count(count) == held, "round \(round): it ran on after it was frozen")
         }
+        // Ten fresh copies started at once, as the attack did: every one ends frozen, and stays.
+        var pids: [Int32] = []
+        for index in 0..<10 {
+            let copy = home + "/burst\(index)"
+            try world.giveChild(copyOf: world.counter, at: copy)
+            pids.append(try world.launch(as: world.child, copy, [home + "/burst-count\(index)"]))
+        }
+        #expect(eventually(5) { pids.allSatisfy(world.isFrozen) })
+        let counts = (0..<10).map { world.count(home + "/burst-count\($0)") }
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect((0..<10).map { world.count(home + "/burst-count\($0)") } == counts)
         // Meanwhile the agent answers at once.
         #expect(try world.cli(as: world.guardian, "status", "--user", world.child).status == 0)
     }

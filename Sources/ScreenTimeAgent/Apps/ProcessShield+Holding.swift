@@ -54,9 +54,9 @@ extension ProcessShield {
                 owner: { policy.owner(ofKernelUID: $0) == tracked.owner })
         else { return }
         let holder = holder.withLock { $0 }
-        guard var (origin, frozen) = holder.hold(handle, stopFirst: stopFirst, waiting: waiting) else { return }
+        guard let (found, frozen) = holder.hold(handle, stopFirst: stopFirst, waiting: waiting) else { return }
         // Already in the frozen group: the gate held it inside an exec, and knows where from.
-        if origin == nil { origin = gateState.withLock { $0.held[pid]?.origin } }
+        let origin = found ?? gateState.withLock { $0.held[pid]?.origin }
         if !frozen {
             table.stoppedBySignal.insert(pid)
             restopContinuation.yield()

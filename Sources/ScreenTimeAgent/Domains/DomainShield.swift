@@ -185,7 +185,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 continue
             }
             let token = minter.token(for: category)
-            let signature = Self.signature(path)
+            let signature = Files.signature(path)
             var list: DomainList
             if let old = lists.categories[token], lists.signatures[path] == signature {
                 list = old
@@ -209,7 +209,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         lists.adult = adult
 
         let bypassPath = configuration.bypassList
-        let bypassSignature = Self.signature(bypassPath)
+        let bypassSignature = Files.signature(bypassPath)
         if lists.signatures[bypassPath] != bypassSignature {
             if let bytes = try? Files.read(bypassPath, limit: 16 << 20) {
                 let (names, addresses) = Self.parseBypass(String(decoding: bytes, as: UTF8.self))
@@ -244,8 +244,6 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         }
         return (names, addresses)
     }
-
-    private static func signature(_ path: String) -> String { Files.signature(path) }
 
     // MARK: packets
 
