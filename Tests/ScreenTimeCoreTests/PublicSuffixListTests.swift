@@ -57,13 +57,26 @@ private let excerpt = """
         #expect(icann.ruleCount == list.ruleCount - 1)
     }
 
-    @Test func shieldCandidatesRunFromWebDomainUp() throws {
+    @Test func shieldCandidatesRunFromTheNameUp() throws {
         #expect(
-            list.shieldCandidates(for: try DomainName("www.bbc.co.uk")).map(\.ascii) == ["bbc.co.uk", "co.uk", "uk"])
+            list.shieldCandidates(for: try DomainName("www.bbc.co.uk")).map(\.ascii) == [
+                "www.bbc.co.uk", "bbc.co.uk", "co.uk", "uk",
+            ])
         #expect(
             list.shieldCandidates(for: try DomainName("x.alice.github.io")).map(\.ascii) == [
-                "alice.github.io", "github.io", "io",
+                "x.alice.github.io", "alice.github.io", "github.io", "io",
             ])
+    }
+
+    /// A shield covers the name the guardian wrote, less a leading `www` where a site remains.
+    @Test(arguments: [
+        ("play.google.com", "play.google.com"), ("www.youtube.com", "youtube.com"), ("youtube.com", "youtube.com"),
+        ("www.bbc.co.uk", "bbc.co.uk"), ("news.bbc.co.uk", "news.bbc.co.uk"), ("www.co.uk", "www.co.uk"),
+        ("github.io", "github.io"), ("www.alice.github.io", "alice.github.io"), ("www.github.io", "www.github.io"),
+        ("www.www.example.com", "www.example.com"),
+    ])
+    func webDomainIsTheNameAsWritten(_ name: String, _ expected: String) throws {
+        #expect(list.webDomain(for: try DomainName(name)).ascii == expected)
     }
 
     @Test func badRulesAreRefusedWithTheirLine() {

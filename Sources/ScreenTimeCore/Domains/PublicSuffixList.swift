@@ -55,17 +55,23 @@ public struct PublicSuffixList: Sendable {
         name.suffix(labelCount: publicSuffixLabelCount(name) + 1)
     }
 
-    /// The name a web-domain token is minted from: the registrable domain, or the name itself when
-    /// it is a public suffix (a guardian may shield all of `github.io`).
+    /// The name a guardian's shield is minted from: the name as written, so that a shield on
+    /// `play.google.com` leaves `mail.google.com` alone, less a leading `www` label where what
+    /// remains is still at least a registrable domain (`www.youtube.com` means the site,
+    /// `youtube.com`, not the one host). A public suffix stays itself: a guardian may shield all of
+    /// `github.io`.
     public func webDomain(for name: DomainName) -> DomainName {
-        registrableDomain(of: name) ?? name
+        guard name.labels.first == "www", let rest = name.parent, registrableDomain(of: rest) != nil else {
+            return name
+        }
+        return rest
     }
 
-    /// Every name whose shield covers `name`: its web domain and each name above that, so that a
-    /// shield on `example.com` covers `www.example.com` and one on `github.io` covers
-    /// `someone.github.io`.
+    /// Every name whose shield covers `name`: the name and each name above it, so that a shield
+    /// on `example.com` covers `www.example.com`, one on `play.example.com` covers
+    /// `a.play.example.com`, and one on `github.io` covers `someone.github.io`.
     public func shieldCandidates(for name: DomainName) -> [DomainName] {
-        webDomain(for: name).selfAndAncestors
+        name.selfAndAncestors
     }
 
     private func publicSuffixLabelCount(_ name: DomainName) -> Int {
