@@ -126,6 +126,7 @@ let package = Package(
                 "ScreenTimeCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            exclude: ["Fixtures"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -181,6 +181,36 @@ func name(_ text: String) -> DNSName {
         #expect(accepted > 1_000)
     }
 
+    /// A reply's addresses (with their TTLs) and whether an HTTPS record offers ECH keys.
+    @Test func answersGiveAddressesAndTellECH() throws {
+        let name = try DNSName(labels: [Array("video".utf8), Array("test".utf8)])
+        let https: [UInt8] = [0, 1, 0] + [0, 1, 0, 3, 2, 0x68, 0x32] + [0, 5, 0, 4, 1, 2, 3, 4]
+        let reply = DNSMessage(
+            id: 7, flags: 0x8180, questions: [DNSMessage.Question(name: name, type: 65)],
+            answers: [
+                DNSMessage.Record(name: name, type: 65, class: 1, ttl: 60, data: https),
+                DNSMessage.Record(name: name, type: 1, class: 1, ttl: 300, data: [10, 2, 2, 2]),
+                DNSMessage.Record(
+                    name: name, type: 28, class: 1, ttl: 30, data: [0xFD] + Array(repeating: 0, count: 14) + [2]),
+                DNSMessage.Record(name: name, type: 1, class: 1, ttl: 300, data: [1, 2, 3]),
+            ])
+        let answers = try DNSMessage.answers(in: reply.serialized())
+        #expect(answers.offersECH)
+        #expect(answers.addresses.map(\.address) == [[10, 2, 2, 2], [0xFD] + Array(repeating: 0, count: 14) + [2]])
+        #expect(answers.addresses.map(\.ttl) == [300, 30])
+        // Without the ech parameter, and a parameter that runs past its record, are told apart.
+        var plain = reply
+        plain.answers[0].data = [0, 1, 0] + [0, 1, 0, 3, 2, 0x68, 0x32]
+        #expect(try !DNSMessage.answers(in: plain.serialized()).offersECH)
+        var lying = reply
+        lying.answers[0].data = [0, 1, 0] + [0, 1, 0, 9, 2, 0x68, 0x32]
+        #expect(throws: ScreenTimeCoreError.self) { try DNSMessage.answers(in: lying.serialized()) }
+        // The empty answer put in its place keeps the question and says NOERROR.
+        let query = DNSMessage(id: 9, flags: 0x0100, questions: [DNSMessage.Question(name: name, type: 65)])
+        let empty = DNSMessage.noData(answering: query)
+        #expect(empty.rcode == 0 && empty.answers.isEmpty && empty.isResponse && empty.questions == query.questions)
+    }
+
     /// Our reading against dnspython's, on a corpus dnspython made, and dnspython's reading of
     /// what we write.
     @Test func agreesWithDnspython() throws {

@@ -292,11 +292,38 @@ public struct DNSMessage: Hashable, Sendable {
     static let aliasTypes: Set<UInt16> = [5, 39]
     static let serviceTypes: Set<UInt16> = [64, 65]
 
-    /// Every name an answer leads to: the owner of each answer record, and the target of each
-    /// CNAME, DNAME, SVCB and HTTPS record (compression followed, as in the message). A reply
-    /// shielded by any of them must not reach a shielded child: `allowed.test CNAME shielded.test`
-    /// would hand it the shielded name's addresses.
+    /// What a reply's answer section holds, read without building the whole message.
+    public struct Answers: Hashable, Sendable {
+        /// Every name an answer leads to: the owner of each answer record, and the target of each
+        /// CNAME, DNAME, SVCB and HTTPS record (compression followed, as in the message). A reply
+        /// shielded by any of them must not reach a shielded child: `allowed.test CNAME
+        /// shielded.test` would hand it the shielded name's addresses.
+        public var names: [DNSName] = []
+        /// The A and AAAA records' addresses (4 or 16 bytes) with their TTLs.
+        public var addresses: [AddressRecord] = []
+        /// Whether an SVCB or HTTPS record carries an `ech` parameter (key 5): the keys a browser
+        /// would hide the server name of its ClientHello with.
+        public var offersECH = false
+    }
+
+    /// An A or AAAA record's address (4 or 16 bytes) and TTL.
+    public struct AddressRecord: Hashable, Sendable {
+        public var address: [UInt8]
+        public var ttl: UInt32
+    }
+
+    public static let typeA: UInt16 = 1
+    public static let typeAAAA: UInt16 = 28
+    public static let typeHTTPS: UInt16 = 65
+    /// The SvcParamKey of `ech` in SVCB and HTTPS records (RFC 9460, RFC 9848).
+    static let serviceParameterECH: UInt16 = 5
+
+    /// The names a reply's answers lead to; see `Answers.names`.
     public static func answerNames(in bytes: some Collection<UInt8>) throws(ScreenTimeCoreError) -> [DNSName] {
+        try answers(in: bytes).names
+    }
+
+    public static func answers(in bytes: some Collection<UInt8>) throws(ScreenTimeCoreError) -> Answers {
         var reader = Reader(Array(bytes))
         _ = try reader.u16("the header")
         _ = try reader.u16("the header")
@@ -310,25 +337,48 @@ public struct DNSMessage: Hashable, Sendable {
             _ = try reader.name()
             _ = try reader.u32("a question")
         }
-        var names: [DNSName] = []
+        var result = Answers()
         for _ in 0..<answers {
-            names.append(try reader.name())
+            result.names.append(try reader.name())
             let type = try reader.u16("a record")
-            _ = try reader.u16("a record")
-            _ = try reader.u32("a record")
+            let recordClass = try reader.u16("a record")
+            let ttl = try reader.u32("a record")
             let length = Int(try reader.u16("a record"))
             let start = reader.offset
             guard length <= reader.remaining else { throw reader.truncated("record data") }
             if aliasTypes.contains(type) || serviceTypes.contains(type) {
                 if serviceTypes.contains(type) { _ = try reader.u16("a service priority") }
-                names.append(try reader.name())
+                result.names.append(try reader.name())
                 guard reader.offset <= start + length else {
                     throw ScreenTimeCoreError(.invalidDNSMessage, "a name runs past its record's data")
                 }
+                if serviceTypes.contains(type) {
+                    // SvcParams: key, length, value, to the end of the data.
+                    while reader.offset + 4 <= start + length {
+                        let key = try reader.u16("a service parameter")
+                        let valueLength = Int(try reader.u16("a service parameter"))
+                        if key == serviceParameterECH { result.offersECH = true }
+                        guard reader.offset + valueLength <= start + length else {
+                            throw ScreenTimeCoreError(.invalidDNSMessage, "a service parameter runs past its record")
+                        }
+                        reader.offset += valueLength
+                    }
+                }
+            } else if recordClass == 1, (type == typeA && length == 4) || (type == typeAAAA && length == 16) {
+                result.addresses.append(AddressRecord(address: try reader.take(length, "an address"), ttl: ttl))
             }
             reader.offset = start + length
         }
-        return names
+        return result
+    }
+
+    /// The empty answer (NOERROR, no records) to a query: what a child gets in place of an HTTPS
+    /// record that offers ECH, so that its browser connects with the name in the clear.
+    public static func noData(answering query: DNSMessage) -> DNSMessage {
+        let kept = query.flags & 0x7900  // opcode and RD
+        return DNSMessage(
+            id: query.id, flags: 0x8000 | kept | 0x0080, questions: query.questions,
+            edns: query.edns.map { EDNS(udpPayloadSize: max(512, $0.udpPayloadSize)) })
     }
 
     /// The NXDOMAIN answer to a query: same ID and questions, QR and RA set, RD and the opcode

@@ -21,10 +21,26 @@ public struct DNSPacket: Sendable {
     /// The addresses, 4 or 16 bytes.
     public let source: ArraySlice<UInt8>
     public let destination: ArraySlice<UInt8>
-    private let sequence: UInt32
+    /// TCP's sequence number (of the payload's first byte) and flags; 0 for UDP.
+    public let sequence: UInt32
+    public let tcpFlags: UInt8
     private let acknowledgment: UInt32
-    private let tcpFlags: UInt8
     private let window: UInt16
+
+    public static let flagFIN: UInt8 = 0x01
+    public static let flagSYN: UInt8 = 0x02
+    public static let flagRST: UInt8 = 0x04
+    public static let flagACK: UInt8 = 0x10
+
+    /// The IP protocol number a packet says it carries (6 TCP, 17 UDP, …), from its first header
+    /// alone; nil when it is not IPv4 or IPv6 or too short to say.
+    public static func protocolNumber(of bytes: [UInt8]) -> UInt8? {
+        switch bytes.first.map({ $0 >> 4 }) {
+        case 4: bytes.count > 9 ? bytes[9] : nil
+        case 6: bytes.count > 6 ? bytes[6] : nil
+        default: nil
+        }
+    }
 
     static let protocolTCP: UInt8 = 6
     static let protocolUDP: UInt8 = 17

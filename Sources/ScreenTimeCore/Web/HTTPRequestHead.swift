@@ -1,0 +1,112 @@
+/// The head of a plain-text HTTP/1 request, read from the first bytes a client sends: the hosts
+/// it names — `Host` headers, an absolute-form target (`GET http://host/ HTTP/1.1`, as to a
+/// proxy) and a `CONNECT host:port` authority.
+///
+/// The bytes are hostile. A request is recognised by its first word (an upper-case token and a
+/// space); from then on it is HTTP, and what cannot be read — no end of the head within the
+/// limit, a request line without a version, HTTP/2's clear-text preface — is `.invalid`, so the
+/// connection is refused rather than passed.
+public struct HTTPRequestHead: Hashable, Sendable {
+    public enum Reading: Hashable, Sendable {
+        case notHTTP
+        case incomplete
+        case request(HTTPRequestHead)
+        case invalid(String)
+    }
+
+    /// The longest head waited for.
+    public static let maximumLength = 16_384
+
+    public var method: String
+    /// Every host the request names, without ports or brackets, lower-cased, in order.
+    public var hosts: [[UInt8]]
+
+    public static func read(_ bytes: ArraySlice<UInt8>) -> Reading {
+        // The method: 3 to 20 upper-case letters (or `-`/`_`, as WebDAV's), then a space.
+        var index = bytes.startIndex
+        while index < bytes.endIndex, index - bytes.startIndex <= 20, isMethodByte(bytes[index]) { index += 1 }
+        let methodLength = index - bytes.startIndex
+        guard index < bytes.endIndex else {
+            // Still all letters: wait, unless it is already too long to be a method.
+            return methodLength > 20 ? .notHTTP : .incomplete
+        }
+        guard methodLength >= 3, methodLength <= 20, bytes[index] == 0x20 else { return .notHTTP }
+        let method = String(decoding: bytes[bytes.startIndex..<index], as: UTF8.self)
+        guard let headEnd = endOfHead(bytes) else {
+            return bytes.count >= maximumLength
+                ? .invalid("no end of the request head in \(bytes.count) bytes") : .incomplete
+        }
+        var lines = bytes[bytes.startIndex..<headEnd].split(separator: 0x0A, omittingEmptySubsequences: false).map {
+            $0.last == 0x0D ? $0.dropLast() : $0
+        }
+        while lines.last?.isEmpty == true { lines.removeLast() }
+        guard let requestLine = lines.first else { return .invalid("an empty request head") }
+        let words = requestLine.split(separator: 0x20, omittingEmptySubsequences: true)
+        guard words.count == 3, words[2].starts(with: Array("HTTP/1.".utf8)) else {
+            return .invalid("a request line that is not HTTP/1 (\(method))")
+        }
+        var hosts: [[UInt8]] = []
+        let target = words[1]
+        if method == "CONNECT" {
+            guard let host = host(authority: target) else { return .invalid("a CONNECT target that is not a host") }
+            hosts.append(host)
+        } else if let schemeEnd = target.firstRange(of: Array("://".utf8)) {
+            let rest = target[schemeEnd.upperBound...]
+            let authority = rest.prefix { $0 != 0x2F && $0 != 0x3F && $0 != 0x23 }
+            guard let host = host(authority: authority) else {
+                return .invalid("a request target whose host is unreadable")
+            }
+            hosts.append(host)
+        }
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: 0x3A) else {
+                return .invalid("a header line without a colon")
+            }
+            let name = line[line.startIndex..<colon]
+            guard name.count == 4, name.map({ $0 | 0x20 }) == Array("host".utf8) else { continue }
+            let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
+            let trimmed = value.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+            guard let host = host(authority: ArraySlice(trimmed)) else {
+                return .invalid("a Host header that is not a host")
+            }
+            hosts.append(host)
+        }
+        return .request(HTTPRequestHead(method: method, hosts: hosts))
+    }
+
+    private static func isMethodByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x41 && byte <= 0x5A) || byte == 0x2D || byte == 0x5F
+    }
+
+    /// The offset just past the blank line that ends the head (`\r\n\r\n`, or bare `\n\n`).
+    private static func endOfHead(_ bytes: ArraySlice<UInt8>) -> Int? {
+        var index = bytes.startIndex
+        let limit = min(bytes.endIndex, bytes.startIndex + maximumLength)
+        while index < limit {
+            if bytes[index] == 0x0A {
+                if index + 1 < bytes.endIndex, bytes[index + 1] == 0x0A { return index + 2 }
+                if index + 2 < bytes.endIndex, bytes[index + 1] == 0x0D, bytes[index + 2] == 0x0A { return index + 3 }
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The host of `host`, `host:port`, `[v6]:port` or `user@host`, lower-cased; nil when empty
+    /// or holding bytes no host name has.
+    static func host(authority: ArraySlice<UInt8>) -> [UInt8]? {
+        var text = authority
+        if let at = text.lastIndex(of: 0x40) { text = text[(at + 1)...] }
+        if text.first == 0x5B {
+            guard let close = text.firstIndex(of: 0x5D) else { return nil }
+            text = text[(text.startIndex + 1)..<close]
+        } else if let colon = text.firstIndex(of: 0x3A) {
+            text = text[text.startIndex..<colon]
+        }
+        while text.last == 0x2E { text = text.dropLast() }
+        guard !text.isEmpty, text.count <= 255,
+            text.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != 0x2F && $0 != 0x5C })
+        else { return nil }
+        return text.map { ($0 >= 0x41 && $0 <= 0x5A) ? $0 | 0x20 : $0 }
+    }
+}
