@@ -25,9 +25,11 @@ SWIFT       ?= swift
 #   procps          pkill, to end what a test user left running
 #   libcap-dev      libcap, with which the agent drops the capabilities it does not need
 #   uidmap          newuidmap, with which a test child runs as one of its subordinate uids
+#   tshark          the reference reader the TLS ClientHello parser is differential-tested against
+#   curl openssl    the real HTTPS clients (and the test certificates) of the connection tests
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
-	libcap-dev uidmap
+	libcap-dev uidmap tshark curl openssl
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 

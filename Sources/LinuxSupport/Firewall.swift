@@ -1,37 +1,60 @@
 import Foundation
 
-/// The agent's own iptables and ip6tables chains, which send the filtered users' DNS (and the
-/// replies to it) to a netfilter queue, limit how fast each user may ask, and refuse their ways
-/// around it.
+/// The agent's own iptables and ip6tables chains: they send the filtered users' DNS (and the
+/// replies to it) and the opening packets of their other connections to a netfilter queue,
+/// remember each connection's verdict in its connection mark, limit how fast each user may
+/// ask, and refuse the known ways around.
 ///
-/// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default):
+/// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default;
+/// `M` is the byte of the connection mark the agent owns, bits 16–23; DNS is the configured byte,
+/// PASSED, PENDING and REFUSED the next three):
 ///
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
-///     CHAIN           per filtered uid range R (a user, its subordinate uids):
+///     CHAIN           -m connmark --mark PASSED/M -j RETURN       (a judged flow: never queued)
+///                     -m mark --mark V/M -j CONNMARK --save-mark  (V = PASSED, PENDING, REFUSED:
+///                     -m mark --mark PASSED|PENDING/M -j RETURN    a verdict come back through
+///                                                                  NF_REPEAT, kept by the flow)
+///                     -m connmark --mark REFUSED/M -j REJECT     (TCP but its own reset: a reset;
+///                                                                  UDP: ICMP port unreachable)
+///                     per filtered uid range R (a user, its subordinate uids):
 ///                     -m owner --uid-owner R -p udp --dport 53 -m limit --limit L/sec -j CHAIN-filter
 ///                     -m owner --uid-owner R -p tcp --dport 53 -m limit --limit L/sec -j CHAIN-filter
 ///                     -m owner --uid-owner R -p udp --dport 53 -j DROP      (over its limit)
 ///                     -m owner --uid-owner R -p tcp --dport 53 -j DROP
-///                     -m owner --uid-owner R -j CHAIN-filter
-///     CHAIN-filter    -p udp/tcp --dport 53 -j CONNMARK --set-xmark MARK/MASK  (its replies are known)
+///                     -m owner --uid-owner R -m limit --limit C/sec -j CHAIN-filter
+///                     -m owner --uid-owner R -j DROP               (unjudged packets over C)
+///     CHAIN-filter    -p udp/tcp --dport 53 -j CONNMARK --set-xmark DNS/M  (its replies are known)
 ///                     -p udp/tcp --dport 53 -j NFQUEUE --queue-num N   (no --queue-bypass: fail closed)
 ///                     -p tcp --dport 853 -j REJECT --reject-with tcp-reset   (DNS over TLS)
 ///                     -p udp --dport 853 -j REJECT                           (DNS over QUIC)
 ///                     -d DOH -p tcp --dport 443 -j REJECT --reject-with tcp-reset  (per DoH address)
-///                     -d DOH -p udp --dport 443 -j REJECT                          (HTTP/3)
-///     CHAIN-in        -p udp/tcp --sport 53 -m connmark --mark MARK/MASK -j NFQUEUE --queue-num N
+///                     -p udp --dport 443 -j REJECT          (QUIC: browsers fall back to TCP)
+///                     -j CONNMARK --restore-mark            (the queue sees PENDING flows as such)
+///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
+///     CHAIN-in        -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
 ///
-/// The limit is per rule, so each user (each of its ranges) has its own: a child flooding the
-/// queue slows only its own lookups, never another child's. Installing replaces the chains'
-/// contents in one `iptables-restore --noflush` transaction per family, so running it again never
-/// duplicates a rule and the rules are never half there. The owner match works only in OUTPUT,
-/// for sockets of this network namespace.
+/// The agent judges each opening packet and answers `NF_REPEAT` with a mark: PASSED (the rest
+/// of the flow is accepted in the kernel), REFUSED (this packet and the rest are rejected: a TCP
+/// reset reaches the child's socket at once), or PENDING (a TLS hello or HTTP head not all here:
+/// its later segments still come to the queue, and one whose state the agent lost is refused).
+/// A plain accept leaves the flow unjudged (a SYN, an empty ACK).
+///
+/// The limits are per rule, so each user (each of its ranges) has its own: a child flooding the
+/// queue slows only its own lookups and connections, never another child's. Installing replaces
+/// the chains' contents in one `iptables-restore --noflush` transaction per family, so running it
+/// again never duplicates a rule and the rules are never half there. The owner match works only
+/// in OUTPUT, for sockets of this network namespace.
 public struct Firewall: Sendable {
     public enum Family: String, Sendable, CaseIterable {
         case ipv4, ipv6
 
         var command: String { self == .ipv4 ? "iptables" : "ip6tables" }
+    }
+
+    /// How far a connection has been judged, as the value of its mark's byte.
+    public enum Standing: Sendable, CaseIterable {
+        case dns, passed, pending, refused
     }
 
     public let chain: String
@@ -41,29 +64,66 @@ public struct Firewall: Sendable {
     public static let markMask: UInt32 = 0x00FF_0000
     /// DNS packets per second each filtered uid range may send to the queue, and the burst.
     public let rateLimit: Int
+    /// Packets of unjudged connections per second each filtered uid range may send to the queue.
+    public let connectionRateLimit: Int
     /// Where iptables, ip6tables and their -restore are looked for.
     public let toolDirectories: [String]
 
+    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 252; the next three bytes
+    ///   mark the other connections' verdicts.
     public init(
-        chain: String, queue: UInt16, mark: UInt8 = 0x53, rateLimit: Int = 200,
+        chain: String, queue: UInt16, mark: UInt8 = 0x53, rateLimit: Int = 200, connectionRateLimit: Int = 2000,
         toolDirectories: [String] = ["/usr/sbin", "/sbin", "/usr/bin"]
     ) {
         self.chain = chain
         self.queue = queue
         self.mark = UInt32(mark) << 16
         self.rateLimit = rateLimit
+        self.connectionRateLimit = connectionRateLimit
         self.toolDirectories = toolDirectories
     }
 
     public var filterChain: String { chain + "-filter" }
     public var inputChain: String { chain + "-in" }
 
-    private var markText: String { "0x" + String(mark, radix: 16) + "/0x" + String(Self.markMask, radix: 16) }
+    /// The mark's value (within `markMask`) of a connection so far judged.
+    public func mark(_ standing: Standing) -> UInt32 {
+        switch standing {
+        case .dns: mark
+        case .passed: mark &+ 0x01_0000
+        case .pending: mark &+ 0x02_0000
+        case .refused: mark &+ 0x03_0000
+        }
+    }
+
+    /// How far the connection of a packet the queue holds was judged, from its mark (which the
+    /// rules restored from the connection's); nil for none of the agent's marks.
+    public func standing(ofMark packetMark: UInt32) -> Standing? {
+        Standing.allCases.first { mark($0) == packetMark & Self.markMask }
+    }
+
+    private func markText(_ standing: Standing) -> String {
+        "0x" + String(mark(standing), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
+    }
 
     /// The ruleset `iptables-restore --noflush` is given for one family.
     public func ruleset(for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String]) -> String {
         var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]", ":\(inputChain) - [0:0]"]
+        let save =
+            "-j CONNMARK --save-mark --nfmask 0x\(String(Self.markMask, radix: 16)) --ctmask 0x\(String(Self.markMask, radix: 16))"
+        lines.append("-A \(chain) -m connmark --mark \(markText(.passed)) -j RETURN")
+        for standing in [Standing.passed, .pending, .refused] {
+            lines.append("-A \(chain) -m mark --mark \(markText(standing)) \(save)")
+            if standing != .refused { lines.append("-A \(chain) -m mark --mark \(markText(standing)) -j RETURN") }
+        }
+        // Not the reset itself, which the kernel sends on the refused connection (and so with its
+        // mark) from OUTPUT: rejecting it would drop it, and the child's socket would hang.
+        lines.append(
+            "-A \(chain) -p tcp -m tcp ! --tcp-flags RST RST -m connmark --mark \(markText(.refused)) -j REJECT --reject-with tcp-reset"
+        )
+        lines.append("-A \(chain) -p udp -m connmark --mark \(markText(.refused)) -j REJECT")
         let limit = "-m limit --limit \(rateLimit)/sec --limit-burst \(rateLimit * 5)"
+        let connectionLimit = "-m limit --limit \(connectionRateLimit)/sec --limit-burst \(connectionRateLimit * 5)"
         for range in Set(owners).sorted(by: { $0.lowerBound < $1.lowerBound }) {
             let owner = range.count == 1 ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
             let match = "-A \(chain) -m owner --uid-owner \(owner)"
@@ -71,11 +131,12 @@ public struct Firewall: Sendable {
             lines.append("\(match) -p tcp -m tcp --dport 53 \(limit) -j \(filterChain)")
             lines.append("\(match) -p udp -m udp --dport 53 -j DROP")
             lines.append("\(match) -p tcp -m tcp --dport 53 -j DROP")
-            lines.append("\(match) -j \(filterChain)")
+            lines.append("\(match) \(connectionLimit) -j \(filterChain)")
+            lines.append("\(match) -j DROP")
         }
         let queue = "-j NFQUEUE --queue-num \(queue)"
-        lines.append("-A \(filterChain) -p udp -m udp --dport 53 -j CONNMARK --set-xmark \(markText)")
-        lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 -j CONNMARK --set-xmark \(markText)")
+        lines.append("-A \(filterChain) -p udp -m udp --dport 53 -j CONNMARK --set-xmark \(markText(.dns))")
+        lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 -j CONNMARK --set-xmark \(markText(.dns))")
         lines.append("-A \(filterChain) -p udp -m udp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 853 -j REJECT --reject-with tcp-reset")
@@ -84,8 +145,13 @@ public struct Firewall: Sendable {
             lines.append("-A \(filterChain) -d \(address) -p tcp -m tcp --dport 443 -j REJECT --reject-with tcp-reset")
             lines.append("-A \(filterChain) -d \(address) -p udp -m udp --dport 443 -j REJECT")
         }
-        lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText) \(queue)")
-        lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText) \(queue)")
+        lines.append("-A \(filterChain) -p udp -m udp --dport 443 -j REJECT")
+        lines.append(
+            "-A \(filterChain) -j CONNMARK --restore-mark --nfmask 0x\(String(Self.markMask, radix: 16)) --ctmask 0x\(String(Self.markMask, radix: 16))"
+        )
+        lines.append("-A \(filterChain) \(queue)")
+        lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
+        lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
         lines.append("COMMIT")
         return lines.joined(separator: "\n") + "\n"
     }

@@ -16,11 +16,15 @@ public final class NetfilterQueue: @unchecked Sendable {
         public let bytes: [UInt8]
         /// Whether it was queued on its way in (`INPUT`: a reply to a filtered user), not out.
         public let incoming: Bool
+        /// The packet's mark (`nfmark`): the rules copy the connection's mark into it before
+        /// queueing, so it says how far the connection has been judged.
+        public let mark: UInt32
 
-        public init(uid: UInt32?, bytes: [UInt8], incoming: Bool = false) {
+        public init(uid: UInt32?, bytes: [UInt8], incoming: Bool = false, mark: UInt32 = 0) {
             self.uid = uid
             self.bytes = bytes
             self.incoming = incoming
+            self.mark = mark
         }
     }
 
@@ -29,6 +33,10 @@ public final class NetfilterQueue: @unchecked Sendable {
         case drop
         /// Accept the packet with these bytes instead (a reply written in its place).
         case replace([UInt8])
+        /// Give the packet this mark and send it through its hook again (`NF_REPEAT`): the rules
+        /// see the mark, copy it to the connection and act on it (accept, or reject with a reset),
+        /// and the connection's later packets never come to the queue.
+        case repeatMarked(UInt32)
     }
 
     public typealias Handler = @Sendable (Packet) -> Verdict
@@ -159,7 +167,8 @@ public final class NetfilterQueue: @unchecked Sendable {
         let length = nfq_get_payload(data, &pointer)
         let bytes = length > 0 && pointer != nil ? Array(UnsafeBufferPointer(start: pointer, count: Int(length))) : []
         let incoming = screentime_nfq_packet_hook(data) == UInt8(NF_INET_LOCAL_IN.rawValue)
-        let verdict = handler(Packet(uid: knowsUID ? uid : nil, bytes: bytes, incoming: incoming))
+        let mark = nfq_get_nfmark(data)
+        let verdict = handler(Packet(uid: knowsUID ? uid : nil, bytes: bytes, incoming: incoming, mark: mark))
         judgedCount.add(1, ordering: .relaxed)
         switch verdict {
         case .accept:
@@ -170,6 +179,8 @@ public final class NetfilterQueue: @unchecked Sendable {
             return replacement.withUnsafeBufferPointer {
                 nfq_set_verdict(queue, id, UInt32(NF_ACCEPT), UInt32($0.count), $0.baseAddress)
             }
+        case .repeatMarked(let mark):
+            return nfq_set_verdict2(queue, id, UInt32(NF_REPEAT), mark, 0, nil)
         }
     }
 }

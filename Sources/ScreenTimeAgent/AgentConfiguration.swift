@@ -20,8 +20,10 @@ import Foundation
 /// | `subordinateGIDs` | `/etc/subgid` | likewise for gids |
 /// | `eventRetentionDays` | `30` | how long shielded lookups and process events are kept (1–3650) |
 /// | `execGate` | `true` | ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec) |
-/// | `connectionMark` | `83` | the byte (1–255) of the connection mark (bits 16–23) that tells the filtered users' DNS replies |
+/// | `connectionMark` | `83` | the byte (1–252) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next three values mark their other connections as passed, pending and refused |
 /// | `dnsRateLimit` | `200` | DNS packets per second each filtered user may send (bursts of five times that); more are dropped |
+/// | `connectionRateLimit` | `2000` | packets of not yet judged connections per second each filtered user may send to the queue (bursts of five times that); more are dropped and resent by TCP |
+/// | `browserPolicies` | `/` | where the managed browser policies go while a child is authorized (`etc/firefox/policies`, `etc/chromium/policies/managed` under it); empty: none |
 /// | `extensionUser` | `screentime-ext` | the account extensions run as (made by `make install`; without it no extension starts) |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
@@ -46,7 +48,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var execGate = true
     public var connectionMark: UInt8 = 83
     public var dnsRateLimit = 200
+    public var connectionRateLimit = 2000
     public var extensionUser = "screentime-ext"
+    public var browserPolicies = "/"
 
     /// How shielded processes are held (`freezer`).
     public enum Freezer: String, Codable, Sendable, CaseIterable {
@@ -58,7 +62,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     private enum CodingKeys: String, CodingKey, CaseIterable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
-        case eventRetentionDays, connectionMark, dnsRateLimit, execGate, extensionUser
+        case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
+        case browserPolicies
     }
 
     private struct AnyKey: CodingKey {
@@ -134,11 +139,25 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         }
         execGate = try container.decodeIfPresent(Bool.self, forKey: .execGate) ?? defaults.execGate
         extensionUser = try container.decodeIfPresent(String.self, forKey: .extensionUser) ?? defaults.extensionUser
+        browserPolicies =
+            try container.decodeIfPresent(String.self, forKey: .browserPolicies) ?? defaults.browserPolicies
+        guard browserPolicies.isEmpty || browserPolicies.hasPrefix("/") else {
+            throw AgentError.configuration(
+                "'browserPolicies' is an absolute directory or empty, not '\(browserPolicies)'")
+        }
         if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
-            guard let byte = UInt8(exactly: mark), byte > 0 else {
-                throw AgentError.configuration("'connectionMark' is from 1 to 255, not \(mark)")
+            guard let byte = UInt8(exactly: mark), (1...252).contains(byte) else {
+                throw AgentError.configuration(
+                    "'connectionMark' is from 1 to 252 (the next three values mark judged connections), not \(mark)")
             }
             connectionMark = byte
+        }
+        if let rate = try container.decodeIfPresent(Int.self, forKey: .connectionRateLimit) {
+            guard (1...1_000_000).contains(rate) else {
+                throw AgentError.configuration(
+                    "'connectionRateLimit' is from 1 to 1000000 packets a second, not \(rate)")
+            }
+            connectionRateLimit = rate
         }
         if let rate = try container.decodeIfPresent(Int.self, forKey: .dnsRateLimit) {
             guard (1...100_000).contains(rate) else {

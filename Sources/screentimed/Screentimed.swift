@@ -15,7 +15,7 @@ struct Screentimed: ParsableCommand {
             Configuration keys (JSON, every key optional): guardianGroup, stateDirectory, socket, \
             pamService, adminGroups, categoriesDirectory, publicSuffixList, bypassList, dnsQueue, \
             firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs, eventRetentionDays, \
-            execGate, connectionMark, dnsRateLimit. \
+            execGate, connectionMark, dnsRateLimit, connectionRateLimit, browserPolicies. \
             Flags override the file. SIGHUP reloads the web lists.
             """,
         version: AgentVersion.current)

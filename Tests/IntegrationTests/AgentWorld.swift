@@ -127,7 +127,7 @@ final class AgentWorld {
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
              "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)",
-             "extensionUser": "nobody"\(
+             "extensionUser": "nobody", "browserPolicies": "\(directory)/root"\(
                 freezer.map { ", \"freezer\": \"\($0)\"" } ?? "")\(
                 extraConfiguration.sorted { $0.key < $1.key }.map { ", \"\($0.key)\": \($0.value)" }.joined())}
             """
@@ -212,6 +212,42 @@ final class AgentWorld {
             Thread.sleep(forTimeInterval: 0.02)
         }
         throw WorldError("dnsmasq did not answer in namespace \(namespace)")
+    }
+
+    /// The addresses the web servers answer on, in the namespace: the test names' addresses
+    /// (dnsmasq's answers) put on its loopback, so that a connection to them is a real one.
+    static let webAddresses = ["10.1.1.1", "10.2.2.2", "10.2.2.3", "10.6.6.6", "fd00::1", "fd00::2"]
+
+    /// Starts the web servers of `Fixtures/web-server.py` in the namespace (HTTPS on 443, HTTP on
+    /// 80, a nameless service on 2222, UDP echo on 4433), with a fresh self-signed certificate,
+    /// and returns once they listen. They go with the namespace.
+    func startWebServers() throws {
+        guard let namespace else { throw WorldError("the web servers need a world with a network") }
+        for address in Self.webAddresses {
+            try system(
+                "/usr/sbin/ip", "-n", namespace, "addr", "add", address + (address.contains(":") ? "/128" : "/32"),
+                "dev", "lo")
+        }
+        let key = directory + "/web.key"
+        let certificate = directory + "/web.crt"
+        try system(
+            "/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+            "-subj", "/CN=screentime test", "-days", "1", "-keyout", key, "-out", certificate)
+        let ready = directory + "/web.ready"
+        let script = Self.fixture("web-server.py")
+        let command =
+            "setsid /usr/sbin/ip netns exec \(namespace) /usr/bin/python3 \(script) \(certificate) \(key) \(ready)"
+            + " > /dev/null 2>&1 < /dev/null &"
+        try system("/bin/sh", "-c", command)
+        for _ in 0..<500 {
+            if Files.exists(ready) {
+                // Listening: answered on its nameless port by root.
+                let probe = try inNetwork(as: nil, "/bin/bash", ["-c", "exec 3<>/dev/tcp/10.1.1.1/2222"])
+                if probe.status == 0 { return }
+            }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        throw WorldError("the web servers did not start in namespace \(namespace)")
     }
 
     /// Runs a program in the world's network namespace (the host's when it has none), as a user

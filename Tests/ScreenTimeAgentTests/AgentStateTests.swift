@@ -95,17 +95,39 @@ final class TemporaryDirectory {
                     "\(match) -p udp -m udp --dport 53 -m limit --limit 200/sec --limit-burst 1000 -j screentime-filter",
                     "\(match) -p tcp -m tcp --dport 53 -m limit --limit 200/sec --limit-burst 1000 -j screentime-filter",
                     "\(match) -p udp -m udp --dport 53 -j DROP", "\(match) -p tcp -m tcp --dport 53 -j DROP",
-                    "\(match) -j screentime-filter",
+                    "\(match) -m limit --limit 2000/sec --limit-burst 10000 -j screentime-filter", "\(match) -j DROP",
                 ])
         }
-        #expect(owners.count == 15)
-        #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j CONNMARK --set-xmark 0x530000/0xff0000"))
+        #expect(owners.count == 18)
+        // A judged connection never reaches the queue again; a verdict come back through
+        // NF_REPEAT is kept by the connection; a refused one is reset, but not its own reset.
+        #expect(lines[4] == "-A screentime -m connmark --mark 0x540000/0xff0000 -j RETURN")
+        #expect(
+            lines.contains(
+                "-A screentime -m mark --mark 0x560000/0xff0000 -j CONNMARK --save-mark --nfmask 0xff0000 --ctmask 0xff0000"
+            ))
+        #expect(
+            lines.contains(
+                "-A screentime -p tcp -m tcp ! --tcp-flags RST RST -m connmark --mark 0x560000/0xff0000 -j REJECT --reject-with tcp-reset"
+            ))
+        #expect(lines.contains("-A screentime -m mark --mark 0x550000/0xff0000 -j RETURN"))
+        // The rest of each connection's opening goes to the queue, with its standing restored.
+        #expect(
+            Array(lines.suffix(5).prefix(2)) == [
+                "-A screentime-filter -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000",
+                "-A screentime-filter -j NFQUEUE --queue-num 53",
+            ])
+        #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 443 -j REJECT"))
+        #expect(firewall.standing(ofMark: 0x0155_0001) == .pending && firewall.standing(ofMark: 0x0001) == nil)
+        #expect(
+            lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j CONNMARK --set-xmark 0x530000/0xff0000"))
         #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j NFQUEUE --queue-num 53"))
         #expect(lines.contains("-A screentime-filter -p tcp -m tcp --dport 53 -j NFQUEUE --queue-num 53"))
         // The replies to the marked connections come back through the queue.
         #expect(
             lines.contains(
-                "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -j NFQUEUE --queue-num 53"))
+                "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -j NFQUEUE --queue-num 53"
+            ))
         #expect(!v4.contains("queue-bypass"), "the queue must fail closed")
         #expect(v4.contains("-d 8.8.8.8 ") && !v4.contains("2001:db8::1"))
         #expect(lines.first == "*filter" && lines.last == "COMMIT")

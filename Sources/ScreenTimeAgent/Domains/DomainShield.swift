@@ -27,6 +27,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     private let rebuilding = Mutex(())
     private let events = Mutex(EventBuffer())
     private let outstanding = OutstandingQueries()
+    private let connections = ConnectionJudge()
+    private let shadows: ShadowLookups
     private let flushSignal: AsyncStream<Void>
     private let flushContinuation: AsyncStream<Void>.Continuation
 
@@ -39,6 +41,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var installedRules: InstalledRules?
         var firewallProblem: String?
         var queueProblem: String?
+        /// Whether the browser policies are in place (nil: not yet put in step), and why not.
+        var policiesInstalled: Bool?
+        var policiesProblem: String?
         var reading = false
     }
 
@@ -86,8 +91,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         self.suffixes = suffixes
         self.firewall = Firewall(
             chain: configuration.firewallChain, queue: configuration.dnsQueue, mark: configuration.connectionMark,
-            rateLimit: configuration.dnsRateLimit)
+            rateLimit: configuration.dnsRateLimit, connectionRateLimit: configuration.connectionRateLimit)
         self.logger = logger
+        shadows = ShadowLookups(judge: connections)
         (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -119,6 +125,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             $0.lists = lists
             return $0.installedRules
         }
+        connections.keep(owners: Set(snapshot.users.keys))
+        updateBrowserPolicies(wanted: !snapshot.users.isEmpty)
         // Installed again only when the users or the DoH addresses change (or the last try failed).
         guard installed != wanted else { return }
         var problem: String?
@@ -136,6 +144,30 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         state.withLock {
             $0.installedRules = problem == nil ? wanted : installed
             $0.firewallProblem = problem
+        }
+    }
+
+    /// Installs the managed browser policies while any user is filtered, removes them after the
+    /// last (see `BrowserPolicies`); again after a failure.
+    private func updateBrowserPolicies(wanted: Bool) {
+        guard !configuration.browserPolicies.isEmpty,
+            state.withLock({ $0.policiesInstalled != wanted || $0.policiesProblem != nil })
+        else { return }
+        let policies = BrowserPolicies(
+            root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json")
+        var problem: String?
+        do {
+            if wanted { try policies.install() } else { try policies.remove() }
+            logger.info(
+                wanted ? "browser policies installed" : "browser policies removed",
+                metadata: ["firefox": "\(policies.firefoxPath)"])
+        } catch {
+            problem = "the browser policies could not be \(wanted ? "installed" : "removed"): \(error.message)"
+            logger.error("\(problem ?? "")")
+        }
+        state.withLock {
+            $0.policiesInstalled = wanted
+            $0.policiesProblem = problem
         }
     }
 
@@ -247,8 +279,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
 
     // MARK: packets
 
-    /// The verdict on one queued packet. What cannot be judged is dropped: the sender's lookup
-    /// fails, as it would while the agent is down.
+    /// The verdict on one queued packet: a filtered user's DNS query, a reply to one, or the
+    /// opening of another of its connections (see `ConnectionJudge`).
     func judge(_ packet: NetfilterQueue.Packet) -> NetfilterQueue.Verdict {
         if packet.incoming { return judgeReply(packet) }
         guard let sender = packet.uid else { return .drop }
@@ -261,9 +293,30 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             // Not (or no longer) a filtered user: the rules lag a revocation by a moment.
             return .accept
         }
-        guard let parsed = try? DNSPacket(parsing: packet.bytes), let messages = try? parsed.messages() else {
-            return .drop
+        let parsed = try? DNSPacket(parsing: packet.bytes)
+        let standing = firewall.standing(ofMark: packet.mark)
+        if let parsed, parsed.destinationPort == 53, standing == nil || standing == .dns {
+            return judgeQuery(parsed, uid: uid, filter: filter)
         }
+        let decision = connections.judge(
+            parsed, bytes: packet.bytes, owner: uid, standing: standing, filter: filter)
+        let others = packet.mark & ~Firewall.markMask
+        switch decision {
+        case .accept: return .accept
+        case .drop: return .drop
+        case .pass: return .repeatMarked(others | firewall.mark(.passed))
+        case .pending: return .repeatMarked(others | firewall.mark(.pending))
+        case .refuse(let refusal):
+            if let name = refusal.name, let verdict = refusal.verdict { note(uid: uid, name: name, verdict: verdict) }
+            logger.debug("connection refused", metadata: ["uid": "\(uid)", "why": "\(refusal.reason)"])
+            return .repeatMarked(others | firewall.mark(.refused))
+        }
+    }
+
+    /// The verdict on a DNS query. What cannot be judged is dropped: the sender's lookup fails,
+    /// as it would while the agent is down.
+    private func judgeQuery(_ parsed: DNSPacket, uid: UInt32, filter: DomainFilter) -> NetfilterQueue.Verdict {
+        guard let messages = try? parsed.messages() else { return .drop }
         guard !messages.isEmpty else { return .accept }
         var answers: [[UInt8]] = []
         for bytes in messages {
@@ -271,6 +324,12 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             if let (question, verdict) = filter.verdict(for: message) {
                 answers.append(DNSMessage.nxdomain(answering: message).serialized())
                 note(uid: uid, name: question.name, verdict: verdict)
+                // The addresses behind the name, learned in the background, are refused to this
+                // child for their TTL.
+                if verdict.reason != .bypass {
+                    shadows.lookUp(
+                        question.name, owner: uid, resolver: Array(parsed.destination), port: parsed.destinationPort)
+                }
             }
         }
         // Its reply comes back queued (its connection is marked), to be judged as this user's:
@@ -287,33 +346,43 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
 
     /// The verdict on a reply to a filtered user (queued by its connection's mark): a reply
     /// whose answers lead to a shielded name — `allowed.test CNAME shielded.test` and its
-    /// addresses, a DNAME, an SVCB or HTTPS target — becomes NXDOMAIN for the asker (a TCP
-    /// reply, which cannot be rewritten in place, is dropped). A reply to no question a filtered
-    /// user asked lately is dropped.
+    /// addresses, a DNAME, an SVCB or HTTPS target — becomes NXDOMAIN for the asker, and an HTTPS
+    /// or SVCB answer offering ECH keys becomes an empty answer, so the browser's hello shows the
+    /// name (a TCP reply, which cannot be rewritten in place, is dropped). The addresses are
+    /// noted for the asker: refused when returned for a shielded name. A reply to no question a
+    /// filtered user asked lately is dropped.
     private func judgeReply(_ packet: NetfilterQueue.Packet) -> NetfilterQueue.Verdict {
         guard let parsed = try? DNSPacket(parsing: packet.bytes), let messages = try? parsed.messages() else {
             return .drop
         }
         // The rest of a TCP connection (its handshake, its acknowledgements).
         guard !messages.isEmpty else { return .accept }
-        var shielded: DNSMessage?
+        var rewrite: (message: DNSMessage, shielded: Bool)?
         for bytes in messages {
             guard bytes.count >= 2, let owner = outstanding.owner(of: Self.key(parsed, id: bytes, reply: true)),
                 let filter = state.withLock({ $0.filters[owner] }),
-                let names = try? DNSMessage.answerNames(in: bytes)
+                let answers = try? DNSMessage.answers(in: bytes)
             else { return .drop }
-            for name in names {
+            var shielded = false
+            for name in answers.names {
                 guard let verdict = filter.verdict(for: name) else { continue }
                 note(uid: owner, name: name, verdict: verdict)
-                shielded = try? DNSMessage(parsing: bytes)
-                if shielded == nil { return .drop }
+                shielded = true
                 break
             }
+            connections.learn(answers.addresses, owner: owner, shielded: shielded)
+            if shielded || answers.offersECH {
+                guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
+                rewrite = (message, shielded || rewrite?.shielded == true)
+            }
         }
-        guard let shielded else { return .accept }
-        guard messages.count == 1,
-            let rewritten = parsed.forwarded(carrying: DNSMessage.nxdomain(answering: shielded).serialized())
-        else { return .drop }
+        guard let rewrite else { return .accept }
+        let answer =
+            rewrite.shielded
+            ? DNSMessage.nxdomain(answering: rewrite.message) : DNSMessage.noData(answering: rewrite.message)
+        guard messages.count == 1, let rewritten = parsed.forwarded(carrying: answer.serialized()) else {
+            return .drop
+        }
         return .replace(rewritten)
     }
 
@@ -339,7 +408,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         }
         guard let domain else { return }
         let key = EventKey(
-            uid: uid, domain: suffixes.webDomain(for: domain), reason: verdict.reason, category: verdict.category)
+            uid: uid, domain: suffixes.registrableDomain(of: domain) ?? domain, reason: verdict.reason,
+            category: verdict.category)
         let now = Date()
         let wasEmpty = events.withLock { buffer in
             let wasEmpty = buffer.counts.isEmpty
@@ -390,11 +460,14 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     // MARK: status
 
     func report(uid: UInt32) throws -> DomainShieldReport? {
-        let (filter, installed, lists, firewallProblem, queueProblem, reading) = state.withLock {
-            ($0.filters[uid], $0.installedRules, $0.lists, $0.firewallProblem, $0.queueProblem, $0.reading)
+        let (filter, installed, lists, firewallProblem, queueProblem, reading, policiesProblem) = state.withLock {
+            (
+                $0.filters[uid], $0.installedRules, $0.lists, $0.firewallProblem, $0.queueProblem, $0.reading,
+                $0.policiesProblem
+            )
         }
         guard let filter else { return nil }
-        var problems = [firewallProblem, queueProblem].compactMap { $0 } + lists.problems
+        var problems = [firewallProblem, queueProblem, policiesProblem].compactMap { $0 } + lists.problems
         if !filter.unnamedDomains.isEmpty {
             problems.append(
                 "\(filter.unnamedDomains.count) shielded domain token(s) have no known name and are not enforced")

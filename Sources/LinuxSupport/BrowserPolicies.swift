@@ -1,0 +1,138 @@
+import Foundation
+
+/// The managed browser policies that keep a browser's names where the agent can read them:
+/// DNS over HTTPS off and locked (a custom DoH provider in the profile is then ignored),
+/// Encrypted ClientHello off, QUIC off. Installed while any child is authorized, removed when
+/// the last is revoked. Policies are system-wide: every user's browser gets them.
+///
+/// - Firefox (Debian's firefox-esr reads `/etc/firefox/policies/policies.json`; the
+///   `/etc/firefox-esr/policies` path is ignored, measured): the agent's keys are merged into
+///   whatever a guardian already has there, and on removal each key gets back what it had (the
+///   previous values are kept in a file of the agent's state), the file itself going only if
+///   the agent made it.
+/// - Chromium (`/etc/chromium/policies/managed/`) and Google Chrome
+///   (`/etc/opt/chrome/policies/managed/`, where Chrome is installed): a file of the agent's own.
+///
+/// `root` prefixes every path, so tests install into a directory of their own.
+public struct BrowserPolicies: Sendable {
+    public let root: String
+    /// Where the Firefox keys' previous values are kept between install and removal.
+    public let statePath: String
+
+    public init(root: String, statePath: String) {
+        self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
+        self.statePath = statePath
+    }
+
+    public var firefoxPath: String { root + "/etc/firefox/policies/policies.json" }
+    public var chromiumPath: String { root + "/etc/chromium/policies/managed/screentime.json" }
+    public var chromePath: String { root + "/etc/opt/chrome/policies/managed/screentime.json" }
+
+    /// The Firefox policies set, by key of `policies` (`Preferences` entries by pref name).
+    static var firefoxPolicies: [String: Any] { ["DNSOverHTTPS": ["Enabled": false, "Locked": true]] }
+    static var firefoxPreferences: [String: Any] {
+        [
+            "network.dns.echconfig.enabled": ["Value": false, "Status": "locked"],
+            "network.dns.http3_echconfig.enabled": ["Value": false, "Status": "locked"],
+            "network.http.http3.enable": ["Value": false, "Status": "locked"],
+        ]
+    }
+    static var chromiumPolicies: [String: Any] {
+        ["DnsOverHttpsMode": "off", "EncryptedClientHelloEnabled": false, "QuicAllowed": false]
+    }
+
+    /// Puts the policies in place (again: idempotent). Throws naming the file that could not be
+    /// read or written; what could be installed stays installed.
+    public func install() throws(SystemError) {
+        var problems: [String] = []
+        do { try installFirefox() } catch { problems.append(error.message) }
+        for (path, wanted) in [(chromiumPath, true), (chromePath, Files.exists(root + "/opt/google/chrome"))]
+        where wanted {
+            do {
+                let data = try JSONSerialization.data(withJSONObject: Self.chromiumPolicies, options: [.sortedKeys])
+                try Files.makeDirectory(parent(path), mode: 0o755)
+                try Files.writeAtomically(Array(data) + [0x0A], to: path, mode: 0o644)
+            } catch let error as SystemError {
+                problems.append(error.message)
+            } catch {
+                problems.append("cannot write \(path): \(error)")
+            }
+        }
+        if !problems.isEmpty { throw SystemError(.badFile, problems.joined(separator: "; ")) }
+    }
+
+    /// Takes the policies away: the agent's own files go, Firefox's keys get back what they had.
+    public func remove() throws(SystemError) {
+        for path in [chromiumPath, chromePath] where Files.exists(path) { _ = Files.remove(path) }
+        guard let saved = try readJSON(statePath) else { return }
+        guard Files.exists(firefoxPath) else {
+            _ = Files.remove(statePath)
+            return
+        }
+        guard var document = try readJSON(firefoxPath) else { return }
+        var policies = document["policies"] as? [String: Any] ?? [:]
+        let previous = saved["policies"] as? [String: Any] ?? [:]
+        for key in Self.firefoxPolicies.keys {
+            policies[key] = previous[key]
+        }
+        var preferences = policies["Preferences"] as? [String: Any] ?? [:]
+        let previousPreferences = saved["preferences"] as? [String: Any] ?? [:]
+        for key in Self.firefoxPreferences.keys { preferences[key] = previousPreferences[key] }
+        policies["Preferences"] = preferences.isEmpty ? nil : preferences
+        if saved["existed"] as? Bool != true, policies.isEmpty, document.count == 1 {
+            _ = Files.remove(firefoxPath)
+        } else {
+            document["policies"] = policies
+            try writeJSON(document, to: firefoxPath)
+        }
+        _ = Files.remove(statePath)
+    }
+
+    private func installFirefox() throws(SystemError) {
+        let existing = try readJSON(firefoxPath)
+        var document = existing ?? [:]
+        var policies = document["policies"] as? [String: Any] ?? [:]
+        if document["policies"] != nil, document["policies"] as? [String: Any] == nil {
+            throw SystemError(.badFile, "\(firefoxPath): 'policies' is not an object; not changed")
+        }
+        var preferences = policies["Preferences"] as? [String: Any] ?? [:]
+        // The values before the agent's, kept once: installing again must not save its own.
+        if try readJSON(statePath) == nil {
+            var saved: [String: Any] = ["existed": existing != nil]
+            saved["policies"] = policies.filter { Self.firefoxPolicies.keys.contains($0.key) }
+            saved["preferences"] = preferences.filter { Self.firefoxPreferences.keys.contains($0.key) }
+            try writeJSON(saved, to: statePath)
+        }
+        policies.merge(Self.firefoxPolicies) { _, ours in ours }
+        preferences.merge(Self.firefoxPreferences) { _, ours in ours }
+        policies["Preferences"] = preferences
+        document["policies"] = policies
+        try Files.makeDirectory(parent(firefoxPath), mode: 0o755)
+        try writeJSON(document, to: firefoxPath)
+    }
+
+    /// A JSON object from a file; nil when there is no file. A file that is not a JSON object
+    /// is an error: a guardian's policies are never overwritten with ours.
+    private func readJSON(_ path: String) throws(SystemError) -> [String: Any]? {
+        guard Files.exists(path) else { return nil }
+        let bytes = try Files.read(path, limit: 4 << 20)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
+            let dictionary = object as? [String: Any]
+        else { throw SystemError(.badFile, "\(path) is not a JSON object; not changed") }
+        return dictionary
+    }
+
+    private func writeJSON(_ object: [String: Any], to path: String) throws(SystemError) {
+        let data: Data
+        do {
+            data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        } catch {
+            throw SystemError(.badFile, "cannot write \(path): \(error)")
+        }
+        try Files.writeAtomically(Array(data) + [0x0A], to: path, mode: 0o644)
+    }
+
+    private func parent(_ path: String) -> String {
+        String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
+    }
+}

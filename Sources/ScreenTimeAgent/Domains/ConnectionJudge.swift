@@ -1,0 +1,227 @@
+import LinuxSupport
+import ScreenTimeCore
+import Synchronization
+
+/// Judges the opening packets of filtered users' connections (every port, TCP and UDP, IPv4 and
+/// IPv6) by what they say of where they go, so that a web shield holds whatever resolver the
+/// child uses: the server name of a TLS ClientHello, the host of an HTTP request, the address
+/// itself when the child's resolver returned it for a shielded name, and QUIC, which is refused
+/// so that browsers fall back to TLS over TCP.
+///
+/// Only a connection's opening comes here: a decision is handed back as a mark the rules keep on
+/// the connection (see `Firewall`), and the rest of the flow stays in the kernel. A TLS hello or
+/// HTTP head that spans segments is gathered here, segment by segment, each let through while it
+/// is incomplete (the flow is marked pending, so a flow whose state is lost is refused, not
+/// passed). The table of such flows is bounded per user and in all; a child filling it loses
+/// only its own oldest flows. Called on the queue's one thread.
+final class ConnectionJudge: Sendable {
+    enum Decision: Equatable {
+        /// Let this packet through; the connection stays unjudged (a SYN, an empty ACK).
+        case accept
+        /// Drop this packet (one that cannot be read; TCP sends it again).
+        case drop
+        /// The connection may go on; the kernel takes the rest.
+        case pass
+        /// Let this segment through; the opening is not all here yet.
+        case pending
+        /// Reset or reject the connection.
+        case refuse(Refusal)
+    }
+
+    struct Refusal: Equatable {
+        var reason: String
+        /// The shielded name, when the connection named one.
+        var name: DNSName?
+        var verdict: DomainFilter.Verdict?
+    }
+
+    struct FlowKey: Hashable {
+        var source: LearnedAddresses.Address
+        var destination: LearnedAddresses.Address
+        var ports: UInt32
+    }
+
+    private struct Flow {
+        var owner: UInt32
+        var opening: [UInt8]
+        /// The sequence number of the opening's first byte.
+        var start: UInt32
+        var since: Double
+    }
+
+    private struct State {
+        var flows: [FlowKey: Flow] = [:]
+        var addresses: [UInt32: LearnedAddresses] = [:]
+    }
+
+    static let flowsPerUser = 256
+    static let flowsInAll = 2048
+    /// A flow whose opening has not all come after this long is forgotten (and then refused).
+    static let flowLifetime: Double = 30
+
+    private let state = Mutex(State())
+    private let epoch = ContinuousClock.now
+
+    /// Seconds on the monotonic clock since the judge was made.
+    var now: Double {
+        let elapsed = epoch.duration(to: .now).components
+        return Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+    }
+
+    // MARK: judging
+
+    /// The decision on one packet of `owner` (an authorized user, for its own or a subordinate
+    /// uid) whose connection stands `standing` so far (nil: not judged; `.pending`: its opening
+    /// is being gathered).
+    func judge(
+        _ parsed: DNSPacket?, bytes: [UInt8], owner: UInt32, standing: Firewall.Standing?, filter: DomainFilter
+    ) -> Decision {
+        guard let packet = parsed else {
+            // ICMP, GRE and the like carry no name: passed. TCP or UDP that cannot be read (a
+            // fragment, an IPv6 extension header in front) cannot be judged: dropped.
+            switch DNSPacket.protocolNumber(of: bytes) {
+            case 6, 17, 0, 43, 44, 60, nil: return .drop
+            default: return .pass
+            }
+        }
+        guard let destination = LearnedAddresses.Address(packet.destination),
+            let source = LearnedAddresses.Address(packet.source)
+        else { return .drop }
+        let time = now
+        let addressStanding = state.withLock { $0.addresses[owner]?.standing(of: destination, now: time) } ?? .unknown
+        switch packet.transport {
+        case .udp:
+            if addressStanding != .unknown {
+                return .refuse(Refusal(reason: "an address the child's resolver returned for a shielded name"))
+            }
+            if QUICInitial.looksLikeClientInitial(packet.payload) {
+                return .refuse(Refusal(reason: "QUIC, refused so that the browser uses TLS over TCP"))
+            }
+            return .pass
+        case .tcp:
+            break
+        }
+        let key = FlowKey(
+            source: source, destination: destination,
+            ports: UInt32(packet.sourcePort) << 16 | UInt32(packet.destinationPort))
+        if packet.payload.isEmpty {
+            if packet.tcpFlags & (DNSPacket.flagSYN | DNSPacket.flagACK) == DNSPacket.flagSYN,
+                addressStanding == .shielded
+            {
+                return .refuse(Refusal(reason: "an address the child's resolver returned for a shielded name"))
+            }
+            if packet.tcpFlags & (DNSPacket.flagFIN | DNSPacket.flagRST) != 0 {
+                _ = state.withLock { $0.flows.removeValue(forKey: key) }
+            }
+            return .accept
+        }
+        // Data (under TCP Fast Open, on the SYN itself).
+        let gathered: (opening: [UInt8], appended: Bool)?
+        gathered = state.withLock { state -> (opening: [UInt8], appended: Bool)? in
+            if var flow = state.flows[key] {
+                let offset = Int(packet.sequence &- flow.start)
+                let end = offset + packet.payload.count
+                if offset > flow.opening.count || offset < 0 || packet.sequence &- flow.start > 0x7FFF_FFFF {
+                    return nil  // ahead of a gap (or before the start): dropped, sent again in order
+                }
+                if end <= flow.opening.count { return (flow.opening, false) }
+                flow.opening += packet.payload.dropFirst(flow.opening.count - offset)
+                state.flows[key] = flow
+                return (flow.opening, true)
+            }
+            return ([], true)
+        }
+        guard let gathered else { return .drop }
+        if !gathered.appended { return .accept }  // a segment sent again: what it holds was judged
+        var opening = gathered.opening
+        if opening.isEmpty {
+            // The first data of the flow. One whose earlier segments were gathered by a state since
+            // lost (the table full, the agent restarted) cannot be read from the middle.
+            if standing == .pending {
+                return .refuse(Refusal(reason: "an opening whose first segments the agent no longer holds"))
+            }
+            opening = Array(packet.payload)
+        }
+        let reading = ConnectionOpening.read(opening[...])
+        if reading == .incomplete {
+            if gathered.opening.isEmpty {
+                remember(key, Flow(owner: owner, opening: opening, start: packet.sequence, since: time))
+            }
+            return standing == .pending ? .accept : .pending
+        }
+        _ = state.withLock { $0.flows.removeValue(forKey: key) }
+        switch reading {
+        case .incomplete:
+            return .pending
+        case .unreadable(let kind, let reason):
+            return .refuse(Refusal(reason: "\(kind.rawValue) that cannot be read: \(reason)"))
+        case .unnamed, .names([], _):
+            if addressStanding != .unknown {
+                return .refuse(Refusal(reason: "no name, to an address returned for a shielded name"))
+            }
+            return .pass
+        case .names(let names, let kind):
+            for name in names {
+                if let verdict = filter.verdict(for: name) {
+                    return .refuse(
+                        Refusal(reason: "\(kind.rawValue) names a shielded host", name: name, verdict: verdict))
+                }
+            }
+            return .pass
+        }
+    }
+
+    /// Keeps a flow whose opening is being gathered, making room first: the user's oldest flow
+    /// when it has too many, the oldest of all when the table is full, and every expired one.
+    private func remember(_ key: FlowKey, _ flow: Flow) {
+        state.withLock { state in
+            let owned = state.flows.filter { $0.value.owner == flow.owner }
+            if owned.count >= Self.flowsPerUser, let oldest = owned.min(by: { $0.value.since < $1.value.since }) {
+                state.flows.removeValue(forKey: oldest.key)
+            }
+            if state.flows.count >= Self.flowsInAll {
+                state.flows = state.flows.filter { flow.since - $0.value.since < Self.flowLifetime }
+                if state.flows.count >= Self.flowsInAll,
+                    let oldest = state.flows.min(by: { $0.value.since < $1.value.since })
+                {
+                    state.flows.removeValue(forKey: oldest.key)
+                }
+            }
+            state.flows[key] = flow
+        }
+    }
+
+    /// Flows whose openings are being gathered, for status and tests.
+    var gathering: Int { state.withLock { $0.flows.count } }
+
+    // MARK: addresses
+
+    /// Notes the addresses of a reply to `owner`: returned for a shielded name (`shielded`) or
+    /// for a name it may visit.
+    func learn(_ records: [DNSMessage.AddressRecord], owner: UInt32, shielded: Bool) {
+        guard !records.isEmpty else { return }
+        let time = now
+        state.withLock { state in
+            var book = state.addresses[owner] ?? LearnedAddresses()
+            for record in records {
+                guard let address = LearnedAddresses.Address(record.address) else { continue }
+                book.learn(address, shielded: shielded, ttl: record.ttl, now: time)
+            }
+            state.addresses[owner] = book
+        }
+    }
+
+    func standing(of address: [UInt8], owner: UInt32) -> LearnedAddresses.Standing {
+        guard let key = LearnedAddresses.Address(address) else { return .unknown }
+        let time = now
+        return state.withLock { $0.addresses[owner]?.standing(of: key, now: time) } ?? .unknown
+    }
+
+    /// Forgets the users no longer filtered.
+    func keep(owners: Set<UInt32>) {
+        state.withLock { state in
+            state.addresses = state.addresses.filter { owners.contains($0.key) }
+            state.flows = state.flows.filter { owners.contains($0.value.owner) }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""What a child does to reach a shielded site at the connection, run as the child in the test's
+network namespace. Each command prints one outcome word per connection: answered (the server
+spoke), reset (the connection was reset), refused (the connect was refused), closed, timeout.
+
+  hello NAME ADDRESS PORT SPLIT   a real ClientHello (Python's ssl) naming NAME, sent in two
+                                  segments: SPLIT bytes, then the rest ("name": the cut just
+                                  before the server name, so the name is all in the second)
+  raw ADDRESS PORT HEX...         each HEX chunk as a segment of its own
+  connect ADDRESS PORT            connect, send a line, read
+  udp ADDRESS PORT quic|plain     one datagram: a QUIC-shaped client Initial, or plain bytes
+  flood ADDRESS PORT COUNT NAME   COUNT connections each holding half a ClientHello, then one
+                                  whole allowed hello naming NAME: prints its outcome last
+  hostile ADDRESS PORT COUNT      COUNT connections each sending hostile openings
+"""
+import os
+import random
+import resource
+import socket
+import ssl
+import sys
+import time
+
+
+def family(address):
+    return socket.AF_INET6 if ":" in address else socket.AF_INET
+
+
+def client_hello(name):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=name)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    return outgoing.read()
+
+
+def outcome(sock, timeout=3):
+    sock.settimeout(timeout)
+    try:
+        data = sock.recv(4096)
+        return "answered" if data else "closed"
+    except ConnectionResetError:
+        return "reset"
+    except ConnectionRefusedError:
+        return "refused"
+    except socket.timeout:
+        return "timeout"
+    except OSError as error:
+        return "error:%s" % error.errno
+
+
+def connect(address, port, timeout=5):
+    sock = socket.socket(family(address), socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.settimeout(timeout)
+    sock.connect((address, port))
+    return sock
+
+
+def send_segments(address, port, segments):
+    try:
+        sock = connect(address, port)
+    except ConnectionRefusedError:
+        return "refused"
+    except ConnectionResetError:
+        return "reset"
+    except socket.timeout:
+        return "timeout"
+    try:
+        for index, segment in enumerate(segments):
+            if index:
+                time.sleep(0.1)
+            sock.sendall(segment)
+    except (ConnectionResetError, BrokenPipeError):
+        return "reset"
+    result = outcome(sock)
+    sock.close()
+    return result
+
+
+def hello(name, address, port, split):
+    data = client_hello(name)
+    if split == "name":
+        cut = data.index(name.encode()) - 2
+    else:
+        cut = int(split)
+    segments = [data] if cut <= 0 or cut >= len(data) else [data[:cut], data[cut:]]
+    print(send_segments(address, port, segments), len(data), cut)
+
+
+def raw(address, port, chunks):
+    print(send_segments(address, port, [bytes.fromhex(chunk) for chunk in chunks]))
+
+
+def plain_connect(address, port):
+    print(send_segments(address, port, [b"hello\r\n"]))
+
+
+def udp(address, port, kind):
+    sock = socket.socket(family(address), socket.SOCK_DGRAM)
+    sock.connect((address, port))
+    if kind == "quic":
+        # A long header with the fixed bit, version 1, an 8-byte destination and an empty source
+        # connection ID, padded to 1,200 bytes as every client Initial is.
+        packet = bytes([0xC3]) + (1).to_bytes(4, "big") + bytes([8]) + os.urandom(8) + bytes([0])
+        packet += os.urandom(1200 - len(packet))
+    else:
+        packet = b"plain datagram"
+    try:
+        sock.send(packet)
+    except (ConnectionRefusedError, PermissionError):
+        # A packet rejected in OUTPUT fails its send at once (EPERM); an ICMP error fails the next.
+        print("refused")
+        return
+    print(outcome(sock))
+
+
+def flood(address, port, count, name):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 256), hard))
+    half = client_hello("flood.allowed.test")[:100]
+    held = []
+    failed = 0
+    for _ in range(count):
+        try:
+            sock = connect(address, port, timeout=5)
+            sock.sendall(half)
+            held.append(sock)
+        except OSError:
+            failed += 1
+    time.sleep(0.5)
+    reset = 0
+    for sock in held:
+        sock.setblocking(False)
+        try:
+            sock.send(b"")
+            sock.recv(1)
+        except BlockingIOError:
+            pass
+        except ConnectionResetError:
+            reset += 1
+        except OSError:
+            pass
+    # The child's own next connection, whole and allowed, is still served.
+    start = time.monotonic()
+    try:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        with socket.create_connection((address, port), timeout=10) as plain:
+            with context.wrap_socket(plain, server_hostname=name) as tls:
+                tls.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % name.encode())
+                answer = tls.recv(4096)
+                last = "answered" if answer else "closed"
+    except OSError as error:
+        last = "failed:%s" % error
+    print("held %d failed %d reset %d" % (len(held), failed, reset))
+    print("after %s %.2f" % (last, time.monotonic() - start))
+    for sock in held:
+        sock.close()
+
+
+def hostile(address, port, count):
+    rng = random.Random(19)
+    tally = {}
+    for index in range(count):
+        kind = index % 5
+        if kind == 0:
+            segments = [bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 600)))]
+        elif kind == 1:
+            # A handshake record whose lengths lie: longer than what follows, then garbage.
+            segments = [bytes([0x16, 0x03, 0x01, 0x40, 0x00, 0x01, 0xFF, 0xFF, 0xFF]), os.urandom(200)]
+        elif kind == 2:
+            # A ClientHello whose extension lengths run past its end.
+            data = bytearray(client_hello("x.allowed.test"))
+            data[5 + 4 + 2 + 32 + 1 + data[5 + 4 + 2 + 32]] ^= 0x7F
+            segments = [bytes(data)]
+        elif kind == 3:
+            segments = [b"GET / HTTP/1.1\r\nHost: " + os.urandom(40) + b"\r\n\r\n"]
+        else:
+            segments = [bytes([0x17, 0x03, 0x03, 0x00, 0x10]) + os.urandom(16)]
+        result = send_segments(address, port, segments)
+        tally[result] = tally.get(result, 0) + 1
+    print(" ".join("%s=%d" % item for item in sorted(tally.items())))
+
+
+command, arguments = sys.argv[1], sys.argv[2:]
+if command == "hello":
+    hello(arguments[0], arguments[1], int(arguments[2]), arguments[3])
+elif command == "raw":
+    raw(arguments[0], int(arguments[1]), arguments[2:])
+elif command == "connect":
+    plain_connect(arguments[0], int(arguments[1]))
+elif command == "udp":
+    udp(arguments[0], int(arguments[1]), arguments[2])
+elif command == "flood":
+    flood(arguments[0], int(arguments[1]), int(arguments[2]), arguments[3])
+elif command == "hostile":
+    hostile(arguments[0], int(arguments[1]), int(arguments[2]))
+else:
+    sys.exit("unknown command " + command)

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The servers a child connects to in the connection-judging tests, in the test's network
+namespace: HTTPS on 443 (any name, a self-signed certificate), plain HTTP on 80, a service that
+names nothing on 2222 (it speaks first, as SSH does), and a UDP echo on 4433. Every server
+answers a line that says which it is, so a client can tell "answered" from "reset".
+
+usage: web-server.py CERT KEY READY-FILE
+"""
+import os
+import socket
+import ssl
+import sys
+import threading
+
+cert, key, ready = sys.argv[1:4]
+
+
+def listeners(port, kind=socket.SOCK_STREAM):
+    made = []
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        s = socket.socket(family, kind)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        s.bind((address, port))
+        if kind == socket.SOCK_STREAM:
+            s.listen(4096)
+        made.append(s)
+    return made
+
+
+def serve(sockets, handle):
+    def accept_loop(listener):
+        while True:
+            connection, _ = listener.accept()
+            threading.Thread(target=guarded, args=(handle, connection), daemon=True).start()
+
+    for listener in sockets:
+        threading.Thread(target=accept_loop, args=(listener,), daemon=True).start()
+
+
+def guarded(handle, connection):
+    try:
+        connection.settimeout(10)
+        handle(connection)
+    except Exception:
+        pass
+    finally:
+        try:
+            connection.close()
+        except Exception:
+            pass
+
+
+def read_head(stream):
+    data = b""
+    while b"\r\n\r\n" not in data and len(data) < 65536:
+        chunk = stream.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def https(connection):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    names = []
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    stream = context.wrap_socket(connection, server_side=True)
+    read_head(stream)
+    body = ("https %s\n" % (names[0] if names else "-")).encode()
+    stream.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+
+
+def http(connection):
+    read_head(connection)
+    body = b"http\n"
+    connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+
+
+def banner(connection):
+    connection.sendall(b"SSH-2.0-screentime-test\r\n")
+    line = connection.recv(4096)
+    connection.sendall(b"echo " + line)
+
+
+def udp_echo(sock):
+    while True:
+        data, peer = sock.recvfrom(65536)
+        sock.sendto(b"echo %d" % len(data), peer)
+
+
+serve(listeners(443), https)
+serve(listeners(80), http)
+serve(listeners(2222), banner)
+for s in listeners(4433, socket.SOCK_DGRAM):
+    threading.Thread(target=udp_echo, args=(s,), daemon=True).start()
+with open(ready, "w") as f:
+    f.write(str(os.getpid()))
+threading.Event().wait()
