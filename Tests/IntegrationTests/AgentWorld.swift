@@ -123,13 +123,16 @@ final class AgentWorld {
         try system("/usr/sbin/chpasswd", input: "\(guardian):\(guardianPassword)\n")
         try "auth required pam_unix.so\naccount required pam_unix.so\n".write(
             toFile: "/etc/pam.d/\(pamService)", atomically: true, encoding: .utf8)
+        // Browser policies into the world's own directory, unless a test asks for the real ones.
+        var extra = extraConfiguration
+        if extra["browserPolicies"] == nil { extra["browserPolicies"] = "\"\(directory)/root\"" }
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
              "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)",
-             "extensionUser": "nobody", "browserPolicies": "\(directory)/root"\(
+             "extensionUser": "nobody"\(
                 freezer.map { ", \"freezer\": \"\($0)\"" } ?? "")\(
-                extraConfiguration.sorted { $0.key < $1.key }.map { ", \"\($0.key)\": \($0.value)" }.joined())}
+                extra.sorted { $0.key < $1.key }.map { ", \"\($0.key)\": \($0.value)" }.joined())}
             """
         try configuration.write(toFile: directory + "/screentimed.json", atomically: true, encoding: .utf8)
         try Files.makeDirectory(directory + "/categories", mode: 0o755)
