@@ -25,9 +25,11 @@ SWIFT       ?= swift
 #   procps          pkill, to end what a test user left running
 #   libcap-dev      libcap, with which the agent drops the capabilities it does not need
 #   uidmap          newuidmap, with which a test child runs as one of its subordinate uids
+#   libnl-3-dev libnl-route-3-dev  libnl-3, through which the agent opens every netlink socket (the
+#                   proc connector; libnl-route-3 brings up an extension's loopback)
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
-	libcap-dev uidmap
+	libcap-dev uidmap libnl-3-dev libnl-route-3-dev
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 

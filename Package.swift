@@ -43,8 +43,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // What Swift cannot reach through Glibc: SO_PEERCRED's struct ucred (needs _GNU_SOURCE),
-        // descriptors passed over a socket (CMSG macros), the proc connector's packed structs.
-        // Links nothing beyond libc: the client library uses it too.
+        // descriptors passed over a socket (CMSG macros), recvmmsg. Links nothing beyond libc:
+        // the client library uses it too.
         .target(
             name: "CLinuxShim",
             cSettings: [.define("_GNU_SOURCE")]
@@ -60,6 +60,14 @@ let package = Package(
             pkgConfig: "libnetfilter_queue",
             providers: [.apt(["libnetfilter-queue-dev"])]
         ),
+        // libnl-3 and libnl-route-3 (Debian's libnl-3-dev, libnl-route-3-dev): every netlink
+        // socket the agent opens (the proc connector, an extension's loopback). libnl-route-3.0
+        // requires libnl-3.0: pkg-config gives both.
+        .systemLibrary(
+            name: "CNetlink",
+            pkgConfig: "libnl-route-3.0",
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+        ),
         // libcap (Debian's libcap-dev), for dropping the agent's capabilities after setup.
         .systemLibrary(
             name: "CCapability",
@@ -71,7 +79,7 @@ let package = Package(
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CCapability", "CLinuxShim", "CNetfilterQueue", "CPAM", "ScreenTimeCore",
+                "CCapability", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

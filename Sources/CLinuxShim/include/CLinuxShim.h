@@ -3,8 +3,7 @@
 // - struct ucred / SO_PEERCRED is only declared with _GNU_SOURCE, which Swift's Glibc module does
 //   not define: the caller's uid, gid and pid on a Unix socket come from here.
 // - getgrouplist is variadic-free but its group buffer sizing dance is kept in one place.
-// - The proc connector's messages (linux/cn_proc.h) are packed structs behind netlink headers:
-//   read here with memcpy, handed to Swift as a plain struct.
+// - recvmmsg (a burst of datagrams in one call) needs _GNU_SOURCE too.
 // - Passing open files over a Unix socket (SCM_RIGHTS) needs the CMSG_* macros, which Swift
 //   cannot call: a caller's program is opened by the caller and its descriptor sent to the agent.
 // The PAM conversation is in CPAM, so that this shim (used by the client library too) links
@@ -64,34 +63,15 @@ long screentime_receive_with_descriptors(int fd, void *bytes, unsigned long capa
 /// `*count` is the number needed), 0 otherwise.
 int screentime_group_list(const char *user, gid_t gid, gid_t *groups, int *count);
 
-/// One event of the kernel's process connector, copied out of the netlink message field by field
-/// (the kernel's proc_event is packed and its fields are not naturally aligned).
-struct screentime_proc_event {
-    unsigned int what;      // PROC_EVENT_FORK, _EXEC, _UID, _EXIT, ... (0: not an event)
-    int pid;                // the process (for FORK: the child)
-    int tgid;               // its thread group (for FORK: the child's)
-    int parent_pid;         // FORK only
-    int parent_tgid;        // FORK only
-    unsigned int ruid;      // UID only
-    unsigned int euid;      // UID only
-    unsigned int exit_code; // EXIT only
-    unsigned long long timestamp_ns;
-};
+/// The most datagrams one `screentime_receive_datagrams` takes.
+#define SCREENTIME_MAX_DATAGRAMS 64
 
-/// Opens a NETLINK_CONNECTOR socket bound to the process-events group and subscribes to them
-/// (PROC_CN_MCAST_LISTEN). Returns the descriptor, or -1 with errno set. Works only in the initial
-/// network namespace (ECONNREFUSED elsewhere) and needs CAP_NET_ADMIN.
-int screentime_proc_connector_open(int receive_buffer);
-
-/// Receives one datagram from the connector without blocking: the byte count, or -1 with errno
-/// set (EAGAIN when nothing waits, ENOBUFS when the kernel dropped events).
-long screentime_proc_connector_receive(int fd, void *buffer, unsigned long capacity);
-
-/// Reads the events of one netlink datagram from `buffer` into `events` (capacity `capacity`);
-/// returns how many, 0 for a message that is not a process event.
-int screentime_proc_connector_parse(const void *buffer, long length, struct screentime_proc_event *events,
-                                    int capacity);
-
+/// recvmmsg(2) (needs _GNU_SOURCE) without blocking: up to `count` (at most
+/// SCREENTIME_MAX_DATAGRAMS) datagrams into slots of `slot_size` bytes laid end to end in
+/// `buffer`, datagram i in slot i with its length in `lengths[i]` (a larger one is cut to the
+/// slot). Returns how many, or -1 with errno set (EAGAIN when none waits).
+int screentime_receive_datagrams(int fd, void *buffer, unsigned int slot_size, unsigned int count,
+                                 unsigned int *lengths);
 
 /// prctl(PR_SET_PDEATHSIG, SIGKILL) (variadic), then whether the parent is already gone:
 /// 0, or -1 with errno set (ESRCH when the parent died first).
