@@ -68,6 +68,9 @@ let package = Package(
             pkgConfig: "libnl-route-3.0",
             providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
         ),
+        // The launcher's fork-to-exec code: async-signal-safe C, and the extension's loopback
+        // brought up through libnl-route-3 (so not in CLinuxShim, which links only libc).
+        .target(name: "CLauncher", dependencies: ["CNetlink"]),
         // libcap (Debian's libcap-dev), for dropping the agent's capabilities after setup.
         .systemLibrary(
             name: "CCapability",
@@ -79,7 +82,7 @@ let package = Package(
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CCapability", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "ScreenTimeCore",
+                "CCapability", "CLauncher", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

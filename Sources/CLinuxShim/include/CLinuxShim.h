@@ -6,8 +6,9 @@
 // - recvmmsg (a burst of datagrams in one call) needs _GNU_SOURCE too.
 // - Passing open files over a Unix socket (SCM_RIGHTS) needs the CMSG_* macros, which Swift
 //   cannot call: a caller's program is opened by the caller and its descriptor sent to the agent.
-// The PAM conversation is in CPAM, so that this shim (used by the client library too) links
-// nothing beyond libc.
+// The PAM conversation is in CPAM, and the launcher's fork-to-exec code (which brings up a
+// loopback through libnl-route-3) in CLauncher, so that this shim (used by the client library
+// too) links nothing beyond libc.
 #ifndef CLINUXSHIM_H
 #define CLINUXSHIM_H
 
@@ -72,51 +73,5 @@ int screentime_group_list(const char *user, gid_t gid, gid_t *groups, int *count
 /// slot). Returns how many, or -1 with errno set (EAGAIN when none waits).
 int screentime_receive_datagrams(int fd, void *buffer, unsigned int slot_size, unsigned int count,
                                  unsigned int *lengths);
-
-/// prctl(PR_SET_PDEATHSIG, SIGKILL) (variadic), then whether the parent is already gone:
-/// 0, or -1 with errno set (ESRCH when the parent died first).
-int screentime_die_with_parent(void);
-
-/// What `screentime_launch` starts: every string and array ready before the fork (the child may
-/// not allocate). A limit below zero is left as it is.
-struct screentime_launch_spec {
-    const char *program;
-    char *const *arguments;
-    char *const *environment;
-    const char *directory;
-    uid_t uid;
-    gid_t gid;
-    const gid_t *groups;
-    int group_count;
-    int new_network;
-    long long cpu_seconds;
-    long long memory_bytes;
-    long long processes;
-    long long open_files;
-};
-
-/// The step of `screentime_launch` that failed, with the errno it failed with.
-enum {
-    SCREENTIME_LAUNCH_STEP_PIPE = 1,
-    SCREENTIME_LAUNCH_STEP_FORK,
-    SCREENTIME_LAUNCH_STEP_SIGNALS,
-    SCREENTIME_LAUNCH_STEP_PARENT,
-    SCREENTIME_LAUNCH_STEP_SESSION,
-    SCREENTIME_LAUNCH_STEP_NETWORK,
-    SCREENTIME_LAUNCH_STEP_LIMITS,
-    SCREENTIME_LAUNCH_STEP_STDIO,
-    SCREENTIME_LAUNCH_STEP_GROUPS,
-    SCREENTIME_LAUNCH_STEP_GID,
-    SCREENTIME_LAUNCH_STEP_UID,
-    SCREENTIME_LAUNCH_STEP_DIRECTORY,
-    SCREENTIME_LAUNCH_STEP_EXEC,
-};
-
-/// Forks and, in the child, puts it in a session of its own (dying with the caller), a new
-/// network namespace if asked, the limits, /dev/null as standard input, output and error, the
-/// groups, gid and uid, the directory, then execs the program with exactly that environment.
-/// Returns the child's pid once it has exec'd, or -1 with the failed step and errno (the child
-/// then reaped). For a single-threaded caller (the launcher).
-pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_step, int *failed_errno);
 
 #endif
