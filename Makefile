@@ -69,6 +69,8 @@ bench: deps
 	Benchmarks/dns-filter.sh "$$($(SWIFT) build -c release --show-bin-path)"
 	@echo
 	Benchmarks/process-shield.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	@echo
+	Benchmarks/proc-connector.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)

@@ -127,9 +127,18 @@ let package = Package(
         // `make bench`: figures beside baselines, printed, never asserted.
         .executableTarget(
             name: "ScreenTimeBenchmarks",
-            dependencies: ["ScreenTimeCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "LinuxSupport", "ProcConnectorBaseline", "ScreenTimeCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Benchmarks/ScreenTimeBenchmarks",
             swiftSettings: strictSettings
+        ),
+        // The proc connector's reader before libnl-3, the baseline of the fork-storm figure only.
+        .target(
+            name: "ProcConnectorBaseline",
+            path: "Benchmarks/ProcConnectorBaseline",
+            cSettings: [.define("_GNU_SOURCE")]
         ),
         .testTarget(
             name: "ScreenTimeCoreTests",
