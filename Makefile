@@ -25,11 +25,14 @@ SWIFT       ?= swift
 #   procps          pkill, to end what a test user left running
 #   libcap-dev      libcap, with which the agent drops the capabilities it does not need
 #   uidmap          newuidmap, with which a test child runs as one of its subordinate uids
+#   libnl-3-dev libnl-route-3-dev  libnl-3, through which the agent opens every netlink socket (the
+#                   proc connector; libnl-route-3 brings up an extension's loopback)
 #   tshark          the reference reader the TLS ClientHello parser is differential-tested against
 #   curl openssl    the real HTTPS clients (and the test certificates) of the connection tests
+#   iperf3          the bulk download of `make bench`'s connection figures
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
-	libcap-dev uidmap tshark curl openssl
+	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 
@@ -69,6 +72,10 @@ bench: deps
 	Benchmarks/dns-filter.sh "$$($(SWIFT) build -c release --show-bin-path)"
 	@echo
 	Benchmarks/process-shield.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	@echo
+	Benchmarks/proc-connector.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	@echo
+	Benchmarks/connections.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)

@@ -43,8 +43,8 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // What Swift cannot reach through Glibc: SO_PEERCRED's struct ucred (needs _GNU_SOURCE),
-        // descriptors passed over a socket (CMSG macros), the proc connector's packed structs.
-        // Links nothing beyond libc: the client library uses it too.
+        // descriptors passed over a socket (CMSG macros), recvmmsg. Links nothing beyond libc:
+        // the client library uses it too.
         .target(
             name: "CLinuxShim",
             cSettings: [.define("_GNU_SOURCE")]
@@ -60,6 +60,17 @@ let package = Package(
             pkgConfig: "libnetfilter_queue",
             providers: [.apt(["libnetfilter-queue-dev"])]
         ),
+        // libnl-3 and libnl-route-3 (Debian's libnl-3-dev, libnl-route-3-dev): every netlink
+        // socket the agent opens (the proc connector, an extension's loopback). libnl-route-3.0
+        // requires libnl-3.0: pkg-config gives both.
+        .systemLibrary(
+            name: "CNetlink",
+            pkgConfig: "libnl-route-3.0",
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+        ),
+        // The launcher's fork-to-exec code: async-signal-safe C, and the extension's loopback
+        // brought up through libnl-route-3 (so not in CLinuxShim, which links only libc).
+        .target(name: "CLauncher", dependencies: ["CNetlink"]),
         // libcap (Debian's libcap-dev), for dropping the agent's capabilities after setup.
         .systemLibrary(
             name: "CCapability",
@@ -71,7 +82,7 @@ let package = Package(
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CCapability", "CLinuxShim", "CNetfilterQueue", "CPAM", "ScreenTimeCore",
+                "CCapability", "CLauncher", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -116,9 +127,18 @@ let package = Package(
         // `make bench`: figures beside baselines, printed, never asserted.
         .executableTarget(
             name: "ScreenTimeBenchmarks",
-            dependencies: ["ScreenTimeCore", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "LinuxSupport", "ProcConnectorBaseline", "ScreenTimeCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             path: "Benchmarks/ScreenTimeBenchmarks",
             swiftSettings: strictSettings
+        ),
+        // The proc connector's reader before libnl-3, the baseline of the fork-storm figure only.
+        .target(
+            name: "ProcConnectorBaseline",
+            path: "Benchmarks/ProcConnectorBaseline",
+            cSettings: [.define("_GNU_SOURCE")]
         ),
         .testTarget(
             name: "ScreenTimeCoreTests",

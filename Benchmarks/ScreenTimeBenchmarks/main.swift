@@ -30,6 +30,17 @@ if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "memory" {
     exit(0)
 }
 
+// Proc-connector mode: `ScreenTimeBenchmarks proc-connector FORK_STORM` (root; from
+// Benchmarks/proc-connector.sh).
+if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "proc-connector" {
+    do {
+        try procConnectorBenchmark(storm: CommandLine.arguments[2])
+    } catch {
+        print("proc-connector benchmark failed: \(error)")
+    }
+    exit(0)
+}
+
 /// Median nanoseconds per operation over several rounds.
 func nanosecondsPerOperation(rounds: Int = 7, iterations: Int, _ body: (Int) -> Void) -> Double {
     let clock = ContinuousClock()

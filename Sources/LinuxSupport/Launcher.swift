@@ -1,3 +1,4 @@
+import CLauncher
 import CLinuxShim
 import Foundation
 import Glibc
@@ -10,8 +11,8 @@ import Synchronization
 ///
 /// The agent drops the capabilities that starting a process as someone else needs (`setuid`,
 /// `setgid`, and `sys_admin` for a network namespace) for good. Before it does, it starts the
-/// launcher — `screentimed --launcher 3`, a process of its own that keeps only those and
-/// `kill` — which takes these requests from the agent alone, over a socket pair, and does
+/// launcher — `screentimed --launcher 3`, a process of its own that keeps only those, `kill`, and
+/// `net_admin` for the namespace's loopback — which takes these requests from the agent alone, over a socket pair, and does
 /// nothing else.
 public struct LaunchRequest: Codable, Sendable, Hashable {
     public enum Kind: String, Codable, Sendable, Hashable {
@@ -25,7 +26,8 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
     public enum Network: String, Codable, Sendable, Hashable {
         /// The launcher's (the machine's) network.
         case inherit
-        /// A new, empty network namespace: not even loopback is up.
+        /// A new, empty network namespace: loopback (up, so a program can talk to itself) and no
+        /// route out.
         case none
     }
 
@@ -198,9 +200,9 @@ struct LauncherMessage: Codable, Sendable {
 
 /// The launcher process: `screentimed --launcher FD` runs `Launcher.serve(socket: FD)`.
 public enum Launcher {
-    /// All it keeps: start a process as someone else, in a network namespace of its own, and
-    /// kill it when its time is up.
-    public static let capabilities: Set<Capabilities.Name> = [.setUID, .setGID, .sysAdmin, .kill]
+    /// All it keeps: start a process as someone else, in a network namespace of its own (whose
+    /// loopback it brings up: `net_admin`), and kill it when its time is up.
+    public static let capabilities: Set<Capabilities.Name> = [.setUID, .setGID, .sysAdmin, .netAdmin, .kill]
 
     /// Serves the agent's requests until the agent closes its end (or dies); returns the exit
     /// status for the process. What it started dies with it.
@@ -332,7 +334,8 @@ struct LauncherServer {
         }
         guard pid > 0 else {
             let steps = [
-                "a pipe", "fork", "signals", "its parent", "a session", "a network namespace", "the limits",
+                "a pipe", "fork", "signals", "its parent", "a session", "a network namespace",
+                "the loopback interface", "the limits",
                 "/dev/null", "the groups", "the gid", "the uid", "the directory \(request.directory)",
                 "exec \(request.program)",
             ]

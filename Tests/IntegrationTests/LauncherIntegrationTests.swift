@@ -93,6 +93,49 @@ struct LauncherIntegrationTests {
             try String(contentsOfFile: output, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines) == ours)
     }
 
+    @Test func anExtensionHasItsLoopbackUpAndNoRouteOut() throws {
+        var launcher: LauncherClient? = try startLauncher()
+        defer { stop(&launcher) }
+        let client = try #require(launcher)
+        let nobody = try #require(getpwnam("nobody")?.pointee)
+        var template = Array("/tmp/screentime-launcher-XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress.flatMap { mkdtemp($0) }.map { String(cString: $0) }
+        }
+        let directory = try #require(made)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        chmod(directory, 0o777)
+        let output = directory + "/network.txt"
+        // `ip` asks the namespace itself (netlink); /sys/class/net would show the launcher's.
+        let script = """
+            exec > \(output) 2>&1
+            /usr/sbin/ip -o link show | sed 's/^/link /'
+            /usr/sbin/ip route show table all | sed 's/^/route /'
+            /usr/sbin/ip -6 route show table all | sed 's/^/route /'
+            /usr/sbin/ip route get 192.0.2.1 >/dev/null 2>&1 && echo out4 reachable || echo out4 unreachable
+            /usr/sbin/ip -6 route get 2001:db8::1 >/dev/null 2>&1 && echo out6 reachable || echo out6 unreachable
+            python3 -c 'import socket
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.1", 0))
+            s.sendto(b"itself", s.getsockname())
+            print("loopback", s.recv(16).decode())'
+            """
+        let request = LaunchRequest(
+            kind: .extension, program: "/bin/bash", arguments: ["-c", script],
+            environment: ["PATH": "/usr/bin:/bin"], uid: nobody.pw_uid, gid: nobody.pw_gid,
+            limits: .init(memoryBytes: 256 << 20, wallSeconds: 20))
+        let pid = try client.launch(request)
+        #expect(try client.waitForExit(of: pid, timeout: .seconds(20)) == 0)
+        let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map(String.init)
+        let links = lines.filter { $0.hasPrefix("link ") }
+        #expect(links.count == 1, "only loopback: \(links)")
+        #expect(links.first?.contains(": lo: <LOOPBACK,UP,LOWER_UP>") == true, "\(links)")
+        let routes = lines.filter { $0.hasPrefix("route ") }
+        #expect(!routes.isEmpty && routes.allSatisfy { $0.contains(" dev lo ") }, "\(routes)")
+        #expect(lines.contains("out4 unreachable") && lines.contains("out6 unreachable"), "\(lines)")
+        #expect(lines.contains("loopback itself"), "\(lines)")
+    }
+
     @Test func itRefusesAnythingElseAndKeepsServing() throws {
         var launcher: LauncherClient? = try startLauncher()
         defer { stop(&launcher) }

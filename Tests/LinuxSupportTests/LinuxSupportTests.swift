@@ -224,6 +224,42 @@ struct ProcConnectorTests {
         let exec = events.firstIndex(of: .exec(pid: pid)) ?? .max
         let exit = events.firstIndex(of: .exit(pid: pid, code: 3 << 8)) ?? .min
         #expect(exec < exit)
+        #expect(connector.eventsReceived >= 3)
+    }
+
+    /// A burst the socket cannot hold: the reader is told (`.overrun`, so it rescans), counts
+    /// what was lost from the kernel's event numbers, and goes on reading.
+    @Test func aBurstPastTheBufferIsAnOverrunCountedAndReadingGoesOn() throws {
+        let connector = try ProcConnector(receiveBuffer: 4096)
+        // Nobody reads yet: 50 programs' fork, exec and exit events overflow a few KiB.
+        for _ in 0..<50 {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/bin/true")
+            try process.run()
+            process.waitUntilExit()
+        }
+        let seen = Mutex<[ProcConnector.Event]>([])
+        let reader = Thread {
+            try? connector.run { event in seen.withLock { $0.append(event) } }
+        }
+        reader.start()
+        defer { connector.stop() }
+        Thread.sleep(forTimeInterval: 0.05)
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "exit 4"]
+        try process.run()
+        process.waitUntilExit()
+        let pid = process.processIdentifier
+        var events: [ProcConnector.Event] = []
+        for _ in 0..<200 {
+            events = seen.withLock { $0 }
+            if events.contains(.exit(pid: pid, code: 4 << 8)) { break }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        #expect(events.first == .overrun)
+        #expect(events.contains(.exit(pid: pid, code: 4 << 8)), "read on after the overrun")
+        #expect(connector.eventsLost > 0)
     }
 }
 

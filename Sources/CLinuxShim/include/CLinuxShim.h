@@ -3,12 +3,12 @@
 // - struct ucred / SO_PEERCRED is only declared with _GNU_SOURCE, which Swift's Glibc module does
 //   not define: the caller's uid, gid and pid on a Unix socket come from here.
 // - getgrouplist is variadic-free but its group buffer sizing dance is kept in one place.
-// - The proc connector's messages (linux/cn_proc.h) are packed structs behind netlink headers:
-//   read here with memcpy, handed to Swift as a plain struct.
+// - recvmmsg (a burst of datagrams in one call) needs _GNU_SOURCE too.
 // - Passing open files over a Unix socket (SCM_RIGHTS) needs the CMSG_* macros, which Swift
 //   cannot call: a caller's program is opened by the caller and its descriptor sent to the agent.
-// The PAM conversation is in CPAM, so that this shim (used by the client library too) links
-// nothing beyond libc.
+// The PAM conversation is in CPAM, and the launcher's fork-to-exec code (which brings up a
+// loopback through libnl-route-3) in CLauncher, so that this shim (used by the client library
+// too) links nothing beyond libc.
 #ifndef CLINUXSHIM_H
 #define CLINUXSHIM_H
 
@@ -64,79 +64,14 @@ long screentime_receive_with_descriptors(int fd, void *bytes, unsigned long capa
 /// `*count` is the number needed), 0 otherwise.
 int screentime_group_list(const char *user, gid_t gid, gid_t *groups, int *count);
 
-/// One event of the kernel's process connector, copied out of the netlink message field by field
-/// (the kernel's proc_event is packed and its fields are not naturally aligned).
-struct screentime_proc_event {
-    unsigned int what;      // PROC_EVENT_FORK, _EXEC, _UID, _EXIT, ... (0: not an event)
-    int pid;                // the process (for FORK: the child)
-    int tgid;               // its thread group (for FORK: the child's)
-    int parent_pid;         // FORK only
-    int parent_tgid;        // FORK only
-    unsigned int ruid;      // UID only
-    unsigned int euid;      // UID only
-    unsigned int exit_code; // EXIT only
-    unsigned long long timestamp_ns;
-};
+/// The most datagrams one `screentime_receive_datagrams` takes.
+#define SCREENTIME_MAX_DATAGRAMS 64
 
-/// Opens a NETLINK_CONNECTOR socket bound to the process-events group and subscribes to them
-/// (PROC_CN_MCAST_LISTEN). Returns the descriptor, or -1 with errno set. Works only in the initial
-/// network namespace (ECONNREFUSED elsewhere) and needs CAP_NET_ADMIN.
-int screentime_proc_connector_open(int receive_buffer);
-
-/// Receives one datagram from the connector without blocking: the byte count, or -1 with errno
-/// set (EAGAIN when nothing waits, ENOBUFS when the kernel dropped events).
-long screentime_proc_connector_receive(int fd, void *buffer, unsigned long capacity);
-
-/// Reads the events of one netlink datagram from `buffer` into `events` (capacity `capacity`);
-/// returns how many, 0 for a message that is not a process event.
-int screentime_proc_connector_parse(const void *buffer, long length, struct screentime_proc_event *events,
-                                    int capacity);
-
-
-/// prctl(PR_SET_PDEATHSIG, SIGKILL) (variadic), then whether the parent is already gone:
-/// 0, or -1 with errno set (ESRCH when the parent died first).
-int screentime_die_with_parent(void);
-
-/// What `screentime_launch` starts: every string and array ready before the fork (the child may
-/// not allocate). A limit below zero is left as it is.
-struct screentime_launch_spec {
-    const char *program;
-    char *const *arguments;
-    char *const *environment;
-    const char *directory;
-    uid_t uid;
-    gid_t gid;
-    const gid_t *groups;
-    int group_count;
-    int new_network;
-    long long cpu_seconds;
-    long long memory_bytes;
-    long long processes;
-    long long open_files;
-};
-
-/// The step of `screentime_launch` that failed, with the errno it failed with.
-enum {
-    SCREENTIME_LAUNCH_STEP_PIPE = 1,
-    SCREENTIME_LAUNCH_STEP_FORK,
-    SCREENTIME_LAUNCH_STEP_SIGNALS,
-    SCREENTIME_LAUNCH_STEP_PARENT,
-    SCREENTIME_LAUNCH_STEP_SESSION,
-    SCREENTIME_LAUNCH_STEP_NETWORK,
-    SCREENTIME_LAUNCH_STEP_LIMITS,
-    SCREENTIME_LAUNCH_STEP_STDIO,
-    SCREENTIME_LAUNCH_STEP_GROUPS,
-    SCREENTIME_LAUNCH_STEP_GID,
-    SCREENTIME_LAUNCH_STEP_UID,
-    SCREENTIME_LAUNCH_STEP_DIRECTORY,
-    SCREENTIME_LAUNCH_STEP_EXEC,
-};
-
-/// Forks and, in the child, puts it in a session of its own (dying with the caller), a new
-/// network namespace if asked, the limits, /dev/null as standard input, output and error, the
-/// groups, gid and uid, the directory, then execs the program with exactly that environment.
-/// Returns the child's pid once it has exec'd, or -1 with the failed step and errno (the child
-/// then reaped). For a single-threaded caller (the launcher).
-pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_step, int *failed_errno);
+/// recvmmsg(2) (needs _GNU_SOURCE) without blocking: up to `count` (at most
+/// SCREENTIME_MAX_DATAGRAMS) datagrams into slots of `slot_size` bytes laid end to end in
+/// `buffer`, datagram i in slot i with its length in `lengths[i]` (a larger one is cut to the
+/// slot). Returns how many, or -1 with errno set (EAGAIN when none waits).
+int screentime_receive_datagrams(int fd, void *buffer, unsigned int slot_size, unsigned int count,
+                                 unsigned int *lengths);
 
 #endif

@@ -5,8 +5,12 @@
 // makes only system calls, in an order where each step still has the privilege it needs (the
 // network namespace and limits while root, then groups, gid, uid last), and reports the errno of
 // the first step that failed through a close-on-exec pipe: nothing arrives when execve succeeded.
+//
+// The one step that uses a library, bringing up an extension's loopback, keeps to that: libnl's
+// socket and request are made before the fork, and the child only connects, sends and reads the
+// kernel's answer into its stack.
 #define _GNU_SOURCE
-#include "CLinuxShim.h"
+#include "CLauncher.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +19,15 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/if.h>
+#include <netlink/netlink.h>
+#include <netlink/msg.h>
+#include <netlink/socket.h>
+#include <netlink/route/link.h>
 
 static void screentime_launch_fail(int pipe_fd, int step) {
     int report[2] = {step, errno};
@@ -35,11 +46,88 @@ int screentime_die_with_parent(void) {
     return 0;
 }
 
+/// A request that brings up the interface `lo`, and the socket to send it on, both made before
+/// the fork: making them allocates.
+struct screentime_loopback {
+    struct nl_sock *socket;
+    struct nl_msg *request;
+};
+
+static void screentime_loopback_free(struct screentime_loopback *loopback) {
+    if (loopback->request != NULL) nlmsg_free(loopback->request);
+    if (loopback->socket != NULL) nl_socket_free(loopback->socket);
+}
+
+static int screentime_loopback_prepare(struct screentime_loopback *loopback) {
+    loopback->socket = nl_socket_alloc();
+    loopback->request = NULL;
+    struct rtnl_link *original = rtnl_link_alloc();
+    struct rtnl_link *changes = rtnl_link_alloc();
+    int result = -1;
+    if (loopback->socket != NULL && original != NULL && changes != NULL) {
+        // By name, not by index: the link is looked up in the namespace the request is sent in.
+        rtnl_link_set_name(changes, "lo");
+        rtnl_link_set_flags(changes, IFF_UP);
+        if (rtnl_link_build_change_request(original, changes, 0, &loopback->request) == 0) result = 0;
+    }
+    if (original != NULL) rtnl_link_put(original);
+    if (changes != NULL) rtnl_link_put(changes);
+    if (result != 0) {
+        screentime_loopback_free(loopback);
+        errno = ENOMEM;
+        return -1;
+    }
+    // A port of its own: the namespace it is used in is new and empty, so none can be taken, and
+    // libnl does not pick one (under a lock) in the child.
+    nl_socket_set_local_port(loopback->socket, 1);
+    return 0;
+}
+
+/// In the child, inside its new network namespace: 0 once the kernel acknowledged the change,
+/// or -1 with errno set.
+static int screentime_loopback_up(struct screentime_loopback *loopback) {
+    errno = 0;
+    if (nl_connect(loopback->socket, NETLINK_ROUTE) < 0 || nl_send_auto(loopback->socket, loopback->request) < 0) {
+        if (errno == 0) errno = EPROTO;
+        return -1;
+    }
+    // The kernel's acknowledgement (or error), read into the stack: nl_wait_for_ack allocates.
+    int fd = nl_socket_get_fd(loopback->socket);
+    unsigned char answer[4096] __attribute__((aligned(8)));
+    for (;;) {
+        ssize_t got = recv(fd, answer, sizeof answer, 0);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        int remaining = (int)got;
+        for (struct nlmsghdr *header = (struct nlmsghdr *)answer; nlmsg_ok(header, remaining);
+             header = nlmsg_next(header, &remaining)) {
+            if (header->nlmsg_type != NLMSG_ERROR) continue;
+            if (nlmsg_datalen(header) < (int)sizeof(struct nlmsgerr)) {
+                errno = EPROTO;
+                return -1;
+            }
+            const struct nlmsgerr *error = nlmsg_data(header);
+            if (error->error == 0) return 0;
+            errno = -error->error;
+            return -1;
+        }
+    }
+}
+
 pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_step, int *failed_errno) {
+    struct screentime_loopback loopback = {NULL, NULL};
+    if (spec->new_network && screentime_loopback_prepare(&loopback) != 0) {
+        *failed_step = SCREENTIME_LAUNCH_STEP_LOOPBACK;
+        *failed_errno = errno;
+        return -1;
+    }
     int report[2];
     if (pipe2(report, O_CLOEXEC) != 0) {
         *failed_step = SCREENTIME_LAUNCH_STEP_PIPE;
         *failed_errno = errno;
+        screentime_loopback_free(&loopback);
         return -1;
     }
     pid_t pid = fork();
@@ -48,6 +136,7 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         *failed_errno = errno;
         close(report[0]);
         close(report[1]);
+        screentime_loopback_free(&loopback);
         return -1;
     }
     if (pid == 0) {
@@ -62,7 +151,11 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         // Dies with the launcher: nothing it started outlives the agent.
         if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
         if (setsid() < 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_SESSION);
-        if (spec->new_network && unshare(CLONE_NEWNET) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_NETWORK);
+        if (spec->new_network) {
+            if (unshare(CLONE_NEWNET) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_NETWORK);
+            // Loopback only: a program may talk to itself; there is still no route out.
+            if (screentime_loopback_up(&loopback) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_LOOPBACK);
+        }
         struct { int resource; long long value; } limits[] = {
             {RLIMIT_CPU, spec->cpu_seconds}, {RLIMIT_AS, spec->memory_bytes}, {RLIMIT_NPROC, spec->processes},
             {RLIMIT_NOFILE, spec->open_files},
@@ -86,6 +179,7 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_EXEC);
     }
     close(report[1]);
+    screentime_loopback_free(&loopback);
     int received[2] = {0, 0};
     ssize_t got;
     do {
