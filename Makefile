@@ -30,9 +30,13 @@ SWIFT       ?= swift
 #   tshark          the reference reader the TLS ClientHello parser is differential-tested against
 #   curl openssl    the real HTTPS clients (and the test certificates) of the connection tests
 #   iperf3          the bulk download of `make bench`'s connection figures
+#   chromium firefox-esr  the real browsers (headless) that must not load a shielded site through
+#                   a custom DoH provider while the agent's browser policies are in place
+#   libnss3-tools   certutil, which makes those browsers trust the tests' certificate authority
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
-	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3
+	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
+	chromium firefox-esr libnss3-tools
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 

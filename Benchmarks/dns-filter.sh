@@ -38,7 +38,7 @@ in_ns dnsmasq --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.
   </dev/null >/dev/null 2>&1
 cat > $DIR/conf.json <<JSON
 {"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
- "dnsQueue": $QUEUE, "firewallChain": "$CHAIN"}
+ "dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "browserPolicies": ""}
 JSON
 for i in $(seq 1 200); do echo "host$i.allowed.test A"; done > $DIR/allowed.txt
 for i in $(seq 1 200); do echo "host$i.blocked.test A"; done > $DIR/blocked.txt

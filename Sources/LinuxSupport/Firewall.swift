@@ -6,17 +6,21 @@ import Foundation
 /// ask, and refuse the known ways around.
 ///
 /// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default;
-/// `M` is the byte of the connection mark the agent owns, bits 16–23; DNS is the configured byte,
-/// PASSED, PENDING and REFUSED the next three):
+/// `M` is the byte of the connection mark the agent owns, bits 16–23: DNS is the configured
+/// value, PENDING and REFUSED the next two, PASSED one of the eight after them, by generation):
 ///
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
-///     CHAIN           -m connmark --mark PASSED/M -j RETURN       (a judged flow: never queued)
+///     CHAIN           per filtered uid range R, for every packet:
+///                     -p udp -m length (a 1,200-byte payload) -m owner R -m u32 (a QUIC long
+///                        header: 0b11…, version ≠ 0) -j REJECT             (QUIC on any port)
+///                     -m connmark --mark PASSED/M -j RETURN   (a judged flow: never queued)
+///                     -m conntrack --ctdir REPLY -j RETURN    (what a local server sends back)
 ///                     -m mark --mark V/M -j CONNMARK --save-mark  (V = PASSED, PENDING, REFUSED:
 ///                     -m mark --mark PASSED|PENDING/M -j RETURN    a verdict come back through
 ///                                                                  NF_REPEAT, kept by the flow)
-///                     -m connmark --mark REFUSED/M -j REJECT     (TCP but its own reset: a reset;
-///                                                                  UDP: ICMP port unreachable)
+///                     -m connmark --mark REFUSED/M -j REJECT  (TCP but its own reset: a reset;
+///                                                              UDP: ICMP port unreachable)
 ///                     per filtered uid range R (a user, its subordinate uids):
 ///                     -m owner --uid-owner R -p udp --dport 53 -m limit --limit L/sec -j CHAIN-filter
 ///                     -m owner --uid-owner R -p tcp --dport 53 -m limit --limit L/sec -j CHAIN-filter
@@ -30,7 +34,7 @@ import Foundation
 ///                     -p udp --dport 853 -j REJECT                           (DNS over QUIC)
 ///                     -d DOH -p tcp --dport 443 -j REJECT --reject-with tcp-reset  (per DoH address)
 ///                     -p udp --dport 443 -j REJECT          (QUIC: browsers fall back to TCP)
-///                     -j CONNMARK --restore-mark            (the queue sees PENDING flows as such)
+///                     -j CONNMARK --restore-mark            (the queue sees how far it was judged)
 ///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
 ///     CHAIN-in        -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
 ///
@@ -39,6 +43,11 @@ import Foundation
 /// reset reaches the child's socket at once), or PENDING (a TLS hello or HTTP head not all here:
 /// its later segments still come to the queue, and one whose state the agent lost is refused).
 /// A plain accept leaves the flow unjudged (a SYN, an empty ACK).
+///
+/// PASSED carries a generation (0–7): when a child's policy changes the agent installs the rules
+/// with the next one, so a connection passed under the old policy is no longer on the fast path
+/// and is judged again from its next packet (a TLS stream with no hello in sight is refused, and
+/// the browser opens a new connection, whose hello is read).
 ///
 /// The limits are per rule, so each user (each of its ranges) has its own: a child flooding the
 /// queue slows only its own lookups and connections, never another child's. Installing replaces
@@ -53,9 +62,15 @@ public struct Firewall: Sendable {
     }
 
     /// How far a connection has been judged, as the value of its mark's byte.
-    public enum Standing: Sendable, CaseIterable {
-        case dns, passed, pending, refused
+    public enum Standing: Sendable, Equatable {
+        case dns, pending, refused
+        /// Passed under the policy in force.
+        case passed
+        /// Passed under an earlier policy: to be judged again.
+        case passedEarlier
     }
+
+    public static let generations: UInt8 = 8
 
     public let chain: String
     public let queue: UInt16
@@ -69,7 +84,7 @@ public struct Firewall: Sendable {
     /// Where iptables, ip6tables and their -restore are looked for.
     public let toolDirectories: [String]
 
-    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 252; the next three bytes
+    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 244; the next ten values
     ///   mark the other connections' verdicts.
     public init(
         chain: String, queue: UInt16, mark: UInt8 = 0x53, rateLimit: Int = 200, connectionRateLimit: Int = 2000,
@@ -86,36 +101,62 @@ public struct Firewall: Sendable {
     public var filterChain: String { chain + "-filter" }
     public var inputChain: String { chain + "-in" }
 
-    /// The mark's value (within `markMask`) of a connection so far judged.
-    public func mark(_ standing: Standing) -> UInt32 {
+    /// The mark's value (within `markMask`) of a connection so far judged; PASSED of a generation.
+    public func mark(_ standing: Standing, generation: UInt8 = 0) -> UInt32 {
         switch standing {
         case .dns: mark
-        case .passed: mark &+ 0x01_0000
-        case .pending: mark &+ 0x02_0000
-        case .refused: mark &+ 0x03_0000
+        case .pending: mark &+ 0x01_0000
+        case .refused: mark &+ 0x02_0000
+        case .passed, .passedEarlier: mark &+ (0x03_0000 &+ UInt32(generation % Self.generations) << 16)
         }
     }
 
     /// How far the connection of a packet the queue holds was judged, from its mark (which the
     /// rules restored from the connection's); nil for none of the agent's marks.
-    public func standing(ofMark packetMark: UInt32) -> Standing? {
-        Standing.allCases.first { mark($0) == packetMark & Self.markMask }
+    public func standing(ofMark packetMark: UInt32, generation: UInt8) -> Standing? {
+        let value = packetMark & Self.markMask
+        for standing in [Standing.dns, .pending, .refused] where mark(standing) == value { return standing }
+        for earlier in 0..<Self.generations where mark(.passed, generation: earlier) == value {
+            return earlier == generation % Self.generations ? .passed : .passedEarlier
+        }
+        return nil
     }
 
-    private func markText(_ standing: Standing) -> String {
-        "0x" + String(mark(standing), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
+    private func markText(_ standing: Standing, generation: UInt8 = 0) -> String {
+        "0x" + String(mark(standing, generation: generation), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
+    }
+
+    private static func ranges(_ owners: [ClosedRange<UInt32>]) -> [String] {
+        Set(owners).sorted(by: { $0.lowerBound < $1.lowerBound }).map { range in
+            range.count == 1 ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
+        }
     }
 
     /// The ruleset `iptables-restore --noflush` is given for one family.
-    public func ruleset(for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String]) -> String {
+    public func ruleset(
+        for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0
+    ) -> String {
         var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]", ":\(inputChain) - [0:0]"]
-        let save =
-            "-j CONNMARK --save-mark --nfmask 0x\(String(Self.markMask, radix: 16)) --ctmask 0x\(String(Self.markMask, radix: 16))"
-        lines.append("-A \(chain) -m connmark --mark \(markText(.passed)) -j RETURN")
-        for standing in [Standing.passed, .pending, .refused] {
-            lines.append("-A \(chain) -m mark --mark \(markText(standing)) \(save)")
-            if standing != .refused { lines.append("-A \(chain) -m mark --mark \(markText(standing)) -j RETURN") }
+        let mask = "0x" + String(Self.markMask, radix: 16)
+        let save = "-j CONNMARK --save-mark --nfmask \(mask) --ctmask \(mask)"
+        let passed = markText(.passed, generation: generation)
+        // A QUIC client packet, on any port and at any point of a flow: a long header with both
+        // high bits (RTP, the other UDP protocols of calls and games, start 0b10) and a version,
+        // in a datagram of at least 1,200 bytes. Checked in the kernel, before the fast path.
+        let quic =
+            family == .ipv4
+            ? "-m length --length 1228:65535 -m u32 --u32 \"0>>22&0x3C@8>>24&0xC0=0xC0&&0>>22&0x3C@9=1:0xFFFFFFFF\""
+            : "-m length --length 1248:65535 -m u32 --u32 \"48>>24&0xC0=0xC0&&49=1:0xFFFFFFFF\""
+        for owner in Self.ranges(owners) {
+            lines.append("-A \(chain) -p udp \(quic) -m owner --uid-owner \(owner) -j REJECT")
         }
+        lines.append("-A \(chain) -m connmark --mark \(passed) -j RETURN")
+        lines.append("-A \(chain) -m conntrack --ctdir REPLY -j RETURN")
+        for text in [passed, markText(.pending), markText(.refused)] {
+            lines.append("-A \(chain) -m mark --mark \(text) \(save)")
+        }
+        lines.append("-A \(chain) -m mark --mark \(passed) -j RETURN")
+        lines.append("-A \(chain) -m mark --mark \(markText(.pending)) -j RETURN")
         // Not the reset itself, which the kernel sends on the refused connection (and so with its
         // mark) from OUTPUT: rejecting it would drop it, and the child's socket would hang.
         lines.append(
@@ -124,8 +165,7 @@ public struct Firewall: Sendable {
         lines.append("-A \(chain) -p udp -m connmark --mark \(markText(.refused)) -j REJECT")
         let limit = "-m limit --limit \(rateLimit)/sec --limit-burst \(rateLimit * 5)"
         let connectionLimit = "-m limit --limit \(connectionRateLimit)/sec --limit-burst \(connectionRateLimit * 5)"
-        for range in Set(owners).sorted(by: { $0.lowerBound < $1.lowerBound }) {
-            let owner = range.count == 1 ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
+        for owner in Self.ranges(owners) {
             let match = "-A \(chain) -m owner --uid-owner \(owner)"
             lines.append("\(match) -p udp -m udp --dport 53 \(limit) -j \(filterChain)")
             lines.append("\(match) -p tcp -m tcp --dport 53 \(limit) -j \(filterChain)")
@@ -146,9 +186,7 @@ public struct Firewall: Sendable {
             lines.append("-A \(filterChain) -d \(address) -p udp -m udp --dport 443 -j REJECT")
         }
         lines.append("-A \(filterChain) -p udp -m udp --dport 443 -j REJECT")
-        lines.append(
-            "-A \(filterChain) -j CONNMARK --restore-mark --nfmask 0x\(String(Self.markMask, radix: 16)) --ctmask 0x\(String(Self.markMask, radix: 16))"
-        )
+        lines.append("-A \(filterChain) -j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)")
         lines.append("-A \(filterChain) \(queue)")
         lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
         lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
@@ -158,16 +196,33 @@ public struct Firewall: Sendable {
 
     /// Puts the chains in place for these users (idempotent), and the jumps to them first in
     /// OUTPUT and INPUT. `dohAddresses` are IPv4 and IPv6 addresses; each family takes its own.
-    public func install(owners: [ClosedRange<UInt32>], dohAddresses: [String]) throws(SystemError) {
+    public func install(
+        owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0
+    ) throws(SystemError) {
         for family in Family.allCases {
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
-                input: ruleset(for: family, owners: owners, dohAddresses: dohAddresses))
+                input: ruleset(for: family, owners: owners, dohAddresses: dohAddresses, generation: generation))
             for (hook, target) in [("OUTPUT", chain), ("INPUT", inputChain)]
             where (try? run(family.command, ["-w", "-C", hook, "-j", target])) == nil {
                 try run(family.command, ["-w", "-I", hook, "1", "-j", target])
             }
         }
+    }
+
+    /// The generation of PASSED in the rules installed now (by an agent before this one), if any:
+    /// a restart keeps it, so connections passed before the restart stay passed.
+    public func installedGeneration() -> UInt8? {
+        guard let listing = try? run(Family.ipv4.command, ["-w", "-S", chain]) else { return nil }
+        let prefix = "-A \(chain) -m connmark --mark 0x"
+        for line in listing.split(separator: "\n") where line.hasPrefix(prefix) && line.hasSuffix("-j RETURN") {
+            let hex = line.dropFirst(prefix.count).prefix { $0 != "/" }
+            guard let value = UInt32(hex, radix: 16) else { continue }
+            for generation in 0..<Self.generations where mark(.passed, generation: generation) == value {
+                return generation
+            }
+        }
+        return nil
     }
 
     /// Removes the jumps and the chains, in both families; what is already gone is no error.

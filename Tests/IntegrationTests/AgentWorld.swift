@@ -224,7 +224,10 @@ final class AgentWorld {
     /// Starts the web servers of `Fixtures/web-server.py` in the namespace (HTTPS on 443, HTTP on
     /// 80, a nameless service on 2222, UDP echo on 4433), with a fresh self-signed certificate,
     /// and returns once they listen. They go with the namespace.
-    func startWebServers() throws {
+    /// - Parameter names: when given, the certificate is instead issued for these names (DNS
+    ///   names, or `IP:` addresses) by a fresh test authority, `certificateAuthority`, that a
+    ///   real browser can be told to trust.
+    func startWebServers(names: [String]? = nil) throws {
         guard let namespace else { throw WorldError("the web servers need a world with a network") }
         for address in Self.webAddresses {
             try system(
@@ -233,9 +236,27 @@ final class AgentWorld {
         }
         let key = directory + "/web.key"
         let certificate = directory + "/web.crt"
-        try system(
-            "/usr/bin/openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-subj", "/CN=screentime test", "-days", "1", "-keyout", key, "-out", certificate)
+        let fresh = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+        ]
+        func openssl(_ arguments: [String]) throws {
+            let result = try run("/usr/bin/openssl", fresh + arguments)
+            guard result.status == 0 else { throw WorldError("openssl failed (\(result.status)): \(result.stderr)") }
+        }
+        if let names {
+            let authorityKey = directory + "/web-ca.key"
+            try openssl([
+                "-subj", "/CN=screentime test authority", "-keyout", authorityKey, "-out", certificateAuthority,
+            ])
+            let alternatives = names.map { $0.hasPrefix("IP:") ? $0 : "DNS:" + $0 }.joined(separator: ",")
+            try openssl([
+                "-subj", "/CN=screentime test", "-CA", certificateAuthority, "-CAkey", authorityKey, "-addext",
+                "subjectAltName=" + alternatives, "-addext", "basicConstraints=critical,CA:FALSE", "-addext",
+                "extendedKeyUsage=serverAuth", "-keyout", key, "-out", certificate,
+            ])
+        } else {
+            try openssl(["-subj", "/CN=screentime test", "-keyout", key, "-out", certificate])
+        }
         let ready = directory + "/web.ready"
         let script = Self.fixture("web-server.py")
         let command =
@@ -252,6 +273,9 @@ final class AgentWorld {
         }
         throw WorldError("the web servers did not start in namespace \(namespace)")
     }
+
+    /// The test authority that issued the web servers' certificate (`startWebServers(names:)`).
+    var certificateAuthority: String { directory + "/web-ca.crt" }
 
     /// Runs a program in the world's network namespace (the host's when it has none), as a user
     /// (nil: root).

@@ -215,7 +215,8 @@ struct ConnectionShieldIntegrationTests {
         let memoryBefore = try agentMemory(world)
         let flood = try child(world, "flood", "10.1.1.1", "443", "3000", "www.allowed.test")
         let lines = flood.split(separator: "\n").map(String.init)
-        #expect(lines.last?.hasPrefix("after answered") == true, "\(flood)")
+        let counters = try world.inNetwork(as: nil, "/usr/sbin/iptables", ["-w", "-vnL"]).stdout
+        #expect(lines.last?.hasPrefix("after answered") == true, "\(flood)\n\(counters)")
         #expect(lines.first?.hasPrefix("held ") == true, "\(flood)")
         #expect(world.agentIsRunning)
         let memoryAfter = try agentMemory(world)
@@ -231,6 +232,71 @@ struct ConnectionShieldIntegrationTests {
         let refused = try curl(
             world, as: world.child, "--resolve", "blocked.test:443:10.1.1.1", "https://blocked.test/")
         #expect(refused.status != 0)
+    }
+
+    /// What an attack on the installed agent found, each turned into a check: one urgent byte
+    /// before a hello; empty lines before an HTTP request; QUIC after a first small datagram on
+    /// another port; a connection kept alive across a new shield; and the child's own server,
+    /// which must stay reachable (its answers are not the child's connections).
+    @Test func whatTheAttackFoundHolds() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        #expect(try child(world, "urgent", "blocked.test", "10.1.1.1", "443") == "reset")
+        #expect(try child(world, "urgent", "www.allowed.test", "10.1.1.1", "443") == "reset")
+        let emptyLines = try child(
+            world, "raw", "10.1.1.1", "80", Array("\r\n\r\nGET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n".utf8).hex)
+        #expect(emptyLines == "reset")
+        let pipelined = try child(
+            world, "raw", "10.1.1.1", "80",
+            Array("GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\nGET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n".utf8).hex)
+        #expect(pipelined == "reset")
+        #expect(try child(world, "udp-then-quic", "10.1.1.1", "4433") == "answered refused")
+
+        // A connection to an allowed site, kept alive; the guardian then shields it: the next
+        // request on the same connection is reset (the browser would open a new one, refused).
+        let go = world.directory + "/go"
+        let output = world.directory + "/keepalive.out"
+        let keeper = Process()
+        keeper.executableURL = URL(fileURLWithPath: "/bin/sh")
+        keeper.arguments = [
+            "-c",
+            "exec /usr/sbin/ip netns exec \(world.namespace ?? "") /usr/bin/setpriv --reuid=\(world.child) --regid=users"
+                + " --init-groups -- /usr/bin/python3 \(AgentWorld.fixture("web-child.py")) keepalive www.allowed.test"
+                + " 10.1.1.1 443 \(go) > \(output) 2>&1 < /dev/null",
+        ]
+        try keeper.run()
+        defer { if keeper.isRunning { kill(keeper.processIdentifier, SIGKILL) } }
+        var first = ""
+        for _ in 0..<500 where !first.contains("first") {
+            Thread.sleep(forTimeInterval: 0.02)
+            first = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        }
+        #expect(first.contains("first answered"), "\(first)")
+        try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
+        FileManager.default.createFile(atPath: go, contents: nil)
+        keeper.waitUntilExit()
+        let second = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        // Reset (or, as Python's TLS reads it at times, ended): not answered.
+        #expect(second.contains("second reset") || second.contains("second closed"), "\(second)")
+
+        // The child's own server answers root and the bystander.
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/bin/sh")
+        server.arguments = [
+            "-c",
+            "exec /usr/sbin/ip netns exec \(world.namespace ?? "") /usr/bin/setpriv --reuid=\(world.child) --regid=users"
+                + " --init-groups -- /usr/bin/python3 -m http.server 8080 --bind 10.1.1.1 > /dev/null 2>&1 < /dev/null",
+        ]
+        try server.run()
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        var served = false
+        for _ in 0..<100 where !served {
+            Thread.sleep(forTimeInterval: 0.05)
+            served = try curl(world, as: nil, "--max-time", "2", "http://10.1.1.1:8080/").status == 0
+        }
+        #expect(served, "root reaches the child's own server")
+        #expect(try curl(world, as: world.bystander, "http://10.1.1.1:8080/").status == 0)
+        #expect(world.agentIsRunning)
     }
 
     /// The agent's resident memory in bytes.

@@ -98,27 +98,40 @@ final class TemporaryDirectory {
                     "\(match) -m limit --limit 2000/sec --limit-burst 10000 -j screentime-filter", "\(match) -j DROP",
                 ])
         }
-        #expect(owners.count == 18)
-        // A judged connection never reaches the queue again; a verdict come back through
-        // NF_REPEAT is kept by the connection; a refused one is reset, but not its own reset.
-        #expect(lines[4] == "-A screentime -m connmark --mark 0x540000/0xff0000 -j RETURN")
+        #expect(owners.count == 21)
+        // QUIC is refused in the kernel first, for each range; then a judged connection never
+        // reaches the queue again, nor what a local server sends back; a verdict come back
+        // through NF_REPEAT is kept by the connection; a refused one is reset, but not its own reset.
+        #expect(lines[4].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
+        #expect(lines[4].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
+        #expect(lines[7] == "-A screentime -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        #expect(lines[8] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
         #expect(
             lines.contains(
-                "-A screentime -m mark --mark 0x560000/0xff0000 -j CONNMARK --save-mark --nfmask 0xff0000 --ctmask 0xff0000"
+                "-A screentime -m mark --mark 0x550000/0xff0000 -j CONNMARK --save-mark --nfmask 0xff0000 --ctmask 0xff0000"
             ))
         #expect(
             lines.contains(
-                "-A screentime -p tcp -m tcp ! --tcp-flags RST RST -m connmark --mark 0x560000/0xff0000 -j REJECT --reject-with tcp-reset"
+                "-A screentime -p tcp -m tcp ! --tcp-flags RST RST -m connmark --mark 0x550000/0xff0000 -j REJECT --reject-with tcp-reset"
             ))
-        #expect(lines.contains("-A screentime -m mark --mark 0x550000/0xff0000 -j RETURN"))
+        #expect(lines.contains("-A screentime -m mark --mark 0x540000/0xff0000 -j RETURN"))
         // The rest of each connection's opening goes to the queue, with its standing restored.
         #expect(
             Array(lines.suffix(5).prefix(2)) == [
                 "-A screentime-filter -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000",
                 "-A screentime-filter -j NFQUEUE --queue-num 53",
             ])
+        // Another generation of PASSED: connections passed before are no longer on the fast path.
+        let next = firewall.ruleset(for: .ipv4, owners: [1001...1001], dohAddresses: [], generation: 1)
+        #expect(next.contains("-A screentime -m connmark --mark 0x570000/0xff0000 -j RETURN"))
+        #expect(!next.contains("0x560000"))
+        #expect(firewall.standing(ofMark: 0x0156_0001, generation: 1) == .passedEarlier)
+        #expect(firewall.standing(ofMark: 0x0157_0001, generation: 1) == .passed)
+        #expect(firewall.standing(ofMark: 0x0154_0001, generation: 1) == .pending)
+        #expect(firewall.standing(ofMark: 0x0001, generation: 0) == nil)
+        let v6Quic = firewall.ruleset(for: .ipv6, owners: [1001...1001], dohAddresses: [])
+        #expect(v6Quic.contains("-m length --length 1248:65535 -m u32 --u32 \"48>>24&0xC0=0xC0&&49=1:0xFFFFFFFF\""))
         #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 443 -j REJECT"))
-        #expect(firewall.standing(ofMark: 0x0155_0001) == .pending && firewall.standing(ofMark: 0x0001) == nil)
         #expect(
             lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j CONNMARK --set-xmark 0x530000/0xff0000"))
         #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j NFQUEUE --queue-num 53"))

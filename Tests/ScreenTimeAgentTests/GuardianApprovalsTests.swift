@@ -19,7 +19,8 @@ import Testing
         var count: Int { value.withLock { $0 } }
     }
 
-    private func approvals(_ database: StateDatabase, _ clock: Clock, checks: Counter = Counter()) -> GuardianApprovals {
+    private func approvals(_ database: StateDatabase, _ clock: Clock, checks: Counter = Counter()) -> GuardianApprovals
+    {
         GuardianApprovals(database: database, logger: Logger(label: "test"), now: { clock.now }) { _, password in
             checks.value.withLock { $0 += 1 }
             guard password == "right" else { throw ScreenTimeIPCError(.authenticationFailed, "wrong") }
@@ -87,7 +88,8 @@ import Testing
         #expect(checks.count == GuardianApprovals.lockoutAfter)
         #expect(try approvals.failures(1001)?.locked == true)
         #expect(try approvals.unlock(1001))
-        #expect(code { try approvals.approve(guardian: "mum", password: "right", asker: 1001, askerName: "kid") } == nil)
+        #expect(
+            code { try approvals.approve(guardian: "mum", password: "right", asker: 1001, askerName: "kid") } == nil)
     }
 
     @Test func oneCheckAtATimePerAsker() throws {

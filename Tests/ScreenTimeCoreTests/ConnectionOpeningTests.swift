@@ -213,6 +213,19 @@ import Testing
         ("GET / HTTP/1.1\nHost: user@c.test\n\n", ["c.test"]),
         ("GET / HTTP/1.1\r\nHost: [fd00::1]:80\r\n\r\n", []),
         ("GET / HTTP/1.1\r\nHost: 10.1.1.1\r\n\r\n", []),
+        // What lenient servers take: empty lines first, a lower-case method, a tab, `Host :`.
+        ("\r\n\r\nGET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n", ["blocked.test"]),
+        ("get\t/ HTTP/1.1\r\nHost : blocked.test\r\n\r\n", ["blocked.test"]),
+        ("GET / HTTP/1.1\rHost: blocked.test\r\r\n\r\n", ["blocked.test"]),
+        // Pipelined: every request in the bytes, past a body.
+        (
+            "GET / HTTP/1.1\r\nHost: a.test\r\n\r\nGET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n",
+            ["a.test", "blocked.test"]
+        ),
+        (
+            "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\n\r\nGET HEAD / HTTP/1.1\r\nHost: blocked.test\r\n\r\n",
+            ["a.test", "blocked.test"]
+        ),
     ])
     func httpHosts(_ request: String, _ hosts: [String]) throws {
         #expect(ConnectionOpening.read(Array(request.utf8)[...]) == .names(try hosts.map(dnsName), .http))
@@ -233,9 +246,14 @@ import Testing
             Issue.record("a head without an end was waited for")
             return
         }
-        for unnamed in [
-            "SSH-2.0-OpenSSH_9.2\r\n", "get / http/1.1\r\n\r\n", "\u{0}\u{1}binary", "HELLOTHEREFRIENDLYSERVER!",
-        ] {
+        // A pipelined request begun and not yet whole is waited for.
+        let begun = Array("GET / HTTP/1.1\r\nHost: a.test\r\n\r\nGET / HT".utf8)
+        #expect(ConnectionOpening.read(begun[...]) == .incomplete)
+        guard case .unreadable(.http, _) = ConnectionOpening.read(Array("get / http/1.1\r\n\r\n".utf8)[...]) else {
+            Issue.record("a lower-case request line that is not HTTP/1 passed")
+            return
+        }
+        for unnamed in ["SSH-2.0-OpenSSH_9.2\r\n", "\u{0}\u{1}binary", "HELLOTHEREFRIENDLYSERVER!"] {
             #expect(ConnectionOpening.read(Array(unnamed.utf8)[...]) == .unnamed, "\(unnamed.debugDescription)")
         }
         #expect(ConnectionOpening.read(Array("GE".utf8)[...]) == .incomplete)

@@ -91,6 +91,7 @@ final class ConnectionJudge: Sendable {
         let addressStanding = state.withLock { $0.addresses[owner]?.standing(of: destination, now: time) } ?? .unknown
         switch packet.transport {
         case .udp:
+            // (A datagram passed under earlier web shields is simply judged again.)
             if addressStanding != .unknown {
                 return .refuse(Refusal(reason: "an address the child's resolver returned for a shielded name"))
             }
@@ -104,6 +105,17 @@ final class ConnectionJudge: Sendable {
         let key = FlowKey(
             source: source, destination: destination,
             ports: UInt32(packet.sourcePort) << 16 | UInt32(packet.destinationPort))
+        // Passed under web shields since changed: the connection's opening is long gone, and what
+        // it carries now cannot be judged by name. Reset; the browser opens a new one.
+        if standing == .passedEarlier {
+            return .refuse(Refusal(reason: "a connection passed before the web shields changed"))
+        }
+        // Urgent data in an opening: the byte it marks is taken out of the stream by the server's
+        // TCP, so the bytes here would not be what the server reads (one urgent byte before a
+        // hello made it look like nothing).
+        if packet.tcpFlags & DNSPacket.flagURG != 0 {
+            return .refuse(Refusal(reason: "urgent data in a connection's opening"))
+        }
         if packet.payload.isEmpty {
             if packet.tcpFlags & (DNSPacket.flagSYN | DNSPacket.flagACK) == DNSPacket.flagSYN,
                 addressStanding == .shielded
@@ -145,7 +157,9 @@ final class ConnectionJudge: Sendable {
         let reading = ConnectionOpening.read(opening[...])
         if reading == .incomplete {
             if gathered.opening.isEmpty {
-                remember(key, Flow(owner: owner, opening: opening, start: packet.sequence, since: time))
+                // Data on a SYN (TCP Fast Open) starts one after the SYN's own sequence number.
+                let start = packet.sequence &+ (packet.tcpFlags & DNSPacket.flagSYN != 0 ? 1 : 0)
+                remember(key, Flow(owner: owner, opening: opening, start: start, since: time))
             }
             return standing == .pending ? .accept : .pending
         }

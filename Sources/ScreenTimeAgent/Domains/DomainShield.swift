@@ -41,6 +41,10 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var installedRules: InstalledRules?
         var firewallProblem: String?
         var queueProblem: String?
+        /// What the web filters were built from (users, their web shields, the lists), and the
+        /// generation of the PASSED mark: a change makes connections passed before it judged again.
+        var webFingerprint: Int?
+        var generation: UInt8 = 0
         /// Whether the browser policies are in place (nil: not yet put in step), and why not.
         var policiesInstalled: Bool?
         var policiesProblem: String?
@@ -52,6 +56,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         /// subordinate uids.
         var owners: [ClosedRange<UInt32>]
         var dohAddresses: [String]
+        var generation: UInt8
 
         func covers(_ uid: UInt32) -> Bool { owners.contains { $0.contains(uid) } }
     }
@@ -116,15 +121,25 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         for (uid, user) in snapshot.users {
             filters[uid] = filter(user, names: snapshot.names, lists: lists)
         }
-        let wanted = InstalledRules(owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses)
         // Filters go in before the rules name a new user, never after: a user's first packets
         // must meet its filter (a user without one is let through, as after a revocation).
-        let installed = state.withLock {
-            $0.snapshot = snapshot
-            $0.filters = filters
-            $0.lists = lists
-            return $0.installedRules
+        let fingerprint = Self.webFingerprint(snapshot, lists: lists)
+        // At start, the generation the rules in the kernel have (a restart changes no policy).
+        let inherited = state.withLock { $0.webFingerprint == nil } ? firewall.installedGeneration() : nil
+        let (installed, generation) = state.withLock { state -> (InstalledRules?, UInt8) in
+            if let inherited, state.webFingerprint == nil { state.generation = inherited }
+            state.snapshot = snapshot
+            state.filters = filters
+            state.lists = lists
+            // The web shields changed: connections passed under the old ones go off the fast path.
+            if let old = state.webFingerprint, old != fingerprint {
+                state.generation = (state.generation &+ 1) % Firewall.generations
+            }
+            state.webFingerprint = fingerprint
+            return (state.installedRules, state.generation)
         }
+        let wanted = InstalledRules(
+            owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation)
         connections.keep(owners: Set(snapshot.users.keys))
         updateBrowserPolicies(wanted: !snapshot.users.isEmpty)
         // Installed again only when the users or the DoH addresses change (or the last try failed).
@@ -134,7 +149,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             if wanted.owners.isEmpty {
                 try firewall.remove()
             } else {
-                try firewall.install(owners: wanted.owners, dohAddresses: wanted.dohAddresses)
+                try firewall.install(
+                    owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation)
             }
             logger.info("firewall rules in step", metadata: ["uids": "\(wanted.owners)", "chain": "\(firewall.chain)"])
         } catch {
@@ -145,6 +161,32 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             $0.installedRules = problem == nil ? wanted : installed
             $0.firewallProblem = problem
         }
+    }
+
+    /// A digest of what the users' web filters are made of, to tell when they change.
+    private static func webFingerprint(_ snapshot: PolicySnapshot, lists: WebLists) -> Int {
+        var hasher = Hasher()
+        for uid in snapshot.users.keys.sorted() {
+            guard let policy = snapshot.users[uid]?.policy else { continue }
+            hasher.combine(uid)
+            for (token, stores) in policy.webDomainsShieldedByToken.sorted(by: { $0.key.base64 < $1.key.base64 }) {
+                hasher.combine(token.base64)
+                hasher.combine(stores)
+            }
+            for (store, shield) in policy.webDomainCategoryShields.sorted(by: { $0.store < $1.store }) {
+                hasher.combine(store)
+                hasher.combine(shield)
+            }
+            for (store, filter) in policy.webContentFilters.sorted(by: { $0.store < $1.store }) {
+                hasher.combine(store)
+                hasher.combine(filter)
+            }
+        }
+        for (path, signature) in lists.signatures.sorted(by: { $0.key < $1.key }) {
+            hasher.combine(path)
+            hasher.combine(signature)
+        }
+        return hasher.finalize()
     }
 
     /// Installs the managed browser policies while any user is filtered, removes them after the
@@ -286,15 +328,17 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         guard let sender = packet.uid else { return .drop }
         // The sender's uid may be a subordinate one: the filter is its owner's.
         guard
-            let (uid, filter) = state.withLock({ state in
-                state.snapshot.owner(ofKernelUID: sender).flatMap { owner in state.filters[owner].map { (owner, $0) } }
+            let (uid, filter, generation) = state.withLock({ state in
+                state.snapshot.owner(ofKernelUID: sender).flatMap { owner in
+                    state.filters[owner].map { (owner, $0, state.installedRules?.generation ?? 0) }
+                }
             })
         else {
             // Not (or no longer) a filtered user: the rules lag a revocation by a moment.
             return .accept
         }
         let parsed = try? DNSPacket(parsing: packet.bytes)
-        let standing = firewall.standing(ofMark: packet.mark)
+        let standing = firewall.standing(ofMark: packet.mark, generation: generation)
         if let parsed, parsed.destinationPort == 53, standing == nil || standing == .dns {
             return judgeQuery(parsed, uid: uid, filter: filter)
         }
@@ -304,7 +348,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         switch decision {
         case .accept: return .accept
         case .drop: return .drop
-        case .pass: return .repeatMarked(others | firewall.mark(.passed))
+        case .pass: return .repeatMarked(others | firewall.mark(.passed, generation: generation))
         case .pending: return .repeatMarked(others | firewall.mark(.pending))
         case .refuse(let refusal):
             if let name = refusal.name, let verdict = refusal.verdict { note(uid: uid, name: name, verdict: verdict) }

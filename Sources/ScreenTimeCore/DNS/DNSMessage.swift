@@ -310,6 +310,11 @@ public struct DNSMessage: Hashable, Sendable {
     public struct AddressRecord: Hashable, Sendable {
         public var address: [UInt8]
         public var ttl: UInt32
+
+        public init(address: [UInt8], ttl: UInt32) {
+            self.address = address
+            self.ttl = ttl
+        }
     }
 
     public static let typeA: UInt16 = 1

@@ -31,6 +31,7 @@ public struct DNSPacket: Sendable {
     public static let flagSYN: UInt8 = 0x02
     public static let flagRST: UInt8 = 0x04
     public static let flagACK: UInt8 = 0x10
+    public static let flagURG: UInt8 = 0x20
 
     /// The IP protocol number a packet says it carries (6 TCP, 17 UDP, …), from its first header
     /// alone; nil when it is not IPv4 or IPv6 or too short to say.

@@ -2,8 +2,8 @@
 /// it names — `Host` headers, an absolute-form target (`GET http://host/ HTTP/1.1`, as to a
 /// proxy) and a `CONNECT host:port` authority.
 ///
-/// The bytes are hostile. A request is recognised by its first word (an upper-case token and a
-/// space); from then on it is HTTP, and what cannot be read — no end of the head within the
+/// The bytes are hostile. A request is recognised by its first word (a token of letters and a
+/// space, after any empty lines); from then on it is HTTP, and what cannot be read — no end of the head within the
 /// limit, a request line without a version, HTTP/2's clear-text preface — is `.invalid`, so the
 /// connection is refused rather than passed.
 public struct HTTPRequestHead: Hashable, Sendable {
@@ -22,60 +22,90 @@ public struct HTTPRequestHead: Hashable, Sendable {
     public var hosts: [[UInt8]]
 
     public static func read(_ bytes: ArraySlice<UInt8>) -> Reading {
-        // The method: 3 to 20 upper-case letters (or `-`/`_`, as WebDAV's), then a space.
-        var index = bytes.startIndex
-        while index < bytes.endIndex, index - bytes.startIndex <= 20, isMethodByte(bytes[index]) { index += 1 }
-        let methodLength = index - bytes.startIndex
-        guard index < bytes.endIndex else {
-            // Still all letters: wait, unless it is already too long to be a method.
+        // Empty lines before a request line are ignored by servers (RFC 9112 §2.2), so here too.
+        let start = bytes.firstIndex { $0 != 0x0D && $0 != 0x0A } ?? bytes.endIndex
+        guard start - bytes.startIndex < 256 else { return .notHTTP }
+        let request = bytes[start...]
+        // The method: 3 to 20 letters of either case (lenient servers take `get`) or `-`/`_`,
+        // then a space or a tab.
+        var index = request.startIndex
+        while index < request.endIndex, index - request.startIndex <= 20, isMethodByte(request[index]) { index += 1 }
+        let methodLength = index - request.startIndex
+        guard index < request.endIndex else {
+            // Still all letters (or nothing yet): wait, unless it is already too long for a method.
             return methodLength > 20 ? .notHTTP : .incomplete
         }
-        guard methodLength >= 3, methodLength <= 20, bytes[index] == 0x20 else { return .notHTTP }
-        let method = String(decoding: bytes[bytes.startIndex..<index], as: UTF8.self)
-        guard let headEnd = endOfHead(bytes) else {
+        guard methodLength >= 3, methodLength <= 20, request[index] == 0x20 || request[index] == 0x09 else {
+            return .notHTTP
+        }
+        let method = String(decoding: request[request.startIndex..<index], as: UTF8.self).uppercased()
+        guard let headEnd = endOfHead(request) else {
             return bytes.count >= maximumLength
                 ? .invalid("no end of the request head in \(bytes.count) bytes") : .incomplete
         }
-        var lines = bytes[bytes.startIndex..<headEnd].split(separator: 0x0A, omittingEmptySubsequences: false).map {
-            $0.last == 0x0D ? $0.dropLast() : $0
-        }
-        while lines.last?.isEmpty == true { lines.removeLast() }
-        guard let requestLine = lines.first else { return .invalid("an empty request head") }
-        let words = requestLine.split(separator: 0x20, omittingEmptySubsequences: true)
-        guard words.count == 3, words[2].starts(with: Array("HTTP/1.".utf8)) else {
-            return .invalid("a request line that is not HTTP/1 (\(method))")
-        }
         var hosts: [[UInt8]] = []
-        let target = words[1]
-        if method == "CONNECT" {
-            guard let host = host(authority: target) else { return .invalid("a CONNECT target that is not a host") }
-            hosts.append(host)
-        } else if let schemeEnd = target.firstRange(of: Array("://".utf8)) {
-            let rest = target[schemeEnd.upperBound...]
-            let authority = rest.prefix { $0 != 0x2F && $0 != 0x3F && $0 != 0x23 }
-            guard let host = host(authority: authority) else {
-                return .invalid("a request target whose host is unreadable")
-            }
-            hosts.append(host)
+        var bodyLength = 0
+        if let problem = readHosts(
+            request[request.startIndex..<headEnd], method: method, into: &hosts, bodyLength: &bodyLength)
+        {
+            return .invalid(problem)
         }
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: 0x3A) else {
-                return .invalid("a header line without a colon")
-            }
-            let name = line[line.startIndex..<colon]
-            guard name.count == 4, name.map({ $0 | 0x20 }) == Array("host".utf8) else { continue }
-            let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
-            let trimmed = value.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
-            guard let host = host(authority: ArraySlice(trimmed)) else {
-                return .invalid("a Host header that is not a host")
-            }
-            hosts.append(host)
+        // A request sent behind this one in the same bytes (pipelined) is judged too, past this
+        // one's body (its Content-Length): the connection waits for it when it has begun.
+        guard bodyLength <= maximumLength, headEnd + bodyLength < request.endIndex else {
+            return .request(HTTPRequestHead(method: method, hosts: hosts))
+        }
+        switch read(request[(headEnd + bodyLength)...]) {
+        case .request(let next): hosts += next.hosts
+        case .incomplete: return .incomplete
+        case .invalid(let problem): return .invalid(problem)
+        case .notHTTP: break
         }
         return .request(HTTPRequestHead(method: method, hosts: hosts))
     }
 
+    /// The hosts one head names; the problem when it cannot be read.
+    private static func readHosts(
+        _ head: ArraySlice<UInt8>, method: String, into hosts: inout [[UInt8]], bodyLength: inout Int
+    ) -> String? {
+        // Lines end at LF; a bare CR ends one too for servers that take it.
+        var lines = head.split(omittingEmptySubsequences: false) { $0 == 0x0A || $0 == 0x0D }
+        lines.removeAll { $0.isEmpty }
+        guard let requestLine = lines.first else { return "an empty request head" }
+        let words = requestLine.split(omittingEmptySubsequences: true) { $0 == 0x20 || $0 == 0x09 }
+        guard words.count == 3, words[2].starts(with: Array("HTTP/1.".utf8)) else {
+            return "a request line that is not HTTP/1 (\(method))"
+        }
+        let target = words[1]
+        if method == "CONNECT" {
+            guard let host = host(authority: target) else { return "a CONNECT target that is not a host" }
+            hosts.append(host)
+        } else if let schemeEnd = target.firstRange(of: Array("://".utf8)) {
+            let rest = target[schemeEnd.upperBound...]
+            let authority = rest.prefix { $0 != 0x2F && $0 != 0x3F && $0 != 0x23 }
+            guard let host = host(authority: authority) else { return "a request target whose host is unreadable" }
+            hosts.append(host)
+        }
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: 0x3A) else { return "a header line without a colon" }
+            // `Host :` and ` Host:` are refused by careful servers and taken by others: a name.
+            let name = line[line.startIndex..<colon].filter { $0 != 0x20 && $0 != 0x09 }.map { $0 | 0x20 }
+            if name == Array("content-length".utf8) {
+                let digits = line[(colon + 1)...].filter { $0 != 0x20 && $0 != 0x09 }
+                bodyLength = Int(String(decoding: digits, as: UTF8.self)) ?? Int.max
+                continue
+            }
+            guard name == Array("host".utf8) else { continue }
+            let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
+            let trimmed = value.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+            guard let host = host(authority: ArraySlice(trimmed)) else { return "a Host header that is not a host" }
+            hosts.append(host)
+        }
+        return nil
+    }
+
     private static func isMethodByte(_ byte: UInt8) -> Bool {
-        (byte >= 0x41 && byte <= 0x5A) || byte == 0x2D || byte == 0x5F
+        (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || byte == 0x2D || byte == 0x5F
     }
 
     /// The offset just past the blank line that ends the head (`\r\n\r\n`, or bare `\n\n`).

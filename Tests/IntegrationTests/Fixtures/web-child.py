@@ -12,6 +12,10 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
   flood ADDRESS PORT COUNT NAME   COUNT connections each holding half a ClientHello, then one
                                   whole allowed hello naming NAME: prints its outcome last
   hostile ADDRESS PORT COUNT      COUNT connections each sending hostile openings
+  urgent NAME ADDRESS PORT        one urgent byte (MSG_OOB), then a real TLS request naming NAME
+  udp-then-quic ADDRESS PORT      a small datagram (echoed), then a QUIC-shaped one on the flow
+  keepalive NAME ADDRESS PORT GO  a TLS request on a kept-alive connection; once the file GO
+                                  exists, a second request on the same connection
 """
 import os
 import random
@@ -189,6 +193,60 @@ def hostile(address, port, count):
     print(" ".join("%s=%d" % item for item in sorted(tally.items())))
 
 
+def tls_request(sock, name):
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    tls = context.wrap_socket(sock, server_hostname=name)
+    tls.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % name.encode())
+    return tls
+
+
+def answer(tls):
+    try:
+        data = tls.recv(4096)
+        return "answered" if b"https" in data else "closed"
+    except (ConnectionResetError, ssl.SSLError, OSError):
+        return "reset"
+
+
+def urgent(name, address, port):
+    sock = connect(address, port)
+    try:
+        sock.send(b"!", socket.MSG_OOB)
+        print(answer(tls_request(sock, name)))
+    except (ConnectionResetError, BrokenPipeError, ssl.SSLError, OSError):
+        print("reset")
+
+
+def udp_then_quic(address, port):
+    sock = socket.socket(family(address), socket.SOCK_DGRAM)
+    sock.connect((address, port))
+    sock.send(b"hello")
+    first = outcome(sock)
+    packet = bytes([0xC3]) + (1).to_bytes(4, "big") + bytes([8]) + os.urandom(8) + bytes([0])
+    packet += os.urandom(1200 - len(packet))
+    try:
+        sock.send(packet)
+        second = outcome(sock)
+    except (ConnectionRefusedError, PermissionError):
+        second = "refused"
+    print(first, second)
+
+
+def keepalive(name, address, port, go):
+    sock = connect(address, port, timeout=30)
+    tls = tls_request(sock, name)
+    print("first", answer(tls), flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.02)
+    try:
+        tls.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % name.encode())
+        print("second", answer(tls), flush=True)
+    except (ConnectionResetError, BrokenPipeError, ssl.SSLError, OSError):
+        print("second reset", flush=True)
+
+
 command, arguments = sys.argv[1], sys.argv[2:]
 if command == "hello":
     hello(arguments[0], arguments[1], int(arguments[2]), arguments[3])
@@ -202,5 +260,11 @@ elif command == "flood":
     flood(arguments[0], int(arguments[1]), int(arguments[2]), arguments[3])
 elif command == "hostile":
     hostile(arguments[0], int(arguments[1]), int(arguments[2]))
+elif command == "urgent":
+    urgent(arguments[0], arguments[1], int(arguments[2]))
+elif command == "udp-then-quic":
+    udp_then_quic(arguments[0], int(arguments[1]))
+elif command == "keepalive":
+    keepalive(arguments[0], arguments[1], int(arguments[2]), arguments[3])
 else:
     sys.exit("unknown command " + command)

@@ -68,9 +68,10 @@ def https(connection):
     names = []
     context.sni_callback = lambda sock, name, ctx: names.append(name)
     stream = context.wrap_socket(connection, server_side=True)
-    read_head(stream)
-    body = ("https %s\n" % (names[0] if names else "-")).encode()
-    stream.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
+    # Keep-alive: one answer per request head, until the client goes.
+    while read_head(stream):
+        body = ("https %s\n" % (names[0] if names else "-")).encode()
+        stream.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
 
 
 def http(connection):

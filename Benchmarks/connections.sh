@@ -1,0 +1,84 @@
+#!/bin/bash
+# `make bench`, connections: the web shield at the connection measured beside its baseline, in
+# the same run, in a network namespace of its own.
+#
+#  1. Bulk download (iperf3 -R, 5 s, as a filtered child) with no agent (the baseline) and with
+#     the child authorized: judged flows stay in the kernel, so the two should match.
+#  2. Many short TLS connections, one after another (connect, a captured curl ClientHello, the
+#     server's first byte): connect-to-first-byte p50/p99 and connections a second, without and
+#     with the agent judging each opening (SYN, ACK and hello through the queue).
+#
+# Needs root (namespaces, iptables, users). Figures are printed, never asserted.
+set -euo pipefail
+BIN=${1:?usage: connections.sh BIN_DIR}
+HERE=$(cd "$(dirname "$0")" && pwd)
+if [ "$(id -u)" -ne 0 ]; then echo "connection benchmark skipped: needs root"; exit 0; fi
+
+ID=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
+NS=stc$ID; KID=stckid$ID; DIR=/tmp/screentime-bench-$ID
+QUEUE=$((2000 + RANDOM % 50000)); CHAIN=stc$ID
+RUNS=${RUNS:-3}; COUNT=${COUNT:-2000}
+mkdir -p $DIR/categories
+cleanup() {
+  [ -f $DIR/agent.pid ] && kill -9 "$(cat $DIR/agent.pid)" 2>/dev/null || true
+  ip netns exec $NS $BIN/screentimed --remove-firewall --config $DIR/conf.json --log-level error 2>/dev/null || true
+  for pid in $(ip netns pids $NS 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  ip netns del $NS 2>/dev/null || true
+  userdel $KID 2>/dev/null || true
+  rm -rf $DIR
+}
+trap cleanup EXIT
+useradd -M -N -s /bin/sh $KID
+ip netns add $NS
+ip -n $NS link set lo up
+ip -n $NS addr add 10.1.1.1/32 dev lo
+in_ns() { ip netns exec $NS "$@"; }
+as_kid() { ip netns exec $NS setpriv --reuid=$KID --regid=users --init-groups -- "$@"; }
+cat > $DIR/conf.json <<JSON
+{"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
+ "dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "browserPolicies": ""}
+JSON
+start_agent() {
+  ip netns exec $NS $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
+    </dev/null >/dev/null 2>>$DIR/agent.log &
+  echo $! > $DIR/agent.pid
+  for _ in $(seq 1 2000); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && return; sleep 0.005; done
+  echo "the agent did not start"; cat $DIR/agent.log; exit 1
+}
+st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }
+
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=bench -days 1 \
+  -keyout $DIR/key.pem -out $DIR/cert.pem 2>/dev/null
+in_ns iperf3 -s -D -B 10.1.1.1 -p 5201 --logfile $DIR/iperf.log
+in_ns setsid openssl s_server -quiet -accept 10.1.1.1:443 -cert $DIR/cert.pem -key $DIR/key.pem -www \
+  </dev/null >/dev/null 2>&1 &
+sleep 0.5
+HELLO=$HERE/../Tests/ScreenTimeCoreTests/Fixtures/ClientHellos/curl.bin
+
+bulk() { as_kid iperf3 -c 10.1.1.1 -p 5201 -R -t 5 -J | /usr/bin/python3 -c \
+  'import json,sys; print("%.0f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))'; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+connects() { as_kid /usr/bin/python3 $HERE/connect-latency.py 10.1.1.1 443 $HELLO $COUNT; }
+
+echo "== bulk download as a child (iperf3 -R over loopback, $RUNS runs of 5 s, median Mbit/s)"
+plain=(); judged=()
+start_agent
+for _ in $(seq 1 $RUNS); do plain+=("$(bulk)"); done
+plain_connects=$(connects)
+st authorize --child $KID
+st shield --user $KID --domain blocked.test
+for _ in $(seq 1 $RUNS); do judged+=("$(bulk)"); done
+judged_connects=$(connects)
+p=$(printf "%s\n" "${plain[@]}" | median); j=$(printf "%s\n" "${judged[@]}" | median)
+printf "  %-44s %8s Mbit/s  (runs: %s)\n" "not filtered (baseline)" "$p" "${plain[*]}"
+printf "  %-44s %8s Mbit/s  (runs: %s)\n" "filtered, the flow judged once" "$j" "${judged[*]}"
+awk -v a="$j" -v b="$p" 'BEGIN {if (b > 0) printf "  filtered/unfiltered: %.2f×\n", a/b}'
+
+echo "== short TLS connections as a child, $COUNT one after another (connect to the server's first byte)"
+printf "  %-44s %s\n" "not filtered (baseline)" "$plain_connects"
+printf "  %-44s %s\n" "filtered: SYN, ACK and hello judged" "$judged_connects"
+awk -v a="$plain_connects" -v b="$judged_connects" 'BEGIN {
+  split(a, x, " "); split(b, y, " ");
+  printf "  added by the judging: p50 %+d µs, p99 %+d µs\n", y[2]-x[2], y[5]-x[5] }'
+judged_count=$(grep -c "connection refused" $DIR/agent.log || true)
+printf "  (refused while measuring: %s)\n" "$judged_count"

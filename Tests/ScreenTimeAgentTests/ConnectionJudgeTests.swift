@@ -1,0 +1,146 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+import Testing
+
+@testable import ScreenTimeAgent
+
+/// The connection judge on packets made here (no root, no queue): how a flow's opening is
+/// gathered across segments, what a lost state, a gap, a resent segment and a full table do.
+@Suite struct ConnectionJudgeTests {
+    static let child: UInt32 = 1001
+    static let filter: DomainFilter = {
+        let name = try! DomainName("blocked.test")
+        let token = try! TokenMinter(secret: Array(repeating: UInt8(7), count: 32)).token(for: name)
+        var settings = StoreSettings()
+        settings.shield.webDomains = [token]
+        let policy = try! StoreCollection([(StoreKey(client: try! ClientID("t"), name: try! StoreName("s")), settings)])
+            .effectivePolicy
+        return DomainFilter(
+            policy: policy, names: [token: name], categoryLists: [:], adultList: DomainList([DomainName]()))
+    }()
+
+    /// An IPv4 TCP packet from 10.0.0.2:port to 10.1.1.1:443.
+    static func segment(port: UInt16 = 40000, sequence: UInt32, flags: UInt8 = 0x18, _ payload: [UInt8] = []) -> [UInt8]
+    {
+        var tcp: [UInt8] = [UInt8(port >> 8), UInt8(port & 0xFF), 0x01, 0xBB]
+        tcp += [
+            UInt8(sequence >> 24), UInt8(sequence >> 16 & 0xFF), UInt8(sequence >> 8 & 0xFF), UInt8(sequence & 0xFF),
+        ]
+        tcp += [0, 0, 0, 1, 0x50, flags, 0xFF, 0xFF, 0, 0, 0, 0]
+        let total = 20 + tcp.count + payload.count
+        let ip: [UInt8] = [
+            0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 0, 0, 2, 10, 1, 1, 1,
+        ]
+        return ip + tcp + payload
+    }
+
+    static func hello(_ name: String) -> [UInt8] {
+        var bytes = Array(try! Data(contentsOf: URL(fileURLWithPath: fixtures + "curl.bin")))
+        let original = Array("video.shielded.test".utf8)
+        let at = bytes.firstRange(of: original)!
+        bytes.replaceSubrange(at, with: Array(name.utf8))
+        return bytes
+    }
+
+    static let fixtures =
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().path
+        + "/ScreenTimeCoreTests/Fixtures/ClientHellos/"
+
+    func judge(
+        _ judge: ConnectionJudge, _ bytes: [UInt8], standing: Firewall.Standing? = nil
+    ) -> ConnectionJudge.Decision {
+        judge.judge(
+            try? DNSPacket(parsing: bytes), bytes: bytes, owner: Self.child, standing: standing, filter: Self.filter)
+    }
+
+    func isRefusal(_ decision: ConnectionJudge.Decision) -> Bool {
+        if case .refuse = decision { return true }
+        return false
+    }
+
+    @Test func aHelloInTwoSegmentsIsGatheredThenJudged() {
+        let connections = ConnectionJudge()
+        let hello = Self.hello("video.blocked.test.")  // the same length, a trailing dot
+        #expect(judge(connections, Self.segment(sequence: 99, flags: 0x02)) == .accept)  // the SYN
+        #expect(judge(connections, Self.segment(sequence: 100, flags: 0x10)) == .accept)  // the ACK
+        #expect(judge(connections, Self.segment(sequence: 100, Array(hello[0..<200]))) == .pending)
+        #expect(connections.gathering == 1)
+        // Sent again: what it holds was seen.
+        #expect(judge(connections, Self.segment(sequence: 100, Array(hello[0..<200])), standing: .pending) == .accept)
+        // Ahead of a gap: dropped, to come again in order.
+        #expect(judge(connections, Self.segment(sequence: 400, Array(hello[300...])), standing: .pending) == .drop)
+        let last = judge(connections, Self.segment(sequence: 300, Array(hello[200...])), standing: .pending)
+        #expect(isRefusal(last), "\(last)")
+        #expect(connections.gathering == 0)
+        // An allowed name, whole, passes.
+        #expect(judge(connections, Self.segment(port: 40001, sequence: 1, Self.hello("video.allowed.test."))) == .pass)
+    }
+
+    /// A flow the rules know as pending whose gathered bytes the agent lost (a restart, a full
+    /// table) is refused: read from the middle, the rest of a hello would name nothing.
+    @Test func aPendingFlowWithoutItsStateIsRefused() {
+        let connections = ConnectionJudge()
+        let hello = Self.hello("video.blocked.test.")
+        #expect(isRefusal(judge(connections, Self.segment(sequence: 300, Array(hello[200...])), standing: .pending)))
+        // Without the pending mark the same bytes would be a new opening that names nothing.
+        #expect(judge(connections, Self.segment(port: 40002, sequence: 300, Array(hello[250...]))) == .pass)
+    }
+
+    /// 300 half-sent hellos of one child: the table keeps 256 of its flows; the evicted ones are
+    /// refused when they go on; a new flow is gathered.
+    @Test func aChildFillingTheTableLosesItsOwnOldestFlows() {
+        let connections = ConnectionJudge()
+        let hello = Self.hello("video.allowed.test.")
+        for port in 0..<300 {
+            #expect(
+                judge(connections, Self.segment(port: UInt16(20000 + port), sequence: 1, Array(hello[0..<100])))
+                    == .pending)
+        }
+        #expect(connections.gathering == ConnectionJudge.flowsPerUser)
+        let evicted = judge(
+            connections, Self.segment(port: 20000, sequence: 101, Array(hello[100...])), standing: .pending)
+        #expect(isRefusal(evicted))
+        let kept = judge(
+            connections, Self.segment(port: 20299, sequence: 101, Array(hello[100...])), standing: .pending)
+        #expect(kept == .pass)
+    }
+
+    @Test func learnedAddressesRefuseTheSYNAndNamelessOpenings() {
+        let connections = ConnectionJudge()
+        connections.learn(
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: true)
+        #expect(isRefusal(judge(connections, Self.segment(sequence: 99, flags: 0x02))))
+        // Shared with an allowed name: the SYN passes, the name decides, no name is refused.
+        connections.learn(
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: false)
+        #expect(judge(connections, Self.segment(sequence: 99, flags: 0x02)) == .accept)
+        #expect(judge(connections, Self.segment(port: 40003, sequence: 1, Self.hello("video.allowed.test."))) == .pass)
+        #expect(isRefusal(judge(connections, Self.segment(port: 40004, sequence: 1, Array("SSH-2.0-x\r\n".utf8)))))
+        // Another owner's book is its own.
+        let other = connections.judge(
+            try? DNSPacket(parsing: Self.segment(sequence: 99, flags: 0x02)),
+            bytes: Self.segment(sequence: 99, flags: 0x02),
+            owner: 2002, standing: nil, filter: Self.filter)
+        #expect(other == .accept)
+    }
+
+    /// Findings of the attack on the installed agent: one urgent byte before a hello, a hello
+    /// begun on a Fast Open SYN, a connection passed before the web shields changed.
+    @Test func urgentDataFastOpenAndEarlierVerdicts() {
+        let connections = ConnectionJudge()
+        let hello = Self.hello("video.blocked.test.")
+        let urgent = judge(connections, Self.segment(sequence: 100, flags: 0x38, [0x21]))
+        #expect(isRefusal(urgent))
+        // Fast Open: the SYN carries the first 200 bytes, which start one after its sequence.
+        #expect(
+            judge(connections, Self.segment(port: 41000, sequence: 99, flags: 0x02, Array(hello[0..<200]))) == .pending)
+        let rest = judge(
+            connections, Self.segment(port: 41000, sequence: 300, Array(hello[200...])), standing: .pending)
+        #expect(isRefusal(rest), "\(rest)")
+        // Passed under earlier shields: refused, whatever it carries; UDP is judged afresh.
+        #expect(
+            isRefusal(judge(connections, Self.segment(port: 41001, sequence: 5, flags: 0x10), standing: .passedEarlier))
+        )
+    }
+}
