@@ -14,39 +14,13 @@ BIN=${1:?usage: connections.sh BIN_DIR}
 HERE=$(cd "$(dirname "$0")" && pwd)
 if [ "$(id -u)" -ne 0 ]; then echo "connection benchmark skipped: needs root"; exit 0; fi
 
-ID=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
-NS=stc$ID; KID=stckid$ID; DIR=/tmp/screentime-bench-$ID
-QUEUE=$((2000 + RANDOM % 50000)); CHAIN=stc$ID
 RUNS=${RUNS:-3}; COUNT=${COUNT:-2000}
-mkdir -p $DIR/categories
-cleanup() {
-  [ -f $DIR/agent.pid ] && kill -9 "$(cat $DIR/agent.pid)" 2>/dev/null || true
-  ip netns exec $NS $BIN/screentimed --remove-firewall --config $DIR/conf.json --log-level error 2>/dev/null || true
-  for pid in $(ip netns pids $NS 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-  ip netns del $NS 2>/dev/null || true
-  userdel $KID 2>/dev/null || true
-  rm -rf $DIR
-}
-trap cleanup EXIT
-useradd -M -N -s /bin/sh $KID
-ip netns add $NS
-ip -n $NS link set lo up
+. "$HERE/agent-in-namespace.sh" stc
 ip -n $NS addr add 10.1.1.1/32 dev lo
-in_ns() { ip netns exec $NS "$@"; }
-as_kid() { ip netns exec $NS setpriv --reuid=$KID --regid=users --init-groups -- "$@"; }
 cat > $DIR/conf.json <<JSON
 {"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
  "dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "browserPolicies": ""}
 JSON
-start_agent() {
-  ip netns exec $NS $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
-    </dev/null >/dev/null 2>>$DIR/agent.log &
-  echo $! > $DIR/agent.pid
-  for _ in $(seq 1 2000); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && return; sleep 0.005; done
-  echo "the agent did not start"; cat $DIR/agent.log; exit 1
-}
-st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }
-
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=bench -days 1 \
   -keyout $DIR/key.pem -out $DIR/cert.pem 2>/dev/null
 in_ns iperf3 -s -D -B 10.1.1.1 -p 5201 --logfile $DIR/iperf.log

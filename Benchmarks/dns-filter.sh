@@ -13,25 +13,7 @@ set -euo pipefail
 BIN=${1:?usage: dns-filter.sh BIN_DIR}
 if [ "$(id -u)" -ne 0 ]; then echo "dns benchmark skipped: needs root"; exit 0; fi
 
-ID=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
-NS=stb$ID; KID=stbkid$ID; DIR=/tmp/screentime-bench-$ID
-QUEUE=$((2000 + RANDOM % 50000)); CHAIN=stb$ID
-mkdir -p $DIR/categories
-cleanup() {
-  [ -f $DIR/agent.pid ] && kill -9 "$(cat $DIR/agent.pid)" 2>/dev/null || true
-  for f in $DIR/*.dnsmasq.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done
-  ip netns exec $NS $BIN/screentimed --remove-firewall --config $DIR/conf.json --log-level error 2>/dev/null || true
-  for pid in $(ip netns pids $NS 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
-  ip netns del $NS 2>/dev/null || true
-  userdel $KID 2>/dev/null || true
-  rm -rf $DIR
-}
-trap cleanup EXIT
-useradd -M -N -s /bin/sh $KID
-ip netns add $NS
-ip -n $NS link set lo up
-in_ns() { ip netns exec $NS "$@"; }
-as_kid() { ip netns exec $NS setpriv --reuid=$KID --regid=users --init-groups -- "$@"; }
+. "$(dirname "$0")/agent-in-namespace.sh" stb
 
 in_ns dnsmasq --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 --port=53 --user=root \
   --cache-size=0 --address=/allowed.test/10.1.1.1 --address=/blocked.test/10.2.2.2 --pid-file=$DIR/resolver.dnsmasq.pid \
@@ -42,17 +24,6 @@ cat > $DIR/conf.json <<JSON
 JSON
 for i in $(seq 1 200); do echo "host$i.allowed.test A"; done > $DIR/allowed.txt
 for i in $(seq 1 200); do echo "host$i.blocked.test A"; done > $DIR/blocked.txt
-
-start_agent() {
-  # Started directly, not through a shell function, so that $! is the agent itself.
-  ip netns exec $NS $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
-    </dev/null >/dev/null 2>>$DIR/agent.log &
-  echo $! > $DIR/agent.pid
-  for _ in $(seq 1 2000); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && return; sleep 0.005; done
-  echo "the agent did not start"; cat $DIR/agent.log; exit 1
-}
-stop_agent() { kill -9 "$(cat $DIR/agent.pid)"; wait "$(cat $DIR/agent.pid)" 2>/dev/null || true; rm -f $DIR/agent.pid; }
-st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }
 
 # Throughput: 5 s of as much as dnsperf can send; latency: a paced run, each query's time.
 throughput() { as_kid dnsperf -s 127.0.0.1 -d "$1" -l 5 -c 4 -q 200 2>&1 | awk '/Queries per second/ {print $4}'; }

@@ -11,7 +11,8 @@ import Foundation
 ///
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
-///     CHAIN           per filtered uid range R, for every packet:
+///     CHAIN           -p tcp -m connmark --mark PASSED/M -j RETURN   (a judged TCP flow)
+///                     per filtered uid range R, for every packet:
 ///                     -p udp -m length (a 1,200-byte payload) -m owner R -m u32 (a QUIC long
 ///                        header: 0b11…, version ≠ 0) -j REJECT             (QUIC on any port)
 ///                     -m connmark --mark PASSED/M -j RETURN   (a judged flow: never queued)
@@ -34,6 +35,7 @@ import Foundation
 ///                     -p udp --dport 853 -j REJECT                           (DNS over QUIC)
 ///                     -d DOH -p tcp --dport 443 -j REJECT --reject-with tcp-reset  (per DoH address)
 ///                     -p udp --dport 443 -j REJECT          (QUIC: browsers fall back to TCP)
+///                     -p tcp -m u32 (no data, no SYN: an ACK) -j RETURN   (judged at its data)
 ///                     -j CONNMARK --restore-mark            (the queue sees how far it was judged)
 ///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
 ///     CHAIN-in        -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
@@ -147,6 +149,8 @@ public struct Firewall: Sendable {
             family == .ipv4
             ? "-m length --length 1228:65535 -m u32 --u32 \"0>>22&0x3C@8>>24&0xC0=0xC0&&0>>22&0x3C@9=1:0xFFFFFFFF\""
             : "-m length --length 1248:65535 -m u32 --u32 \"48>>24&0xC0=0xC0&&49=1:0xFFFFFFFF\""
+        // The fast path first for TCP, the bulk of what a judged flow sends.
+        lines.append("-A \(chain) -p tcp -m connmark --mark \(passed) -j RETURN")
         for owner in Self.ranges(owners) {
             lines.append("-A \(chain) -p udp \(quic) -m owner --uid-owner \(owner) -j REJECT")
         }
@@ -186,6 +190,17 @@ public struct Firewall: Sendable {
             lines.append("-A \(filterChain) -d \(address) -p udp -m udp --dport 443 -j REJECT")
         }
         lines.append("-A \(filterChain) -p udp -m udp --dport 443 -j REJECT")
+        // A TCP segment with no data and no SYN (an ACK) names nothing: it passes in the kernel
+        // and the flow stays unjudged until its first data comes to the queue. "No data" is
+        // exact: the IP length is the headers' length, for each TCP header length (no IP
+        // options). SYNs still come: an address learned for a shielded name is refused there.
+        for words in 5...15 {
+            let match =
+                family == .ipv4
+                ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)&&32>>16&0x02=0"
+                : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)&&52>>16&0x02=0"
+            lines.append("-A \(filterChain) -p tcp -m u32 --u32 \"\(match)\" -j RETURN")
+        }
         lines.append("-A \(filterChain) -j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)")
         lines.append("-A \(filterChain) \(queue)")
         lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")

@@ -102,10 +102,16 @@ final class TemporaryDirectory {
         // QUIC is refused in the kernel first, for each range; then a judged connection never
         // reaches the queue again, nor what a local server sends back; a verdict come back
         // through NF_REPEAT is kept by the connection; a refused one is reset, but not its own reset.
-        #expect(lines[4].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
-        #expect(lines[4].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
-        #expect(lines[7] == "-A screentime -m connmark --mark 0x560000/0xff0000 -j RETURN")
-        #expect(lines[8] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
+        #expect(lines[4] == "-A screentime -p tcp -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        #expect(lines[5].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
+        #expect(lines[5].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
+        #expect(lines[8] == "-A screentime -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        #expect(lines[9] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
+        // An ACK without data is never queued: exactly the headers' length, no SYN.
+        #expect(
+            lines.contains(
+                "-A screentime-filter -p tcp -m u32 --u32 \"0>>24=0x45&&0&0xFFFF=52&&32>>28=8&&32>>16&0x02=0\" -j RETURN"
+            ))
         #expect(
             lines.contains(
                 "-A screentime -m mark --mark 0x550000/0xff0000 -j CONNMARK --save-mark --nfmask 0xff0000 --ctmask 0xff0000"
@@ -123,7 +129,7 @@ final class TemporaryDirectory {
             ])
         // Another generation of PASSED: connections passed before are no longer on the fast path.
         let next = firewall.ruleset(for: .ipv4, owners: [1001...1001], dohAddresses: [], generation: 1)
-        #expect(next.contains("-A screentime -m connmark --mark 0x570000/0xff0000 -j RETURN"))
+        #expect(next.contains("-A screentime -p tcp -m connmark --mark 0x570000/0xff0000 -j RETURN"))
         #expect(!next.contains("0x560000"))
         #expect(firewall.standing(ofMark: 0x0156_0001, generation: 1) == .passedEarlier)
         #expect(firewall.standing(ofMark: 0x0157_0001, generation: 1) == .passed)

@@ -116,12 +116,12 @@ final class ConnectionJudge: Sendable {
         if packet.tcpFlags & DNSPacket.flagURG != 0 {
             return .refuse(Refusal(reason: "urgent data in a connection's opening"))
         }
+        // An address returned for shielded names only: refused at the SYN when one comes here
+        // (the rules pass segments without data in the kernel), else at the first data.
+        if addressStanding == .shielded {
+            return .refuse(Refusal(reason: "an address the child's resolver returned for a shielded name"))
+        }
         if packet.payload.isEmpty {
-            if packet.tcpFlags & (DNSPacket.flagSYN | DNSPacket.flagACK) == DNSPacket.flagSYN,
-                addressStanding == .shielded
-            {
-                return .refuse(Refusal(reason: "an address the child's resolver returned for a shielded name"))
-            }
             if packet.tcpFlags & (DNSPacket.flagFIN | DNSPacket.flagRST) != 0 {
                 _ = state.withLock { $0.flows.removeValue(forKey: key) }
             }

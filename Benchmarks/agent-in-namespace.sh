@@ -1,0 +1,34 @@
+# Sourced by the benchmarks that run the agent in a network namespace of their own, with a test
+# child: sets NS, KID, DIR, QUEUE, CHAIN (from the prefix $1), the helpers in_ns, as_kid,
+# start_agent, stop_agent and st, and a cleanup on exit that removes all of it. BIN must be set;
+# the caller writes $DIR/conf.json (its own keys) before start_agent.
+prefix=${1:?agent-in-namespace.sh PREFIX}
+ID=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
+NS=$prefix$ID; KID=${prefix}kid$ID; DIR=/tmp/screentime-bench-$ID
+QUEUE=$((2000 + RANDOM % 50000)); CHAIN=$prefix$ID
+mkdir -p $DIR/categories
+cleanup() {
+  [ -f $DIR/agent.pid ] && kill -9 "$(cat $DIR/agent.pid)" 2>/dev/null || true
+  for f in $DIR/*.dnsmasq.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done
+  ip netns exec $NS $BIN/screentimed --remove-firewall --config $DIR/conf.json --log-level error 2>/dev/null || true
+  for pid in $(ip netns pids $NS 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  ip netns del $NS 2>/dev/null || true
+  userdel $KID 2>/dev/null || true
+  rm -rf $DIR
+}
+trap cleanup EXIT
+useradd -M -N -s /bin/sh $KID
+ip netns add $NS
+ip -n $NS link set lo up
+in_ns() { ip netns exec $NS "$@"; }
+as_kid() { ip netns exec $NS setpriv --reuid=$KID --regid=users --init-groups -- "$@"; }
+start_agent() {
+  # Started directly, not through a shell function, so that $! is the agent itself.
+  ip netns exec $NS $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
+    </dev/null >/dev/null 2>>$DIR/agent.log &
+  echo $! > $DIR/agent.pid
+  for _ in $(seq 1 2000); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && return; sleep 0.005; done
+  echo "the agent did not start"; cat $DIR/agent.log; exit 1
+}
+stop_agent() { kill -9 "$(cat $DIR/agent.pid)"; wait "$(cat $DIR/agent.pid)" 2>/dev/null || true; rm -f $DIR/agent.pid; }
+st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }
