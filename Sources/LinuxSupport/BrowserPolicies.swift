@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// The managed browser policies that keep a browser's names where the agent can read them:
 /// DNS over HTTPS off and locked (a custom DoH provider in the profile is then ignored),
@@ -64,6 +65,15 @@ public struct BrowserPolicies: Sendable {
     /// Takes the policies away: the agent's own files go, Firefox's keys get back what they had.
     public func remove() throws(SystemError) {
         for path in [chromiumPath, chromePath] where Files.exists(path) { _ = Files.remove(path) }
+        defer {
+            // The directories the policies needed go too, where nothing else is in them.
+            for directory in [
+                "/etc/chromium/policies/managed", "/etc/chromium/policies", "/etc/chromium",
+                "/etc/opt/chrome/policies/managed", "/etc/opt/chrome/policies", "/etc/firefox/policies", "/etc/firefox",
+            ] {
+                _ = rmdir(root + directory)
+            }
+        }
         guard let saved = try readJSON(statePath) else { return }
         guard Files.exists(firefoxPath) else {
             _ = Files.remove(statePath)

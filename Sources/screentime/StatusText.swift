@@ -39,6 +39,10 @@ struct StatusText {
                     ? "category \(event.category.map { namer.name($0, kind: "category") } ?? "?")" : event.reason
                 out += "    \(Self.format(event.last))  \(namer.name(event.token, kind: "domain"))  \(times) (\(why))\n"
             }
+            if let refused = dns.refusedConnections, !refused.isEmpty {
+                let counts = refused.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+                out += "  connections refused since the agent started: \(counts.joined(separator: ", "))\n"
+            }
         }
         if let processes = reply.processShield {
             out +=

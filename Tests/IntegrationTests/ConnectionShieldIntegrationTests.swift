@@ -107,6 +107,11 @@ struct ConnectionShieldIntegrationTests {
         let status = try world.status(of: world.child)
         let names = Set((status.domainShield?.recentLookups ?? []).compactMap { status.names[$0.token]?.identity })
         #expect(names.contains("blocked.test"), "\(names)")
+        // And counted by why: 8 curls, s_client and 3 HTTP requests named a shielded host.
+        let counted = status.domainShield?.refusedConnections ?? [:]
+        #expect((counted["name"] ?? 0) >= 12, "\(counted)")
+        let text = try world.cli(as: world.guardian, "status", "--user", world.child)
+        #expect(text.stdout.contains("connections refused since the agent started: name "), "\(text.stdout)")
         #expect(world.agentIsRunning)
     }
 

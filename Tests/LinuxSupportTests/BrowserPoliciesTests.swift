@@ -29,6 +29,9 @@ import Testing
         for path in [policies.firefoxPath, policies.chromiumPath, policies.statePath] {
             #expect(!FileManager.default.fileExists(atPath: path), "\(path)")
         }
+        // And the directories made for them, empty now.
+        #expect(!FileManager.default.fileExists(atPath: fixture.root + "/etc/chromium"))
+        #expect(!FileManager.default.fileExists(atPath: fixture.root + "/etc/firefox"))
     }
 
     @Test func aGuardiansFirefoxPoliciesAreMergedAndGivenBack() throws {

@@ -29,6 +29,8 @@ final class ConnectionJudge: Sendable {
     }
 
     struct Refusal: Equatable {
+        /// What kind of refusal, as `status` counts them (see `DomainShieldReport`).
+        var kind: String
         var reason: String
         /// The shielded name, when the connection named one.
         var name: DNSName?
@@ -52,6 +54,7 @@ final class ConnectionJudge: Sendable {
     private struct State {
         var flows: [FlowKey: Flow] = [:]
         var addresses: [UInt32: LearnedAddresses] = [:]
+        var refused: [UInt32: [String: Int]] = [:]
     }
 
     static let flowsPerUser = 256
@@ -93,10 +96,11 @@ final class ConnectionJudge: Sendable {
         case .udp:
             // (A datagram passed under earlier web shields is simply judged again.)
             if addressStanding != .unknown {
-                return .refuse(Refusal(reason: "an address the child's resolver returned for a shielded name"))
+                return .refuse(
+                    Refusal(kind: "address", reason: "an address the child's resolver returned for a shielded name"))
             }
             if QUICInitial.looksLikeClientInitial(packet.payload) {
-                return .refuse(Refusal(reason: "QUIC, refused so that the browser uses TLS over TCP"))
+                return .refuse(Refusal(kind: "quic", reason: "QUIC, refused so that the browser uses TLS over TCP"))
             }
             return .pass
         case .tcp:
@@ -108,18 +112,19 @@ final class ConnectionJudge: Sendable {
         // Passed under web shields since changed: the connection's opening is long gone, and what
         // it carries now cannot be judged by name. Reset; the browser opens a new one.
         if standing == .passedEarlier {
-            return .refuse(Refusal(reason: "a connection passed before the web shields changed"))
+            return .refuse(Refusal(kind: "changed", reason: "a connection passed before the web shields changed"))
         }
         // Urgent data in an opening: the byte it marks is taken out of the stream by the server's
         // TCP, so the bytes here would not be what the server reads (one urgent byte before a
         // hello made it look like nothing).
         if packet.tcpFlags & DNSPacket.flagURG != 0 {
-            return .refuse(Refusal(reason: "urgent data in a connection's opening"))
+            return .refuse(Refusal(kind: "urgent", reason: "urgent data in a connection's opening"))
         }
         // An address returned for shielded names only: refused at the SYN when one comes here
         // (the rules pass segments without data in the kernel), else at the first data.
         if addressStanding == .shielded {
-            return .refuse(Refusal(reason: "an address the child's resolver returned for a shielded name"))
+            return .refuse(
+                Refusal(kind: "address", reason: "an address the child's resolver returned for a shielded name"))
         }
         if packet.payload.isEmpty {
             if packet.tcpFlags & (DNSPacket.flagFIN | DNSPacket.flagRST) != 0 {
@@ -150,7 +155,8 @@ final class ConnectionJudge: Sendable {
             // The first data of the flow. One whose earlier segments were gathered by a state since
             // lost (the table full, the agent restarted) cannot be read from the middle.
             if standing == .pending {
-                return .refuse(Refusal(reason: "an opening whose first segments the agent no longer holds"))
+                return .refuse(
+                    Refusal(kind: "lost", reason: "an opening whose first segments the agent no longer holds"))
             }
             opening = Array(packet.payload)
         }
@@ -168,17 +174,19 @@ final class ConnectionJudge: Sendable {
         case .incomplete:
             return .pending
         case .unreadable(let kind, let reason):
-            return .refuse(Refusal(reason: "\(kind.rawValue) that cannot be read: \(reason)"))
+            return .refuse(Refusal(kind: "unreadable", reason: "\(kind.rawValue) that cannot be read: \(reason)"))
         case .unnamed, .names([], _):
             if addressStanding != .unknown {
-                return .refuse(Refusal(reason: "no name, to an address returned for a shielded name"))
+                return .refuse(Refusal(kind: "address", reason: "no name, to an address returned for a shielded name"))
             }
             return .pass
         case .names(let names, let kind):
             for name in names {
                 if let verdict = filter.verdict(for: name) {
                     return .refuse(
-                        Refusal(reason: "\(kind.rawValue) names a shielded host", name: name, verdict: verdict))
+                        Refusal(
+                            kind: "name", reason: "\(kind.rawValue) names a shielded host", name: name, verdict: verdict
+                        ))
                 }
             }
             return .pass
@@ -204,6 +212,14 @@ final class ConnectionJudge: Sendable {
             state.flows[key] = flow
         }
     }
+
+    /// Counts a refusal for `status`.
+    func count(_ refusal: Refusal, owner: UInt32) {
+        state.withLock { $0.refused[owner, default: [:]][refusal.kind, default: 0] += 1 }
+    }
+
+    /// The refusals counted for a user since the agent started, by kind.
+    func refusals(of owner: UInt32) -> [String: Int] { state.withLock { $0.refused[owner] ?? [:] } }
 
     /// Flows whose openings are being gathered, for status and tests.
     var gathering: Int { state.withLock { $0.flows.count } }
@@ -235,6 +251,7 @@ final class ConnectionJudge: Sendable {
     func keep(owners: Set<UInt32>) {
         state.withLock { state in
             state.addresses = state.addresses.filter { owners.contains($0.key) }
+            state.refused = state.refused.filter { owners.contains($0.key) }
             state.flows = state.flows.filter { owners.contains($0.value.owner) }
         }
     }

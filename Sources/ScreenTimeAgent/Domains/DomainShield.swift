@@ -352,6 +352,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         case .pending: return .repeatMarked(others | firewall.mark(.pending))
         case .refuse(let refusal):
             if let name = refusal.name, let verdict = refusal.verdict { note(uid: uid, name: name, verdict: verdict) }
+            connections.count(refusal, owner: uid)
             logger.debug("connection refused", metadata: ["uid": "\(uid)", "why": "\(refusal.reason)"])
             return .repeatMarked(others | firewall.mark(.refused))
         }
@@ -528,7 +529,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 category: $0.category)
         }
         return DomainShieldReport(
-            filtering: reading && (installed?.covers(uid) ?? false), problems: problems, recentLookups: recent)
+            filtering: reading && (installed?.covers(uid) ?? false), problems: problems, recentLookups: recent,
+            refusedConnections: connections.refusals(of: uid))
     }
 
     /// The name of a web category's token, for reports.

@@ -6,13 +6,22 @@ public struct DomainShieldReport: Codable, Sendable, Hashable {
     public var filtering: Bool
     /// What keeps the filter from working as it should, in words; empty when all is well.
     public var problems: [String]
-    /// The latest shielded lookups, newest first.
+    /// The latest shielded lookups (and connections naming a shielded host), newest first.
     public var recentLookups: [ShieldEventReport]
+    /// Connections refused since the agent started, by why: `name` (a shielded host in a TLS
+    /// hello or HTTP request), `address` (returned for a shielded name), `quic`, `unreadable`
+    /// (TLS or HTTP that cannot be read), `urgent`, `lost` (an opening whose state was lost),
+    /// `changed` (passed before the web shields changed). Absent from older agents.
+    public var refusedConnections: [String: Int]?
 
-    public init(filtering: Bool, problems: [String], recentLookups: [ShieldEventReport]) {
+    public init(
+        filtering: Bool, problems: [String], recentLookups: [ShieldEventReport],
+        refusedConnections: [String: Int]? = nil
+    ) {
         self.filtering = filtering
         self.problems = problems
         self.recentLookups = recentLookups
+        self.refusedConnections = refusedConnections
     }
 }
 
