@@ -34,25 +34,33 @@ bulk() { as_kid iperf3 -c 10.1.1.1 -p 5201 -R -t 5 -J | /usr/bin/python3 -c \
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 connects() { as_kid /usr/bin/python3 $HERE/connect-latency.py 10.1.1.1 443 $HELLO $COUNT; }
 
-echo "== bulk download as a child (iperf3 -R over loopback, $RUNS runs of 5 s, median Mbit/s)"
-plain=(); judged=()
+# Baseline and filtered alternate, run after run, so that the machine's load falls on both.
+field() { awk -v n="$1" '{print $n}'; }
+plain=(); judged=(); plain_lat=(); judged_lat=(); plain_rate=(); judged_rate=()
 start_agent
-for _ in $(seq 1 $RUNS); do plain+=("$(bulk)"); done
-plain_connects=$(connects)
-st authorize --child $KID
-st shield --user $KID --domain blocked.test
-for _ in $(seq 1 $RUNS); do judged+=("$(bulk)"); done
-judged_connects=$(connects)
+for _ in $(seq 1 $RUNS); do
+  plain+=("$(bulk)")
+  line=$(connects); plain_lat+=("$line"); plain_rate+=("$(echo "$line" | field 7)")
+  st authorize --child $KID
+  st shield --user $KID --domain blocked.test
+  judged+=("$(bulk)")
+  line=$(connects); judged_lat+=("$line"); judged_rate+=("$(echo "$line" | field 7)")
+  st revoke --user $KID
+done
 p=$(printf "%s\n" "${plain[@]}" | median); j=$(printf "%s\n" "${judged[@]}" | median)
+echo "== bulk download as a child (iperf3 -R over loopback, $RUNS alternating runs of 5 s, median Mbit/s)"
 printf "  %-44s %8s Mbit/s  (runs: %s)\n" "not filtered (baseline)" "$p" "${plain[*]}"
 printf "  %-44s %8s Mbit/s  (runs: %s)\n" "filtered, the flow judged once" "$j" "${judged[*]}"
 awk -v a="$j" -v b="$p" 'BEGIN {if (b > 0) printf "  filtered/unfiltered: %.2f×\n", a/b}'
-
-echo "== short TLS connections as a child, $COUNT one after another (connect to the server's first byte)"
-printf "  %-44s %s\n" "not filtered (baseline)" "$plain_connects"
-printf "  %-44s %s\n" "filtered: SYN, ACK and hello judged" "$judged_connects"
-awk -v a="$plain_connects" -v b="$judged_connects" 'BEGIN {
-  split(a, x, " "); split(b, y, " ");
-  printf "  added by the judging: p50 %+d µs, p99 %+d µs\n", y[2]-x[2], y[5]-x[5] }'
+echo "== short TLS connections as a child, $COUNT one after another per run (connect to the server's first byte)"
+for i in $(seq 0 $((RUNS - 1))); do
+  printf "  run %d %-38s %s\n" $((i + 1)) "not filtered (baseline)" "${plain_lat[$i]}"
+  printf "  run %d %-38s %s\n" $((i + 1)) "filtered: SYN and hello judged" "${judged_lat[$i]}"
+done
+pm=$(printf "%s\n" "${plain_lat[@]}" | field 2 | median); jm=$(printf "%s\n" "${judged_lat[@]}" | field 2 | median)
+p9=$(printf "%s\n" "${plain_lat[@]}" | field 5 | median); j9=$(printf "%s\n" "${judged_lat[@]}" | field 5 | median)
+pr=$(printf "%s\n" "${plain_rate[@]}" | median); jr=$(printf "%s\n" "${judged_rate[@]}" | median)
+printf "  medians of the runs: p50 %s → %s µs (%+d), p99 %s → %s µs (%+d), %s → %s connections/s\n" \
+  "$pm" "$jm" $((jm - pm)) "$p9" "$j9" $((j9 - p9)) "$pr" "$jr"
 judged_count=$(grep -c "connection refused" $DIR/agent.log || true)
 printf "  (refused while measuring: %s)\n" "$judged_count"
