@@ -202,8 +202,9 @@ struct ConnectionShieldIntegrationTests {
     }
 
     /// Hostile openings — random bytes, lying lengths, a TLS stream with no hello, garbage in a
-    /// Host — are refused or passed by the policy and never crash the agent; thousands of
-    /// half-sent hellos cost the child its own oldest flows and leave the agent serving others.
+    /// Host — are refused or passed by the policy and never crash the agent; 10,000 half-open
+    /// connections (3,000 with half a hello) cost the child its own oldest flows and leave the
+    /// agent serving others.
     @Test func hostileOpeningsLeaveTheAgentServing() throws {
         let world = try shieldedWorld()
         defer { world.tearDown() }
@@ -218,7 +219,8 @@ struct ConnectionShieldIntegrationTests {
         #expect((tally["reset"] ?? 0) >= 160, "\(hostile)")
         #expect(world.agentIsRunning)
         let memoryBefore = try agentMemory(world)
-        let flood = try child(world, "flood", "10.1.1.1", "443", "3000", "www.allowed.test")
+        // 10,000 half-open connections, 3,000 of them holding half a hello.
+        let flood = try child(world, "flood", "10.1.1.1", "443", "10000", "www.allowed.test", "3000")
         let lines = flood.split(separator: "\n").map(String.init)
         let counters = try world.inNetwork(as: nil, "/usr/sbin/iptables", ["-w", "-vnL"]).stdout
         #expect(lines.last?.hasPrefix("after answered") == true, "\(flood)\n\(counters)")

@@ -9,8 +9,9 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
   raw ADDRESS PORT HEX...         each HEX chunk as a segment of its own
   connect ADDRESS PORT            connect, send a line, read
   udp ADDRESS PORT quic|plain     one datagram: a QUIC-shaped client Initial, or plain bytes
-  flood ADDRESS PORT COUNT NAME   COUNT connections each holding half a ClientHello, then one
-                                  whole allowed hello naming NAME: prints its outcome last
+  flood ADDRESS PORT COUNT NAME HALVES  COUNT connections held open, the first HALVES each
+                                  holding half a ClientHello, the rest nothing; then one whole
+                                  allowed hello naming NAME: prints its outcome last
   hostile ADDRESS PORT COUNT      COUNT connections each sending hostile openings
   urgent NAME ADDRESS PORT        one urgent byte (MSG_OOB), then a real TLS request naming NAME
   udp-then-quic ADDRESS PORT      a small datagram (echoed), then a QUIC-shaped one on the flow
@@ -124,16 +125,17 @@ def udp(address, port, kind):
     print(outcome(sock))
 
 
-def flood(address, port, count, name):
+def flood(address, port, count, name, halves):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, count + 256), hard))
     half = client_hello("flood.allowed.test")[:100]
     held = []
     failed = 0
-    for _ in range(count):
+    for index in range(count):
         try:
             sock = connect(address, port, timeout=5)
-            sock.sendall(half)
+            if index < halves:
+                sock.sendall(half)
             held.append(sock)
         except OSError:
             failed += 1
@@ -257,7 +259,7 @@ elif command == "connect":
 elif command == "udp":
     udp(arguments[0], int(arguments[1]), arguments[2])
 elif command == "flood":
-    flood(arguments[0], int(arguments[1]), int(arguments[2]), arguments[3])
+    flood(arguments[0], int(arguments[1]), int(arguments[2]), arguments[3], int(arguments[4]))
 elif command == "hostile":
     hostile(arguments[0], int(arguments[1]), int(arguments[2]))
 elif command == "urgent":
