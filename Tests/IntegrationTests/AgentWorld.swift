@@ -201,6 +201,12 @@ final class AgentWorld {
         }
         // An allowed name that is an alias of a shielded one.
         arguments += ["--host-record=cdn.blocked.test,10.2.2.3", "--cname=video.allowed.test,cdn.blocked.test"]
+        // HTTPS records (type 65, priority 1, target "."): one offering ALPN h2 and ECH keys
+        // (key 5), one offering ALPN alone.
+        arguments += [
+            "--dns-rr=ech.allowed.test,65,000100000100030268320005000401020304",
+            "--dns-rr=noech.allowed.test,65,00010000010003026832",
+        ]
         let started = try run("/usr/sbin/ip", arguments)
         guard started.status == 0 else { throw WorldError("dnsmasq did not start: \(started.stderr)") }
         // Ready when it answers root (whose lookups are never filtered).

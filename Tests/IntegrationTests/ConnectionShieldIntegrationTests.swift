@@ -241,6 +241,26 @@ struct ConnectionShieldIntegrationTests {
         #expect(refused.status != 0)
     }
 
+    /// An HTTPS record offering ECH keys reaches the child as an empty answer (so its browser's
+    /// hello carries the name in the clear); one without them, and everyone else's, unchanged.
+    @Test func httpsRecordsOfferingECHAreEmptiedForTheChild() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        func https(_ user: String?, _ name: String) throws -> (status: String, answers: Int) {
+            let result = try world.inNetwork(as: user, "/usr/bin/dig", ["+tries=1", "+time=3", "@127.0.0.1", name, "TYPE65"])
+            let status = result.stdout.split(separator: ",").first { $0.contains("status:") }?
+                .split(separator: " ").last.map(String.init) ?? "?"
+            let answers = result.stdout.split(separator: "\n").first { $0.contains("ANSWER:") }.flatMap { line in
+                line.split(separator: ",").first { $0.contains("ANSWER:") }?.split(separator: " ").last.flatMap { Int($0) }
+            } ?? -1
+            return (status, answers)
+        }
+        #expect(try https(nil, "ech.allowed.test") == ("NOERROR", 1))
+        #expect(try https(world.bystander, "ech.allowed.test") == ("NOERROR", 1))
+        #expect(try https(world.child, "ech.allowed.test") == ("NOERROR", 0))
+        #expect(try https(world.child, "noech.allowed.test") == ("NOERROR", 1))
+    }
+
     /// What an attack on the installed agent found, each turned into a check: one urgent byte
     /// before a hello; empty lines before an HTTP request; QUIC after a first small datagram on
     /// another port; a connection kept alive across a new shield; and the child's own server,
