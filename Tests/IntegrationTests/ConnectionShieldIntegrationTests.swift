@@ -247,12 +247,17 @@ struct ConnectionShieldIntegrationTests {
         let world = try shieldedWorld()
         defer { world.tearDown() }
         func https(_ user: String?, _ name: String) throws -> (status: String, answers: Int) {
-            let result = try world.inNetwork(as: user, "/usr/bin/dig", ["+tries=1", "+time=3", "@127.0.0.1", name, "TYPE65"])
-            let status = result.stdout.split(separator: ",").first { $0.contains("status:") }?
+            let result = try world.inNetwork(
+                as: user, "/usr/bin/dig", ["+tries=1", "+time=3", "@127.0.0.1", name, "TYPE65"])
+            let status =
+                result.stdout.split(separator: ",").first { $0.contains("status:") }?
                 .split(separator: " ").last.map(String.init) ?? "?"
-            let answers = result.stdout.split(separator: "\n").first { $0.contains("ANSWER:") }.flatMap { line in
-                line.split(separator: ",").first { $0.contains("ANSWER:") }?.split(separator: " ").last.flatMap { Int($0) }
-            } ?? -1
+            let answers =
+                result.stdout.split(separator: "\n").first { $0.contains("ANSWER:") }.flatMap { line in
+                    line.split(separator: ",").first { $0.contains("ANSWER:") }?.split(separator: " ").last.flatMap {
+                        Int($0)
+                    }
+                } ?? -1
             return (status, answers)
         }
         #expect(try https(nil, "ech.allowed.test") == ("NOERROR", 1))
