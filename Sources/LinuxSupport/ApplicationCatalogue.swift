@@ -69,7 +69,8 @@ public struct ApplicationCatalogue: Sendable {
                     continue
                 }
                 entries[id] = Entry(
-                    entry: entry, path: applications + "/" + relative, source: Self.source(of: directory), isUsers: false)
+                    entry: entry, path: applications + "/" + relative, source: Self.source(of: directory),
+                    isUsers: false)
             }
         }
         var additions: [String: Entry] = [:]
@@ -180,7 +181,9 @@ private struct EntryReader {
                         return found
                     }
                     files += 1
-                    if let contents = read(entryName, below: dirfd(stream), followingLinks: !userOwned, name: name + "/" + path) {
+                    if let contents = read(
+                        entryName, below: dirfd(stream), followingLinks: !userOwned, name: name + "/" + path)
+                    {
                         bytes += contents.count
                         found.append((path, contents))
                     }
@@ -191,7 +194,9 @@ private struct EntryReader {
         return found
     }
 
-    private mutating func read(_ entryName: String, below directory: Int32, followingLinks: Bool, name: String)
+    private mutating func read(
+        _ entryName: String, below directory: Int32, followingLinks: Bool, name: String
+    )
         -> [UInt8]?
     {
         let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followingLinks ? 0 : O_NOFOLLOW)
@@ -226,7 +231,8 @@ extension ApplicationCatalogue {
     /// policy change slow, and a copy of a system program is found by the system's hash anyway.
     /// An entry whose program is missing is still indexed by ID and categories.
     public func index(hashes: ExecutableHashes) -> ApplicationIndex {
-        let items = entries.values.sorted { $0.entry.id < $1.entry.id } + additions.values.sorted { $0.entry.id < $1.entry.id }
+        let items =
+            entries.values.sorted { $0.entry.id < $1.entry.id } + additions.values.sorted { $0.entry.id < $1.entry.id }
         return ApplicationIndex(
             entries: items.map { item in
                 let paths = Set([item.entry.program, item.entry.tryExec].compactMap { $0 }.compactMap(Self.locate))

@@ -25,4 +25,3 @@ public struct FileArgument: Codable, Sendable, Hashable {
         self.descriptor = descriptor
     }
 }
-

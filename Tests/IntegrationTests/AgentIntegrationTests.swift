@@ -287,7 +287,12 @@ struct AgentIntegrationTests {
         #expect(limit.stderr.contains("[tooManyTokens]"))
         #expect(limit.stderr.contains("at most 50"))
 
-        #expect(try world.status(of: world.child) == before)
+        // Nothing the guardian set changed (the shields' own diagnostics — the gate's answer times,
+        // the launcher — move on by themselves, and once made a fresh-clone run fail here).
+        let after = try world.status(of: world.child)
+        #expect(after.authorization == before.authorization && after.stores == before.stores)
+        #expect(after.effective == before.effective && after.names == before.names)
+        #expect(after.authorizedUsers == before.authorizedUsers)
         #expect(world.agentIsRunning)
     }
 

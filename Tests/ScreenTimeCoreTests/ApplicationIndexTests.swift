@@ -48,7 +48,8 @@ import Testing
     @Test func aLoaderUnderAnotherNameIsStillTheLoader() {
         #expect(Interpreter.script(in: ["/home/kid/l", "/usr/games/x"], executable: "/home/kid/l") == nil)
         #expect(
-            Interpreter.script(in: ["/home/kid/l", "--argv0", "a", "/usr/games/x"], executable: "/home/kid/l", isLoader: true)
+            Interpreter.script(
+                in: ["/home/kid/l", "--argv0", "a", "/usr/games/x"], executable: "/home/kid/l", isLoader: true)
                 == "/usr/games/x")
     }
 

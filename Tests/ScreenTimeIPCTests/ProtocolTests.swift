@@ -73,7 +73,8 @@ import Testing
             try text(ClearRequest(StoreTarget(user: "kid", store: "school")))
                 == #"{"body":{"store":"school","user":"kid"},"kind":"clear","version":1}"#)
         // What an earlier client sent decodes.
-        let old = #"{"version":1,"kind":"shield","body":{"target":{"user":"kid"},"applications":["a"],"#
+        let old =
+            #"{"version":1,"kind":"shield","body":{"target":{"user":"kid"},"applications":["a"],"#
             + #""applicationCategories":[],"webDomains":[],"webCategories":[],"remove":false}}"#
         let shield = try RequestEnvelope.decode(ShieldRequest.self, from: Array(old.utf8))
         #expect(shield.applications == ["a"] && shield.target.user == "kid" && shield.applicationFiles == nil)
@@ -87,8 +88,11 @@ import Testing
         #expect(
             code(of: #"{"version":1,"kind":"authorize","body":{"member":"parent"}}"#, as: AuthorizeRequest.self)
                 == .malformedRequest)
-        #expect(code(of: #"{"version":1,"kind":"shield","body":{"target":{}}}"#, as: ShieldRequest.self) == .malformedRequest)
-        #expect(code(of: #"{"version":1,"kind":"status","body":{"user":7}}"#, as: StatusRequest.self) == .malformedRequest)
+        #expect(
+            code(of: #"{"version":1,"kind":"shield","body":{"target":{}}}"#, as: ShieldRequest.self)
+                == .malformedRequest)
+        #expect(
+            code(of: #"{"version":1,"kind":"status","body":{"user":7}}"#, as: StatusRequest.self) == .malformedRequest)
         #expect(code(of: #"{"version":1,"kind":"ping","body":{}}"#, as: PingRequest.self) == nil)
         // A message of one kind read as another.
         #expect(code(of: #"{"version":1,"kind":"ping","body":{}}"#, as: StatusRequest.self) == .malformedRequest)

@@ -279,7 +279,8 @@ final class ProcessJudges: Sendable {
             for (job, stuck) in fire { overdue(job, stuck) }
             if !fire.isEmpty { continue }
             if let next {
-                _ = timerCondition.wait(until: Date().addingTimeInterval(ContinuousClock.now.duration(to: next).seconds))
+                _ = timerCondition.wait(
+                    until: Date().addingTimeInterval(ContinuousClock.now.duration(to: next).seconds))
             } else {
                 timerCondition.wait()
             }

@@ -59,7 +59,8 @@ final class GuardianApprovals: Sendable {
             let left = next.timeIntervalSince(now())
             if left > 0 {
                 throw ScreenTimeIPCError(
-                    .tooManyAttempts, "after \(record.failures) wrong passwords, try again in \(Int(left.rounded(.up))) s")
+                    .tooManyAttempts,
+                    "after \(record.failures) wrong passwords, try again in \(Int(left.rounded(.up))) s")
             }
         }
         do {
@@ -91,5 +92,7 @@ final class GuardianApprovals: Sendable {
     }
 
     /// An asker's failures in a row, and whether they locked it out; nil when there are none.
-    func failures(_ asker: UInt32) throws -> StateDatabase.PasswordFailures? { try database.passwordFailures(uid: asker) }
+    func failures(_ asker: UInt32) throws -> StateDatabase.PasswordFailures? {
+        try database.passwordFailures(uid: asker)
+    }
 }

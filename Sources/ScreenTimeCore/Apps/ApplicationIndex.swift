@@ -82,7 +82,9 @@ public struct ApplicationIndex: Sendable {
     /// `Hidden=true`, `NoDisplay=true` or other categories changes nothing a shield relies on (an
     /// added category could even meet a policy's exception).
     public init(entries: [(entry: DesktopEntry, programs: [Program])]) {
-        let ordered = entries.enumerated().sorted { ($0.element.entry.id, $0.offset) < ($1.element.entry.id, $1.offset) }
+        let ordered = entries.enumerated().sorted {
+            ($0.element.entry.id, $0.offset) < ($1.element.entry.id, $1.offset)
+        }
         for (entry, programs) in ordered.map(\.element) {
             let identity = entry.identity
             if applications[identity] == nil {
@@ -94,7 +96,9 @@ public struct ApplicationIndex: Sendable {
             for program in programs {
                 let name = String(program.path.split(separator: "/").last ?? "")
                 if Self.launchers.contains(name) || Interpreter.isInterpreter(name) { continue }
-                if !(byPath[program.path] ?? []).contains(identity) { byPath[program.path, default: []].append(identity) }
+                if !(byPath[program.path] ?? []).contains(identity) {
+                    byPath[program.path, default: []].append(identity)
+                }
                 if programsByPath[program.path]?.sha256 == nil { programsByPath[program.path] = program }
                 if let hash = program.sha256, !(byHash[hash] ?? []).contains(identity) {
                     byHash[hash, default: []].append(identity)

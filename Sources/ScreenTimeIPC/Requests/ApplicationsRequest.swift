@@ -30,4 +30,3 @@ public struct ApplicationsReply: Codable, Sendable, Hashable {
         self.applications = applications
     }
 }
-

@@ -26,4 +26,3 @@ public struct CategoriesReply: Codable, Sendable, Hashable {
     public var categories: [CategoryReport]
     public init(categories: [CategoryReport]) { self.categories = categories }
 }
-

@@ -12,4 +12,3 @@ public struct FilterRequest: ControlRequest, Hashable {
         self.policy = policy
     }
 }
-

@@ -18,4 +18,3 @@ public struct PingReply: Codable, Sendable, Hashable {
         self.role = role
     }
 }
-

@@ -44,4 +44,3 @@ public struct ShieldRequest: ControlRequest, Hashable {
             && (applicationFiles ?? []).isEmpty && (blockedApplicationFiles ?? []).isEmpty
     }
 }
-

@@ -11,7 +11,6 @@ public struct StoreTarget: Codable, Sendable, Hashable {
     }
 }
 
-
 /// `clear`: every setting of one store goes.
 public struct ClearRequest: ControlRequest, Hashable {
     public typealias Reply = StoreReply
