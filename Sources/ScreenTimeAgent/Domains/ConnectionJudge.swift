@@ -53,8 +53,22 @@ final class ConnectionJudge: Sendable {
 
     private struct State {
         var flows: [FlowKey: Flow] = [:]
+        /// How many of `flows` each user has, kept with them.
+        var flowsOf: [UInt32: Int] = [:]
         var addresses: [UInt32: LearnedAddresses] = [:]
         var refused: [UInt32: [String: Int]] = [:]
+
+        mutating func removeFlow(_ key: FlowKey) {
+            guard let flow = flows.removeValue(forKey: key) else { return }
+            flowsOf[flow.owner, default: 1] -= 1
+            if flowsOf[flow.owner] == 0 { flowsOf[flow.owner] = nil }
+        }
+
+        /// The oldest flow of `owner` (every user's when nil): a scan, done only when a table
+        /// is full.
+        func oldest(of owner: UInt32?) -> FlowKey? {
+            flows.lazy.filter { owner == nil || $0.value.owner == owner }.min { $0.value.since < $1.value.since }?.key
+        }
     }
 
     static let flowsPerUser = 256
@@ -128,25 +142,23 @@ final class ConnectionJudge: Sendable {
         }
         if packet.payload.isEmpty {
             if packet.tcpFlags & (DNSPacket.flagFIN | DNSPacket.flagRST) != 0 {
-                _ = state.withLock { $0.flows.removeValue(forKey: key) }
+                state.withLock { $0.removeFlow(key) }
             }
             return .accept
         }
         // Data (under TCP Fast Open, on the SYN itself).
         let gathered: (opening: [UInt8], appended: Bool)?
         gathered = state.withLock { state -> (opening: [UInt8], appended: Bool)? in
-            if var flow = state.flows[key] {
-                let offset = Int(packet.sequence &- flow.start)
-                let end = offset + packet.payload.count
-                if offset > flow.opening.count || offset < 0 || packet.sequence &- flow.start > 0x7FFF_FFFF {
-                    return nil  // ahead of a gap (or before the start): dropped, sent again in order
-                }
-                if end <= flow.opening.count { return (flow.opening, false) }
-                flow.opening += packet.payload.dropFirst(flow.opening.count - offset)
-                state.flows[key] = flow
-                return (flow.opening, true)
+            guard let flow = state.flows[key] else { return ([], true) }
+            let offset = Int(packet.sequence &- flow.start)
+            let end = offset + packet.payload.count
+            if offset > flow.opening.count || offset < 0 || packet.sequence &- flow.start > 0x7FFF_FFFF {
+                return nil  // ahead of a gap (or before the start): dropped, sent again in order
             }
-            return ([], true)
+            if end <= flow.opening.count { return (flow.opening, false) }
+            // Appended in place: the table's copy is the only one.
+            state.flows[key]?.opening += packet.payload.dropFirst(flow.opening.count - offset)
+            return (state.flows[key]?.opening ?? [], true)
         }
         guard let gathered else { return .drop }
         if !gathered.appended { return .accept }  // a segment sent again: what it holds was judged
@@ -169,7 +181,7 @@ final class ConnectionJudge: Sendable {
             }
             return standing == .pending ? .accept : .pending
         }
-        _ = state.withLock { $0.flows.removeValue(forKey: key) }
+        state.withLock { $0.removeFlow(key) }
         switch reading {
         case .incomplete:
             return .pending
@@ -197,19 +209,17 @@ final class ConnectionJudge: Sendable {
     /// when it has too many, the oldest of all when the table is full, and every expired one.
     private func remember(_ key: FlowKey, _ flow: Flow) {
         state.withLock { state in
-            let owned = state.flows.filter { $0.value.owner == flow.owner }
-            if owned.count >= Self.flowsPerUser, let oldest = owned.min(by: { $0.value.since < $1.value.since }) {
-                state.flows.removeValue(forKey: oldest.key)
+            if state.flowsOf[flow.owner, default: 0] >= Self.flowsPerUser, let oldest = state.oldest(of: flow.owner) {
+                state.removeFlow(oldest)
             }
             if state.flows.count >= Self.flowsInAll {
-                state.flows = state.flows.filter { flow.since - $0.value.since < Self.flowLifetime }
-                if state.flows.count >= Self.flowsInAll,
-                    let oldest = state.flows.min(by: { $0.value.since < $1.value.since })
-                {
-                    state.flows.removeValue(forKey: oldest.key)
+                for (expired, old) in state.flows where flow.since - old.since >= Self.flowLifetime {
+                    state.removeFlow(expired)
                 }
+                if state.flows.count >= Self.flowsInAll, let oldest = state.oldest(of: nil) { state.removeFlow(oldest) }
             }
             state.flows[key] = flow
+            state.flowsOf[flow.owner, default: 0] += 1
         }
     }
 
@@ -232,19 +242,13 @@ final class ConnectionJudge: Sendable {
         guard !records.isEmpty else { return }
         let time = now
         state.withLock { state in
-            var book = state.addresses[owner] ?? LearnedAddresses()
+            // In place: a copy taken out of the table would copy every address at each reply.
             for record in records {
                 guard let address = LearnedAddresses.Address(record.address) else { continue }
-                book.learn(address, shielded: shielded, ttl: record.ttl, now: time)
+                state.addresses[owner, default: LearnedAddresses()].learn(
+                    address, shielded: shielded, ttl: record.ttl, now: time)
             }
-            state.addresses[owner] = book
         }
-    }
-
-    func standing(of address: [UInt8], owner: UInt32) -> LearnedAddresses.Standing {
-        guard let key = LearnedAddresses.Address(address) else { return .unknown }
-        let time = now
-        return state.withLock { $0.addresses[owner]?.standing(of: key, now: time) } ?? .unknown
     }
 
     /// Forgets the users no longer filtered.
@@ -253,6 +257,7 @@ final class ConnectionJudge: Sendable {
             state.addresses = state.addresses.filter { owners.contains($0.key) }
             state.refused = state.refused.filter { owners.contains($0.key) }
             state.flows = state.flows.filter { owners.contains($0.value.owner) }
+            state.flowsOf = state.flowsOf.filter { owners.contains($0.key) }
         }
     }
 }
