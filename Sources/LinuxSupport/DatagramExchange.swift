@@ -25,19 +25,13 @@ public enum DatagramExchange {
             server.sin_family = sa_family_t(AF_INET)
             server.sin_port = port.bigEndian
             withUnsafeMutableBytes(of: &server.sin_addr) { $0.copyBytes(from: address) }
-            withUnsafeMutableBytes(of: &storage) { target in
-                withUnsafeBytes(of: server) { target.copyMemory(from: $0) }
-            }
-            length = MemoryLayout<sockaddr_in>.size
+            length = place(server, in: &storage)
         } else {
             var server = sockaddr_in6()
             server.sin6_family = sa_family_t(AF_INET6)
             server.sin6_port = port.bigEndian
             withUnsafeMutableBytes(of: &server.sin6_addr) { $0.copyBytes(from: address) }
-            withUnsafeMutableBytes(of: &storage) { target in
-                withUnsafeBytes(of: server) { target.copyMemory(from: $0) }
-            }
-            length = MemoryLayout<sockaddr_in6>.size
+            length = place(server, in: &storage)
         }
         try systemCall("connect(UDP)") {
             withUnsafePointer(to: &storage) {
@@ -61,5 +55,13 @@ public enum DatagramExchange {
                 return Array(reply[0..<count])
             }
         }
+    }
+
+    /// Copies a socket address into storage for any family; its length.
+    private static func place<Address>(_ address: Address, in storage: inout sockaddr_storage) -> Int {
+        withUnsafeMutableBytes(of: &storage) { target in
+            withUnsafeBytes(of: address) { target.copyMemory(from: $0) }
+        }
+        return MemoryLayout<Address>.size
     }
 }

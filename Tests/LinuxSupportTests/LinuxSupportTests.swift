@@ -197,8 +197,11 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
 /// The kernel's process connector, for real: needs root and the initial network namespace.
 @Suite(.enabled(if: getuid() == 0, "needs root (CAP_NET_ADMIN) for the proc connector"))
 struct ProcConnectorTests {
-    @Test func forkExecAndExitOfAProgramArrive() throws {
-        let connector = try ProcConnector()
+    /// Starts reading `connector` on a thread, runs `sh -c "exit CODE"`, and returns every event
+    /// read until that program's exit came (or 2 s passed), with its pid.
+    func events(
+        from connector: ProcConnector, untilExitOf code: UInt32
+    ) throws -> (events: [ProcConnector.Event], pid: Int32) {
         let seen = Mutex<[ProcConnector.Event]>([])
         let reader = Thread {
             try? connector.run { event in seen.withLock { $0.append(event) } }
@@ -208,16 +211,22 @@ struct ProcConnectorTests {
         Thread.sleep(forTimeInterval: 0.05)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exit 3"]
+        process.arguments = ["-c", "exit \(code)"]
         try process.run()
         process.waitUntilExit()
         let pid = process.processIdentifier
         var events: [ProcConnector.Event] = []
         for _ in 0..<200 {
             events = seen.withLock { $0 }
-            if events.contains(.exit(pid: pid, code: 3 << 8)) { break }
+            if events.contains(.exit(pid: pid, code: code << 8)) { break }
             Thread.sleep(forTimeInterval: 0.01)
         }
+        return (events, pid)
+    }
+
+    @Test func forkExecAndExitOfAProgramArrive() throws {
+        let connector = try ProcConnector()
+        let (events, pid) = try events(from: connector, untilExitOf: 3)
         #expect(events.contains { if case .fork(_, pid) = $0 { true } else { false } }, "fork of \(pid)")
         #expect(events.contains(.exec(pid: pid)))
         #expect(events.contains(.exit(pid: pid, code: 3 << 8)), "exit status as wait() gives it")
@@ -238,25 +247,7 @@ struct ProcConnectorTests {
             try process.run()
             process.waitUntilExit()
         }
-        let seen = Mutex<[ProcConnector.Event]>([])
-        let reader = Thread {
-            try? connector.run { event in seen.withLock { $0.append(event) } }
-        }
-        reader.start()
-        defer { connector.stop() }
-        Thread.sleep(forTimeInterval: 0.05)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exit 4"]
-        try process.run()
-        process.waitUntilExit()
-        let pid = process.processIdentifier
-        var events: [ProcConnector.Event] = []
-        for _ in 0..<200 {
-            events = seen.withLock { $0 }
-            if events.contains(.exit(pid: pid, code: 4 << 8)) { break }
-            Thread.sleep(forTimeInterval: 0.01)
-        }
+        let (events, pid) = try events(from: connector, untilExitOf: 4)
         #expect(events.first == .overrun)
         #expect(events.contains(.exit(pid: pid, code: 4 << 8)), "read on after the overrun")
         #expect(connector.eventsLost > 0)

@@ -14,7 +14,7 @@ import Testing
     }
 
     static func hello(_ bytes: [UInt8]) -> TLSClientHello? {
-        if case .hello(let hello) = TLSClientHello.read(bytes[...]) { return hello }
+        if case .read(let hello) = TLSClientHello.read(bytes[...]) { return hello }
         return nil
     }
 

@@ -31,27 +31,21 @@ public enum ConnectionOpening: Hashable, Sendable {
         if (0x14...0x18).contains(first), first != 0x16, bytes.count < 2 || bytes[bytes.startIndex + 1] == 0x03 {
             return bytes.count < 3 ? .incomplete : .unreadable(.tls, "a TLS record of type \(first) before any hello")
         }
-        switch TLSClientHello.read(bytes) {
-        case .hello(let hello):
-            return names(hello.serverNames, .tls)
+        return judged(TLSClientHello.read(bytes).map(\.serverNames), .tls, "ClientHello", length: bytes.count)
+            ?? judged(HTTPRequestHead.read(bytes).map(\.hosts), .http, "request head", length: bytes.count)
+            ?? .unnamed
+    }
+
+    /// One reader's outcome as an opening; nil when the bytes are not its protocol.
+    private static func judged(
+        _ reading: OpeningReading<[[UInt8]]>, _ kind: Kind, _ what: String, length: Int
+    ) -> ConnectionOpening? {
+        switch reading {
+        case .other: nil
+        case .read(let raw): names(raw, kind)
+        case .invalid(let reason): .unreadable(kind, reason)
         case .incomplete:
-            return bytes.count >= maximumLength
-                ? .unreadable(.tls, "no whole ClientHello in \(bytes.count) bytes") : .incomplete
-        case .invalid(let reason):
-            return .unreadable(.tls, reason)
-        case .notTLS:
-            break
-        }
-        switch HTTPRequestHead.read(bytes) {
-        case .request(let head):
-            return names(head.hosts, .http)
-        case .incomplete:
-            return bytes.count >= maximumLength
-                ? .unreadable(.http, "no whole request head in \(bytes.count) bytes") : .incomplete
-        case .invalid(let reason):
-            return .unreadable(.http, reason)
-        case .notHTTP:
-            return .unnamed
+            length >= maximumLength ? .unreadable(kind, "no whole \(what) in \(length) bytes") : .incomplete
         }
     }
 

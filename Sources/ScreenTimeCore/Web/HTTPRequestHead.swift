@@ -7,12 +7,7 @@
 /// limit, a request line without a version, HTTP/2's clear-text preface — is `.invalid`, so the
 /// connection is refused rather than passed.
 public struct HTTPRequestHead: Hashable, Sendable {
-    public enum Reading: Hashable, Sendable {
-        case notHTTP
-        case incomplete
-        case request(HTTPRequestHead)
-        case invalid(String)
-    }
+    public typealias Reading = OpeningReading<HTTPRequestHead>
 
     /// The longest head waited for.
     public static let maximumLength = 16_384
@@ -24,7 +19,7 @@ public struct HTTPRequestHead: Hashable, Sendable {
     public static func read(_ bytes: ArraySlice<UInt8>) -> Reading {
         // Empty lines before a request line are ignored by servers (RFC 9112 §2.2), so here too.
         let start = bytes.firstIndex { $0 != 0x0D && $0 != 0x0A } ?? bytes.endIndex
-        guard start - bytes.startIndex < 256 else { return .notHTTP }
+        guard start - bytes.startIndex < 256 else { return .other }
         let request = bytes[start...]
         // The method: 3 to 20 letters of either case (lenient servers take `get`) or `-`/`_`,
         // then a space or a tab.
@@ -33,10 +28,10 @@ public struct HTTPRequestHead: Hashable, Sendable {
         let methodLength = index - request.startIndex
         guard index < request.endIndex else {
             // Still all letters (or nothing yet): wait, unless it is already too long for a method.
-            return methodLength > 20 ? .notHTTP : .incomplete
+            return methodLength > 20 ? .other : .incomplete
         }
         guard methodLength >= 3, methodLength <= 20, request[index] == 0x20 || request[index] == 0x09 else {
-            return .notHTTP
+            return .other
         }
         let method = String(decoding: request[request.startIndex..<index], as: UTF8.self).uppercased()
         guard let headEnd = endOfHead(request) else {
@@ -53,15 +48,15 @@ public struct HTTPRequestHead: Hashable, Sendable {
         // A request sent behind this one in the same bytes (pipelined) is judged too, past this
         // one's body (its Content-Length): the connection waits for it when it has begun.
         guard bodyLength <= maximumLength, headEnd + bodyLength < request.endIndex else {
-            return .request(HTTPRequestHead(method: method, hosts: hosts))
+            return .read(HTTPRequestHead(method: method, hosts: hosts))
         }
         switch read(request[(headEnd + bodyLength)...]) {
-        case .request(let next): hosts += next.hosts
+        case .read(let next): hosts += next.hosts
         case .incomplete: return .incomplete
         case .invalid(let problem): return .invalid(problem)
-        case .notHTTP: break
+        case .other: break
         }
-        return .request(HTTPRequestHead(method: method, hosts: hosts))
+        return .read(HTTPRequestHead(method: method, hosts: hosts))
     }
 
     /// The hosts one head names; the problem when it cannot be read.

@@ -7,16 +7,9 @@
 /// and Chromium permutes its extensions, so the name may come last): `read` says `.incomplete`
 /// until the whole handshake message is there.
 public struct TLSClientHello: Hashable, Sendable {
-    /// The outcome of reading what a client sent so far.
-    public enum Reading: Hashable, Sendable {
-        /// Not a TLS handshake record at all.
-        case notTLS
-        /// A TLS handshake that has not all arrived.
-        case incomplete
-        case hello(TLSClientHello)
-        /// A TLS handshake record that cannot be read: a lying length, a wrong message, garbage.
-        case invalid(String)
-    }
+    /// The outcome of reading what a client sent so far: `.other` when it is not a TLS handshake
+    /// record at all.
+    public typealias Reading = OpeningReading<TLSClientHello>
 
     /// The largest ClientHello accepted (the handshake message, across records). Real ones are
     /// 200 bytes to a few kilobytes; what is longer is refused rather than waited for.
@@ -46,8 +39,8 @@ public struct TLSClientHello: Hashable, Sendable {
     /// Reads the records at the start of `bytes`.
     public static func read(_ bytes: ArraySlice<UInt8>) -> Reading {
         guard let first = bytes.first else { return .incomplete }
-        guard first == 0x16 else { return .notTLS }
-        if bytes.count >= 2, bytes[bytes.startIndex + 1] != 0x03 { return .notTLS }
+        guard first == 0x16 else { return .other }
+        if bytes.count >= 2, bytes[bytes.startIndex + 1] != 0x03 { return .other }
         // The handshake stream: the fragments of consecutive handshake records.
         var message: [UInt8] = []
         var offset = bytes.startIndex
@@ -94,7 +87,7 @@ public struct TLSClientHello: Hashable, Sendable {
             legacyVersion: version, handshakeLength: legacyLength, cipherSuiteCount: Int(suitesLength) / 2,
             extensions: [], serverNames: [], alpn: [])
         // A hello may end without extensions (TLS 1.0 clients); then it names no server.
-        guard !reader.atEnd else { return .hello(hello) }
+        guard !reader.atEnd else { return .read(hello) }
         guard let extensionsLength = reader.u16(), var extensions = reader.take(Int(extensionsLength)), reader.atEnd
         else { return .invalid("extensions whose length does not match the hello") }
         while !extensions.atEnd {
@@ -114,7 +107,7 @@ public struct TLSClientHello: Hashable, Sendable {
                 break
             }
         }
-        return .hello(hello)
+        return .read(hello)
     }
 
     private static func serverNames(_ data: SliceReader) -> [[UInt8]]? {
