@@ -126,6 +126,9 @@ struct ConnectionShieldIntegrationTests {
             let result = try child(world, "hello", "video.blocked.test", "10.1.1.1", "443", cut)
             #expect(result.hasPrefix("reset "), "cut at \(cut): \(result)")
         }
+        // Trickled one byte a segment, the hello is still gathered and judged.
+        #expect(try child(world, "trickle", "video.blocked.test", "10.1.1.1", "443", "2").hasPrefix("reset "))
+        #expect(try child(world, "trickle", "video.allowed.test", "10.1.1.1", "443", "2").hasPrefix("answered "))
         // The same split hello naming an allowed host is answered (a ServerHello comes back).
         let allowed = try child(world, "hello", "video.allowed.test", "10.1.1.1", "443", "name")
         #expect(allowed.hasPrefix("answered "), "\(allowed)")
@@ -169,6 +172,41 @@ struct ConnectionShieldIntegrationTests {
         let bystander = try curl(
             world, as: world.bystander, "--resolve", "other.test:443:10.2.2.3", "https://other.test/")
         #expect(bystander.status == 0, "\(bystander)")
+    }
+
+    /// A resolver the child picks (here dnsmasq on 10.6.6.6, standing for a server of its own
+    /// on the internet) answers an allowed name with the shielded site's address, to make the
+    /// address look shared: a connection naming nothing there is still refused, one naming the
+    /// shielded host is refused by its name, and only the name the resolver vouched for passes.
+    @Test func anAddressMadeSharedByTheChildsOwnResolverStillHolds() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let namespace = try #require(world.namespace)
+        try system(
+            "/usr/sbin/ip", "netns", "exec", namespace, "/usr/sbin/dnsmasq", "--no-resolv", "--no-hosts",
+            "--bind-interfaces", "--listen-address=10.6.6.6", "--port=53", "--user=root", "--cache-size=0",
+            "--address=/cover.test/10.2.2.2", "--pid-file=\(world.directory)/cover.pid")
+        // The shielded name, asked for: its address is learned as shielded.
+        _ = try world.inNetwork(as: world.child, "/usr/bin/dig", ["+tries=1", "@127.0.0.1", "blocked.test"])
+        var learned = false
+        for _ in 0..<100 where !learned {
+            Thread.sleep(forTimeInterval: 0.05)
+            learned = try curl(world, as: world.child, "https://10.2.2.2/").status != 0
+        }
+        #expect(learned)
+        let before = try curl(world, as: world.child, "--resolve", "cover.test:443:10.2.2.2", "https://cover.test/")
+        #expect(before.status == 7, "refused at the SYN while the address is only the shielded name's: \(before)")
+        // The child's own resolver vouches for it under another name.
+        let cover = try world.inNetwork(
+            as: world.child, "/usr/bin/dig", ["+short", "+tries=1", "@10.6.6.6", "cover.test"])
+        #expect(cover.stdout.contains("10.2.2.2"), "\(cover.stdout)")
+        #expect(try curl(world, as: world.child, "https://10.2.2.2/").status != 0, "no name, shared address")
+        #expect(try child(world, "connect", "10.2.2.2", "2222") != "answered")
+        let shielded = try curl(
+            world, as: world.child, "--resolve", "blocked.test:443:10.2.2.2", "https://blocked.test/")
+        #expect(shielded.status != 0 && shielded.body.isEmpty, "\(shielded)")
+        let vouched = try curl(world, as: world.child, "--resolve", "cover.test:443:10.2.2.2", "https://cover.test/")
+        #expect(vouched.status == 0 && vouched.body == "https cover.test\n", "\(vouched)")
     }
 
     /// QUIC is refused to the child (its send fails at once, so a browser falls back to TCP), on
@@ -286,6 +324,11 @@ struct ConnectionShieldIntegrationTests {
 
         // A connection to an allowed site, kept alive; the guardian then shields it: the next
         // request on the same connection is reset (the browser would open a new one, refused).
+        // First the control: with no change of shields the second request is answered.
+        let control = world.directory + "/go-control"
+        FileManager.default.createFile(atPath: control, contents: nil)
+        let unchanged = try child(world, "keepalive", "www.allowed.test", "10.1.1.1", "443", control)
+        #expect(unchanged == "first answered\nsecond answered", "\(unchanged)")
         let go = world.directory + "/go"
         let output = world.directory + "/keepalive.out"
         let keeper = Process()

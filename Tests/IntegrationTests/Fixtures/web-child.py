@@ -14,6 +14,7 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
                                   allowed hello naming NAME: prints its outcome last
   hostile ADDRESS PORT COUNT      COUNT connections each sending hostile openings
   urgent NAME ADDRESS PORT        one urgent byte (MSG_OOB), then a real TLS request naming NAME
+  trickle NAME ADDRESS PORT MS    a real ClientHello naming NAME, one byte a segment, MS apart
   udp-then-quic ADDRESS PORT      a small datagram (echoed), then a QUIC-shaped one on the flow
   keepalive NAME ADDRESS PORT GO  a TLS request on a kept-alive connection; once the file GO
                                   exists, a second request on the same connection
@@ -67,7 +68,7 @@ def connect(address, port, timeout=5):
     return sock
 
 
-def send_segments(address, port, segments):
+def send_segments(address, port, segments, pause=0.1):
     try:
         sock = connect(address, port)
     except ConnectionRefusedError:
@@ -79,7 +80,7 @@ def send_segments(address, port, segments):
     try:
         for index, segment in enumerate(segments):
             if index:
-                time.sleep(0.1)
+                time.sleep(pause)
             sock.sendall(segment)
     except (ConnectionResetError, BrokenPipeError):
         return "reset"
@@ -212,6 +213,11 @@ def answer(tls):
         return "reset"
 
 
+def trickle(name, address, port, milliseconds):
+    data = client_hello(name)
+    print(send_segments(address, port, [data[i:i + 1] for i in range(len(data))], pause=milliseconds / 1000), len(data))
+
+
 def urgent(name, address, port):
     sock = connect(address, port)
     try:
@@ -262,6 +268,8 @@ elif command == "flood":
     flood(arguments[0], int(arguments[1]), int(arguments[2]), arguments[3], int(arguments[4]))
 elif command == "hostile":
     hostile(arguments[0], int(arguments[1]), int(arguments[2]))
+elif command == "trickle":
+    trickle(arguments[0], arguments[1], int(arguments[2]), int(arguments[3]))
 elif command == "urgent":
     urgent(arguments[0], arguments[1], int(arguments[2]))
 elif command == "udp-then-quic":
