@@ -6,6 +6,7 @@ answers a line that says which it is, so a client can tell "answered" from "rese
 
 usage: web-server.py CERT KEY READY-FILE
 """
+import asyncio
 import os
 import socket
 import ssl
@@ -62,16 +63,45 @@ def read_head(stream):
     return data
 
 
-def https(connection):
+# HTTPS is served by one asyncio loop, not a thread per connection: the flood tests hold 10,000
+# connections open, and as many threads would flood every agent's process watcher with events.
+https_names = {}
+
+
+def remember_name(ssl_object, name, context):
+    https_names[id(ssl_object)] = name
+
+
+async def https(reader, writer):
+    try:
+        ssl_object = writer.get_extra_info("ssl_object")
+        name = https_names.pop(id(ssl_object), None) or "-"
+        # Keep-alive: one answer per request head, until the client goes.
+        while True:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            if not head:
+                break
+            body = ("https %s\n" % name).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            await writer.drain()
+    except Exception:
+        pass
+    finally:
+        writer.close()
+
+
+def serve_https(sockets):
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
-    names = []
-    context.sni_callback = lambda sock, name, ctx: names.append(name)
-    stream = context.wrap_socket(connection, server_side=True)
-    # Keep-alive: one answer per request head, until the client goes.
-    while read_head(stream):
-        body = ("https %s\n" % (names[0] if names else "-")).encode()
-        stream.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    context.sni_callback = remember_name
+    loop = asyncio.new_event_loop()
+
+    async def start():
+        for listener in sockets:
+            await asyncio.start_server(https, sock=listener, ssl=context, ssl_handshake_timeout=10, backlog=4096)
+
+    loop.run_until_complete(start())
+    threading.Thread(target=loop.run_forever, daemon=True).start()
 
 
 def http(connection):
@@ -92,7 +122,7 @@ def udp_echo(sock):
         sock.sendto(b"echo %d" % len(data), peer)
 
 
-serve(listeners(443), https)
+serve_https(listeners(443))
 serve(listeners(80), http)
 serve(listeners(2222), banner)
 for s in listeners(4433, socket.SOCK_DGRAM):
