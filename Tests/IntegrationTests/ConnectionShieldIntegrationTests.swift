@@ -107,6 +107,8 @@ struct ConnectionShieldIntegrationTests {
         let status = try world.status(of: world.child)
         let names = Set((status.domainShield?.recentLookups ?? []).compactMap { status.names[$0.token]?.identity })
         #expect(names.contains("blocked.test"), "\(names)")
+        // Under the shield's own name, as the guardian wrote it: not other.test.
+        #expect(names.contains("play.other.test") && !names.contains("other.test"), "\(names)")
         // And counted by why: 8 curls, s_client and 3 HTTP requests named a shielded host.
         let counted = status.domainShield?.refusedConnections ?? [:]
         #expect((counted["name"] ?? 0) >= 12, "\(counted)")

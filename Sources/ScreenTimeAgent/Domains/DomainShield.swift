@@ -443,6 +443,19 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 serverPort: packet.destinationPort, id: id)
     }
 
+    /// The name an event is counted under: for a domain shield, the shield's own name (the
+    /// nearest one above the name that the user's policy shields: `play.google.com`, not
+    /// `google.com`), so status shows what the guardian wrote; else the registrable domain.
+    private func eventDomain(_ domain: DomainName, uid: UInt32, verdict: DomainFilter.Verdict) -> DomainName {
+        if verdict.reason == .domain,
+            let shielded = state.withLock({ $0.snapshot.users[uid]?.policy.webDomainsShieldedByToken }),
+            let shield = domain.selfAndAncestors.first(where: { shielded[minter.token(for: $0)] != nil })
+        {
+            return shield
+        }
+        return suffixes.registrableDomain(of: domain) ?? domain
+    }
+
     private func note(uid: UInt32, name: DNSName, verdict: DomainFilter.Verdict) {
         // The nearest name that is a host name: a verdict was reached through one of them.
         var labels = name.labels
@@ -453,7 +466,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         }
         guard let domain else { return }
         let key = EventKey(
-            uid: uid, domain: suffixes.registrableDomain(of: domain) ?? domain, reason: verdict.reason,
+            uid: uid, domain: eventDomain(domain, uid: uid, verdict: verdict), reason: verdict.reason,
             category: verdict.category)
         let now = Date()
         let wasEmpty = events.withLock { buffer in

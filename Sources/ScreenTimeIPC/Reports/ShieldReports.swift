@@ -98,7 +98,7 @@ public struct ShieldEventReport: Codable, Sendable, Hashable {
     public var first: Date
     public var last: Date
     public var count: Int
-    /// The web-domain token of the name looked up (its registrable domain).
+    /// The web-domain token of the name looked up: the shield it met (as the guardian wrote it), or for a category or filter its registrable domain.
     public var token: String
     /// `domain`, `category`, `filter` or `bypass`.
     public var reason: String
