@@ -200,7 +200,7 @@ struct ProcConnectorTests {
     /// Starts reading `connector` on a thread, runs `sh -c "exit CODE"`, and returns every event
     /// read until that program's exit came (or 2 s passed), with its pid.
     func events(
-        from connector: ProcConnector, untilExitOf code: UInt32
+        from connector: ProcConnector, untilExitOf code: UInt32, onCPU cpu: Int? = nil
     ) throws -> (events: [ProcConnector.Event], pid: Int32) {
         let seen = Mutex<[ProcConnector.Event]>([])
         let reader = Thread {
@@ -210,8 +210,14 @@ struct ProcConnectorTests {
         defer { connector.stop() }
         Thread.sleep(forTimeInterval: 0.05)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "exit \(code)"]
+        if let cpu {
+            // taskset execs the shell in the same process, already on that CPU.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+            process.arguments = ["-c", "\(cpu)", "/bin/sh", "-c", "exit \(code)"]
+        } else {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "exit \(code)"]
+        }
         try process.run()
         process.waitUntilExit()
         let pid = process.processIdentifier
@@ -239,15 +245,23 @@ struct ProcConnectorTests {
     /// A burst the socket cannot hold: the reader is told (`.overrun`, so it rescans), counts
     /// what was lost from the kernel's event numbers, and goes on reading.
     @Test func aBurstPastTheBufferIsAnOverrunCountedAndReadingGoesOn() throws {
+        // Losses are known from the gaps in one CPU's event numbers, so only on a CPU whose
+        // events were read before the loss and after it: the burst and the program after it run
+        // on one CPU (a CI run failed when they landed on different ones).
+        let allowed = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+            .split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") }
+        let cpu = try #require(
+            allowed.flatMap { $0.split(separator: "\t").last?.split(whereSeparator: { !$0.isNumber }).first }
+                .flatMap { Int($0) })
         let connector = try ProcConnector(receiveBuffer: 4096)
-        // Nobody reads yet: 50 programs' fork, exec and exit events overflow a few KiB.
-        for _ in 0..<50 {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/true")
-            try process.run()
-            process.waitUntilExit()
-        }
-        let (events, pid) = try events(from: connector, untilExitOf: 4)
+        // Nobody reads yet: 100 programs' fork, exec and exit events overflow a few KiB.
+        let burst = Process()
+        burst.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+        burst.arguments = ["-c", "\(cpu)", "/bin/sh", "-c", "for i in $(seq 100); do /bin/true; done"]
+        try burst.run()
+        burst.waitUntilExit()
+        #expect(burst.terminationStatus == 0)
+        let (events, pid) = try events(from: connector, untilExitOf: 4, onCPU: cpu)
         #expect(events.first == .overrun)
         #expect(events.contains(.exit(pid: pid, code: 4 << 8)), "read on after the overrun")
         #expect(connector.eventsLost > 0)
