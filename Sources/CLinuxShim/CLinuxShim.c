@@ -131,3 +131,7 @@ int screentime_receive_datagrams(int fd, void *buffer, unsigned int slot_size, u
     for (int index = 0; index < received; index++) lengths[index] = messages[index].msg_len;
     return received;
 }
+
+int screentime_open_path(const char *path, int follow_symlinks) {
+    return open(path, O_PATH | O_CLOEXEC | (follow_symlinks ? 0 : O_NOFOLLOW));
+}

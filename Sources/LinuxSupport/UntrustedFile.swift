@@ -55,10 +55,19 @@ public enum UntrustedFile {
     public static func open(
         _ path: String, limit: Int64, followingSymlinks: Bool = true
     ) throws(SystemError) -> (descriptor: Int32, status: FileStatus) {
-        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | (followingSymlinks ? 0 : O_NOFOLLOW)
-        let fd = try systemCall("open(\(path))") { Glibc.open(path, flags) }
-        do {
+        // Looked at before it is opened: opening a device runs its driver's open (a watchdog
+        // starts counting, a tape rewinds), and a child names paths that lead to devices.
+        let look = try systemCall("open(\(path), O_PATH)") { screentime_open_path(path, followingSymlinks ? 1 : 0) }
+        defer { close(look) }
+        guard let seen = FileStatus.of(descriptor: look) else { throw SystemError.call("fstat(\(path))", errno) }
+        guard seen.isRegular else { throw SystemError(.badFile, "\(path) is not a regular file") }
+        let flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY
+        let fd = try systemCall("open(\(path))") { Glibc.open("/proc/self/fd/\(look)", flags) }
+        do throws(SystemError) {
             let status = try check(descriptor: fd, limit: limit, name: path)
+            guard status.key.device == seen.key.device, status.key.inode == seen.key.inode else {
+                throw SystemError(.badFile, "\(path) changed while it was opened")
+            }
             return (fd, status)
         } catch {
             close(fd)

@@ -20,6 +20,9 @@
 
 /// recv/send flags, which the release build of Swift's Glibc module does not always show.
 static inline int screentime_msg_dontwait(void) { return MSG_DONTWAIT; }
+/// Opens a path without opening what it names (no device's open runs), for a look before the
+/// real open: O_PATH needs _GNU_SOURCE, which Swift's Glibc does not see.
+int screentime_open_path(const char *path, int follow_symlinks);
 static inline int screentime_msg_nosignal(void) { return MSG_NOSIGNAL; }
 
 /// The peer's credentials on a connected Unix socket. Returns 0, or -1 with errno set.
