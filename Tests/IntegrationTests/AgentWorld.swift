@@ -370,7 +370,12 @@ final class AgentWorld {
         let end = Date().addingTimeInterval(seconds)
         while Date() < end {
             let done = waitpid(pid, &status, WNOHANG)
-            if done == pid { return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f) }
+            if done == pid {
+                // Reaped: the pid is free for anyone now (a test-runner thread too), so tearDown
+                // must not kill it.
+                started.removeAll { $0 == pid }
+                return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+            }
             if done < 0 { return nil }
             usleep(10_000)
         }
