@@ -328,7 +328,7 @@ struct ConnectionShieldIntegrationTests {
         // request on the same connection is reset (the browser would open a new one, refused).
         // First the control: with no change of shields the second request is answered.
         let control = world.directory + "/go-control"
-        FileManager.default.createFile(atPath: control, contents: nil)
+        _ = FileManager.default.createFile(atPath: control, contents: nil)
         let unchanged = try child(world, "keepalive", "www.allowed.test", "10.1.1.1", "443", control)
         #expect(unchanged == "first answered\nsecond answered", "\(unchanged)")
         let go = world.directory + "/go"
@@ -350,7 +350,7 @@ struct ConnectionShieldIntegrationTests {
         }
         #expect(first.contains("first answered"), "\(first)")
         try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
-        FileManager.default.createFile(atPath: go, contents: nil)
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
         keeper.waitUntilExit()
         let second = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         // Reset (or, as Python's TLS reads it at times, ended): not answered.

@@ -482,7 +482,10 @@ struct HostileChildIntegrationTests {
         #expect(ProcessInspector().status(pid: counter)?.uid == 0)
         #expect(!world.isFrozen(counter) && world.processState(counter) != "T")
         #expect(try world.status(of: world.child).processShield?.frozen.contains { $0.pid == counter } == false)
-        kill(counter, SIGKILL)
+        // Root's `sleep 60`, only if the pid is still that: pidcycle recycled pids fast.
+        if ProcessInspector().status(pid: counter)?.uid == 0, world.command(of: counter) == "sleep" {
+            kill(counter, SIGKILL)
+        }
     }
 
     /// Finding 8: desktop entries pointing at huge sparse files made each guardian change take

@@ -423,4 +423,10 @@ extension AgentWorld {
     }
 
     func processState(_ pid: Int32) -> Character? { ProcessInspector().state(pid: pid) }
+
+    /// `/proc/PID/comm`, trimmed.
+    func command(of pid: Int32) -> String? {
+        (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
 }
