@@ -36,7 +36,8 @@ SWIFT       ?= swift
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
-	chromium firefox-esr libnss3-tools
+	chromium firefox-esr libnss3-tools \
+	libxcb1-dev libxcb-res0-dev libxcb-sync-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 
@@ -80,6 +81,8 @@ bench: deps
 	Benchmarks/proc-connector.sh "$$($(SWIFT) build -c release --show-bin-path)"
 	@echo
 	Benchmarks/connections.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	@echo
+	Benchmarks/focus.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)

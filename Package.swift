@@ -71,6 +71,13 @@ let package = Package(
         // The launcher's fork-to-exec code: async-signal-safe C, and the extension's loopback
         // brought up through libnl-route-3 (so not in CLinuxShim, which links only libc).
         .target(name: "CLauncher", dependencies: ["CNetlink"]),
+        // libxcb with X-Resource and SYNC (Debian's libxcb1-dev, libxcb-res0-dev, libxcb-sync-dev):
+        // the agent's own reading of an X11 session's focus and idle time. Plain C with a small
+        // interface, because SYNC's alarms and X-Resource's replies are variable-length structures.
+        .target(
+            name: "CXCB",
+            linkerSettings: [.linkedLibrary("xcb"), .linkedLibrary("xcb-res"), .linkedLibrary("xcb-sync")]
+        ),
         // libcap (Debian's libcap-dev), for dropping the agent's capabilities after setup.
         .systemLibrary(
             name: "CCapability",
@@ -82,7 +89,8 @@ let package = Package(
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CCapability", "CLauncher", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "ScreenTimeCore",
+                "CCapability", "CLauncher", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "CXCB",
+                "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],

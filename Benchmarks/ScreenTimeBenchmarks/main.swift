@@ -41,6 +41,17 @@ if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "proc-connector
     exit(0)
 }
 
+// Focus mode: `ScreenTimeBenchmarks focus DISPLAY WINDOW WINDOW` (from Benchmarks/focus.sh).
+if CommandLine.arguments.count == 5, CommandLine.arguments[1] == "focus" {
+    do {
+        try focusBenchmark(
+            display: CommandLine.arguments[2], windows: CommandLine.arguments[3...].compactMap { UInt32($0) })
+    } catch {
+        print("focus benchmark failed: \(error)")
+    }
+    exit(0)
+}
+
 /// Median nanoseconds per operation over several rounds.
 func nanosecondsPerOperation(rounds: Int = 7, iterations: Int, _ body: (Int) -> Void) -> Double {
     let clock = ContinuousClock()

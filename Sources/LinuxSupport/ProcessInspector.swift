@@ -129,6 +129,25 @@ public struct ProcessInspector: Sendable {
         return found
     }
 
+    /// The variables of the environment that name a graphical session (`DISPLAY`, `XAUTHORITY`,
+    /// `WAYLAND_DISPLAY`, `SWAYSOCK`, `XDG_RUNTIME_DIR`): hints the process's own memory gives,
+    /// to be checked before they are believed.
+    public func sessionEnvironment(pid: Int32) -> [String: String] {
+        guard let environment = bytes("\(root)/\(pid)/environ") else { return [:] }
+        var found: [String: String] = [:]
+        for entry in environment.split(separator: 0) {
+            guard let equals = entry.firstIndex(of: UInt8(ascii: "=")), equals - entry.startIndex <= 16 else {
+                continue
+            }
+            let key = String(decoding: entry[..<equals], as: UTF8.self)
+            guard Self.sessionKeys.contains(key) else { continue }
+            found[key] = String(decoding: entry[(equals + 1)...].prefix(4096), as: UTF8.self)
+        }
+        return found
+    }
+
+    static let sessionKeys: Set<String> = ["DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "SWAYSOCK", "XDG_RUNTIME_DIR"]
+
     /// The `Application` `name=` of `.flatpak-info` in the process's root: a file of a sandbox the
     /// child may have made itself, so read as an `UntrustedFile`, its last component not followed.
     public func flatpakID(pid: Int32) -> String? {

@@ -17,6 +17,19 @@ public final class StopSignal: Sendable {
 
     public var isRaised: Bool { raised.load(ordering: .acquiring) }
 
+    /// Sleeps for `duration` unless raised first; returns whether it was raised.
+    @discardableResult
+    public func wait(for duration: Duration) -> Bool {
+        let end = ContinuousClock.now + duration
+        while !isRaised {
+            let left = end - .now
+            guard left > .zero else { return false }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            _ = poll(&poller, 1, Int32(clamping: max(1, left.milliseconds)))
+        }
+        return true
+    }
+
     public func raise() {
         raised.store(true, ordering: .releasing)
         var one: UInt64 = 1

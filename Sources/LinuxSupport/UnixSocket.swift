@@ -206,3 +206,32 @@ public final class UnixSocket: Sendable {
         return address
     }
 }
+
+/// Appends what a compositor or display server sent on `fd` (a stream it may trickle or stall) to
+/// `buffer`, waiting no later than `deadline`; false when `stop` was raised first. Throws at the
+/// end of the stream and past the deadline, naming `what`.
+func receiveMore(
+    _ fd: Int32, into buffer: inout [UInt8], chunk: Int, stop: StopSignal, deadline: ContinuousClock.Instant?,
+    what: String
+) throws(SystemError) -> Bool {
+    while true {
+        var timeout: Int32 = -1
+        if let deadline {
+            let left = deadline - .now
+            guard left > .zero else { throw SystemError(.timedOut, "\(what): no answer in time") }
+            timeout = Int32(clamping: max(1, left.milliseconds))
+        }
+        var pollers = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stop.fd, events: Int16(POLLIN), revents: 0),
+        ]
+        _ = try systemCall("poll(\(what))") { poll(&pollers, 2, timeout) }
+        if stop.isRaised { return false }
+        guard pollers[0].revents != 0 else { continue }
+        var bytes = [UInt8](repeating: 0, count: chunk)
+        let got = try systemCall("recv(\(what))") { recv(fd, &bytes, bytes.count, Int32(MSG_DONTWAIT)) }
+        if got == 0 { throw SystemError(.command, "\(what): the compositor closed the connection") }
+        buffer += bytes[0..<got]
+        return true
+    }
+}

@@ -17,7 +17,8 @@ public struct Agent {
 
     /// Everything that must be in place before the services start; throws what went wrong.
     func makeServices() throws -> (
-        policy: PolicyService, domains: DomainShield, processes: ProcessShield, publisher: PolicyPublisher
+        policy: PolicyService, domains: DomainShield, processes: ProcessShield, publisher: PolicyPublisher,
+        usage: UsageTracker
     ) {
         do {
             try Files.makeDirectory(configuration.stateDirectory, mode: 0o700)
@@ -51,7 +52,14 @@ public struct Agent {
         let policy = PolicyService(
             configuration: configuration, database: database, minter: minter, suffixes: suffixes,
             publisher: publisher, domainShield: domains, processShield: processes, logger: logger)
-        return (policy, domains, processes, publisher)
+        var usageLogger = logger
+        usageLogger[metadataKey: "component"] = "usage"
+        let usage = UsageTracker(
+            configuration: configuration, database: database, processes: processes, minter: minter,
+            logger: usageLogger)
+        policy.usageTracker.withLock { $0 = usage }
+        domains.lookedUp.withLock { tell in tell = { [weak usage] domain, uid in usage?.lookedUp(domain, uid: uid) } }
+        return (policy, domains, processes, publisher, usage)
     }
 
     /// The services, set up and ready to run.
@@ -61,6 +69,7 @@ public struct Agent {
         let processes: ProcessShield
         let subordinateIDs: SubordinateIDWatch
         let launcher: ProgramLauncher
+        let usage: UsageTracker
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
@@ -72,7 +81,7 @@ public struct Agent {
     /// runs: capabilities belong to threads, and the threads started after the drop inherit the
     /// reduced sets.
     public func prepare() throws -> Prepared {
-        let (policy, domains, processes, publisher) = try makeServices()
+        let (policy, domains, processes, publisher, usage) = try makeServices()
         let snapshot: PolicySnapshot
         do {
             snapshot = try publisher.first()
@@ -102,10 +111,14 @@ public struct Agent {
         processes.start(snapshot: snapshot)
         publisher.add(domains)
         publisher.add(processes)
+        // After the process shield: a user newly authorized has their processes tracked first.
+        usage.apply(snapshot)
+        publisher.add(usage)
         let watch = SubordinateIDWatch(
             publisher: publisher, files: [configuration.subordinateUIDs, configuration.subordinateGIDs], logger: logger)
         return Prepared(
-            policy: policy, domains: domains, processes: processes, subordinateIDs: watch, launcher: launcher)
+            policy: policy, domains: domains, processes: processes, subordinateIDs: watch, launcher: launcher,
+            usage: usage)
     }
 
     public func run(_ prepared: Prepared) async throws {
@@ -137,6 +150,7 @@ public struct Agent {
     /// | DNS shield | never: a queue it cannot bind or read is tried again, 1 s to 30 s apart, the status naming the problem | (the agent stops) |
     /// | process shield | the proc connector fails | the agent restarts: a new start rescans every process |
     /// | subordinate id watch | the files cannot be watched | the agent goes on: they are read again at every change of policy |
+    /// | usage tracker | never while the agent runs | the agent goes on (no shield depends on it) |
     /// | control socket | it cannot accept | the agent restarts: nobody could change or see anything |
     static func failurePolicy(
         _ prepared: Prepared, server: ControlServer
@@ -148,6 +162,7 @@ public struct Agent {
             .init(
                 service: prepared.processes, successTerminationBehavior: restart, failureTerminationBehavior: restart),
             .init(service: prepared.subordinateIDs, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
+            .init(service: prepared.usage, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: server, successTerminationBehavior: restart, failureTerminationBehavior: restart),
         ]
     }

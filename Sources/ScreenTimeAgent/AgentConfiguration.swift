@@ -24,6 +24,7 @@ import Foundation
 /// | `dnsRateLimit` | `200` | DNS packets per second each filtered user may send (bursts of five times that); more are dropped |
 /// | `connectionRateLimit` | `2000` | packets of not yet judged connections per second each filtered user may send to the queue (bursts of five times that); more are dropped and resent by TCP |
 /// | `browserPolicies` | `/` | where the managed browser policies go while a child is authorized (`etc/firefox/policies`, `etc/chromium/policies/managed` under it); empty: none |
+/// | `idleTimeout` | `300` | seconds without keyboard or mouse input after which a session's time stops counting (2–86400); it counts again at the next input |
 /// | `extensionUser` | `screentime-ext` | the account extensions run as (made by `make install`; without it no extension starts) |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
@@ -51,6 +52,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var connectionRateLimit = 2000
     public var extensionUser = "screentime-ext"
     public var browserPolicies = "/"
+    public var idleTimeout = 300
 
     /// How shielded processes are held (`freezer`).
     public enum Freezer: String, Codable, Sendable, CaseIterable {
@@ -63,7 +65,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
-        case browserPolicies
+        case browserPolicies, idleTimeout
     }
 
     private struct AnyKey: CodingKey {
@@ -144,6 +146,12 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         guard browserPolicies.isEmpty || browserPolicies.hasPrefix("/") else {
             throw AgentError.configuration(
                 "'browserPolicies' is an absolute directory or empty, not '\(browserPolicies)'")
+        }
+        if let seconds = try container.decodeIfPresent(Int.self, forKey: .idleTimeout) {
+            guard (2...86_400).contains(seconds) else {
+                throw AgentError.configuration("'idleTimeout' is from 2 to 86400 seconds, not \(seconds)")
+            }
+            idleTimeout = seconds
         }
         if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
             guard let byte = UInt8(exactly: mark), (1...252).contains(byte) else {

@@ -19,7 +19,7 @@ struct Screentime: ParsableCommand {
         subcommands: [
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
             Unshield.self, Block.self, Unblock.self, DenyInstalls.self, FilterCommand.self, Clear.self, Pick.self,
-            Unlock.self,
+            Unlock.self, Report.self,
             Ping.self, LauncherCheck.self,
         ])
 }

@@ -65,6 +65,16 @@ struct StatusText {
                     "    \(Self.format(event.time))  \(event.action) pid \(event.pid)  \(namer.name(event.token, kind: "app"))\n"
             }
         }
+        if let sessions = reply.sessions {
+            out += sessions.isEmpty ? "Sessions: none found (usage counts in graphical sessions)\n" : "Sessions:\n"
+            for session in sessions {
+                let front =
+                    session.idle
+                    ? "idle" : session.inFront.map { "in front: \(session.inFrontName ?? $0)" } ?? "nothing in front"
+                out += "  \(session.kind) \(session.display): \(front); focus from \(session.focusSource)\n"
+                if let problem = session.problem { out += "    problem: \(problem)\n" }
+            }
+        }
         if let failures = reply.passwordFailures {
             out += "Wrong guardian passwords: \(failures.failures), the last at \(Self.format(failures.lastFailure))"
             out += failures.locked ? "; locked out ('screentime unlock --user \(auth.user.name)' lifts it)\n" : "\n"

@@ -83,7 +83,11 @@ extension ProcessShield {
                 }
             }
         case .exec(let pid):
-            table.withLock { judgeExec(pid, &$0, policy: currentPolicy()) }
+            let owner = table.withLock { table in
+                judgeExec(pid, &table, policy: currentPolicy())
+                return table.processes[pid]?.owner
+            }
+            if let owner, let tell = programStarted.withLock({ $0 }) { tell(pid, owner) }
         case .uid(let pid, let real, _):
             table.withLock { table in
                 let policy = currentPolicy()

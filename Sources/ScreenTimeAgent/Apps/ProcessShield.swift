@@ -55,6 +55,9 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     let restopSignal: AsyncStream<Void>
     let restopContinuation: AsyncStream<Void>.Continuation
     let judgesBox = Mutex<ProcessJudges?>(nil)
+    /// Told of each program an authorized user's process runs (pid, owner), on the watcher's
+    /// thread: the usage tracker looks for sessions there. Must return at once.
+    let programStarted = Mutex<(@Sendable (Int32, UInt32) -> Void)?>(nil)
     /// Signalled when the gate's thread ends.
     let gateThreadDone = Mutex<DispatchSemaphore?>(nil)
 

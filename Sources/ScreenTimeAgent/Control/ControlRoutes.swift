@@ -17,6 +17,7 @@ extension ControlRouter {
         router.register(FilterRequest.self, policy.filter)
         router.register(UnlockRequest.self, policy.unlock)
         router.register(DenyInstallsRequest.self, policy.denyInstalls)
+        router.register(ReportRequest.self, policy.report)
         router.register(LauncherCheckRequest.self) {
             try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer))
         }

@@ -30,6 +30,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     private let connections = ConnectionJudge()
     private let shadows: ShadowLookups
     private let flushSignal: AsyncStream<Void>
+    /// Told of each address question a filtered user asks (its registrable domain, the owner),
+    /// on the queue's thread: must return at once (the usage tracker counts them).
+    let lookedUp = Mutex<(@Sendable (String, UInt32) -> Void)?>(nil)
     private let flushContinuation: AsyncStream<Void>.Continuation
 
     private struct State {
@@ -366,6 +369,13 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var answers: [[UInt8]] = []
         for bytes in messages {
             guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
+            // Counted for usage reports: each address question (A or AAAA) is a lookup.
+            if let question = message.questions.first, question.type == 1 || question.type == 28,
+                let tell = lookedUp.withLock({ $0 }), let name = question.name.lowercased.domainName
+            {
+                let domain = suffixes.registrableDomain(of: name) ?? name
+                tell(domain.rawValue, uid)
+            }
             if let (question, verdict) = filter.verdict(for: message) {
                 answers.append(DNSMessage.nxdomain(answering: message).serialized())
                 note(uid: uid, name: question.name, verdict: verdict)

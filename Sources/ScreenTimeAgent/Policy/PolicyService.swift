@@ -26,6 +26,8 @@ public final class PolicyService: Sendable {
     private let approvals: GuardianApprovals
     /// The launcher, once the agent started it (`status` shows it to guardians).
     let launcher = Mutex<ProgramLauncher?>(nil)
+    /// The usage tracker, once the agent made it (`report` and the sessions in `status`).
+    let usageTracker = Mutex<UsageTracker?>(nil)
 
     /// The freedesktop main categories (Desktop Menu Specification): valid app categories even
     /// when no installed application uses them yet.
@@ -336,7 +338,36 @@ public final class PolicyService: Sendable {
             PasswordFailuresReport(failures: $0.failures, lastFailure: $0.lastFailure, locked: $0.locked)
         }
         if caller.isGuardian { reply.launcher = launcher.withLock { $0 }?.report }
+        if authorization.status == .approved {
+            reply.sessions = usageTracker.withLock { $0 }?.sessions(of: account.uid, names: mayReadNames)
+        }
         return reply
+    }
+
+    func report(_ request: ReportRequest, _ context: RequestContext) throws -> UsageReport {
+        let caller = try caller(context.peer)
+        let account = try target(request.user, caller: caller)
+        guard caller.isGuardian || account.uid == caller.account.uid else {
+            throw ScreenTimeIPCError(.notAllowed, "you may read only your own report")
+        }
+        let authorization = try authorizationReply(account)
+        guard authorization.status == .approved else {
+            throw ScreenTimeIPCError(
+                .notAuthorized, "\(account.name) is not authorized: no usage is counted for them")
+        }
+        guard let tracker = usageTracker.withLock({ $0 }) else {
+            throw ScreenTimeIPCError(.unavailable, "usage is not counted by this agent")
+        }
+        let mayReadNames =
+            caller.isGuardian || caller.role == .individual
+            || (authorization.member == .child && authorization.showNamesToChild)
+        do {
+            return try tracker.report(request, user: summary(account), names: mayReadNames)
+        } catch let error as ScreenTimeIPCError {
+            throw error
+        } catch {
+            throw ScreenTimeIPCError(.internalError, "cannot read the usage: \(error)")
+        }
     }
 
     private func catalogue(for account: UserAccount) -> ApplicationCatalogue {

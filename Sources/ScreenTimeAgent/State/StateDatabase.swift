@@ -9,7 +9,7 @@ import Synchronization
 /// sent after it survives kill -9 and power loss. Migrations are registered in order and never
 /// edited once released; a new schema is a new migration.
 final class StateDatabase: Sendable {
-    private let queue: DatabaseQueue
+    let queue: DatabaseQueue
     /// Events older than this are deleted (`eventRetentionDays`), and at most `maximumEventsPerUser`
     /// of each kind are kept per user, so that no child can grow the database without bound.
     private let retention: TimeInterval
@@ -103,6 +103,34 @@ final class StateDatabase: Sendable {
                 table.column("locked", .boolean).notNull().defaults(to: false)
             }
         }
+        migrator.registerMigration("v5: usage spans, domain lookups") { db in
+            // Foreground time: one row per stretch of an application in front (stretches of the
+            // same application in one session less than a few seconds apart share a row, so a
+            // child switching windows fast cannot grow the table fast).
+            try db.create(table: "usageSpan") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("uid", .integer).notNull()
+                table.column("session", .text).notNull()
+                table.column("token", .text).notNull()
+                table.column("identity", .text).notNull()
+                table.column("displayName", .text).notNull()
+                // Category names, one per line.
+                table.column("categories", .text).notNull()
+                table.column("start", .datetime).notNull()
+                table.column("end", .datetime).notNull()
+            }
+            try db.create(index: "usageSpanByUser", on: "usageSpan", columns: ["uid", "end"])
+            // Names the user's programs looked up, per registrable domain and day.
+            try db.create(table: "domainLookup") { table in
+                table.column("uid", .integer).notNull()
+                table.column("day", .text).notNull()
+                table.column("domain", .text).notNull()
+                table.column("count", .integer).notNull()
+                table.column("first", .datetime).notNull()
+                table.column("last", .datetime).notNull()
+                table.primaryKey(["uid", "day", "domain"])
+            }
+        }
         return migrator
     }
 
@@ -163,6 +191,8 @@ final class StateDatabase: Sendable {
                 try db.execute(sql: "DELETE FROM store WHERE uid = ?", arguments: [Int64(authorization.uid)])
                 try db.execute(sql: "DELETE FROM shieldEvent WHERE uid = ?", arguments: [Int64(authorization.uid)])
                 try db.execute(sql: "DELETE FROM applicationEvent WHERE uid = ?", arguments: [Int64(authorization.uid)])
+                try db.execute(sql: "DELETE FROM usageSpan WHERE uid = ?", arguments: [Int64(authorization.uid)])
+                try db.execute(sql: "DELETE FROM domainLookup WHERE uid = ?", arguments: [Int64(authorization.uid)])
             }
         }
     }
@@ -249,6 +279,8 @@ final class StateDatabase: Sendable {
         try queue.write { db in
             try db.execute(sql: "DELETE FROM shieldEvent WHERE last < ?", arguments: [date])
             try db.execute(sql: "DELETE FROM applicationEvent WHERE time < ?", arguments: [date])
+            try db.execute(sql: "DELETE FROM usageSpan WHERE end < ?", arguments: [date])
+            try db.execute(sql: "DELETE FROM domainLookup WHERE last < ?", arguments: [date])
             let cap = Self.maximumEventsPerUser
             try db.execute(
                 sql: """

@@ -28,6 +28,9 @@ public struct StatusReply: Codable, Sendable, Hashable {
     public var passwordFailures: PasswordFailuresReport?
     /// For a guardian: the launcher, which starts extensions and session programs.
     public var launcher: LauncherReport?
+    /// The user's graphical sessions the agent reads focus in; nil for a user who is not
+    /// authorized.
+    public var sessions: [SessionReport]?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,

@@ -1,0 +1,331 @@
+// See include/CXCB.h for why this is C.
+#include "CXCB.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xcb/res.h>
+#include <xcb/sync.h>
+#include <xcb/xcb.h>
+
+struct cxcb_session {
+    xcb_connection_t *connection;
+    xcb_window_t root;
+    xcb_atom_t active_window;
+    xcb_atom_t net_supported;
+    uint8_t sync_first_event;
+    xcb_sync_counter_t idle_counter;
+    xcb_sync_alarm_t alarm;
+    int64_t idle_ms;
+    int idle;
+};
+
+static xcb_atom_t intern(xcb_connection_t *connection, const char *name) {
+    xcb_intern_atom_reply_t *reply =
+        xcb_intern_atom_reply(connection, xcb_intern_atom(connection, 0, (uint16_t)strlen(name), name), NULL);
+    if (!reply) return XCB_ATOM_NONE;
+    xcb_atom_t atom = reply->atom;
+    free(reply);
+    return atom;
+}
+
+static xcb_get_property_reply_t *property(cxcb_session *session, xcb_window_t window, xcb_atom_t atom,
+                                          xcb_atom_t type, uint32_t words);
+
+static int64_t from_sync(xcb_sync_int64_t value) { return ((int64_t)value.hi << 32) | (int64_t)value.lo; }
+
+static xcb_sync_int64_t to_sync(int64_t value) {
+    xcb_sync_int64_t result = {.hi = (int32_t)(value >> 32), .lo = (uint32_t)(value & 0xffffffff)};
+    return result;
+}
+
+cxcb_session *cxcb_open(int fd, const uint8_t *cookie, size_t cookie_length, int screen, char *error,
+                        size_t error_length) {
+    static char cookie_name[] = "MIT-MAGIC-COOKIE-1";
+    xcb_auth_info_t auth = {0};
+    if (cookie && cookie_length > 0) {
+        auth.namelen = (int)strlen(cookie_name);
+        auth.name = cookie_name;
+        auth.datalen = (int)cookie_length;
+        auth.data = (char *)cookie;
+    }
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+        snprintf(error, error_length, "fcntl(F_DUPFD_CLOEXEC): %s", strerror(errno));
+        return NULL;
+    }
+    xcb_connection_t *connection = xcb_connect_to_fd(copy, cookie ? &auth : NULL);
+    int failure = xcb_connection_has_error(connection);
+    if (failure) {
+        snprintf(error, error_length, "%s",
+                 failure == XCB_CONN_CLOSED_PARSE_ERR ? "the server's setup could not be parsed"
+                 : failure == XCB_CONN_ERROR          ? "the server refused the connection or closed it"
+                                                      : "the connection failed");
+        xcb_disconnect(connection);
+        return NULL;
+    }
+    xcb_screen_iterator_t screens = xcb_setup_roots_iterator(xcb_get_setup(connection));
+    for (int i = 0; i < screen && screens.rem > 0; i++) xcb_screen_next(&screens);
+    if (screens.rem <= 0) {
+        snprintf(error, error_length, "the display has no screen %d", screen);
+        xcb_disconnect(connection);
+        return NULL;
+    }
+    cxcb_session *session = calloc(1, sizeof *session);
+    if (!session) {
+        snprintf(error, error_length, "out of memory");
+        xcb_disconnect(connection);
+        return NULL;
+    }
+    session->connection = connection;
+    session->root = screens.data->root;
+    session->active_window = intern(connection, "_NET_ACTIVE_WINDOW");
+    session->net_supported = intern(connection, "_NET_SUPPORTED");
+    return session;
+}
+
+int cxcb_fd(const cxcb_session *session) { return xcb_get_file_descriptor(session->connection); }
+
+static void set_alarm(cxcb_session *session, int create, int64_t value, uint32_t test) {
+    uint32_t mask = XCB_SYNC_CA_VALUE_TYPE | XCB_SYNC_CA_VALUE | XCB_SYNC_CA_TEST_TYPE | XCB_SYNC_CA_DELTA;
+    if (create) {
+        xcb_sync_create_alarm_value_list_t values = {
+            .counter = session->idle_counter,
+            .valueType = XCB_SYNC_VALUETYPE_ABSOLUTE,
+            .value = to_sync(value),
+            .testType = test,
+            .delta = to_sync(0),
+            .events = 1,
+        };
+        xcb_sync_create_alarm_aux(session->connection, session->alarm,
+                                  mask | XCB_SYNC_CA_COUNTER | XCB_SYNC_CA_EVENTS, &values);
+    } else {
+        xcb_sync_change_alarm_value_list_t values = {
+            .valueType = XCB_SYNC_VALUETYPE_ABSOLUTE,
+            .value = to_sync(value),
+            .testType = test,
+            .delta = to_sync(0),
+        };
+        xcb_sync_change_alarm_aux(session->connection, session->alarm, mask, &values);
+    }
+    xcb_flush(session->connection);
+}
+
+static xcb_sync_counter_t find_idle_counter(xcb_connection_t *connection) {
+    xcb_sync_list_system_counters_reply_t *reply =
+        xcb_sync_list_system_counters_reply(connection, xcb_sync_list_system_counters(connection), NULL);
+    if (!reply) return XCB_NONE;
+    xcb_sync_counter_t found = XCB_NONE;
+    for (xcb_sync_systemcounter_iterator_t it = xcb_sync_list_system_counters_counters_iterator(reply); it.rem > 0;
+         xcb_sync_systemcounter_next(&it)) {
+        // The name follows the 14 bytes of counter, resolution and length on the wire; libxcb's
+        // xcb_sync_systemcounter_name points 2 bytes further (past the struct's padding).
+        const char *name = (const char *)it.data + 14;
+        if (it.data->name_len == 8 && memcmp(name, "IDLETIME", 8) == 0) {
+            found = it.data->counter;
+            break;
+        }
+    }
+    free(reply);
+    return found;
+}
+
+int cxcb_watch(cxcb_session *session, uint32_t idle_ms) {
+    xcb_connection_t *connection = session->connection;
+    // Substructure: top-level windows mapped and unmapped, for when focus cannot be read.
+    uint32_t events = XCB_EVENT_MASK_PROPERTY_CHANGE | XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY;
+    xcb_change_window_attributes(connection, session->root, XCB_CW_EVENT_MASK, &events);
+    if (idle_ms > 0) {
+        const xcb_query_extension_reply_t *sync = xcb_get_extension_data(connection, &xcb_sync_id);
+        if (sync && sync->present) {
+            xcb_sync_initialize_reply_t *version =
+                xcb_sync_initialize_reply(connection, xcb_sync_initialize(connection, 3, 1), NULL);
+            if (version) {
+                free(version);
+                session->sync_first_event = sync->first_event;
+                session->idle_counter = find_idle_counter(connection);
+                if (session->idle_counter != XCB_NONE) {
+                    session->idle_ms = idle_ms;
+                    session->alarm = xcb_generate_id(connection);
+                    // Fires once the counter reaches the timeout (at once if it already has).
+                    set_alarm(session, 1, idle_ms, XCB_SYNC_TESTTYPE_POSITIVE_COMPARISON);
+                }
+            }
+        }
+    }
+    int supported = cxcb_reads_focus(session);
+    xcb_flush(connection);
+    return xcb_connection_has_error(connection) ? -1 : supported;
+}
+
+int cxcb_reads_focus(cxcb_session *session) {
+    // Whether the window manager keeps _NET_ACTIVE_WINDOW: it lists it in _NET_SUPPORTED.
+    int supported = 0;
+    xcb_get_property_reply_t *reply = property(session, session->root, session->net_supported, XCB_ATOM_ATOM, 4096);
+    if (reply) {
+        int count = xcb_get_property_value_length(reply) / 4;
+        const xcb_atom_t *atoms = xcb_get_property_value(reply);
+        for (int i = 0; i < count; i++)
+            if (atoms[i] == session->active_window) supported = 1;
+        free(reply);
+    }
+    return supported;
+}
+
+int cxcb_has_idle_alarm(const cxcb_session *session) { return session->idle_counter != XCB_NONE; }
+
+int cxcb_drain(cxcb_session *session) {
+    int seen = 0;
+    xcb_generic_event_t *event;
+    while ((event = xcb_poll_for_event(session->connection))) {
+        uint8_t type = event->response_type & 0x7f;
+        if (type == XCB_PROPERTY_NOTIFY) {
+            xcb_property_notify_event_t *property = (xcb_property_notify_event_t *)event;
+            if (property->window == session->root && property->atom == session->active_window)
+                seen |= CXCB_ACTIVE_WINDOW_CHANGED;
+            if (property->window == session->root && property->atom == session->net_supported)
+                seen |= CXCB_SUPPORT_CHANGED;
+        } else if (type == XCB_MAP_NOTIFY || type == XCB_UNMAP_NOTIFY || type == XCB_DESTROY_NOTIFY ||
+                   type == XCB_REPARENT_NOTIFY) {
+            seen |= CXCB_WINDOWS_CHANGED;
+        } else if (session->idle_counter != XCB_NONE && type == session->sync_first_event + XCB_SYNC_ALARM_NOTIFY) {
+            xcb_sync_alarm_notify_event_t *alarm = (xcb_sync_alarm_notify_event_t *)event;
+            if (alarm->alarm == session->alarm) {
+                int64_t value = from_sync(alarm->counter_value);
+                if (!session->idle && value >= session->idle_ms) {
+                    session->idle = 1;
+                    seen |= CXCB_BECAME_IDLE;
+                    // Back when the counter drops below where it is: any input resets it to 0.
+                    set_alarm(session, 0, value - 1 > 0 ? value - 1 : 0, XCB_SYNC_TESTTYPE_NEGATIVE_COMPARISON);
+                } else if (session->idle && value < session->idle_ms) {
+                    session->idle = 0;
+                    seen |= CXCB_BECAME_ACTIVE;
+                    set_alarm(session, 0, session->idle_ms, XCB_SYNC_TESTTYPE_POSITIVE_COMPARISON);
+                } else {
+                    // Fired for a state already known (a change raced it): arm for the other one.
+                    set_alarm(session, 0, session->idle ? value - 1 : session->idle_ms,
+                              session->idle ? XCB_SYNC_TESTTYPE_NEGATIVE_COMPARISON
+                                            : XCB_SYNC_TESTTYPE_POSITIVE_COMPARISON);
+                }
+            }
+        }
+        free(event);
+    }
+    if (xcb_connection_has_error(session->connection)) seen |= CXCB_CONNECTION_ERROR;
+    return seen;
+}
+
+static xcb_get_property_reply_t *property(cxcb_session *session, xcb_window_t window, xcb_atom_t atom,
+                                          xcb_atom_t type, uint32_t words) {
+    if (atom == XCB_ATOM_NONE) return NULL;
+    return xcb_get_property_reply(session->connection,
+                                  xcb_get_property(session->connection, 0, window, atom, type, 0, words), NULL);
+}
+
+uint32_t cxcb_active_window(cxcb_session *session) {
+    xcb_get_property_reply_t *reply = property(session, session->root, session->active_window, XCB_ATOM_WINDOW, 1);
+    uint32_t window = 0;
+    if (reply) {
+        if (reply->type == XCB_ATOM_WINDOW && reply->format == 32 && xcb_get_property_value_length(reply) >= 4)
+            memcpy(&window, xcb_get_property_value(reply), 4);
+        free(reply);
+    }
+    return window;
+}
+
+int32_t cxcb_window_pid(cxcb_session *session, uint32_t window) {
+    const xcb_query_extension_reply_t *res = xcb_get_extension_data(session->connection, &xcb_res_id);
+    if (!res || !res->present) return -1;
+    xcb_res_client_id_spec_t spec = {.client = window, .mask = XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID};
+    xcb_res_query_client_ids_reply_t *reply = xcb_res_query_client_ids_reply(
+        session->connection, xcb_res_query_client_ids(session->connection, 1, &spec), NULL);
+    if (!reply) return -1;
+    int32_t pid = -1;
+    for (xcb_res_client_id_value_iterator_t it = xcb_res_query_client_ids_ids_iterator(reply); it.rem > 0;
+         xcb_res_client_id_value_next(&it)) {
+        if ((it.data->spec.mask & XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID) &&
+            xcb_res_client_id_value_value_length(it.data) >= 1) {
+            pid = (int32_t)xcb_res_client_id_value_value(it.data)[0];
+            break;
+        }
+    }
+    free(reply);
+    return pid;
+}
+
+int64_t cxcb_idle_time(cxcb_session *session) {
+    if (session->idle_counter == XCB_NONE) return -1;
+    xcb_sync_query_counter_reply_t *reply = xcb_sync_query_counter_reply(
+        session->connection, xcb_sync_query_counter(session->connection, session->idle_counter), NULL);
+    if (!reply) return -1;
+    int64_t value = from_sync(reply->counter_value);
+    free(reply);
+    return value;
+}
+
+int cxcb_has_error(const cxcb_session *session) { return xcb_connection_has_error(session->connection) != 0; }
+
+void cxcb_close(cxcb_session *session) {
+    if (!session) return;
+    xcb_disconnect(session->connection);
+    free(session);
+}
+
+uint32_t cxcb_input_focus(cxcb_session *session) {
+    xcb_get_input_focus_reply_t *reply =
+        xcb_get_input_focus_reply(session->connection, xcb_get_input_focus(session->connection), NULL);
+    if (!reply) return 0;
+    uint32_t focus = reply->focus;
+    free(reply);
+    // None, PointerRoot and the root window name no client's window.
+    return focus <= 1 || focus == session->root ? 0 : focus;
+}
+
+int cxcb_is_viewable(cxcb_session *session, uint32_t window) {
+    if (window == 0 || window == session->root) return 0;
+    xcb_get_window_attributes_reply_t *reply = xcb_get_window_attributes_reply(
+        session->connection, xcb_get_window_attributes(session->connection, window), NULL);
+    if (!reply) return 0;
+    int viewable = reply->map_state == XCB_MAP_STATE_VIEWABLE;
+    free(reply);
+    return viewable;
+}
+
+static size_t viewable_children(cxcb_session *session, xcb_window_t parent, uint32_t *windows, size_t count,
+                                size_t capacity, int depth) {
+    xcb_query_tree_reply_t *tree =
+        xcb_query_tree_reply(session->connection, xcb_query_tree(session->connection, parent), NULL);
+    if (!tree) return count;
+    int children = xcb_query_tree_children_length(tree);
+    const xcb_window_t *list = xcb_query_tree_children(tree);
+    for (int i = 0; i < children && count < capacity; i++) {
+        if (!cxcb_is_viewable(session, list[i])) continue;
+        // A window manager's frame holds the client's window one level down: the client's
+        // counts, not the frame (the window manager's).
+        size_t before = count;
+        if (depth == 0) count = viewable_children(session, list[i], windows, count, capacity, 1);
+        if (count == before) windows[count++] = list[i];
+    }
+    free(tree);
+    return count;
+}
+
+size_t cxcb_mapped_windows(cxcb_session *session, uint32_t *windows, size_t capacity) {
+    return viewable_children(session, session->root, windows, 0, capacity, 0);
+}
+
+void cxcb_request_activation(cxcb_session *session, uint32_t window) {
+    // EWMH: a client message to the root window, as a pager or taskbar sends it.
+    xcb_client_message_event_t message = {0};
+    message.response_type = XCB_CLIENT_MESSAGE;
+    message.format = 32;
+    message.window = window;
+    message.type = session->active_window;
+    message.data.data32[0] = 2;  // from a pager: the window manager obeys at once
+    message.data.data32[1] = XCB_CURRENT_TIME;
+    xcb_send_event(session->connection, 0, session->root,
+                   XCB_EVENT_MASK_SUBSTRUCTURE_REDIRECT | XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY, (const char *)&message);
+    xcb_flush(session->connection);
+}

@@ -1,0 +1,80 @@
+// The agent's reading of an X11 session: which window is in front, whose process it is, and
+// whether anyone touched the keyboard or mouse lately. libxcb, libxcb-res (X-Resource: the pid of
+// a window's client, told by the server rather than claimed by the client) and libxcb-sync (the
+// IDLETIME counter with an alarm: idle and back, as events, with no polling). In C because the
+// SYNC alarm's value lists and the X-Resource replies are variable-length structures; the Swift
+// side (LinuxSupport's X11FocusWatch) sees only this small interface.
+#ifndef CXCB_H
+#define CXCB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct cxcb_session cxcb_session;
+
+/// What `cxcb_drain` saw, as bits.
+enum {
+    CXCB_ACTIVE_WINDOW_CHANGED = 1,
+    CXCB_BECAME_IDLE = 2,
+    CXCB_BECAME_ACTIVE = 4,
+    CXCB_CONNECTION_ERROR = 8,
+    /// `_NET_SUPPORTED` changed (a window manager started or went): ask `cxcb_reads_focus` again.
+    CXCB_SUPPORT_CHANGED = 16,
+    /// A top-level window was mapped, unmapped, destroyed or reparented.
+    CXCB_WINDOWS_CHANGED = 32,
+};
+
+/// Speaks X11 over a copy of `fd` (a connected socket; the caller keeps and closes its own), with a
+/// MIT-MAGIC-COOKIE-1 when `cookie` is not NULL. Blocks until the server answers the setup: call it
+/// where a server that never answers holds nothing else up, and `shutdown(fd)` to give up. NULL on
+/// failure, with the reason in `error`.
+cxcb_session *cxcb_open(int fd, const uint8_t *cookie, size_t cookie_length, int screen, char *error,
+                        size_t error_length);
+
+/// The connection's descriptor, to poll for events.
+int cxcb_fd(const cxcb_session *session);
+
+/// Asks for `_NET_ACTIVE_WINDOW` changes on the root window and, when `idle_ms` > 0 and the server
+/// has SYNC's IDLETIME counter, for an alarm after `idle_ms` without input. Returns 1 when the
+/// window manager announces `_NET_ACTIVE_WINDOW` (EWMH), 0 when not, -1 on a connection error.
+int cxcb_watch(cxcb_session *session, uint32_t idle_ms);
+
+/// Whether the window manager announces `_NET_ACTIVE_WINDOW` now (a round trip).
+int cxcb_reads_focus(cxcb_session *session);
+
+/// Whether the idle alarm is set up (the server has SYNC's IDLETIME).
+int cxcb_has_idle_alarm(const cxcb_session *session);
+
+/// Reads every event already received, without blocking; returns what happened (bits above).
+int cxcb_drain(cxcb_session *session);
+
+/// The window `_NET_ACTIVE_WINDOW` names now (0: none or unknown).
+uint32_t cxcb_active_window(cxcb_session *session);
+
+/// The pid of the client that owns `window`, as the server knows it (X-Resource); -1 when the
+/// server cannot tell (a remote client, no X-Resource).
+int32_t cxcb_window_pid(cxcb_session *session, uint32_t window);
+
+/// The window that has the keyboard focus (the server's own state, which `_NET_ACTIVE_WINDOW`
+/// only reports); 0 for none or the root window.
+uint32_t cxcb_input_focus(cxcb_session *session);
+
+/// Whether a window exists, is not the root window, and is viewable (mapped, its ancestors too).
+int cxcb_is_viewable(cxcb_session *session, uint32_t window);
+
+/// The viewable top-level windows and their viewable children (a frame's client), at most
+/// `capacity`; returns how many were written.
+size_t cxcb_mapped_windows(cxcb_session *session, uint32_t *windows, size_t capacity);
+
+/// Asks the window manager to make `window` active (EWMH's client message, as a taskbar does).
+void cxcb_request_activation(cxcb_session *session, uint32_t window);
+
+/// Milliseconds since the last input, from IDLETIME; -1 when unknown.
+int64_t cxcb_idle_time(cxcb_session *session);
+
+/// Whether the connection is in error (the server went away).
+int cxcb_has_error(const cxcb_session *session);
+
+void cxcb_close(cxcb_session *session);
+
+#endif

@@ -1,0 +1,172 @@
+import CLinuxShim
+import Foundation
+import Glibc
+
+/// The agent's own view of a sway (or i3-compatible wlroots) session: the compositor's IPC socket
+/// (`SWAYSOCK`), subscribed to window events, which carry the focused window's `pid` (the
+/// compositor's word, from the Wayland client's socket) and `app_id`.
+///
+/// The socket is a hint from the child's environment: whoever answers is the child's to shape.
+/// Connecting gives up after a deadline, every message is bounded (`maximumMessage`), a message
+/// that does not parse ends the watch, and the watch belongs to its own thread.
+public final class SwayFocusWatch {
+    public struct Window: Hashable, Sendable {
+        /// The container's id in the compositor.
+        public var id: Int
+        public var pid: Int32?
+        public var applicationID: String?
+    }
+
+    public enum Change: Hashable, Sendable {
+        /// The window in front now (nil: none).
+        case focus(Window?)
+    }
+
+    public let path: String
+    /// Who listens on the socket.
+    public let server: PeerCredentials
+    static let magic = Array("i3-ipc".utf8)
+    static let maximumMessage = 8 << 20
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+
+    /// Connects, waiting at most `timeout` for the socket.
+    public init(path: String, timeout: Duration = .seconds(5)) throws(SystemError) {
+        self.path = path
+        fd = try X11FocusWatch.connect(path, timeout: timeout)
+        do {
+            server = try X11FocusWatch.peerCredentials(fd, path: path)
+        } catch {
+            close(fd)
+            throw error
+        }
+    }
+
+    deinit { close(fd) }
+
+    /// Makes a `run` waiting on the compositor give up (from any thread).
+    public func interrupt() { shutdown(fd, Int32(SHUT_RDWR)) }
+
+    /// Reports the window in front, then each change, until `stop` is raised (returns) or the
+    /// compositor goes or says something that is not i3-ipc (throws). `timeout` bounds each reply.
+    public func run(stop: StopSignal, timeout: Duration = .seconds(5), _ report: (Change) -> Void) throws(SystemError) {
+        // Subscribed before the tree is read: a change in between is not missed.
+        try send(type: 2, Array(#"["window"]"#.utf8))
+        guard let subscribed = try receive(stop: stop, deadline: .now + timeout) else { return }
+        guard subscribed.type == 2, Self.object(subscribed.payload)?["success"] as? Bool == true else {
+            throw SystemError(.command, "sway IPC at \(path): the subscription was refused")
+        }
+        try send(type: 4, [])
+        var tree: (type: UInt32, payload: [UInt8])?
+        // Events may arrive before the tree's reply.
+        var pending: [[UInt8]] = []
+        while tree == nil {
+            guard let message = try receive(stop: stop, deadline: .now + timeout) else { return }
+            if message.type == 4 {
+                tree = message
+            } else if message.type == 0x8000_0003 {
+                pending.append(message.payload)
+            }
+        }
+        guard let root = tree.flatMap({ Self.object($0.payload) }) else {
+            throw SystemError(.command, "sway IPC at \(path): the tree is not JSON")
+        }
+        var shown = Self.focused(in: root)
+        report(.focus(shown))
+        func handle(_ payload: [UInt8]) throws(SystemError) {
+            guard let event = Self.object(payload), let change = event["change"] as? String,
+                let container = event["container"] as? [String: Any]
+            else { throw SystemError(.command, "sway IPC at \(self.path): a window event is not JSON") }
+            let window = Self.window(container)
+            switch change {
+            case "focus":
+                if window != shown {
+                    shown = window
+                    report(.focus(window))
+                }
+            case "close" where window?.id == shown?.id:
+                shown = nil
+                report(.focus(nil))
+            default: break
+            }
+        }
+        for payload in pending { try handle(payload) }
+        while true {
+            guard let message = try receive(stop: stop, deadline: nil) else { return }
+            if message.type == 0x8000_0003 { try handle(message.payload) }
+        }
+    }
+
+    private func send(type: UInt32, _ payload: [UInt8]) throws(SystemError) {
+        var message = Self.magic
+        withUnsafeBytes(of: UInt32(payload.count).littleEndian) { message += $0 }
+        withUnsafeBytes(of: type.littleEndian) { message += $0 }
+        message += payload
+        var sent = 0
+        while sent < message.count {
+            let wrote = message[sent...].withUnsafeBytes { bytes in
+                Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            }
+            if wrote < 0 {
+                if errno == EINTR { continue }
+                throw SystemError.call("send(\(path))", errno)
+            }
+            sent += wrote
+        }
+    }
+
+    /// One message; nil when `stop` was raised. Throws at the end of the stream, on a message
+    /// that is not i3-ipc or too large, and past `deadline`.
+    private func receive(
+        stop: StopSignal, deadline: ContinuousClock.Instant?
+    ) throws(SystemError) -> (type: UInt32, payload: [UInt8])? {
+        while true {
+            if buffer.count >= 14 {
+                guard Array(buffer[0..<6]) == Self.magic else {
+                    throw SystemError(.command, "sway IPC at \(path): not an i3-ipc message")
+                }
+                let length = Int(Self.word(buffer, at: 6))
+                guard length <= Self.maximumMessage else {
+                    throw SystemError(.command, "sway IPC at \(path): a message of \(length) bytes")
+                }
+                if buffer.count >= 14 + length {
+                    let type = Self.word(buffer, at: 10)
+                    let payload = Array(buffer[14..<(14 + length)])
+                    buffer.removeFirst(14 + length)
+                    return (type, payload)
+                }
+            }
+            guard
+                try receiveMore(
+                    fd, into: &buffer, chunk: 65_536, stop: stop, deadline: deadline, what: "sway IPC at \(path)")
+            else { return nil }
+        }
+    }
+
+    private static func word(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+        UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
+            | UInt32(bytes[offset + 3]) << 24
+    }
+
+    static func object(_ payload: [UInt8]) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any]
+    }
+
+    static func window(_ container: [String: Any]) -> Window? {
+        guard let id = container["id"] as? Int else { return nil }
+        let pid = (container["pid"] as? Int).flatMap { Int32(exactly: $0) }.flatMap { $0 > 0 ? $0 : nil }
+        return Window(id: id, pid: pid, applicationID: container["app_id"] as? String)
+    }
+
+    /// The focused window of a tree (a leaf with `focused`); depth and breadth bounded.
+    static func focused(in node: [String: Any], depth: Int = 0) -> Window? {
+        guard depth < 64 else { return nil }
+        let children =
+            ((node["nodes"] as? [[String: Any]]) ?? []) + ((node["floating_nodes"] as? [[String: Any]]) ?? [])
+        if node["focused"] as? Bool == true, children.isEmpty, node["pid"] != nil { return window(node) }
+        for child in children.prefix(4096) {
+            if let found = focused(in: child, depth: depth + 1) { return found }
+        }
+        return nil
+    }
+}

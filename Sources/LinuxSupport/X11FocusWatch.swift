@@ -1,0 +1,342 @@
+import CLinuxShim
+import CXCB
+import Foundation
+import Glibc
+import Synchronization
+
+/// A local X11 display as `DISPLAY` names it (`:0`, `:1.0`, `unix:2`); a display over TCP
+/// (`host:0`) is not one the agent reads.
+public struct X11Display: Hashable, Sendable, CustomStringConvertible {
+    public let number: Int
+    public let screen: Int
+
+    public init?(_ value: String) {
+        var text = Substring(value)
+        if text.hasPrefix("unix:") { text = text.dropFirst(4) }
+        guard text.first == ":" else { return nil }
+        let parts = text.dropFirst().split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard let first = parts.first, (1...6).contains(first.count), first.allSatisfy(\.isASCII),
+            let number = Int(first), number >= 0
+        else { return nil }
+        var screen = 0
+        if parts.count == 2 {
+            guard (1...3).contains(parts[1].count), let value = Int(parts[1]), value >= 0 else { return nil }
+            screen = value
+        }
+        self.number = number
+        self.screen = screen
+    }
+
+    /// The server's socket.
+    public var socketPath: String { "/tmp/.X11-unix/X\(number)" }
+
+    public var description: String { screen == 0 ? ":\(number)" : ":\(number).\(screen)" }
+}
+
+/// Reading an Xauthority file's bytes (the child's file: read as `UntrustedFile`, parsed here
+/// with every length checked).
+public enum XAuthority {
+    /// Every MIT-MAGIC-COOKIE-1 that may be display `number`'s, in the order to try them: the
+    /// entries for that number (whatever host they name: a decoy for another host placed first
+    /// only costs a refused try), then those for any display.
+    public static func cookies(in bytes: [UInt8], display number: Int) -> [[UInt8]] {
+        var offset = 0
+        func field() -> ArraySlice<UInt8>? {
+            guard offset + 2 <= bytes.count else { return nil }
+            let length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+            guard offset + 2 + length <= bytes.count else { return nil }
+            defer { offset += 2 + length }
+            return bytes[(offset + 2)..<(offset + 2 + length)]
+        }
+        let wanted = Array(String(number).utf8)
+        var exact: [[UInt8]] = []
+        var any: [[UInt8]] = []
+        while offset + 2 <= bytes.count, exact.count + any.count < 16 {
+            offset += 2  // the address family
+            guard field() != nil, let display = field(), let name = field(), let data = field() else { break }
+            guard Array(name) == Array("MIT-MAGIC-COOKIE-1".utf8), data.count == 16 else { continue }
+            let cookie = Array(data)
+            if Array(display) == wanted, !exact.contains(cookie) { exact.append(cookie) }
+            if display.isEmpty, !any.contains(cookie) { any.append(cookie) }
+        }
+        return exact + any.filter { !exact.contains($0) }
+    }
+
+}
+
+/// The agent's own view of an X11 session: which window is in front (`_NET_ACTIVE_WINDOW`, as
+/// events), whose process it is (the server's X-Resource answer, not the client's claim), and
+/// whether the session is idle (SYNC's IDLETIME with an alarm). Nothing polls: the thread that
+/// runs `run` sleeps in `poll` until the server or `stop` says something.
+///
+/// The server is the child's to shape (a program of the child's can listen on a display
+/// socket): connecting gives up after a deadline, every reply is bounded by libxcb, and a
+/// watch belongs to its own thread, so a server that stops answering holds up only itself.
+public final class X11FocusWatch {
+    /// A window in front.
+    public struct Window: Hashable, Sendable {
+        public var id: UInt32
+        /// The pid the server knows for the window's client (X-Resource); nil when it cannot tell.
+        public var pid: Int32?
+    }
+
+    public enum Change: Hashable, Sendable {
+        /// The windows in front now: the active one, and the one with the keyboard when that is
+        /// another process's (any client may write `_NET_ACTIVE_WINDOW`; the keyboard's window is
+        /// the server's own state). When no window is active, or the window manager does not tell
+        /// (`conservative`): every mapped window. Empty: none.
+        case front([Window], conservative: Bool)
+        /// No input for the idle timeout; `idleFor` is how long there was none.
+        case idle(idleFor: Duration)
+        /// Input again after idle.
+        case active
+        /// A window manager started or went: whether focus (and idle) can be read now.
+        case support(readsFocus: Bool, readsIdle: Bool)
+    }
+
+    public let display: X11Display
+    /// Who runs the server (the socket's peer).
+    public let server: PeerCredentials
+    /// Whether the window manager keeps `_NET_ACTIVE_WINDOW` (else focus cannot be read); it
+    /// may start after the watch did (`Change.support` tells).
+    public private(set) var readsFocus: Bool
+    /// Whether idle can be told (the server has SYNC's IDLETIME).
+    public let readsIdle: Bool
+    private let session: OpaquePointer
+
+    /// Who serves a display's socket, asked of the kernel (the socket's peer), before anything is
+    /// sent to it.
+    public static func server(
+        of display: X11Display, timeout: Duration = .seconds(5)
+    ) throws(SystemError)
+        -> PeerCredentials
+    {
+        let fd = try connect(display.socketPath, timeout: timeout)
+        defer { close(fd) }
+        return try peerCredentials(fd, path: display.socketPath)
+    }
+
+    /// Connects to `display` with `cookie` (nil: none), waiting at most `setupTimeout` for the
+    /// server to answer, and asks for focus changes and an idle alarm after `idleTimeout`. When
+    /// `expecting` is given, the server must be that process (not one that took the socket's
+    /// place since it was looked at).
+    public init(
+        display: X11Display, cookie: [UInt8]?, idleTimeout: Duration, setupTimeout: Duration = .seconds(5),
+        expecting: PeerCredentials? = nil
+    ) throws(SystemError) {
+        self.display = display
+        // libxcb owns (and closes) a copy; the watchdogs shut the socket through this one, which
+        // stays open until both of them are done.
+        let fd = try Self.connect(display.socketPath, timeout: setupTimeout)
+        defer { close(fd) }
+        server = try Self.peerCredentials(fd, path: display.socketPath)
+        if let expecting, expecting.pid != server.pid || expecting.uid != server.uid {
+            throw SystemError(.command, "X11 display \(display): another process serves it now")
+        }
+        // A server that never answers the setup: the watchdog shuts the socket, and the setup fails.
+        let finished = Mutex(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(setupTimeout.milliseconds))) {
+            finished.withLock { done in if !done { shutdown(fd, Int32(SHUT_RDWR)) } }
+        }
+        var message = [CChar](repeating: 0, count: 200)
+        let opened: OpaquePointer? =
+            if let cookie {
+                cookie.withUnsafeBufferPointer { bytes in
+                    cxcb_open(fd, bytes.baseAddress, bytes.count, Int32(display.screen), &message, message.count)
+                }
+            } else {
+                cxcb_open(fd, nil, 0, Int32(display.screen), &message, message.count)
+            }
+        finished.withLock { $0 = true }
+        guard let opened else {
+            throw SystemError(
+                .command, "X11 display \(display): \(Self.string(message)) (at \(display.socketPath))")
+        }
+        session = opened
+        let idleMilliseconds = UInt32(clamping: idleTimeout.milliseconds)
+        // The watchdog again: a server that answers the setup and then nothing more.
+        let watched = Mutex(false)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(setupTimeout.milliseconds))) {
+            watched.withLock { done in if !done { shutdown(fd, Int32(SHUT_RDWR)) } }
+        }
+        let supported = cxcb_watch(opened, idleMilliseconds)
+        watched.withLock { $0 = true }
+        guard supported >= 0 else {
+            cxcb_close(opened)
+            throw SystemError(.command, "X11 display \(display): the connection failed while setting up")
+        }
+        readsFocus = supported == 1
+        readsIdle = cxcb_has_idle_alarm(opened) != 0
+    }
+
+    deinit { cxcb_close(session) }
+
+    /// Makes a `run` waiting on the server give up (from any thread): a server that stopped
+    /// answering a request holds its watch until then.
+    public func interrupt() { shutdown(cxcb_fd(session), Int32(SHUT_RDWR)) }
+
+    /// The window `_NET_ACTIVE_WINDOW` names now (0: none), read on request: what a poller reads.
+    public func activeWindow() -> UInt32 { cxcb_active_window(session) }
+
+    /// Asks the window manager to make a window active, as a taskbar does.
+    public func requestActivation(_ window: UInt32) { cxcb_request_activation(session, window) }
+
+    /// Reports what is in front, then each change, until `stop` is raised (returns) or the
+    /// connection fails (throws). A `_NET_ACTIVE_WINDOW` of 0 (set by some window managers for a
+    /// moment between two windows) is acted on only when it lasts `settle`.
+    public func run(
+        stop: StopSignal, settle: Duration = .milliseconds(200), _ report: (Change) -> Void
+    ) throws(SystemError) {
+        var shown: (pids: [Int32?], conservative: Bool)?
+        func show(_ front: (windows: [Window], conservative: Bool)) {
+            let now = (front.windows.map(\.pid), front.conservative)
+            if shown.map({ $0.pids != now.0 || $0.conservative != now.1 }) ?? true {
+                shown = now
+                report(.front(front.windows, conservative: front.conservative))
+            }
+        }
+        var noneSince: ContinuousClock.Instant?
+        // Changes come as fast as a child's client writes the property: what is in front is
+        // asked at most every `spacing`, the changes between folded into one.
+        let spacing = Duration.milliseconds(20)
+        var lastLook = ContinuousClock.now
+        var owed = false
+        if let front = inFront(settled: false) { show(front) } else { noneSince = .now }
+        while !stop.isRaised {
+            var timeout: Int32 = -1
+            if let since = noneSince {
+                let left = since + settle - .now
+                timeout = Int32(max(0, left.milliseconds))
+            }
+            if owed {
+                let left = Int32(max(0, (lastLook + spacing - .now).milliseconds))
+                timeout = timeout < 0 ? left : min(timeout, left)
+            }
+            var pollers = [
+                pollfd(fd: cxcb_fd(session), events: Int16(POLLIN), revents: 0),
+                pollfd(fd: stop.fd, events: Int16(POLLIN), revents: 0),
+            ]
+            _ = try systemCall("poll(X11 \(display))") { poll(&pollers, 2, timeout) }
+            if stop.isRaised { return }
+            let seen = cxcb_drain(session)
+            if seen & Int32(CXCB_CONNECTION_ERROR) != 0 || cxcb_has_error(session) != 0 {
+                throw SystemError(.command, "X11 display \(display): the server closed the connection")
+            }
+            if seen & Int32(CXCB_BECAME_IDLE) != 0 {
+                let idle = cxcb_idle_time(session)
+                report(.idle(idleFor: .milliseconds(max(0, idle))))
+            }
+            if seen & Int32(CXCB_BECAME_ACTIVE) != 0 { report(.active) }
+            if seen & Int32(CXCB_SUPPORT_CHANGED) != 0 {
+                let now = cxcb_reads_focus(session) != 0
+                if now != readsFocus {
+                    readsFocus = now
+                    report(.support(readsFocus: now, readsIdle: readsIdle))
+                }
+            }
+            let changes = Int32(CXCB_ACTIVE_WINDOW_CHANGED | CXCB_SUPPORT_CHANGED | CXCB_WINDOWS_CHANGED)
+            if seen & changes != 0 { owed = true }
+            if owed, ContinuousClock.now - lastLook < spacing { continue }
+            if owed {
+                owed = false
+                lastLook = .now
+                if let front = inFront(settled: false) {
+                    noneSince = nil
+                    show(front)
+                } else if noneSince == nil {
+                    noneSince = .now
+                }
+            } else if let since = noneSince, ContinuousClock.now - since >= settle {
+                noneSince = nil
+                if let front = inFront(settled: true) { show(front) }
+            }
+        }
+    }
+
+    /// What is in front now; nil when no window is active and that has not lasted (`settled`).
+    private func inFront(settled: Bool) -> (windows: [Window], conservative: Bool)? {
+        if readsFocus {
+            let active = cxcb_active_window(session)
+            if active != 0, cxcb_is_viewable(session, active) != 0 {
+                var windows = [window(active)]
+                let keyboard = cxcb_input_focus(session)
+                if keyboard != 0, keyboard != active, cxcb_is_viewable(session, keyboard) != 0 {
+                    let other = window(keyboard)
+                    if other.pid != windows[0].pid { windows.append(other) }
+                }
+                return (windows, false)
+            }
+            if !settled { return nil }
+        }
+        var ids = [UInt32](repeating: 0, count: 512)
+        let count = cxcb_mapped_windows(session, &ids, ids.count)
+        var windows: [Window] = []
+        for id in ids.prefix(count) {
+            let found = window(id)
+            if found.pid != nil, !windows.contains(where: { $0.pid == found.pid }) { windows.append(found) }
+        }
+        return (windows, true)
+    }
+
+    /// A window and its client's pid, as the server knows it: one round trip, on every look at
+    /// what is in front (what the client claims of itself is not asked).
+    private func window(_ id: UInt32) -> Window {
+        let pid = cxcb_window_pid(session, id)
+        return Window(id: id, pid: pid > 0 ? pid : nil)
+    }
+
+    private static func string(_ characters: [CChar]) -> String {
+        String(decoding: characters.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Who is at the other end of a connected socket, as the kernel saw them (`SO_PEERCRED`).
+    static func peerCredentials(_ fd: Int32, path: String) throws(SystemError) -> PeerCredentials {
+        var pid: pid_t = 0
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        guard screentime_peer_credentials(fd, &pid, &uid, &gid) == 0 else {
+            throw SystemError.call("getsockopt(\(path), SO_PEERCRED)", errno)
+        }
+        return PeerCredentials(pid: pid, uid: uid, gid: gid)
+    }
+
+    /// A Unix stream connection to `path`, given up after `timeout` (a listener whose backlog is
+    /// full makes `connect` wait: SO_SNDTIMEO bounds that wait).
+    static func connect(_ path: String, timeout: Duration) throws(SystemError) -> Int32 {
+        let fd = try systemCall("socket(AF_UNIX)") {
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }
+        var limit = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw SystemError(.badFile, "\(path) is too long for a socket path")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+        }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let error = errno
+            close(fd)
+            throw SystemError.call("connect(\(path))", error)
+        }
+        var none = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
+        return fd
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds (rounded down).
+    var milliseconds: Int64 {
+        components.seconds * 1000 + components.attoseconds / 1_000_000_000_000_000
+    }
+}

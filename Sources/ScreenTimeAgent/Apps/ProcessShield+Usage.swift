@@ -1,0 +1,56 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+
+/// An application in front, as the usage tracker counts it.
+struct ForegroundApplication: Hashable, Sendable {
+    /// The authorized user whose process it is.
+    var owner: UInt32
+    var identity: ApplicationIdentity
+    var token: ApplicationToken
+    var name: String
+    var categories: [String]
+
+    /// How reports name it: the desktop ID as guardians write it, else the canonical form.
+    var reportID: String {
+        if case .desktopEntry(let id) = identity { return id }
+        return identity.canonical
+    }
+}
+
+extension ProcessShield {
+    /// The applications a process of an authorized user can be taken for: those of its
+    /// identities with a desktop entry, the best evidence first (or its first identity when none
+    /// has one); empty for anyone else's process, or one not known.
+    func foregroundApplications(pid: Int32) -> [ForegroundApplication] {
+        let found = table.withLock { table -> (UInt32, [ApplicationIdentity], UInt64)? in
+            guard let tracked = table.processes[pid] else { return nil }
+            return (
+                tracked.owner, tracked.identities.isEmpty ? tracked.inherited : tracked.identities, tracked.startTime
+            )
+        }
+        // The pid is still that process (not one that took its number since).
+        guard let (owner, identities, startTime) = found, inspector.startTime(pid: pid) == startTime else {
+            return []
+        }
+        let index = indexes.withLock { $0[owner] } ?? ApplicationIndex()
+        var chosen = identities.filter { index.application($0) != nil }
+        if chosen.isEmpty, let first = identities.first { chosen = [first] }
+        // A program with no desktop entry is named by its file (the kernel's word), beside its hash.
+        let file = inspector.executable(pid: pid).map { ($0 as NSString).lastPathComponent }
+        return chosen.map { identity in
+            let application = index.application(identity)
+            var name = application?.name ?? Self.displayName(identity)
+            if application == nil, let file, !file.isEmpty { name = "\(file) (\(name))" }
+            return ForegroundApplication(
+                owner: owner, identity: identity, token: minter.token(for: identity),
+                name: name,
+                categories: (application?.categories ?? []).map(\.rawValue).sorted())
+        }
+    }
+
+    /// Every process of an authorized user now known, with its owner.
+    func trackedProcesses() -> [(pid: Int32, owner: UInt32)] {
+        table.withLock { table in table.processes.map { ($0.key, $0.value.owner) } }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import ScreenTimeCore
+import ScreenTimeIPC
+
+extension UsageTracker {
+    /// The user's sessions, as `status` shows them.
+    func sessions(of uid: UInt32, names: Bool) -> [SessionReport] {
+        state.withLock { state in
+            state.sessions.values.filter { $0.owner == uid }.sorted { $0.display < $1.display }.map { session in
+                let front = session.front?.applications.first
+                let source =
+                    session.conservative
+                    ? session.source + "; now counting every mapped window (no window is active)" : session.source
+                return SessionReport(
+                    kind: session.kind, display: session.display, focusSource: source, idle: session.idle,
+                    inFront: front?.token.base64, inFrontName: names ? front?.name : nil, problem: session.problem)
+            }
+        }
+    }
+
+    /// The user's usage in the request's stretch: what was written, and the open spans up to now
+    /// (written first, so that what a report showed survives kill -9).
+    func report(_ request: ReportRequest, user: UserSummary, names: Bool) throws -> UsageReport {
+        guard let zone = TimeZone(identifier: request.timeZone) else {
+            throw ScreenTimeIPCError(.invalidArgument, "unknown time zone '\(request.timeZone.prefix(60))'")
+        }
+        guard request.from < request.to, request.to.timeIntervalSince(request.from) <= 366 * 86_400 else {
+            throw ScreenTimeIPCError(
+                .invalidArgument, "a report covers from 1 second to 366 days, ending after it starts")
+        }
+        flush()
+        let interval = DateInterval(start: request.from, end: request.to)
+        let rows = try database.usage(uid: user.uid, during: interval)
+        var ledger = UsageLedger()
+        var applications: [String: StateDatabase.UsageRow] = [:]
+        var categoryNames: [ActivityCategoryToken: String] = [:]
+        for row in rows {
+            guard let token = try? ApplicationToken(base64: row.token) else { continue }
+            var categories = Set<ActivityCategoryToken>()
+            for name in row.categories {
+                guard let category = try? ActivityCategory(name) else { continue }
+                let categoryToken = minter.token(for: category)
+                categories.insert(categoryToken)
+                categoryNames[categoryToken] = name
+            }
+            guard let span = try? UsageSpan(.application(token), categories: categories, start: row.start, end: row.end)
+            else { continue }
+            ledger.record(span)
+            applications[row.token] = row
+        }
+        let byApplication = ledger.totalsByApplication(during: interval)
+        let applicationReports = byApplication.map { token, seconds in
+            let row = applications[token.base64]
+            return UsageReport.Application(
+                id: names ? row?.identity : nil, name: names ? row?.displayName : nil, token: token.base64,
+                seconds: seconds, categories: names ? row?.categories : nil)
+        }.sorted { ($0.seconds, $1.token) > ($1.seconds, $0.token) }
+        let categoryReports = ledger.totalsByCategory(during: interval).map { token, seconds in
+            UsageReport.Category(name: names ? categoryNames[token] : nil, token: token.base64, seconds: seconds)
+        }.sorted { ($0.seconds, $1.token) > ($1.seconds, $0.token) }
+        var domains: [String: UsageReport.WebDomain] = [:]
+        for lookup in try database.lookups(uid: user.uid, during: interval) {
+            guard let name = try? DomainName(lookup.domain) else { continue }
+            let token = minter.token(for: name).base64
+            var entry =
+                domains[token]
+                ?? UsageReport.WebDomain(
+                    domain: names ? lookup.domain : nil, token: token, lookups: 0, firstLookup: lookup.first,
+                    lastLookup: lookup.last)
+            entry.lookups += lookup.count
+            entry.firstLookup = min(entry.firstLookup, lookup.first)
+            entry.lastLookup = max(entry.lastLookup, lookup.last)
+            domains[token] = entry
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let segmentation: SegmentInterval =
+            request.segments == .hourly ? .hourly(during: interval) : .daily(during: interval)
+        let segments = ledger.segments(segmentation, calendar: calendar).map { segment in
+            UsageReport.Segment(
+                start: segment.interval.start, end: segment.interval.end, seconds: segment.totalActivityDuration,
+                applications: Dictionary(uniqueKeysWithValues: segment.applications.map { ($0.key.base64, $0.value) }))
+        }
+        return UsageReport(
+            user: user, from: request.from, to: request.to, segmentation: request.segments, timeZone: request.timeZone,
+            totalSeconds: ledger.total(during: interval), applications: applicationReports,
+            categories: categoryReports,
+            webDomains: domains.values.sorted { ($0.lookups, $1.token) > ($1.lookups, $0.token) }, segments: segments,
+            names: names)
+    }
+}

@@ -1,0 +1,787 @@
+import Foundation
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+public import ServiceLifecycle
+import Synchronization
+
+/// Foreground time: which application of an authorized user is in front, in each of their
+/// graphical sessions, counted on the monotonic clock while there is input.
+///
+/// Sessions are found from the users' own processes: each program they run (the process
+/// shield tells) has its environment read for `DISPLAY` and `XAUTHORITY`, which are hints — a
+/// display is believed once the agent itself has connected to its server. Each session is read
+/// by a thread of its own (`X11FocusWatch`), so a server that stops answering holds up only its
+/// own session; the agent connects as root with the session's cookie, which the child cannot
+/// take away, and asks the server (not the client) whose process a window is.
+///
+/// Spans are kept in memory while they grow and written every `checkpoint` while any is open
+/// (nothing is written, and nothing wakes, while no one is in front), and before any report is
+/// answered: kill -9 loses at most the last seconds of the spans still open.
+public final class UsageTracker: Service, PolicyConsumer, Sendable {
+    let configuration: AgentConfiguration
+    let database: StateDatabase
+    let processes: ProcessShield
+    let minter: TokenMinter
+    let logger: Logger
+    let users: any Accounts
+    let inspector = ProcessInspector()
+    let state = Mutex(State())
+    /// The users counted: authorized ones (their sessions are read, no one else's).
+    let owners = Mutex<Set<UInt32>>([])
+    let hints = Mutex(Hints())
+    let hintSignal = DispatchSemaphore(value: 0)
+    let flushSignal: AsyncStream<Void>
+    let flushContinuation: AsyncStream<Void>.Continuation
+    /// Two stretches of one application in one session at most this far apart share a row (the
+    /// moment between two windows some window managers take).
+    static let mergeGap: TimeInterval = 1
+    /// A session that starts more rows than this in a minute (a child switching windows by
+    /// script) has its stretches of one application up to `floodGap` apart share a row: the
+    /// table cannot grow fast, and the time between counts against the child, never for it.
+    static let rowsPerMinute = 30
+    static let floodGap: TimeInterval = 60
+    static let checkpoint: Duration = .seconds(10)
+    /// How long a display that went away is tried again before its session is dropped.
+    static let reconnectFor: Duration = .seconds(120)
+    /// Sessions read at once, per user and in all (a thread each).
+    static let sessionsPerUser = 128
+    static let sessions = 512
+
+    struct Hints {
+        var pids: [Int32: UInt32] = [:]
+        var stopped = false
+    }
+
+    struct State {
+        var sessions: [String: Session] = [:]
+        var rows: [Int: Row] = [:]
+        var nextRow = 0
+        /// Names looked up, not yet written (from the DNS filter).
+        var lookups: [LookupKey: StateDatabase.DomainLookups] = [:]
+    }
+
+    struct LookupKey: Hashable {
+        var uid: UInt32
+        var day: String
+        var domain: String
+    }
+
+    struct Session: Sendable {
+        var kind: String
+        var display: String
+        /// The authorized user it was found through.
+        var owner: UInt32
+        var source = "connecting"
+        var problem: String?
+        var idle = false
+        /// What the last focus reading found in front (kept while idle): every application its
+        /// process can be taken for.
+        var focused: [ForegroundApplication] = []
+        var front: Front?
+        var stop: StopSignal
+        var interrupt: (@Sendable () -> Void)?
+        /// Xauthority files named by the hints (tried in order).
+        var authorityFiles: [String]
+        /// Whether its watch is connected now.
+        var connected = false
+        /// Its server (pid and start time), once connected: a second name for the same server's
+        /// socket is not a second session.
+        var server: (pid: Int32, startTime: UInt64?)?
+        /// The server tells pids of a pid namespace of its own: windows are counted, under an
+        /// unidentified program, for the session's user.
+        var foreignPIDs = false
+        /// Every mapped window counts: no window is active, or the window manager does not tell.
+        var conservative = false
+        /// Rows started in the current minute.
+        var rowsStarted = 0
+        var minuteStart = SuspendingClock.now
+    }
+
+    struct Front: Sendable {
+        var applications: [ForegroundApplication]
+        var startWall: Date
+        var startClock: SuspendingClock.Instant
+        /// One row per application.
+        var rows: [Int]
+
+        /// The wall-clock time `instant` is, counted from the span's start on the monotonic
+        /// clock: setting the wall clock meanwhile changes nothing, and a suspend counts nothing.
+        func wall(at instant: SuspendingClock.Instant) -> Date {
+            let elapsed = instant - startClock
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            return startWall.addingTimeInterval(max(0, seconds))
+        }
+    }
+
+    struct Row: Sendable {
+        var stored: StateDatabase.UsageRow
+        var open = false
+        var dirty = true
+    }
+
+    init(
+        configuration: AgentConfiguration, database: StateDatabase, processes: ProcessShield, minter: TokenMinter,
+        logger: Logger, users: any Accounts = UserDirectory()
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.processes = processes
+        self.minter = minter
+        self.logger = logger
+        self.users = users
+        (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    // MARK: running
+
+    public func run() async throws {
+        processes.programStarted.withLock { tell in
+            tell = { [weak self] pid, owner in self?.hint(pid: pid, owner: owner) }
+        }
+        for (pid, owner) in processes.trackedProcesses() { hint(pid: pid, owner: owner) }
+        let finder = Thread { [self] in findSessions() }
+        finder.name = "screentime.sessions"
+        finder.start()
+        await withGracefulShutdownHandler {
+            await flushLoop()
+        } onGracefulShutdown: { [self] in
+            flushContinuation.finish()
+        }
+        processes.programStarted.withLock { $0 = nil }
+        hints.withLock { $0.stopped = true }
+        hintSignal.signal()
+        let sessions = state.withLock { state in
+            let now = SuspendingClock.now
+            for key in state.sessions.keys { Self.endFront(&state, key, at: now) }
+            return Array(state.sessions.values)
+        }
+        for session in sessions {
+            session.stop.raise()
+            session.interrupt?()
+        }
+        flush()
+        logger.info("stopped counting usage")
+    }
+
+    /// Writes what changed whenever something did, and every `checkpoint` while any span is open.
+    private func flushLoop() async {
+        for await _ in flushSignal {
+            while true {
+                flush()
+                guard state.withLock({ $0.sessions.values.contains { $0.front != nil } }) else { break }
+                try? await Task.sleep(for: Self.checkpoint)
+                if Task.isCancelled { return }
+            }
+        }
+    }
+
+    /// Writes the rows that changed (open ones up to now) and the lookups counted.
+    func flush() {
+        let (rows, lookups) = state.withLock {
+            state -> ([(Int, StateDatabase.UsageRow)], [StateDatabase.DomainLookups]) in
+            let now = SuspendingClock.now
+            for session in state.sessions.values {
+                guard let front = session.front else { continue }
+                for serial in front.rows {
+                    guard var row = state.rows[serial] else { continue }
+                    row.stored.end = max(row.stored.end, front.wall(at: now))
+                    row.dirty = true
+                    state.rows[serial] = row
+                }
+            }
+            let rows = state.rows.filter(\.value.dirty).map { ($0.key, $0.value.stored) }
+            let lookups = Array(state.lookups.values)
+            state.lookups = [:]
+            return (rows, lookups)
+        }
+        guard !rows.isEmpty || !lookups.isEmpty else { return }
+        do {
+            let saved = try database.saveUsage(rows.map(\.1), lookups: lookups)
+            state.withLock { state in
+                for ((serial, written), after) in zip(rows, saved) {
+                    guard var row = state.rows[serial] else { continue }
+                    row.stored.id = after.id
+                    if row.stored.end == written.end { row.dirty = false }
+                    state.rows[serial] = row
+                }
+                // Rows that can no longer grow are forgotten once written.
+                let before = Date().addingTimeInterval(-Self.floodGap)
+                state.rows = state.rows.filter {
+                    !$0.value.open && !$0.value.dirty && $0.value.stored.end < before ? false : true
+                }
+            }
+        } catch {
+            // Kept for the next flush: counted lookups go back too.
+            state.withLock { state in
+                for lookup in lookups {
+                    let key = LookupKey(uid: lookup.uid, day: lookup.day, domain: lookup.domain)
+                    state.lookups[key] = Self.merged(state.lookups[key], lookup)
+                }
+            }
+            logger.error("cannot write usage", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: policy
+
+    /// A user no longer authorized: their sessions are no longer read. A user newly authorized:
+    /// their running programs are looked at for sessions now (not only those they start later).
+    func apply(_ snapshot: PolicySnapshot) {
+        let now = Set(snapshot.users.keys)
+        let added = owners.withLock { owners in
+            defer { owners = now }
+            return now.subtracting(owners)
+        }
+        let gone = state.withLock { state -> [Session] in
+            let clock = SuspendingClock.now
+            let keys = state.sessions.filter { !now.contains($0.value.owner) }.map(\.key)
+            return keys.compactMap { key in
+                Self.endFront(&state, key, at: clock)
+                return state.sessions.removeValue(forKey: key)
+            }
+        }
+        for session in gone {
+            session.stop.raise()
+            session.interrupt?()
+            logger.info(
+                "stopped reading a session: its user is no longer authorized",
+                metadata: ["session": "\(session.display)"])
+        }
+        if !gone.isEmpty { flushContinuation.yield() }
+        if !added.isEmpty {
+            for (pid, owner) in processes.trackedProcesses() where added.contains(owner) {
+                hint(pid: pid, owner: owner)
+            }
+        }
+    }
+
+    // MARK: lookups
+
+    /// A name a user's program looked up (the DNS filter tells, for each question it judged).
+    func lookedUp(_ domain: String, uid: UInt32, at time: Date = Date()) {
+        let day = Self.day(time)
+        state.withLock { state in
+            let key = LookupKey(uid: uid, day: day, domain: domain)
+            // Bounded: a child inventing names cannot grow the agent's memory without limit.
+            guard state.lookups[key] != nil || state.lookups.count < 50_000 else { return }
+            state.lookups[key] = Self.merged(
+                state.lookups[key],
+                StateDatabase.DomainLookups(uid: uid, day: day, domain: domain, count: 1, first: time, last: time))
+        }
+        flushContinuation.yield()
+    }
+
+    static func merged(
+        _ old: StateDatabase.DomainLookups?, _ new: StateDatabase.DomainLookups
+    ) -> StateDatabase.DomainLookups {
+        guard var old else { return new }
+        old.count += new.count
+        old.first = min(old.first, new.first)
+        old.last = max(old.last, new.last)
+        return old
+    }
+
+    static func day(_ time: Date) -> String {
+        let parts = Calendar(identifier: .gregorian).dateComponents(in: TimeZone(identifier: "UTC")!, from: time)
+        return String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+    }
+
+    // MARK: finding sessions
+
+    /// A program an authorized user's process runs: its environment may name a session.
+    func hint(pid: Int32, owner: UInt32) {
+        hints.withLock { $0.pids[pid] = owner }
+        hintSignal.signal()
+    }
+
+    /// The finder's thread: reads the environments of new programs (off the process watcher's
+    /// thread: a child's memory is slow to read when the child makes it so) and starts a watch
+    /// for each display not watched yet.
+    private func findSessions() {
+        while true {
+            hintSignal.wait()
+            let (pids, stopped) = hints.withLock { hints in
+                defer { hints.pids = [:] }
+                return (hints.pids, hints.stopped)
+            }
+            if stopped { return }
+            for (pid, owner) in pids {
+                let environment = inspector.sessionEnvironment(pid: pid)
+                if let value = environment["DISPLAY"], let display = X11Display(value) {
+                    let key = "x11 :\(display.number) \(owner)"
+                    let home = try? users.user(uid: owner).home
+                    let isNew = noteSession(
+                        key, kind: "x11", display: ":\(display.number)", owner: owner,
+                        authority: environment["XAUTHORITY"], fallback: home.map { $0 + "/.Xauthority" })
+                    if let mine = isNew { startThread("screentime.x11") { [self] in watchX11(key, display, mine) } }
+                }
+                if let path = environment["SWAYSOCK"], path.hasPrefix("/"), path.utf8.count < 108,
+                    FileStatus.of(path: path).map({ $0.mode & S_IFMT == S_IFSOCK }) == true
+                {
+                    let key = "sway \(path) \(owner)"
+                    // The compositor's Wayland socket, for idle: beside it in the environment.
+                    var wayland = environment["WAYLAND_DISPLAY"] ?? "wayland-0"
+                    if !wayland.hasPrefix("/"), let runtime = environment["XDG_RUNTIME_DIR"] {
+                        wayland = runtime + "/" + wayland
+                    }
+                    let socket = wayland.hasPrefix("/") && wayland.utf8.count < 108 ? wayland : nil
+                    if let mine = noteSession(
+                        key, kind: "sway", display: path, owner: owner, authority: nil, fallback: nil)
+                    {
+                        startThread("screentime.sway") { [self] in watchSway(key, path, mine, wayland: socket) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records a session a hint names; returns its stop signal when it is new (then its watch
+    /// is started, and runs while the session under its key is this one).
+    private func noteSession(
+        _ key: String, kind: String, display: String, owner: UInt32, authority: String?, fallback: String?
+    ) -> StopSignal? {
+        var evicted: String?
+        let isNew = state.withLock { state -> StopSignal? in
+            if var session = state.sessions[key] {
+                if let authority, !session.authorityFiles.contains(authority), session.authorityFiles.count < 8 {
+                    session.authorityFiles.append(authority)
+                    state.sessions[key] = session
+                }
+                return nil
+            }
+            // Bounded: hints naming ever new sockets cannot grow the agent's threads without
+            // limit. At a user's limit, a session of theirs that cannot be read now (a socket
+            // that does not answer) makes room: fakes cannot keep the real session out.
+            let theirs = state.sessions.filter { $0.value.owner == owner }
+            if theirs.count >= Self.sessionsPerUser || state.sessions.count >= Self.sessions {
+                guard let failing = theirs.first(where: { $0.value.problem != nil || !$0.value.connected }) else {
+                    return nil
+                }
+                state.sessions[failing.key] = nil
+                failing.value.stop.raise()
+                failing.value.interrupt?()
+                evicted = failing.key
+            }
+            guard let stop = try? StopSignal() else { return nil }
+            state.sessions[key] = Session(
+                kind: kind, display: display, owner: owner, stop: stop,
+                authorityFiles: [authority, fallback].compactMap { $0 })
+            return stop
+        }
+        if let evicted { logger.notice("gave up a session that cannot be read", metadata: ["session": "\(evicted)"]) }
+        if isNew != nil {
+            logger.info("found a graphical session", metadata: ["session": "\(key)", "uid": "\(owner)"])
+        }
+        return isNew
+    }
+
+    private func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+        let thread = Thread(block: body)
+        thread.name = name
+        thread.start()
+    }
+
+    /// After a watch failed: the session shows why; true when it has failed for so long that it
+    /// is dropped (a later hint finds it again).
+    private func failed(
+        _ key: String, _ error: SystemError, since failingSince: inout ContinuousClock.Instant?
+    ) -> Bool {
+        state.withLock { state in
+            Self.endFront(&state, key, at: .now)
+            state.sessions[key]?.focused = []
+            state.sessions[key]?.connected = false
+            state.sessions[key]?.problem = error.message
+            state.sessions[key]?.interrupt = nil
+        }
+        flushContinuation.yield()
+        let now = ContinuousClock.now
+        if failingSince == nil {
+            failingSince = now
+            logger.notice("cannot read a session", metadata: ["session": "\(key)", "error": "\(error.message)"])
+        }
+        if let since = failingSince, now - since > Self.reconnectFor {
+            state.withLock { $0.sessions[key] = nil }
+            logger.notice("dropped a session that is gone", metadata: ["session": "\(key)"])
+            return true
+        }
+        return false
+    }
+
+    // MARK: one sway session
+
+    private func watchSway(_ key: String, _ path: String, _ mine: StopSignal, wayland: String?) {
+        var idleStarted = false
+        var delay: Duration = .milliseconds(500)
+        var failingSince: ContinuousClock.Instant?
+        // While the session under the key is this thread's (one made again later has its own).
+        while let session = state.withLock({ $0.sessions[key] }), session.stop === mine, !session.stop.isRaised {
+            do throws(SystemError) {
+                let watch = try SwayFocusWatch(path: path)
+                // The compositor is the session's user's (a socket of anyone else's is not
+                // this child's session, and is not read).
+                guard processes.currentPolicy().owner(ofKernelUID: watch.server.uid) == session.owner else {
+                    throw SystemError(.command, "\(path) is not served by the session's user (uid \(watch.server.uid))")
+                }
+                let box = SwayBox(watch)
+                let foreign = Files.readLink("/proc/\(watch.server.pid)/ns/pid") != Files.readLink("/proc/self/ns/pid")
+                state.withLock { state in
+                    state.sessions[key]?.foreignPIDs = foreign
+                    state.sessions[key]?.interrupt = { box.interrupt() }
+                    state.sessions[key]?.problem = nil
+                    state.sessions[key]?.connected = true
+                    state.sessions[key]?.source =
+                        "sway IPC window events (pid from the compositor)"
+                        + (wayland == nil ? "; idle is not told (no Wayland socket named)" : "")
+                }
+                if let wayland, !idleStarted {
+                    idleStarted = true
+                    let compositor = watch.server.pid
+                    startThread("screentime.idle") { [self] in
+                        watchWaylandIdle(key, wayland, mine, compositor: compositor)
+                    }
+                }
+                failingSince = nil
+                delay = .milliseconds(500)
+                logger.info("reading focus", metadata: ["session": "\(key)", "server": "pid \(watch.server.pid)"])
+                try watch.run(stop: session.stop) { change in
+                    switch change {
+                    case .focus(let window): focused(key, pids: window.map { [$0.pid] } ?? [])
+                    }
+                }
+                return
+            } catch {
+                if failed(key, error, since: &failingSince) { return }
+                session.stop.wait(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    // MARK: one X11 session
+
+    /// Connects, reports focus until the server goes, then tries again for a while before the
+    /// session is dropped (a later hint finds it again). The server is looked at before anything
+    /// is sent: root's (a display manager's) or the session user's, else this is not their
+    /// display and no cookie of theirs goes to it. A connection cut (any client of the display
+    /// may kill another's) is made again at once, the time in front going on meanwhile.
+    private func watchX11(_ key: String, _ display: X11Display, _ mine: StopSignal) {
+        var delay: Duration = .milliseconds(500)
+        var failingSince: ContinuousClock.Instant?
+        var lostAt: SuspendingClock.Instant?
+        // While the session under the key is this thread's (one made again later has its own).
+        while let session = state.withLock({ $0.sessions[key] }), session.stop === mine, !session.stop.isRaised {
+            do throws(SystemError) {
+                let server = try X11FocusWatch.server(of: display)
+                let policy = processes.currentPolicy()
+                guard server.uid == 0 || policy.owner(ofKernelUID: server.uid) == session.owner else {
+                    throw SystemError(
+                        .command, "display :\(display.number) is served by another user (uid \(server.uid))")
+                }
+                let serverStart = inspector.startTime(pid: server.pid)
+                // Another session of the user reads this very server (a second name for its socket).
+                let duplicate = state.withLock { state in
+                    state.sessions.contains { other in
+                        other.key != key && other.value.owner == session.owner && other.value.connected
+                            && other.value.server?.pid == server.pid && other.value.server?.startTime == serverStart
+                    }
+                }
+                if duplicate {
+                    state.withLock { $0.sessions[key] = nil }
+                    logger.info("a second name for a display already read", metadata: ["session": "\(key)"])
+                    return
+                }
+                var watch: X11FocusWatch?
+                var refusal: SystemError?
+                for cookie in cookies(for: display, server: server, files: session.authorityFiles, owner: session.owner)
+                {
+                    do throws(SystemError) {
+                        watch = try X11FocusWatch(
+                            display: display, cookie: cookie, idleTimeout: .seconds(configuration.idleTimeout),
+                            expecting: server)
+                        break
+                    } catch {
+                        refusal = error
+                    }
+                }
+                guard let watch else {
+                    throw refusal ?? SystemError(.command, "X11 display :\(display.number): no way in")
+                }
+                // A server in a pid namespace of its own tells its own pids: they name nothing here.
+                let foreign = Files.readLink("/proc/\(server.pid)/ns/pid") != Files.readLink("/proc/self/ns/pid")
+                let box = WatchBox(watch)
+                state.withLock { state in
+                    state.sessions[key]?.interrupt = { box.interrupt() }
+                    state.sessions[key]?.problem = nil
+                    state.sessions[key]?.connected = true
+                    state.sessions[key]?.foreignPIDs = foreign
+                    state.sessions[key]?.server = (server.pid, serverStart)
+                    state.sessions[key]?.source = Self.source(readsFocus: watch.readsFocus, readsIdle: watch.readsIdle)
+                }
+                failingSince = nil
+                lostAt = nil
+                delay = .milliseconds(500)
+                logger.info("reading focus", metadata: ["display": "\(key)", "server": "uid \(server.uid)"])
+                try watch.run(stop: session.stop) { change in changed(key, change) }
+                return
+            } catch {
+                // The first loss after reading: tried again at once, what was in front still counting.
+                let wasReading = state.withLock { $0.sessions[key]?.connected == true }
+                if wasReading, lostAt == nil {
+                    lostAt = .now
+                    state.withLock { state in
+                        state.sessions[key]?.connected = false
+                        state.sessions[key]?.problem = error.message
+                        state.sessions[key]?.interrupt = nil
+                    }
+                    continue
+                }
+                if let lost = lostAt {
+                    state.withLock { Self.endFront(&$0, key, at: lost) }
+                    lostAt = nil
+                }
+                if failed(key, error, since: &failingSince) { return }
+                session.stop.wait(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// Idle and back from a sway session's compositor (its Wayland socket, served by the same
+    /// process as its IPC socket), tried again while the session lasts.
+    private func watchWaylandIdle(_ key: String, _ path: String, _ mine: StopSignal, compositor: Int32) {
+        var delay: Duration = .seconds(1)
+        while let session = state.withLock({ $0.sessions[key] }), session.stop === mine, !session.stop.isRaised {
+            do throws(SystemError) {
+                let watch = try WaylandIdleWatch(path: path)
+                guard watch.server.pid == compositor else {
+                    throw SystemError(.command, "\(path) is not served by the compositor (pid \(watch.server.pid))")
+                }
+                let box = IdleBox(watch)
+                state.withLock { state in
+                    let previous = state.sessions[key]?.interrupt
+                    state.sessions[key]?.interrupt = {
+                        previous?()
+                        box.interrupt()
+                    }
+                    if let source = state.sessions[key]?.source, !source.contains("idle from") {
+                        state.sessions[key]?.source = source + "; idle from the compositor"
+                    }
+                }
+                let timeout = Duration.seconds(configuration.idleTimeout)
+                try watch.run(stop: mine, idleAfter: timeout) { change in
+                    changed(key, change == .idle ? .idle(idleFor: timeout) : .active)
+                }
+                return
+            } catch {
+                logger.notice("cannot read idle", metadata: ["session": "\(key)", "error": "\(error.message)"])
+                state.withLock { state in
+                    if let source = state.sessions[key]?.source, !source.contains("idle is not told") {
+                        state.sessions[key]?.source =
+                            source.replacingOccurrences(of: "; idle from the compositor", with: "")
+                            + "; idle is not told (\(error.message.prefix(80)))"
+                    }
+                }
+                mine.wait(for: delay)
+                delay = min(delay * 2, .seconds(60))
+            }
+        }
+    }
+
+    /// The cookies to try, in order: those of the server's own `-auth` file (read as root when
+    /// the server is root's; when it is the user's, only a file of theirs), then those of the
+    /// Xauthority files the hints name that are the session user's (a file of anyone else's is
+    /// never read, so no other user's cookie goes to a server of the child's making), then none.
+    private func cookies(
+        for display: X11Display, server: PeerCredentials, files: [String], owner: UInt32
+    ) -> [[UInt8]?] {
+        let policy = processes.currentPolicy()
+        var found: [[UInt8]?] = []
+        func add(_ path: String, anyOwner: Bool) {
+            guard let opened = try? UntrustedFile.open(path, limit: 65_536) else { return }
+            defer { close(opened.descriptor) }
+            guard anyOwner || policy.owner(ofKernelUID: opened.status.owner) == owner,
+                let bytes = try? UntrustedFile.readAll(opened.descriptor, limit: 65_536, name: path)
+            else { return }
+            for cookie in XAuthority.cookies(in: bytes, display: display.number)
+            where !found.contains(where: { $0 == cookie }) {
+                found.append(cookie)
+            }
+        }
+        let arguments = inspector.commandLine(pid: server.pid)
+        if let index = arguments.firstIndex(of: "-auth"), index + 1 < arguments.count,
+            arguments[index + 1].hasPrefix("/")
+        {
+            add(arguments[index + 1], anyOwner: server.uid == 0)
+        }
+        for path in files { add(path, anyOwner: false) }
+        return Array(found.prefix(16)) + [nil]
+    }
+
+    static func source(readsFocus: Bool, readsIdle: Bool) -> String {
+        var source =
+            readsFocus
+            ? "X11 _NET_ACTIVE_WINDOW, window owners from X-Resource"
+            : "X11, no window manager telling focus yet (_NET_ACTIVE_WINDOW)"
+        if !readsIdle { source += "; no idle counter: idle time counts" }
+        return source
+    }
+
+    /// What a session's watch saw.
+    private func changed(_ key: String, _ change: X11FocusWatch.Change) {
+        let now = SuspendingClock.now
+        switch change {
+        case .support(let readsFocus, let readsIdle):
+            state.withLock { $0.sessions[key]?.source = Self.source(readsFocus: readsFocus, readsIdle: readsIdle) }
+        case .front(let windows, let conservative):
+            state.withLock { $0.sessions[key]?.conservative = conservative }
+            focused(key, pids: windows.map(\.pid))
+            return
+        case .idle(let idleFor):
+            // Counted up to the last input, not through the timeout that followed it.
+            state.withLock { state in
+                Self.endFront(&state, key, at: now - idleFor)
+                state.sessions[key]?.idle = true
+            }
+        case .active:
+            state.withLock { state in
+                state.sessions[key]?.idle = false
+                if state.sessions[key]?.front == nil, let applications = state.sessions[key]?.focused {
+                    Self.beginFront(&state, key, applications)
+                }
+            }
+        }
+        flushContinuation.yield()
+    }
+
+    /// The windows in front are the processes `pids`' (nil: a window whose process the server
+    /// cannot tell). A live process of someone not authorized is not the child's usage; a window
+    /// whose process is gone (a connection handed over by a process that exited), unknown, or in
+    /// a pid namespace of the server's own is the session user's, under an unidentified program.
+    private func focused(_ key: String, pids: [Int32?]) {
+        let now = SuspendingClock.now
+        let (owner, foreign) = state.withLock { ($0.sessions[key]?.owner, $0.sessions[key]?.foreignPIDs ?? false) }
+        let policy = processes.currentPolicy()
+        var applications: [ForegroundApplication] = []
+        func add(_ found: [ForegroundApplication]) {
+            for application in found
+            where !applications.contains(where: { $0.token == application.token && $0.owner == application.owner }) {
+                applications.append(application)
+            }
+        }
+        var unidentified = false
+        for pid in pids {
+            guard let pid, !foreign else {
+                unidentified = true
+                continue
+            }
+            let found = processes.foregroundApplications(pid: pid)
+            if !found.isEmpty {
+                add(found)
+            } else if let status = inspector.status(pid: pid) {
+                // Alive: the session user's own (not known to the shield yet) counts, unidentified.
+                if policy.owner(ofKernelUID: status.uid) == owner { unidentified = true }
+            } else {
+                unidentified = true
+            }
+        }
+        if unidentified, let owner, let application = unidentifiedApplication(owner: owner) { add([application]) }
+        logger.debug(
+            "in front",
+            metadata: [
+                "session": "\(key)", "pids": "\(pids)",
+                "applications": "\(applications.map(\.reportID))",
+            ])
+        state.withLock { state in
+            Self.endFront(&state, key, at: now)
+            state.sessions[key]?.focused = applications
+            if state.sessions[key]?.idle == false { Self.beginFront(&state, key, applications) }
+        }
+        flushContinuation.yield()
+    }
+
+    /// Time starts counting for every application the process in front can be taken for: a
+    /// child who starts a game as another application's desktop file (evidence a child can
+    /// forge) has its time counted for both, never for the other alone.
+    /// What a window counts as when its process cannot be told.
+    func unidentifiedApplication(owner: UInt32) -> ForegroundApplication? {
+        guard let identity = try? ApplicationIdentity.executable(sha256: String(repeating: "0", count: 64)) else {
+            return nil
+        }
+        return ForegroundApplication(
+            owner: owner, identity: identity, token: minter.token(for: identity),
+            name: "unidentified (a window whose process the display cannot tell)", categories: [])
+    }
+
+    static func beginFront(_ state: inout State, _ key: String, _ applications: [ForegroundApplication]) {
+        guard !applications.isEmpty, var session = state.sessions[key] else { return }
+        let wall = Date()
+        if SuspendingClock.now - session.minuteStart > .seconds(60) {
+            session.minuteStart = .now
+            session.rowsStarted = 0
+        }
+        let gap = session.rowsStarted >= rowsPerMinute ? floodGap : mergeGap
+        var serials: [Int] = []
+        for application in applications {
+            let token = application.token.base64
+            // The same application again soon after in the same session: its row grows again.
+            let reused = state.rows.first { _, row in
+                row.stored.session == key && row.stored.token == token && row.stored.uid == application.owner
+                    && !row.open && row.stored.end >= wall.addingTimeInterval(-gap)
+            }?.key
+            if let reused {
+                serials.append(reused)
+                state.rows[reused]?.open = true
+            } else {
+                let serial = state.nextRow
+                state.nextRow += 1
+                state.rows[serial] = Row(
+                    stored: StateDatabase.UsageRow(
+                        id: nil, uid: application.owner, session: key, token: token,
+                        identity: application.reportID, displayName: application.name,
+                        categories: application.categories, start: wall, end: wall),
+                    open: true)
+                serials.append(serial)
+                session.rowsStarted += 1
+            }
+        }
+        state.sessions[key] = session
+        state.sessions[key]?.front = Front(
+            applications: applications, startWall: wall, startClock: .now, rows: serials)
+    }
+
+    static func endFront(_ state: inout State, _ key: String, at instant: SuspendingClock.Instant) {
+        guard let front = state.sessions[key]?.front else { return }
+        state.sessions[key]?.front = nil
+        let end = front.wall(at: max(instant, front.startClock))
+        for serial in front.rows {
+            guard var row = state.rows[serial] else { continue }
+            row.stored.end = max(row.stored.end, end)
+            row.open = false
+            row.dirty = true
+            state.rows[serial] = row
+        }
+    }
+}
+
+/// A sway watch, shared with whoever must interrupt it (its own thread uses it).
+private final class SwayBox: @unchecked Sendable {
+    let watch: SwayFocusWatch
+    init(_ watch: SwayFocusWatch) { self.watch = watch }
+    func interrupt() { watch.interrupt() }
+}
+
+/// A Wayland idle watch, shared with whoever must interrupt it (its own thread uses it).
+private final class IdleBox: @unchecked Sendable {
+    let watch: WaylandIdleWatch
+    init(_ watch: WaylandIdleWatch) { self.watch = watch }
+    func interrupt() { watch.interrupt() }
+}
+
+/// An X11 watch, shared with whoever must interrupt it (its own thread uses it).
+private final class WatchBox: @unchecked Sendable {
+    let watch: X11FocusWatch
+    init(_ watch: X11FocusWatch) { self.watch = watch }
+    func interrupt() { watch.interrupt() }
+}

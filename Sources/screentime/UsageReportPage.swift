@@ -1,0 +1,135 @@
+import Foundation
+import ScreenTimeIPC
+
+/// `screentime report --html`: one self-contained page (no script, no outside file) with the day
+/// by hour and the week by day as SVG bar charts, and the top apps, categories and web domains.
+struct UsageReportPage {
+    let main: UsageReport
+    let day: UsageReport
+    let week: UsageReport
+
+    func render() -> String {
+        let days = DateFormatter()
+        days.dateFormat = "EEEE d MMMM yyyy"
+        let hour = DateFormatter()
+        hour.dateFormat = "HH"
+        let weekday = DateFormatter()
+        weekday.dateFormat = "EEE d"
+        let title = "Screen Time of \(main.user.name)"
+        var body = ""
+        body += "<h1>\(escape(title))</h1>\n"
+        body +=
+            "<p class=\"lead\">\(escape(days.string(from: day.from))): <strong>\(readable(day.totalSeconds))</strong>"
+        body += " in front. This week: <strong>\(readable(week.totalSeconds))</strong>.</p>\n"
+        body += "<section><h2>Today by hour</h2>\n"
+        body += barChart(day.segments, label: { hour.string(from: $0.start) }, name: "today by hour")
+        body += "</section>\n<section><h2>This week by day</h2>\n"
+        body += barChart(week.segments, label: { weekday.string(from: $0.start) }, name: "the week by day")
+        body += "</section>\n<section><h2>Top apps</h2>\n"
+        body += ranking(
+            main.applications.prefix(10).map { ($0.name ?? $0.token, $0.id, $0.seconds) }, empty: "No app was in front."
+        )
+        body += "</section>\n<section><h2>Categories</h2>\n"
+        body += ranking(
+            main.categories.prefix(10).map { ($0.name ?? $0.token, nil, $0.seconds) }, empty: "No category.")
+        body += "</section>\n"
+        if !main.webDomains.isEmpty {
+            body += "<section><h2>Web domains looked up</h2>\n<table>\n"
+            body += "<tr><th>domain</th><th>lookups</th><th>first</th><th>last</th></tr>\n"
+            let time = DateFormatter()
+            time.dateFormat = "d MMM HH:mm"
+            for domain in main.webDomains.prefix(20) {
+                body += "<tr><td>\(escape(domain.domain ?? domain.token))</td><td>\(domain.lookups)</td>"
+                body +=
+                    "<td>\(time.string(from: domain.firstLookup))</td><td>\(time.string(from: domain.lastLookup))</td></tr>\n"
+            }
+            body += "</table></section>\n"
+        }
+        body += "<footer>Counted on this computer by screentime; nothing left it.</footer>\n"
+        return """
+            <!DOCTYPE html>
+            <html lang="en"><head><meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(escape(title))</title>
+            <style>
+            :root { color-scheme: light dark; --bar: #3b82f6; --muted: #6b7280; --grid: #e5e7eb; }
+            @media (prefers-color-scheme: dark) { :root { --grid: #374151; --muted: #9ca3af; } }
+            body { font: 15px/1.45 system-ui, sans-serif; max-width: 860px; margin: 2rem auto; padding: 0 1rem; }
+            h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { font-size: 1.1rem; margin: 1.6rem 0 .5rem; }
+            .lead { color: var(--muted); margin-top: 0; } svg { width: 100%; height: auto; }
+            .row { display: grid; grid-template-columns: 14rem 1fr 6rem; gap: .6rem; align-items: center; margin: .25rem 0; }
+            .row .track { background: var(--grid); border-radius: 4px; height: .8rem; }
+            .row .fill { background: var(--bar); border-radius: 4px; height: 100%; }
+            .row .id { color: var(--muted); font-size: .8rem; display: block; }
+            table { border-collapse: collapse; } td, th { padding: .2rem .8rem .2rem 0; text-align: left; }
+            footer { color: var(--muted); margin-top: 2rem; font-size: .85rem; }
+            </style></head><body>
+            \(body)</body></html>
+
+            """
+    }
+
+    /// Bars of the segments' seconds, with a label under each and the minutes over each.
+    private func barChart(
+        _ segments: [UsageReport.Segment], label: (UsageReport.Segment) -> String, name: String
+    )
+        -> String
+    {
+        guard !segments.isEmpty else { return "<p>No data.</p>\n" }
+        let width = 800.0
+        let height = 220.0
+        let top = 20.0
+        let bottom = 24.0
+        let slot = width / Double(segments.count)
+        let longest = max(segments.map(\.seconds).max() ?? 0, 60)
+        var svg =
+            "<svg viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(escape(name))\">\n"
+        svg +=
+            "<line x1=\"0\" y1=\"\(height - bottom)\" x2=\"\(width)\" y2=\"\(height - bottom)\" stroke=\"#9ca3af\"/>\n"
+        for (index, segment) in segments.enumerated() {
+            let x = Double(index) * slot
+            let barHeight = (height - top - bottom) * segment.seconds / longest
+            let y = height - bottom - barHeight
+            svg += "<rect x=\(fixed(x + slot * 0.15)) y=\(fixed(y)) width=\(fixed(slot * 0.7)) "
+            svg += "height=\(fixed(barHeight)) rx=\"2\" fill=\"#3b82f6\"><title>\(escape(label(segment))): "
+            svg += "\(readable(segment.seconds))</title></rect>\n"
+            if segment.seconds >= 30 {
+                svg += "<text x=\(fixed(x + slot / 2)) y=\(fixed(y - 4)) font-size=\"11\" text-anchor=\"middle\" "
+                svg += "fill=\"currentColor\">\(Int((segment.seconds / 60).rounded()))m</text>\n"
+            }
+            svg += "<text x=\(fixed(x + slot / 2)) y=\(fixed(height - 6)) font-size=\"11\" text-anchor=\"middle\" "
+            svg += "fill=\"currentColor\">\(escape(label(segment)))</text>\n"
+        }
+        return svg + "</svg>\n"
+    }
+
+    private func ranking(_ items: [(name: String, id: String?, seconds: Double)], empty: String) -> String {
+        guard let longest = items.map(\.seconds).max(), longest > 0 else { return "<p>\(escape(empty))</p>\n" }
+        var html = ""
+        for item in items {
+            let percent = Int((item.seconds / longest * 100).rounded())
+            html += "<div class=\"row\"><span>\(escape(item.name))"
+            if let id = item.id, id != item.name { html += "<span class=\"id\">\(escape(id))</span>" }
+            html += "</span><span class=\"track\"><span class=\"fill\" style=\"display:block;width:\(percent)%\">"
+            html += "</span></span><span>\(readable(item.seconds))</span></div>\n"
+        }
+        return html
+    }
+
+    private func fixed(_ value: Double) -> String { "\"\(String(format: "%.1f", value))\"" }
+
+    private func escape(_ text: String) -> String {
+        var out = ""
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,685 @@
+import Foundation
+import Glibc
+import LinuxSupport
+import ScreenTimeIPC
+import Testing
+
+/// Usage from window focus, end to end: a real X server (Xvfb) with a real EWMH window manager
+/// (openbox) run by the test child, real X clients of the child's (xterm, xmessage) with desktop
+/// entries, focus moved by xdotool, and the agent finding the session by itself and reading it
+/// as root over XCB.
+@Suite(.enabled(if: isRoot, "needs root: users, the proc connector, other users' X servers"))
+struct UsageIntegrationTests {
+    private func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while Date() < end {
+            if try condition() { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return try condition()
+    }
+
+    /// The world, its child authorized, with desktop entries for the two X clients.
+    private func world(idleTimeout: Int = 300) throws -> AgentWorld {
+        let world = try AgentWorld(configuration: ["idleTimeout": "\(idleTimeout)"])
+        do {
+            try world.installDesktopEntry(
+                id: "org.example.Terminal", name: "Terminal", exec: "/usr/bin/xterm", categories: "System;")
+            try world.installDesktopEntry(
+                id: "org.example.Notes", name: "Notes", exec: "/usr/bin/xmessage", categories: "Office;")
+            // Wayland clients: foot, and another program a guardian installed (foot's bytes and
+            // one more, so another program by path and by content).
+            try world.installDesktopEntry(
+                id: "org.example.Foot", name: "Foot", exec: "/usr/bin/foot", categories: "System;")
+            var chat = try Data(contentsOf: URL(fileURLWithPath: "/usr/bin/foot"))
+            chat.append(0)
+            try chat.write(to: URL(fileURLWithPath: world.directory + "/bin/chat"))
+            chmod(world.directory + "/bin/chat", 0o755)
+            try world.installDesktopEntry(
+                id: "org.example.Chat", name: "Chat", exec: world.directory + "/bin/chat", categories: "Network;")
+            let result = try world.cli(as: world.guardian, "authorize", "--child", world.child)
+            guard result.status == 0 else { throw WorldError("authorize: \(result.stderr)") }
+        } catch {
+            world.tearDown()
+            throw error
+        }
+        return world
+    }
+
+    private func report(_ world: AgentWorld, user: String? = nil) throws -> UsageReport {
+        let result = try world.cli(as: world.guardian, "report", "--user", user ?? world.child, "--today", "--json")
+        guard result.status == 0 else { throw WorldError("report: \(result.stderr)") }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(UsageReport.self, from: Data(result.stdout.utf8))
+    }
+
+    private func seconds(_ report: UsageReport, _ id: String) -> Double {
+        report.applications.first { $0.id == id }?.seconds ?? 0
+    }
+
+    @Test func focusGivesForegroundTimePerAppAndOthersWindowsCountNothing() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        try desktop.open(as: world.bystander, "/usr/bin/xterm", ["-class", "ByTerm", "-e", "/bin/sleep", "600"])
+        for window in ["ChildTerm", "XMessage", "ByTerm"] {
+            #expect(eventually { desktop.window(window) != nil }, "\(window) has no window")
+        }
+        // The agent found the session by itself, from the child's programs.
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+
+        try desktop.activate("ChildTerm")
+        let termStart = Date()
+        #expect(
+            try eventually {
+                try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal"
+            })
+        Thread.sleep(until: termStart.addingTimeInterval(8))
+        try desktop.activate("XMessage")
+        let notesStart = Date()
+        Thread.sleep(until: notesStart.addingTimeInterval(4))
+        // Another user's window on the child's display: not the child's usage.
+        try desktop.activate("ByTerm")
+        let otherStart = Date()
+        Thread.sleep(forTimeInterval: 3)
+        let terminal = notesStart.timeIntervalSince(termStart)
+        let notes = otherStart.timeIntervalSince(notesStart)
+
+        let usage = try report(world)
+        let counted = (seconds(usage, "org.example.Terminal"), seconds(usage, "org.example.Notes"))
+        #expect(abs(counted.0 - terminal) < 1.5, "terminal counted \(counted.0) s, in front \(terminal) s")
+        #expect(abs(counted.1 - notes) < 1.5, "notes counted \(counted.1) s, in front \(notes) s")
+        // Besides: the child's window manager, counted while no window was active yet (every
+        // mapped window counts then), under its file's name.
+        let others = usage.applications.filter { !["org.example.Terminal", "org.example.Notes"].contains($0.id) }
+        #expect(others.allSatisfy { $0.seconds < 2 && $0.name?.hasPrefix("openbox (program ") == true }, "\(others)")
+        #expect(abs(usage.totalSeconds - (counted.0 + counted.1)) < 0.5 + others.map(\.seconds).reduce(0, +))
+        #expect(usage.applications.first { $0.id == "org.example.Terminal" }?.name == "Terminal")
+        #expect(usage.categories.compactMap(\.name).sorted() == ["office", "system"])
+        #expect(usage.segments.count == 24)
+        #expect(abs(usage.segments.map(\.seconds).reduce(0, +) - usage.totalSeconds) < 0.5)
+
+        // Status names the session, its source and what is in front (nothing of the child's).
+        let status = try world.status(of: world.child)
+        let session = try #require(status.sessions?.first)
+        #expect(session.kind == "x11")
+        #expect(session.display == ":\(desktop.display)")
+        #expect(session.focusSource.contains("_NET_ACTIVE_WINDOW"))
+        #expect(session.inFront == nil)
+        let text = try world.cli(as: world.guardian, "report", "--user", world.child)
+        #expect(text.status == 0)
+        #expect(text.stdout.contains("Terminal (org.example.Terminal)"))
+        // The chart page, as a guardian opens it: headless Chromium renders it.
+        let page = world.directory + "/report.html"
+        let html = try world.cli(as: nil, "report", "--user", world.child, "--html", page)
+        #expect(html.status == 0, "\(html.stderr)")
+        let written = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(written.contains("<svg") && written.contains("Terminal") && !written.contains("<script"))
+        let shot = world.directory + "/report.png"
+        let chromium = try run(
+            "/usr/bin/chromium",
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--screenshot=\(shot)", "--window-size=900,1100",
+                "file://" + page,
+            ])
+        #expect(chromium.status == 0, "\(chromium.stderr.suffix(400))")
+        #expect((try? FileManager.default.attributesOfItem(atPath: shot)[.size] as? Int) ?? 0 > 10_000)
+        if let keep = ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] {
+            _ = try? run("/bin/cp", [page, shot, keep])
+        }
+
+        // kill -9 mid-span: what a report showed is there after the restart.
+        try desktop.activate("ChildTerm")
+        Thread.sleep(forTimeInterval: 2)
+        let acknowledged = try report(world)
+        world.kill9()
+        try world.start()
+        let after = try report(world)
+        #expect(seconds(after, "org.example.Terminal") >= seconds(acknowledged, "org.example.Terminal") - 0.01)
+        #expect(seconds(after, "org.example.Terminal") > counted.0 + 1)
+        // And the restarted agent finds the session again and goes on counting.
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+    }
+
+    @Test func aSessionAlreadyRunningIsFoundAtAuthorizationAndLeftAtRevocation() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.installDesktopEntry(
+            id: "org.example.Terminal", name: "Terminal", exec: "/usr/bin/xterm", categories: "System;")
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        try desktop.activate("ChildTerm")
+        // Authorized now: nothing new runs, and the session is found from what runs.
+        let authorize = try world.cli(as: world.guardian, "authorize", "--child", world.child)
+        #expect(authorize.status == 0, "\(authorize.stderr)")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        // Revoked: the session is no longer read.
+        let revoke = try world.cli(as: world.guardian, "revoke", "--user", world.child)
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        #expect(
+            eventually {
+                let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
+                return log.contains("stopped reading a session")
+            })
+    }
+
+    @Test func namesTheChildLooksUpAreCountedBesideTheApps() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        for arguments in [
+            ["authorize", "--child", world.child], ["shield", "--user", world.child, "--domain", "blocked.test"],
+        ] {
+            let result = try world.cli(as: world.guardian, arguments: arguments)
+            guard result.status == 0 else { throw WorldError("\(arguments): \(result.stderr)") }
+        }
+        for name in ["allowed.test", "www.allowed.test", "blocked.test"] {
+            _ = try world.inNetwork(as: world.child, "/usr/bin/dig", ["+short", "+tries=1", "@127.0.0.1", name, "A"])
+        }
+        let usage = try report(world)
+        let byDomain = Dictionary(uniqueKeysWithValues: usage.webDomains.map { ($0.domain ?? "?", $0) })
+        #expect(byDomain["allowed.test"]?.lookups == 2, "\(usage.webDomains)")
+        #expect(byDomain["blocked.test"]?.lookups == 1)
+        let first = try #require(byDomain["allowed.test"]?.firstLookup)
+        #expect(abs(first.timeIntervalSinceNow) < 60)
+        // The child may read its own report: tokens, no names (none were allowed).
+        let own = try world.cli(as: world.child, "report", "--json")
+        #expect(own.status == 0, "\(own.stderr)")
+        #expect(own.stdout.contains(byDomain["allowed.test"]?.token ?? "-") && !own.stdout.contains("allowed.test"))
+        // Nobody else may.
+        let other = try world.cli(as: world.bystander, "report", "--user", world.child)
+        #expect(other.status == 77, "\(other.stdout) \(other.stderr)")
+    }
+
+    /// An Xauthority file: (address, display number, cookie) entries, FamilyLocal.
+    private func xauthority(_ entries: [(String, Int, [UInt8])]) -> Data {
+        var bytes: [UInt8] = []
+        func field(_ value: [UInt8]) { bytes += [UInt8(value.count >> 8), UInt8(value.count & 0xff)] + value }
+        for (address, display, cookie) in entries {
+            bytes += [0x01, 0x00]
+            field(Array(address.utf8))
+            field(Array(String(display).utf8))
+            field(Array("MIT-MAGIC-COOKIE-1".utf8))
+            field(cookie)
+        }
+        return Data(bytes)
+    }
+
+    @Test func aDecoyCookieAndACutConnectionKeepNothingFromTheCount() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let home = try world.childDirectory()
+        let real = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let decoy = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let number = Int.random(in: 4100...4900)
+        // The server's file is root's (as a display manager's): the agent does not read it for a
+        // server the child runs. The child's own file puts a decoy for another host first.
+        let serverFile = world.directory + "/serverauth"
+        try xauthority([(ProcessInfo.processInfo.hostName, number, real)]).write(to: URL(fileURLWithPath: serverFile))
+        chmod(serverFile, 0o644)
+        let childFile = home + "/.Xauthority"
+        try xauthority([("decoy-host", number, decoy), (ProcessInfo.processInfo.hostName, number, real)])
+            .write(to: URL(fileURLWithPath: childFile))
+        _ = try run("/usr/bin/chown", [world.child, childFile])
+        var desktop = try XDesktop(
+            world: world, user: world.child, display: number, serverArguments: ["-auth", serverFile],
+            environment: ["XAUTHORITY=\(childFile)"])
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        try desktop.activate("ChildTerm")
+        #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+
+        // Her client closes the agent's connection to her display, again and again.
+        let killer = world.directory + "/bin/xkillclient"
+        _ = try run("/usr/bin/cc", ["-O1", "-o", killer, AgentWorld.fixture("xkillclient.c"), "-lxcb", "-lxcb-res"])
+        let agent = try #require(world.agentPID)
+        let before = try report(world)
+        let start = Date()
+        var kills = 0
+        while Date().timeIntervalSince(start) < 4 {
+            let kill = try world.inNetwork(
+                as: world.child, "/usr/bin/env", ["DISPLAY=:\(number)", "XAUTHORITY=\(childFile)", killer, "\(agent)"])
+            if kill.status == 0 { kills += 1 }
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        let after = try report(world)
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(kills >= 3, "the agent's connection was closed \(kills) times")
+        let counted = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        #expect(counted > elapsed - 1, "\(counted) s counted of \(elapsed) s")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.problem == nil })
+    }
+
+    @Test func windowsWhoseProcessHidesStillCount() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        // An X connection made by a helper that exits: the server knows a dead pid.
+        let library = world.directory + "/bin/handover.so"
+        _ = try run(
+            "/usr/bin/cc", ["-O1", "-shared", "-fPIC", "-o", library, AgentWorld.fixture("handover.c"), "-ldl"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        desktop.environment = ["LD_PRELOAD=\(library)"]
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "HiddenTerm", "-e", "/bin/sleep", "600"])
+        desktop.environment = []
+        #expect(eventually { desktop.window("HiddenTerm") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("HiddenTerm")
+        let start = Date()
+        Thread.sleep(forTimeInterval: 3)
+        let usage = try report(world)
+        let hidden = usage.applications.first { $0.name?.hasPrefix("unidentified") == true }
+        #expect((hidden?.seconds ?? 0) > Date().timeIntervalSince(start) - 1.5, "\(usage.applications)")
+    }
+
+    @Test func anXServerInTheChildsOwnPidNamespaceStillCounts() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let number = Int.random(in: 4100...4900)
+        try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
+        let script = world.directory + "/inside.sh"
+        try """
+        #!/bin/sh
+        Xvfb :\(number) -screen 0 800x600x24 -nolisten tcp &
+        sleep 1.5
+        DISPLAY=:\(number) HOME=/tmp openbox &
+        sleep 1
+        DISPLAY=:\(number) xmessage -name nsnote "inside a namespace" &
+        wait
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        let outer = try world.launch(
+            as: world.child, "/usr/bin/unshare", ["--user", "--map-root-user", "--pid", "--fork", "--mount", script])
+        defer {
+            kill(outer, SIGKILL)
+            unlink("/tmp/.X11-unix/X\(number)")
+            unlink("/tmp/.X\(number)-lock")
+        }
+        func xdotool(_ arguments: [String]) throws -> CommandResult {
+            try run("/usr/bin/env", ["DISPLAY=:\(number)", "/usr/bin/xdotool"] + arguments)
+        }
+        #expect(eventually(20) { (try? xdotool(["search", "--onlyvisible", "--class", "XMessage"]))?.status == 0 })
+        let window =
+            try xdotool(["search", "--onlyvisible", "--class", "XMessage"]).stdout
+            .split(separator: "\n").first.map(String.init) ?? ""
+        _ = try xdotool(["windowactivate", "--sync", window])
+        #expect(try eventually(15) { try world.status(of: world.child).sessions?.isEmpty == false })
+        let start = Date()
+        Thread.sleep(forTimeInterval: 3)
+        let usage = try report(world)
+        #expect(usage.totalSeconds > Date().timeIntervalSince(start) - 1.5, "\(usage.applications)")
+    }
+
+    @Test func aSiblingsDisplayIsNeitherSquattedNorGivenItsCookie() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        // A second child (the sibling), authorized too.
+        let sibling = try world.makeUser("stsib")
+        let result = try world.cli(as: world.guardian, "authorize", "--child", sibling)
+        #expect(result.status == 0, "\(result.stderr)")
+        let number = Int.random(in: 4100...4900)
+        // The child names the sibling's display number first, and again and again.
+        let squat = try world.launch(
+            as: world.child, "/bin/sh", ["-c", "while true; do env DISPLAY=:\(number) /bin/true; sleep 0.2; done"])
+        defer { kill(squat, SIGKILL) }
+        Thread.sleep(forTimeInterval: 0.5)
+        var desktop = try XDesktop(world: world, user: sibling, display: number)
+        defer { desktop.stop() }
+        try desktop.open(as: sibling, "/usr/bin/xterm", ["-class", "SibTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("SibTerm") != nil })
+        try desktop.activate("SibTerm")
+        #expect(try eventually(15) { try world.status(of: sibling).sessions?.first?.inFrontName == "Terminal" })
+        let start = Date()
+        Thread.sleep(forTimeInterval: 2)
+        let usage = try report(world, user: sibling)
+        #expect(seconds(usage, "org.example.Terminal") > Date().timeIntervalSince(start) - 1)
+        // The child's own session for that number is refused: the server is the sibling's.
+        #expect(
+            try eventually {
+                try world.status(of: world.child).sessions?.first?.problem?.contains("another user") == true
+            })
+    }
+
+    @Test func aChildWritingTheActiveWindowOrKillingItsWindowManagerGainsNothing() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("ChildTerm")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        func asChild(_ arguments: [String]) throws {
+            let result = try world.inNetwork(
+                as: world.child, "/usr/bin/env", ["DISPLAY=:\(desktop.display)", "/usr/bin/xprop"] + arguments)
+            guard result.status == 0 else { throw WorldError("xprop \(arguments): \(result.stderr)") }
+        }
+
+        // The child's own client says no window is active: every mapped window of the child's counts.
+        var before = try report(world)
+        try asChild(["-root", "-f", "_NET_ACTIVE_WINDOW", "32x", "-set", "_NET_ACTIVE_WINDOW", "0x0"])
+        var start = Date()
+        #expect(
+            try eventually {
+                try world.status(of: world.child).sessions?.first?.focusSource.contains("every mapped window") == true
+            })
+        Thread.sleep(until: start.addingTimeInterval(3))
+        var after = try report(world)
+        var elapsed = Date().timeIntervalSince(start)
+        #expect(after.totalSeconds - before.totalSeconds > elapsed - 1, "\(after.totalSeconds - before.totalSeconds) s")
+        #expect(seconds(after, "org.example.Notes") - seconds(before, "org.example.Notes") > elapsed - 1)
+
+        // The active window said to be the notes while the keyboard stays with the terminal: both count.
+        try desktop.activate("ChildTerm")
+        let notes = try #require(desktop.window("XMessage"))
+        before = try report(world)
+        try asChild([
+            "-root", "-f", "_NET_ACTIVE_WINDOW", "32x", "-set", "_NET_ACTIVE_WINDOW",
+            "0x" + String(UInt32(notes) ?? 0, radix: 16),
+        ])
+        start = Date()
+        Thread.sleep(forTimeInterval: 3)
+        after = try report(world)
+        elapsed = Date().timeIntervalSince(start)
+        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        #expect(terminal > elapsed - 1, "the terminal with the keyboard counted \(terminal) s of \(elapsed) s")
+
+        // The window manager killed: the windows stay, and so does the counting.
+        desktop.killWindowManager()
+        before = try report(world)
+        start = Date()
+        Thread.sleep(forTimeInterval: 3)
+        after = try report(world)
+        elapsed = Date().timeIntervalSince(start)
+        #expect(after.totalSeconds - before.totalSeconds > elapsed - 1, "\(after.totalSeconds - before.totalSeconds) s")
+    }
+
+    @Test func aSwaySessionCountsTheFocusedWaylandWindow() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try SwayDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/foot", ["--app-id=term", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, world.directory + "/bin/chat", ["--app-id=chat", "/bin/sleep", "600"])
+        // Foot again, claiming (as GNOME's launcher would say) to be Chat's desktop file.
+        try desktop.open(
+            as: world.child, "/usr/bin/foot", ["--app-id=forged", "/bin/sleep", "600"],
+            environment: ["GIO_LAUNCHED_DESKTOP_FILE=\(world.directory)/data/applications/org.example.Chat.desktop"])
+        #expect(eventually { desktop.hasWindow("term") && desktop.hasWindow("chat") && desktop.hasWindow("forged") })
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.kind == "sway" })
+
+        try desktop.focus("term")
+        let termStart = Date()
+        // What the windows had while they opened (each new one takes the focus) is counted too:
+        // the figures below are from here on.
+        let before = try report(world)
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Foot" })
+        Thread.sleep(until: termStart.addingTimeInterval(8))
+        try desktop.focus("chat")
+        let chatStart = Date()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Chat" })
+        Thread.sleep(until: chatStart.addingTimeInterval(4))
+        // What could be either counts for both: claiming another app's desktop file moves no time.
+        try desktop.focus("forged")
+        let forgedStart = Date()
+        Thread.sleep(until: forgedStart.addingTimeInterval(3))
+        // The windows closed: nothing in front.
+        desktop.stop()
+        let end = Date()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFront == nil })
+        let usage = try report(world)
+        let foot = seconds(usage, "org.example.Foot") - seconds(before, "org.example.Foot")
+        let chat = seconds(usage, "org.example.Chat") - seconds(before, "org.example.Chat")
+        let forged = end.timeIntervalSince(forgedStart)
+        #expect(abs(foot - chatStart.timeIntervalSince(termStart) - forged) < 1.5, "foot counted \(foot) s")
+        #expect(abs(chat - forgedStart.timeIntervalSince(chatStart) - forged) < 1.5, "chat counted \(chat) s")
+        let total = usage.totalSeconds - before.totalSeconds
+        #expect(abs(total - end.timeIntervalSince(termStart)) < 1.5, "total \(total) s")
+    }
+
+    @Test func aSwaySessionGoesIdleAsTheCompositorSays() throws {
+        let world = try world(idleTimeout: 2)
+        defer { world.tearDown() }
+        var desktop = try SwayDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/foot", ["--app-id=term", "/bin/sleep", "600"])
+        #expect(eventually { desktop.hasWindow("term") })
+        #expect(
+            try eventually {
+                try world.status(of: world.child).sessions?.first?.focusSource.contains("idle from the compositor")
+                    == true
+            })
+        // No input device, no input: idle after 2 s, and what counted stops at the last input.
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.idle == true })
+        let idle = seconds(try report(world), "org.example.Foot")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(seconds(try report(world), "org.example.Foot") == idle)
+        // Input again (the seat's cursor moved): the clock runs.
+        _ = try desktop.swaymsg(["seat", "seat0", "cursor", "move", "10", "10"])
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.idle == false })
+    }
+
+    @Test func idleStopsTheClockAndARestartedServerIsReadAgain() throws {
+        let world = try world(idleTimeout: 2)
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("ChildTerm")
+        try desktop.input()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        // No input for 6 s: idle after 2, counted up to the last input only.
+        Thread.sleep(forTimeInterval: 6)
+        #expect(try world.status(of: world.child).sessions?.first?.idle == true)
+        let idle = seconds(try report(world), "org.example.Terminal")
+        #expect(idle < 1.5, "counted \(idle) s through an idle stretch")
+        // Input again: the clock runs again.
+        try desktop.input()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.idle == false })
+        Thread.sleep(forTimeInterval: 1)
+        try desktop.input()
+        let active = seconds(try report(world), "org.example.Terminal")
+        #expect(active > idle + 0.8)
+
+        // The display server killed: the session shows the problem; started again: read again.
+        desktop.stop()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.problem != nil })
+        desktop = try XDesktop(world: world, user: world.child, display: desktop.display)
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        try desktop.activate("ChildTerm")
+        try desktop.input()
+        #expect(
+            try eventually(15) {
+                let session = try world.status(of: world.child).sessions?.first
+                return session?.problem == nil && session?.inFrontName == "Terminal"
+            })
+        Thread.sleep(forTimeInterval: 1.5)
+        try desktop.input()
+        #expect(seconds(try report(world), "org.example.Terminal") > active + 1)
+    }
+}
+
+/// A headless sway session of a test user's (sway refuses to run as root), with Wayland clients.
+struct SwayDesktop {
+    let world: AgentWorld
+    let runtime: String
+    let socket: String
+    private var pids: [Int32] = []
+
+    init(world: AgentWorld, user: String) throws {
+        self.world = world
+        let account = try UserDirectory().user(user)
+        runtime = world.directory + "/run-\(account.uid)"
+        try Files.makeDirectory(runtime, mode: 0o700)
+        chmod(runtime, 0o700)
+        try "xwayland disable\noutput HEADLESS-1 resolution 1024x768\n".write(
+            toFile: runtime + "/config", atomically: true, encoding: .utf8)
+        _ = try run("/usr/bin/chown", ["-R", user, runtime])
+        let environment = [
+            "XDG_RUNTIME_DIR=\(runtime)", "WLR_BACKENDS=headless", "WLR_LIBINPUT_NO_DEVICES=1",
+            "WLR_RENDERER=pixman", "HOME=\(runtime)",
+        ]
+        let server = try world.launch(
+            as: user, "/usr/bin/sway", ["-c", runtime + "/config"], output: world.directory + "/sway.log",
+            environment: environment)
+        pids.append(server)
+        var found: String?
+        let directory = runtime
+        for _ in 0..<500 where found == nil {
+            found = (try? FileManager.default.contentsOfDirectory(atPath: directory))?
+                .first { $0.hasPrefix("sway-ipc.") && $0.hasSuffix(".sock") }
+                .map { directory + "/" + $0 }
+            if found == nil { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        guard let found else {
+            let log = (try? String(contentsOfFile: world.directory + "/sway.log", encoding: .utf8)) ?? ""
+            throw WorldError("sway did not start: \(log.suffix(600))")
+        }
+        socket = found
+        for _ in 0..<250 {
+            if (try? run("/usr/bin/swaymsg", ["-s", found, "-t", "get_version"]))?.status == 0 { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    /// A Wayland client of the user's, with the session's environment (as sway's own `exec` gives).
+    mutating func open(as user: String, _ program: String, _ arguments: [String], environment: [String] = []) throws {
+        pids.append(
+            try world.launch(
+                as: user, program, arguments,
+                environment: environment + [
+                    "XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-1", "SWAYSOCK=\(socket)", "HOME=\(runtime)",
+                ]))
+    }
+
+    func swaymsg(_ arguments: [String]) throws -> CommandResult {
+        try run("/usr/bin/swaymsg", ["-s", socket] + arguments)
+    }
+
+    /// Whether a window with this app_id is mapped.
+    func hasWindow(_ appID: String) -> Bool {
+        (try? swaymsg(["-t", "get_tree"]))?.stdout.contains("\"app_id\": \"\(appID)\"") ?? false
+    }
+
+    func focus(_ appID: String) throws {
+        let result = try swaymsg(["[app_id=\"\(appID)\"] focus"])
+        guard result.status == 0 else { throw WorldError("focus \(appID): \(result.stdout) \(result.stderr)") }
+    }
+
+    func stop() {
+        for pid in pids.reversed() { kill(pid, SIGKILL) }
+        for pid in pids { _ = world.wait(pid, seconds: 5) }
+    }
+}
+
+/// An X11 desktop of a test user's: Xvfb and openbox, and X clients, all killed by `stop`.
+struct XDesktop {
+    let world: AgentWorld
+    let display: Int
+    private var pids: [Int32] = []
+
+    /// What the desktop's clients get besides `DISPLAY` (an `XAUTHORITY`, an `LD_PRELOAD`).
+    var environment: [String] = []
+
+    init(
+        world: AgentWorld, user: String, display chosen: Int? = nil, serverArguments: [String] = [],
+        environment: [String] = []
+    ) throws {
+        self.world = world
+        self.environment = environment
+        // Made by root, as a display manager would: else the first user's Xvfb owns it.
+        try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
+        chmod("/tmp/.X11-unix", 0o1777)
+        func taken(_ number: Int) -> Bool {
+            Files.exists("/tmp/.X11-unix/X\(number)") || Files.exists("/tmp/.X\(number)-lock")
+        }
+        var number = chosen ?? Int.random(in: 200...4000)
+        while chosen == nil, taken(number) { number = Int.random(in: 200...4000) }
+        display = number
+        let server = try world.launch(
+            as: user, "/usr/bin/Xvfb",
+            [":\(number)", "-screen", "0", "800x600x24", "-nolisten", "tcp"] + serverArguments)
+        pids.append(server)
+        var ready = false
+        for _ in 0..<300 where !ready {
+            ready =
+                (try? run(
+                    "/usr/bin/env", ["DISPLAY=:\(number)"] + environment + ["/usr/bin/xdotool", "getdisplaygeometry"]))?
+                .status == 0
+            if !ready { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        guard ready else { throw WorldError("Xvfb :\(number) did not start") }
+        let log = world.directory + "/openbox-\(number).log"
+        pids.append(
+            try world.launch(
+                as: user, "/usr/bin/openbox", [], output: log,
+                environment: ["DISPLAY=:\(number)", "HOME=/tmp"] + environment))
+        // openbox manages the screen once it announces _NET_ACTIVE_WINDOW on the root window.
+        var managed = false
+        for _ in 0..<1500 where !managed {
+            let listing = try? run(
+                "/usr/bin/env", ["DISPLAY=:\(number)"] + environment + ["/usr/bin/xprop", "-root", "_NET_SUPPORTED"])
+            managed = listing?.stdout.contains("_NET_ACTIVE_WINDOW") == true
+            if !managed { Thread.sleep(forTimeInterval: 0.02) }
+        }
+        guard managed else {
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw WorldError("openbox did not manage :\(number): \(said.suffix(500))")
+        }
+    }
+
+    /// SIGKILL to openbox (the second program started).
+    func killWindowManager() {
+        kill(pids[1], SIGKILL)
+        _ = world.wait(pids[1], seconds: 5)
+    }
+
+    mutating func open(as user: String, _ program: String, _ arguments: [String]) throws {
+        pids.append(
+            try world.launch(
+                as: user, program, arguments, environment: ["DISPLAY=:\(display)", "HOME=/tmp"] + environment))
+    }
+
+    /// The first window of a class, if one is mapped.
+    func window(_ windowClass: String) -> String? {
+        guard let result = try? runXdotool(["search", "--onlyvisible", "--class", windowClass]), result.status == 0
+        else { return nil }
+        return result.stdout.split(separator: "\n").first.map(String.init)
+    }
+
+    /// Makes the window of a class the active one (through the window manager, as a click would).
+    func activate(_ windowClass: String) throws {
+        guard let window = window(windowClass) else { throw WorldError("no \(windowClass) window") }
+        let result = try runXdotool(["windowactivate", "--sync", window])
+        guard result.status == 0 else { throw WorldError("windowactivate \(windowClass): \(result.stderr)") }
+    }
+
+    /// Input, as a person moving the mouse (XTEST).
+    func input() throws {
+        let x = Int.random(in: 100...700)
+        let result = try runXdotool(["mousemove", "\(x)", "300"])
+        guard result.status == 0 else { throw WorldError("mousemove: \(result.stderr)") }
+    }
+
+    func runXdotool(_ arguments: [String]) throws -> CommandResult {
+        try run("/usr/bin/env", ["DISPLAY=:\(display)"] + environment + ["/usr/bin/xdotool"] + arguments)
+    }
+
+    func stop() {
+        for pid in pids.reversed() { kill(pid, SIGKILL) }
+        for pid in pids { _ = world.wait(pid, seconds: 5) }
+        unlink("/tmp/.X11-unix/X\(display)")
+        unlink("/tmp/.X\(display)-lock")
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+import Testing
+
+@testable import ScreenTimeAgent
+
+/// How the usage tracker turns focus into rows (no root, no display): lengths from the monotonic
+/// clock, one application's stretches close together in one row, every application a process can
+/// be taken for counted.
+@Suite struct UsageTrackerTests {
+    static let key = "x11 :5"
+    let minter: TokenMinter
+
+    init() throws { minter = try TokenMinter(secret: [UInt8](repeating: 7, count: 32)) }
+
+    private func state() throws -> UsageTracker.State {
+        var state = UsageTracker.State()
+        state.sessions[Self.key] = UsageTracker.Session(
+            kind: "x11", display: ":5", owner: 1001, stop: try StopSignal(), authorityFiles: [])
+        return state
+    }
+
+    private func application(_ id: String, _ categories: [String] = []) throws -> ForegroundApplication {
+        let identity = try ApplicationIdentity.desktopEntry(id: id)
+        return ForegroundApplication(
+            owner: 1001, identity: identity, token: minter.token(for: identity), name: id, categories: categories)
+    }
+
+    private func rows(_ state: UsageTracker.State) -> [StateDatabase.UsageRow] {
+        state.rows.values.map(\.stored).sorted { $0.identity < $1.identity }
+    }
+
+    @Test func aSpanLastsWhatTheMonotonicClockSaysNotTheWallClock() throws {
+        var state = try state()
+        UsageTracker.beginFront(&state, Self.key, [try application("org.example.Chess")])
+        let front = try #require(state.sessions[Self.key]?.front)
+        // Eight seconds on the monotonic clock, however the wall clock moved meanwhile (here: not
+        // at all; a clock set back or forward changes nothing either).
+        UsageTracker.endFront(&state, Self.key, at: front.startClock + .seconds(8))
+        let row = try #require(rows(state).first)
+        #expect(row.end.timeIntervalSince(row.start) == 8)
+        #expect(row.start == front.startWall)
+        #expect(state.sessions[Self.key]?.front == nil)
+        #expect(state.rows.values.allSatisfy { !$0.open && $0.dirty })
+    }
+
+    @Test func anEndBeforeTheStartCountsNothing() throws {
+        // Idle ends a span at the last input, which may be before the span began.
+        var state = try state()
+        UsageTracker.beginFront(&state, Self.key, [try application("org.example.Chess")])
+        let front = try #require(state.sessions[Self.key]?.front)
+        UsageTracker.endFront(&state, Self.key, at: front.startClock - .seconds(60))
+        let row = try #require(rows(state).first)
+        #expect(row.end == row.start)
+    }
+
+    @Test func theSameApplicationAgainWithinASecondGrowsItsRow() throws {
+        var state = try state()
+        let chess = try application("org.example.Chess")
+        UsageTracker.beginFront(&state, Self.key, [chess])
+        UsageTracker.endFront(&state, Self.key, at: .now)
+        UsageTracker.beginFront(&state, Self.key, [chess])
+        UsageTracker.endFront(&state, Self.key, at: .now)
+        #expect(state.rows.count == 1)
+    }
+
+    @Test func switchingByScriptCannotGrowTheTableFast() throws {
+        var state = try state()
+        let chess = try application("org.example.Chess")
+        let editor = try application("org.example.Editor")
+        // Rows a second apart and more: each its own row, until the session started
+        // `rowsPerMinute` in a minute; then stretches a minute apart share rows.
+        for index in 0..<100 {
+            let application = index % 2 == 0 ? chess : editor
+            UsageTracker.beginFront(&state, Self.key, [application])
+            let serial = try #require(state.sessions[Self.key]?.front?.rows.first)
+            UsageTracker.endFront(&state, Self.key, at: .now)
+            // As if it ended 2 s ago: too far apart for the normal merge.
+            state.rows[serial]?.stored.start.addTimeInterval(-2)
+            state.rows[serial]?.stored.end.addTimeInterval(-2)
+        }
+        #expect(state.rows.count == UsageTracker.rowsPerMinute)
+    }
+
+    @Test func everyApplicationTheProcessCanBeTakenForCounts() throws {
+        var state = try state()
+        UsageTracker.beginFront(
+            &state, Self.key, [try application("org.example.Chess", ["game"]), try application("org.example.Calc")])
+        let front = try #require(state.sessions[Self.key]?.front)
+        UsageTracker.endFront(&state, Self.key, at: front.startClock + .seconds(5))
+        let all = rows(state)
+        #expect(all.map(\.identity) == ["org.example.Calc", "org.example.Chess"])
+        #expect(all.allSatisfy { $0.end.timeIntervalSince($0.start) == 5 })
+        #expect(all.last?.categories == ["game"])
+    }
+
+    @Test func nothingInFrontCountsNothing() throws {
+        var state = try state()
+        UsageTracker.beginFront(&state, Self.key, [])
+        #expect(state.sessions[Self.key]?.front == nil)
+        #expect(state.rows.isEmpty)
+    }
+
+    @Test func lookupsAreCountedPerDayAndDomain() {
+        let first = Date(timeIntervalSince1970: 1_790_000_000)
+        var merged = StateDatabase.DomainLookups(
+            uid: 1001, day: UsageTracker.day(first), domain: "example.org", count: 1, first: first, last: first)
+        merged = UsageTracker.merged(
+            merged,
+            StateDatabase.DomainLookups(
+                uid: 1001, day: merged.day, domain: "example.org", count: 2, first: first.addingTimeInterval(-5),
+                last: first.addingTimeInterval(9)))
+        #expect(merged.count == 3)
+        #expect(merged.first == first.addingTimeInterval(-5))
+        #expect(merged.last == first.addingTimeInterval(9))
+        #expect(UsageTracker.day(Date(timeIntervalSince1970: 0)) == "1970-01-01")
+    }
+}
