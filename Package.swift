@@ -78,6 +78,9 @@ let package = Package(
             name: "CXCB",
             linkerSettings: [.linkedLibrary("xcb"), .linkedLibrary("xcb-res"), .linkedLibrary("xcb-sync")]
         ),
+        // libsystemd's sd-bus (Debian's libsystemd-dev): logind's sessions, and their idle and
+        // locked hints, as signals. Plain C: reading a D-Bus message takes variadic calls.
+        .target(name: "CLogind", linkerSettings: [.linkedLibrary("systemd")]),
         // libcap (Debian's libcap-dev), for dropping the agent's capabilities after setup.
         .systemLibrary(
             name: "CCapability",
@@ -89,7 +92,7 @@ let package = Package(
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CCapability", "CLauncher", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "CXCB",
+                "CCapability", "CLauncher", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "CXCB", "CLogind",
                 "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

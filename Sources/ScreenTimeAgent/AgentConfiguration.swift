@@ -25,6 +25,7 @@ import Foundation
 /// | `connectionRateLimit` | `2000` | packets of not yet judged connections per second each filtered user may send to the queue (bursts of five times that); more are dropped and resent by TCP |
 /// | `browserPolicies` | `/` | where the managed browser policies go while a child is authorized (`etc/firefox/policies`, `etc/chromium/policies/managed` under it); empty: none |
 /// | `idleTimeout` | `300` | seconds without keyboard or mouse input after which a session's time stops counting (2–86400); it counts again at the next input |
+/// | `logindBus` | `unix:path=/run/dbus/system_bus_socket` | the D-Bus address of the system bus where logind's sessions are read (their idle, locked and active hints stop the clock); empty: logind is not asked |
 /// | `extensionUser` | `screentime-ext` | the account extensions run as (made by `make install`; without it no extension starts) |
 ///
 /// An unknown key is an error (a typo would otherwise be silently ignored).
@@ -53,6 +54,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var extensionUser = "screentime-ext"
     public var browserPolicies = "/"
     public var idleTimeout = 300
+    public var logindBus = "unix:path=/run/dbus/system_bus_socket"
 
     /// How shielded processes are held (`freezer`).
     public enum Freezer: String, Codable, Sendable, CaseIterable {
@@ -65,7 +67,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
-        case browserPolicies, idleTimeout
+        case browserPolicies, idleTimeout, logindBus
     }
 
     private struct AnyKey: CodingKey {
@@ -152,6 +154,12 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
                 throw AgentError.configuration("'idleTimeout' is from 2 to 86400 seconds, not \(seconds)")
             }
             idleTimeout = seconds
+        }
+        logindBus = try container.decodeIfPresent(String.self, forKey: .logindBus) ?? defaults.logindBus
+        guard logindBus.isEmpty || (logindBus.contains(":") && logindBus.utf8.count <= 1024) else {
+            throw AgentError.configuration(
+                "'logindBus' is a D-Bus address ('unix:path=/run/dbus/system_bus_socket') or empty, not '\(logindBus.prefix(80))'"
+            )
         }
         if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
             guard let byte = UInt8(exactly: mark), (1...252).contains(byte) else {

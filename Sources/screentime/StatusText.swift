@@ -69,8 +69,10 @@ struct StatusText {
             out += sessions.isEmpty ? "Sessions: none found (usage counts in graphical sessions)\n" : "Sessions:\n"
             for session in sessions {
                 let front =
-                    session.idle
-                    ? "idle" : session.inFront.map { "in front: \(session.inFrontName ?? $0)" } ?? "nothing in front"
+                    session.held.map { "counting nothing: \($0)" }
+                    ?? (session.idle
+                        ? "idle"
+                        : session.inFront.map { "in front: \(session.inFrontName ?? $0)" } ?? "nothing in front")
                 out += "  \(session.kind) \(session.display): \(front); focus from \(session.focusSource)\n"
                 if let problem = session.problem { out += "    problem: \(problem)\n" }
             }

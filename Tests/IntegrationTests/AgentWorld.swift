@@ -126,6 +126,8 @@ final class AgentWorld {
         // Browser policies into the world's own directory, unless a test asks for the real ones.
         var extra = extraConfiguration
         if extra["browserPolicies"] == nil { extra["browserPolicies"] = "\"\(directory)/root\"" }
+        // The machine's own system bus is not the test's: a test that reads logind brings its own.
+        if extra["logindBus"] == nil { extra["logindBus"] = "\"\"" }
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",

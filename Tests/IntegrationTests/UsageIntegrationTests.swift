@@ -20,8 +20,9 @@ struct UsageIntegrationTests {
     }
 
     /// The world, its child authorized, with desktop entries for the two X clients.
-    private func world(idleTimeout: Int = 300) throws -> AgentWorld {
-        let world = try AgentWorld(configuration: ["idleTimeout": "\(idleTimeout)"])
+    private func world(idleTimeout: Int = 300, configuration: [String: String] = [:]) throws -> AgentWorld {
+        let world = try AgentWorld(
+            configuration: configuration.merging(["idleTimeout": "\(idleTimeout)"]) { first, _ in first })
         do {
             try world.installDesktopEntry(
                 id: "org.example.Terminal", name: "Terminal", exec: "/usr/bin/xterm", categories: "System;")
@@ -402,6 +403,74 @@ struct UsageIntegrationTests {
         #expect(after.totalSeconds - before.totalSeconds > elapsed - 1, "\(after.totalSeconds - before.totalSeconds) s")
     }
 
+    /// logind (a mock of it on a bus of the test's own, as no logind runs here) names a display
+    /// no program of the child's names, and its lock, seat and idle hints stop the clock.
+    @Test func logindNamesTheSessionAndItsLockSeatAndIdleHintsStopTheClock() throws {
+        let bus = try LogindMock()
+        defer { bus.stop() }
+        let world = try world(configuration: ["logindBus": "\"\(bus.address)\""])
+        defer { world.tearDown() }
+        // The child's display, its window manager the bystander's: no program of the child's has
+        // DISPLAY in its environment (the notes are told their display by argument; a terminal
+        // would set DISPLAY for the program it runs).
+        let desktop = try XDesktop(world: world, user: world.child, windowManager: world.bystander)
+        defer { desktop.stop() }
+        let notes = try world.launch(
+            as: world.child, "/usr/bin/xmessage", ["-display", ":\(desktop.display)", "-name", "notes", "homework"],
+            environment: ["HOME=/tmp"])
+        #expect(eventually { desktop.window("XMessage") != nil })
+        try desktop.activate("XMessage")
+        Thread.sleep(forTimeInterval: 1)
+        #expect(try world.status(of: world.child).sessions?.isEmpty == true, "found before logind told")
+
+        let uid = try UserDirectory().user(world.child).uid
+        try bus.addSession("c7", uid: uid, name: world.child, display: ":\(desktop.display)", leader: notes)
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
+        let source = try world.status(of: world.child).sessions?.first?.focusSource ?? ""
+        #expect(source.contains("logind (session c7)"), "\(source)")
+        let start = Date()
+        let before = seconds(try report(world), "org.example.Notes")
+        Thread.sleep(until: start.addingTimeInterval(3))
+
+        // Locked: nothing counts, though the notes stay in front.
+        try bus.update("c7", ["LockedHint": "True"])
+        let locked = Date()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.held == "locked (logind)" })
+        Thread.sleep(until: locked.addingTimeInterval(3))
+        try bus.update("c7", ["LockedHint": "False"])
+        let unlocked = Date()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.held == nil })
+        Thread.sleep(until: unlocked.addingTimeInterval(2))
+
+        // Another user's session brought to the seat: this one is not active, and counts nothing.
+        try bus.update("c7", ["Active": "False"])
+        let away = Date()
+        #expect(
+            try eventually {
+                try world.status(of: world.child).sessions?.first?.held?.contains("not the active session") == true
+            })
+        Thread.sleep(until: away.addingTimeInterval(2))
+        try bus.update("c7", ["Active": "True"])
+        let back = Date()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.held == nil })
+        Thread.sleep(until: back.addingTimeInterval(3))
+        // Idle as the desktop told logind, since a second ago: the clock stops back then.
+        try bus.update("c7", ["IdleHint": "True", "IdleSinceHintMonotonic": "monotonic(-1)"])
+        let idle = Date()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.held == "idle (logind)" })
+        Thread.sleep(until: idle.addingTimeInterval(2))
+        let usage = try report(world)
+        let counted = seconds(usage, "org.example.Notes") - before
+        let expected =
+            locked.timeIntervalSince(start) + away.timeIntervalSince(unlocked) + idle.timeIntervalSince(back) - 1
+        #expect(abs(counted - expected) < 1.5, "counted \(counted) s, expected \(expected) s")
+
+        // The session ended in logind: its hints no longer hold the clock.
+        try bus.removeSession("c7")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.held == nil })
+        #expect(try world.status(of: world.child).sessions?.first?.focusSource.contains("logind") == false)
+    }
+
     @Test func aSwaySessionCountsTheFocusedWaylandWindow() throws {
         let world = try world()
         defer { world.tearDown() }
@@ -583,6 +652,113 @@ struct SwayDesktop {
     }
 }
 
+/// A system bus of the test's own (dbus-daemon) with python-dbusmock's logind on it, whose
+/// sessions the test adds, changes and removes as logind would, signals and all.
+struct LogindMock {
+    let directory: String
+    let address: String
+    private let daemon: Process
+    private let mock: Process
+
+    init() throws {
+        directory = "/tmp/screentime-logind-\(UUID().uuidString.prefix(8))"
+        try Files.makeDirectory(directory, mode: 0o755)
+        address = "unix:path=\(directory)/system_bus_socket"
+        let configuration = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>system</type>
+              <listen>\(address)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow user="*"/>
+                <allow own="*"/>
+                <allow send_destination="*"/>
+                <allow receive_sender="*"/>
+              </policy>
+            </busconfig>
+            """
+        try Files.writeAtomically(Array(configuration.utf8), to: directory + "/bus.conf", mode: 0o644)
+        daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        daemon.arguments = ["--config-file=\(directory)/bus.conf", "--nofork", "--nopidfile"]
+        try daemon.run()
+        mock = Process()
+        mock.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        mock.arguments = ["-m", "dbusmock", "--template", "logind"]
+        mock.environment = ["DBUS_SYSTEM_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin"]
+        mock.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        for _ in 0..<200 where !Files.exists(directory + "/system_bus_socket") { Thread.sleep(forTimeInterval: 0.02) }
+        try mock.run()
+        var up = false
+        for _ in 0..<250 where !up {
+            up = (try? python("mock.ListSessions(dbus_interface=MANAGER)")) != nil
+            if !up { Thread.sleep(forTimeInterval: 0.04) }
+        }
+        guard up else {
+            stop()
+            throw WorldError("dbusmock's logind did not come up on \(address)")
+        }
+    }
+
+    /// Runs `code` with `mock` (logind's manager object), `bus` and `session(id)` at hand.
+    @discardableResult
+    func python(_ code: String) throws -> String {
+        let script = """
+            import dbus, sys, time
+            bus = dbus.bus.BusConnection(sys.argv[1])
+            MANAGER = 'org.freedesktop.login1.Manager'
+            MOCK = 'org.freedesktop.DBus.Mock'
+            mock = bus.get_object('org.freedesktop.login1', '/org/freedesktop/login1')
+            def session(id):
+                return bus.get_object('org.freedesktop.login1', '/org/freedesktop/login1/session/' + id)
+            def monotonic(offset):
+                return dbus.UInt64(int((time.clock_gettime(time.CLOCK_MONOTONIC) + offset) * 1000000))
+            print(\(code))
+            """
+        let result = try run("/usr/bin/python3", ["-c", script, address])
+        guard result.status == 0 else { throw WorldError("dbusmock: \(result.stderr.suffix(600))") }
+        return result.stdout
+    }
+
+    /// A user session on seat0, active, of type x11 on `display`, announced as logind does.
+    func addSession(_ id: String, uid: UInt32, name: String, display: String, leader: Int32) throws {
+        try python(
+            """
+            mock.AddSession('\(id)', 'seat0', dbus.UInt32(\(uid)), '\(name)', True, dbus_interface=MOCK) and \
+            session('\(id)').UpdateProperties('org.freedesktop.login1.Session', {'Type': 'x11', \
+                'Display': '\(display)', 'Leader': dbus.UInt32(\(leader))}, dbus_interface=MOCK) is None and \
+            mock.EmitSignal(MANAGER, 'SessionNew', 'so', ['\(id)', '/org/freedesktop/login1/session/\(id)'], \
+                dbus_interface=MOCK)
+            """)
+    }
+
+    /// Changes properties (Python expressions) and sends PropertiesChanged, as logind does.
+    func update(_ id: String, _ properties: [String: String]) throws {
+        let dictionary = properties.map { "'\($0.key)': \($0.value)" }.joined(separator: ", ")
+        try python(
+            "session('\(id)').UpdateProperties('org.freedesktop.login1.Session', {\(dictionary)}, dbus_interface=MOCK)")
+    }
+
+    func removeSession(_ id: String) throws {
+        try python(
+            """
+            mock.RemoveObject('/org/freedesktop/login1/session/\(id)', dbus_interface=MOCK) is None and \
+            mock.EmitSignal(MANAGER, 'SessionRemoved', 'so', ['\(id)', '/org/freedesktop/login1/session/\(id)'], \
+                dbus_interface=MOCK)
+            """)
+    }
+
+    func stop() {
+        for process in [mock, daemon] where process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        _ = try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
 /// An X11 desktop of a test user's: Xvfb and openbox, and X clients, all killed by `stop`.
 struct XDesktop {
     let world: AgentWorld
@@ -592,9 +768,10 @@ struct XDesktop {
     /// What the desktop's clients get besides `DISPLAY` (an `XAUTHORITY`, an `LD_PRELOAD`).
     var environment: [String] = []
 
+    /// `windowManager`: the user openbox runs as (by default the desktop's user).
     init(
         world: AgentWorld, user: String, display chosen: Int? = nil, serverArguments: [String] = [],
-        environment: [String] = []
+        environment: [String] = [], windowManager: String? = nil
     ) throws {
         self.world = world
         self.environment = environment
@@ -623,7 +800,7 @@ struct XDesktop {
         let log = world.directory + "/openbox-\(number).log"
         pids.append(
             try world.launch(
-                as: user, "/usr/bin/openbox", [], output: log,
+                as: windowManager ?? user, "/usr/bin/openbox", [], output: log,
                 environment: ["DISPLAY=:\(number)", "HOME=/tmp"] + environment))
         // openbox manages the screen once it announces _NET_ACTIVE_WINDOW on the root window.
         var managed = false

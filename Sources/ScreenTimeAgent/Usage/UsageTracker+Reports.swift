@@ -8,12 +8,18 @@ extension UsageTracker {
         state.withLock { state in
             state.sessions.values.filter { $0.owner == uid }.sorted { $0.display < $1.display }.map { session in
                 let front = session.front?.applications.first
-                let source =
+                var source =
                     session.conservative
                     ? session.source + "; now counting every mapped window (no window is active)" : session.source
+                let told = Self.logindSessions(state, matching: session)
+                if !told.isEmpty {
+                    source +=
+                        "; locked and active from logind (session \(told.map(\.id).sorted().joined(separator: ", ")))"
+                }
                 return SessionReport(
                     kind: session.kind, display: session.display, focusSource: source, idle: session.idle,
-                    inFront: front?.token.base64, inFrontName: names ? front?.name : nil, problem: session.problem)
+                    inFront: front?.token.base64, inFrontName: names ? front?.name : nil, problem: session.problem,
+                    held: session.hold)
             }
         }
     }

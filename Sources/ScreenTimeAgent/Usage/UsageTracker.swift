@@ -48,6 +48,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// Sessions read at once, per user and in all (a thread each).
     static let sessionsPerUser = 128
     static let sessions = 512
+    /// Raised when the tracker stops (the logind thread waits on it).
+    let stopping: StopSignal?
 
     struct Hints {
         var pids: [Int32: UInt32] = [:]
@@ -60,6 +62,15 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         var nextRow = 0
         /// Names looked up, not yet written (from the DNS filter).
         var lookups: [LookupKey: StateDatabase.DomainLookups] = [:]
+        /// logind's sessions of authorized users, by id, with the user they count for.
+        var logind: [String: LogindRecord] = [:]
+        /// Why logind is not read, when it is not.
+        var logindProblem: String?
+    }
+
+    struct LogindRecord: Sendable {
+        var owner: UInt32
+        var session: LogindWatch.Session
     }
 
     struct LookupKey: Hashable {
@@ -76,6 +87,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         var source = "connecting"
         var problem: String?
         var idle = false
+        /// Why its time counts nothing now whatever the input (logind: locked, or not the
+        /// seat's active session, or idle as the desktop told logind).
+        var hold: String?
         /// What the last focus reading found in front (kept while idle): every application its
         /// process can be taken for.
         var focused: [ForegroundApplication] = []
@@ -132,6 +146,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         self.logger = logger
         self.users = users
         (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        stopping = try? StopSignal()
     }
 
     // MARK: running
@@ -144,12 +159,16 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         let finder = Thread { [self] in findSessions() }
         finder.name = "screentime.sessions"
         finder.start()
+        if !configuration.logindBus.isEmpty, let stopping {
+            startThread("screentime.logind") { [self] in watchLogind(stopping) }
+        }
         await withGracefulShutdownHandler {
             await flushLoop()
         } onGracefulShutdown: { [self] in
             flushContinuation.finish()
         }
         processes.programStarted.withLock { $0 = nil }
+        stopping?.raise()
         hints.withLock { $0.stopped = true }
         hintSignal.signal()
         let sessions = state.withLock { state in
@@ -254,6 +273,14 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             for (pid, owner) in processes.trackedProcesses() where added.contains(owner) {
                 hint(pid: pid, owner: owner)
             }
+            let told = state.withLock { state in
+                for (id, record) in state.logind {
+                    state.logind[id]?.owner = snapshot.owner(ofKernelUID: record.session.uid) ?? record.session.uid
+                }
+                return state.logind.values.filter { added.contains($0.owner) }
+            }
+            for record in told { logindHints(record.session, owner: record.owner) }
+            updateHolds()
         }
     }
 
@@ -310,12 +337,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             for (pid, owner) in pids {
                 let environment = inspector.sessionEnvironment(pid: pid)
                 if let value = environment["DISPLAY"], let display = X11Display(value) {
-                    let key = "x11 :\(display.number) \(owner)"
-                    let home = try? users.user(uid: owner).home
-                    let isNew = noteSession(
-                        key, kind: "x11", display: ":\(display.number)", owner: owner,
-                        authority: environment["XAUTHORITY"], fallback: home.map { $0 + "/.Xauthority" })
-                    if let mine = isNew { startThread("screentime.x11") { [self] in watchX11(key, display, mine) } }
+                    noteX11(display, owner: owner, authority: environment["XAUTHORITY"])
                 }
                 if let path = environment["SWAYSOCK"], path.hasPrefix("/"), path.utf8.count < 108,
                     FileStatus.of(path: path).map({ $0.mode & S_IFMT == S_IFSOCK }) == true
@@ -335,6 +357,17 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 }
             }
         }
+    }
+
+    /// An X11 display a hint names (a program's environment, logind): read from now on, unless
+    /// it already is.
+    func noteX11(_ display: X11Display, owner: UInt32, authority: String?) {
+        let key = "x11 :\(display.number) \(owner)"
+        let home = try? users.user(uid: owner).home
+        let isNew = noteSession(
+            key, kind: "x11", display: ":\(display.number)", owner: owner, authority: authority,
+            fallback: home.map { $0 + "/.Xauthority" })
+        if let mine = isNew { startThread("screentime.x11") { [self] in watchX11(key, display, mine) } }
     }
 
     /// Records a session a hint names; returns its stop signal when it is new (then its watch
@@ -365,9 +398,11 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 evicted = failing.key
             }
             guard let stop = try? StopSignal() else { return nil }
-            state.sessions[key] = Session(
+            var session = Session(
                 kind: kind, display: display, owner: owner, stop: stop,
                 authorityFiles: [authority, fallback].compactMap { $0 })
+            session.hold = Self.hold(for: session, told: Self.logindSessions(state, matching: session))
+            state.sessions[key] = session
             return stop
         }
         if let evicted { logger.notice("gave up a session that cannot be read", metadata: ["session": "\(evicted)"]) }
@@ -715,7 +750,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     }
 
     static func beginFront(_ state: inout State, _ key: String, _ applications: [ForegroundApplication]) {
-        guard !applications.isEmpty, var session = state.sessions[key] else { return }
+        guard !applications.isEmpty, var session = state.sessions[key], session.hold == nil else { return }
         let wall = Date()
         if SuspendingClock.now - session.minuteStart > .seconds(60) {
             session.minuteStart = .now

@@ -142,10 +142,13 @@ public struct SessionReport: Codable, Sendable, Hashable {
     public var inFrontName: String?
     /// What is wrong, when the session cannot be read now.
     public var problem: String?
+    /// Why its time does not count now though input comes (logind says it is locked, or not the
+    /// seat's active session).
+    public var held: String?
 
     public init(
         kind: String, display: String, focusSource: String, idle: Bool, inFront: String?, inFrontName: String?,
-        problem: String?
+        problem: String?, held: String? = nil
     ) {
         self.kind = kind
         self.display = display
@@ -154,5 +157,6 @@ public struct SessionReport: Codable, Sendable, Hashable {
         self.inFront = inFront
         self.inFrontName = inFrontName
         self.problem = problem
+        self.held = held
     }
 }
