@@ -92,6 +92,33 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         #expect(segments.map(\.totalActivityDuration) == [1_800, 1_800 + 3_600, 3_600])
     }
 
+    @Test func theSameAppInTwoSessionsAtOnceCountsOnce() {
+        // Two displays of the same child, chess on both for half an hour at the same time; a
+        // second app beside it in the overlap counts for itself, and the total is the union.
+        var ledger = UsageLedger()
+        ledger.record(span(chess, [games], "2026-06-10T09:00:00Z", "2026-06-10T10:00:00Z"))
+        ledger.record(span(chess, [games], "2026-06-10T09:30:00Z", "2026-06-10T10:30:00Z"))
+        ledger.record(span(editor, [], "2026-06-10T09:45:00Z", "2026-06-10T09:50:00Z"))
+        let day = interval("2026-06-10T00:00:00Z", "2026-06-11T00:00:00Z")
+        #expect(ledger.totalsByApplication(during: day) == [chess: 5_400, editor: 300])
+        #expect(ledger.totalsByCategory(during: day) == [games: 5_400])
+        #expect(ledger.total(during: day) == 5_400)
+        let hours = ledger.segments(
+            .hourly(during: interval("2026-06-10T09:00:00Z", "2026-06-10T11:00:00Z")), calendar: calendar("UTC"))
+        #expect(hours.map(\.totalActivityDuration) == [3_600, 1_800])
+    }
+
+    @Test func aSpanAcrossMidnightIsSplitBetweenTheDays() {
+        // 23:40 to 00:25 local time in New York, counted in that zone's days.
+        var ledger = UsageLedger()
+        ledger.record(span(chess, [], "2026-11-23T23:40:00-05:00", "2026-11-24T00:25:00-05:00"))
+        let segments = ledger.segments(
+            .daily(during: interval("2026-11-23T00:00:00-05:00", "2026-11-25T00:00:00-05:00")),
+            calendar: calendar("America/New_York"))
+        #expect(segments.map(\.totalActivityDuration) == [1_200, 1_500])
+        #expect(segments.map { $0.applications[chess] } == [1_200, 1_500])
+    }
+
     @Test func weeklySegmentsAreClippedToTheStretch() {
         var monday = calendar("UTC")
         monday.firstWeekday = 2
