@@ -197,9 +197,18 @@ public final class X11FocusWatch {
         }
         var noneSince: ContinuousClock.Instant?
         // Changes come as fast as a child's client writes the property: what is in front is
-        // asked at most every `spacing`, the changes between folded into one.
+        // asked at once for a switch (the few changes a window manager makes for one), then at
+        // most once every `spacing` (a bucket of `burst` looks), the changes between folded
+        // into one.
         let spacing = Duration.milliseconds(20)
-        var lastLook = ContinuousClock.now
+        let burst = 4.0
+        var credit = burst
+        var creditAt = ContinuousClock.now
+        func refill() {
+            let now = ContinuousClock.now
+            credit = min(burst, credit + (now - creditAt) / spacing)
+            creditAt = now
+        }
         var owed = false
         if let front = inFront(settled: false) { show(front) } else { noneSince = .now }
         while !stop.isRaised {
@@ -209,7 +218,8 @@ public final class X11FocusWatch {
                 timeout = Int32(max(0, left.milliseconds))
             }
             if owed {
-                let left = Int32(max(0, (lastLook + spacing - .now).milliseconds))
+                refill()
+                let left = credit >= 1 ? 0 : Int32(max(1, (spacing * (1 - credit)).milliseconds))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
             var pollers = [
@@ -236,10 +246,13 @@ public final class X11FocusWatch {
             }
             let changes = Int32(CXCB_ACTIVE_WINDOW_CHANGED | CXCB_SUPPORT_CHANGED | CXCB_WINDOWS_CHANGED)
             if seen & changes != 0 { owed = true }
-            if owed, ContinuousClock.now - lastLook < spacing { continue }
+            if owed {
+                refill()
+                if credit < 1 { continue }
+            }
             if owed {
                 owed = false
-                lastLook = .now
+                credit -= 1
                 if let front = inFront(settled: false) {
                     noneSince = nil
                     show(front)
