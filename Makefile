@@ -38,6 +38,7 @@ SWIFT       ?= swift
 #   xvfb openbox xdotool x11-utils x11-apps xterm xauth  the real X11 desktops the usage tests and
 #                   benchmark run as a child (a server, a window manager, clients, focus switching)
 #   sway foot       a real Wayland desktop (headless sway and its terminal) run as a child
+#   weston          a Wayland compositor that is not sway (headless), whose focus cannot be read
 #   libsystemd-dev  sd-bus, through which the agent reads logind's sessions and their hints
 #   dbus-daemon python3-dbusmock  the tests' own system bus, with a mock of logind on it
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
@@ -45,7 +46,7 @@ DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linu
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools \
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	libsystemd-dev dbus-daemon python3-dbusmock
+	libsystemd-dev dbus-daemon python3-dbusmock weston
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 

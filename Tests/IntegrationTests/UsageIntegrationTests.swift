@@ -38,6 +38,16 @@ struct UsageIntegrationTests {
             chmod(world.directory + "/bin/chat", 0o755)
             try world.installDesktopEntry(
                 id: "org.example.Chat", name: "Chat", exec: world.directory + "/bin/chat", categories: "Network;")
+            // Clients of weston: its simple client, and a copy of it a guardian installed as
+            // another program.
+            try world.installDesktopEntry(
+                id: "org.example.Shm", name: "Shm", exec: "/usr/bin/weston-simple-shm", categories: "Graphics;")
+            var paint = try Data(contentsOf: URL(fileURLWithPath: "/usr/bin/weston-simple-shm"))
+            paint.append(0)
+            try paint.write(to: URL(fileURLWithPath: world.directory + "/bin/paint"))
+            chmod(world.directory + "/bin/paint", 0o755)
+            try world.installDesktopEntry(
+                id: "org.example.Paint", name: "Paint", exec: world.directory + "/bin/paint", categories: "Graphics;")
             let result = try world.cli(as: world.guardian, "authorize", "--child", world.child)
             guard result.status == 0 else { throw WorldError("authorize: \(result.stderr)") }
         } catch {
@@ -475,6 +485,41 @@ struct UsageIntegrationTests {
         #expect(try world.status(of: world.child).sessions?.first?.focusSource.contains("logind") == false)
     }
 
+    /// A compositor the agent cannot read focus from (weston here; GNOME's and KDE's alike):
+    /// every app connected to it counts, so such a desktop never means free time; the
+    /// compositor's own helpers do not count; an app that quits stops counting.
+    @Test func aCompositorWhoseFocusCannotBeReadCountsEveryConnectedApp() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try WestonDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        let start = Date()
+        try desktop.open(as: world.child, "/usr/bin/weston-simple-shm", [])
+        let painter = try desktop.open(as: world.child, world.directory + "/bin/paint", [])
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.kind == "wayland" })
+        let session = try #require(try world.status(of: world.child).sessions?.first)
+        #expect(session.focusSource.contains("whose focus cannot be read"), "\(session.focusSource)")
+        Thread.sleep(until: start.addingTimeInterval(7))
+        kill(painter, SIGKILL)
+        _ = world.wait(painter, seconds: 5)
+        let painted = Date()
+        Thread.sleep(until: painted.addingTimeInterval(5))
+        let end = Date()
+        let usage = try report(world)
+        let shm = seconds(usage, "org.example.Shm")
+        let paintSeconds = seconds(usage, "org.example.Paint")
+        // Counting starts once the session is found and its clients looked for (they are looked
+        // for again soon after each program the child starts), and an app that quit is seen
+        // gone at the next look (every 3 s).
+        #expect(shm > end.timeIntervalSince(start) - 1.5 && shm < end.timeIntervalSince(start) + 0.5, "shm \(shm) s")
+        #expect(
+            paintSeconds > painted.timeIntervalSince(start) - 1.5
+                && paintSeconds < painted.timeIntervalSince(start) + 3.5, "paint \(paintSeconds) s")
+        // weston's keyboard and shell (under /usr/lib) are not apps.
+        #expect(usage.applications.allSatisfy { ["org.example.Shm", "org.example.Paint"].contains($0.id) }, "\(usage)")
+        #expect(abs(usage.totalSeconds - shm) < 0.5)
+    }
+
     @Test func aSwaySessionCountsTheFocusedWaylandWindow() throws {
         let world = try world()
         defer { world.tearDown() }
@@ -648,6 +693,49 @@ struct SwayDesktop {
     func focus(_ appID: String) throws {
         let result = try swaymsg(["[app_id=\"\(appID)\"] focus"])
         guard result.status == 0 else { throw WorldError("focus \(appID): \(result.stdout) \(result.stderr)") }
+    }
+
+    func stop() {
+        for pid in pids.reversed() { kill(pid, SIGKILL) }
+        for pid in pids { _ = world.wait(pid, seconds: 5) }
+    }
+}
+
+/// weston with its headless back end, run by a test user: a Wayland compositor that is not
+/// sway, whose focus the agent cannot read.
+struct WestonDesktop {
+    let world: AgentWorld
+    let runtime: String
+    private var pids: [Int32] = []
+
+    init(world: AgentWorld, user: String) throws {
+        self.world = world
+        let account = try UserDirectory().user(user)
+        runtime = world.directory + "/weston-\(account.uid)"
+        try Files.makeDirectory(runtime, mode: 0o700)
+        chmod(runtime, 0o700)
+        _ = try run("/usr/bin/chown", ["-R", user, runtime])
+        pids.append(
+            try world.launch(
+                as: user, "/usr/bin/weston",
+                ["--backend=headless-backend.so", "--socket=wayland-st", "--idle-time=0"],
+                output: world.directory + "/weston.log", environment: ["XDG_RUNTIME_DIR=\(runtime)", "HOME=\(runtime)"])
+        )
+        for _ in 0..<500 where !Files.exists(runtime + "/wayland-st") { Thread.sleep(forTimeInterval: 0.02) }
+        guard Files.exists(runtime + "/wayland-st") else {
+            let log = (try? String(contentsOfFile: world.directory + "/weston.log", encoding: .utf8)) ?? ""
+            throw WorldError("weston did not start: \(log.suffix(600))")
+        }
+    }
+
+    /// A Wayland client of the user's, with the session's environment; returns its pid.
+    @discardableResult
+    mutating func open(as user: String, _ program: String, _ arguments: [String]) throws -> Int32 {
+        let pid = try world.launch(
+            as: user, program, arguments,
+            environment: ["XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-st", "HOME=\(runtime)"])
+        pids.append(pid)
+        return pid
     }
 
     func stop() {

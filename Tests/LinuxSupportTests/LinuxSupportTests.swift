@@ -185,6 +185,46 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         #expect(try listener.accept(unless: stop) == nil)
     }
 
+    /// The kernel's pairing of Unix sockets: a program connected to this process's listening
+    /// socket is its client, one that is not is not (whatever its environment says).
+    @Test func theClientsOfAUnixSocketServerAreWhatTheKernelPairs() throws {
+        let fixture = try Fixture()
+        let path = fixture.root + "/server.sock"
+        let listener = try UnixSocket.listen(at: path)
+        // Each closes what it inherited from this (threaded) test process first: a descriptor
+        // of this process's, inherited, would rightly make it a client too.
+        func python(_ code: String) throws -> Process {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = ["-c", "import os; os.closerange(3, 65536); " + code, path]
+            try process.run()
+            return process
+        }
+        let client = try python(
+            "import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(30)")
+        let other = try python(
+            "import socket, sys, time; a, b = socket.socketpair(); time.sleep(30)")
+        defer {
+            for process in [client, other] {
+                // SIGKILL: a program started from a test thread may have SIGTERM blocked.
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        let accepted = try #require(try listener.accept(unless: StopSignal()))
+        #expect(try UnixPeers.server(of: path, timeout: .seconds(2)).pid == getpid())
+        // The check connection above was accepted by nobody: only the client's counts.
+        var found: [Int32] = []
+        for _ in 0..<100 {
+            found = try UnixPeers.clients(
+                of: getpid(), among: [client.processIdentifier, other.processIdentifier])
+            if !found.isEmpty { break }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(found == [client.processIdentifier])
+        _ = accepted
+    }
+
     @Test func usersByNameAndUID() throws {
         let users = UserDirectory()
         #expect(try users.user("root").uid == 0)

@@ -95,7 +95,7 @@ extension UsageTracker {
             case "x11":
                 guard let told = X11Display(record.session.display) else { return false }
                 return ":\(told.number)" == session.display
-            case "sway": return record.session.type == "wayland"
+            case "sway", "wayland": return record.session.type == "wayland"
             default: return false
             }
         }.map(\.session)

@@ -31,6 +31,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// The users counted: authorized ones (their sessions are read, no one else's).
     let owners = Mutex<Set<UInt32>>([])
     let hints = Mutex(Hints())
+    /// The Wayland sessions counted the conservative way, per user: told when the user starts a
+    /// program, so its connection is looked for soon.
+    let nudges = Mutex<[UInt32: [String: DispatchSemaphore]]>([:])
     let hintSignal = DispatchSemaphore(value: 0)
     let flushSignal: AsyncStream<Void>
     let flushContinuation: AsyncStream<Void>.Continuation
@@ -321,6 +324,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     func hint(pid: Int32, owner: UInt32) {
         hints.withLock { $0.pids[pid] = owner }
         hintSignal.signal()
+        for nudge in nudges.withLock({ $0[owner].map { Array($0.values) } ?? [] }) { nudge.signal() }
     }
 
     /// The finder's thread: reads the environments of new programs (off the process watcher's
@@ -338,6 +342,16 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 let environment = inspector.sessionEnvironment(pid: pid)
                 if let value = environment["DISPLAY"], let display = X11Display(value) {
                     noteX11(display, owner: owner, authority: environment["XAUTHORITY"])
+                }
+                if environment["SWAYSOCK"] == nil, let path = Self.waylandSocket(environment) {
+                    // A compositor whose focus the agent cannot read (GNOME's, KDE's, any but
+                    // sway's): its clients count, all of them.
+                    let key = "wayland \(path) \(owner)"
+                    if let mine = noteSession(
+                        key, kind: "wayland", display: path, owner: owner, authority: nil, fallback: nil)
+                    {
+                        startThread("screentime.wayland") { [self] in watchWayland(key, path, mine) }
+                    }
                 }
                 if let path = environment["SWAYSOCK"], path.hasPrefix("/"), path.utf8.count < 108,
                     FileStatus.of(path: path).map({ $0.mode & S_IFMT == S_IFSOCK }) == true
@@ -412,7 +426,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         return isNew
     }
 
-    private func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
         let thread = Thread(block: body)
         thread.name = name
         thread.start()
@@ -420,7 +434,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
 
     /// After a watch failed: the session shows why; true when it has failed for so long that it
     /// is dropped (a later hint finds it again).
-    private func failed(
+    func failed(
         _ key: String, _ error: SystemError, since failingSince: inout ContinuousClock.Instant?
     ) -> Bool {
         state.withLock { state in
@@ -461,8 +475,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 }
                 let box = SwayBox(watch)
                 let foreign = Files.readLink("/proc/\(watch.server.pid)/ns/pid") != Files.readLink("/proc/self/ns/pid")
+                let compositorStart = inspector.startTime(pid: watch.server.pid)
                 state.withLock { state in
                     state.sessions[key]?.foreignPIDs = foreign
+                    state.sessions[key]?.server = (watch.server.pid, compositorStart)
                     state.sessions[key]?.interrupt = { box.interrupt() }
                     state.sessions[key]?.problem = nil
                     state.sessions[key]?.connected = true
@@ -585,7 +601,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
 
     /// Idle and back from a sway session's compositor (its Wayland socket, served by the same
     /// process as its IPC socket), tried again while the session lasts.
-    private func watchWaylandIdle(_ key: String, _ path: String, _ mine: StopSignal, compositor: Int32) {
+    func watchWaylandIdle(_ key: String, _ path: String, _ mine: StopSignal, compositor: Int32) {
         var delay: Duration = .seconds(1)
         while let session = state.withLock({ $0.sessions[key] }), session.stop === mine, !session.stop.isRaised {
             do throws(SystemError) {
@@ -694,7 +710,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// cannot tell). A live process of someone not authorized is not the child's usage; a window
     /// whose process is gone (a connection handed over by a process that exited), unknown, or in
     /// a pid namespace of the server's own is the session user's, under an unidentified program.
-    private func focused(_ key: String, pids: [Int32?]) {
+    func focused(_ key: String, pids: [Int32?]) {
         let now = SuspendingClock.now
         let (owner, foreign) = state.withLock { ($0.sessions[key]?.owner, $0.sessions[key]?.foreignPIDs ?? false) }
         let policy = processes.currentPolicy()
