@@ -75,7 +75,9 @@ struct Report: ParsableCommand {
             do {
                 try page.write(toFile: html, atomically: true, encoding: .utf8)
             } catch {
-                throw CleanExit.message("cannot write \(html): \(error.localizedDescription)")
+                Terminal.error("screentime: cannot write \(html): \(error.localizedDescription)")
+                // sysexits' EX_CANTCREAT: the report was read, the file could not be made.
+                throw ExitCode(73)
             }
             if !output.json { print("wrote \(html)") }
         }

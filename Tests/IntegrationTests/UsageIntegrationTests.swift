@@ -132,6 +132,8 @@ struct UsageIntegrationTests {
         let page = world.directory + "/report.html"
         let html = try world.cli(as: nil, "report", "--user", world.child, "--html", page)
         #expect(html.status == 0, "\(html.stderr)")
+        let nowhere = try world.cli(as: nil, "report", "--user", world.child, "--html", "/nonexistent/report.html")
+        #expect(nowhere.status == 73 && nowhere.stderr.contains("cannot write /nonexistent/report.html"))
         let written = try String(contentsOfFile: page, encoding: .utf8)
         #expect(written.contains("<svg") && written.contains("Terminal") && !written.contains("<script"))
         let shot = world.directory + "/report.png"
