@@ -1,5 +1,6 @@
 // See include/CXCB.h for why this is C.
 #include "CXCB.h"
+#include "relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,10 +13,12 @@
 
 struct cxcb_session {
     xcb_connection_t *connection;
+    cxcb_relay *relay;
     xcb_window_t root;
     xcb_atom_t active_window;
     xcb_atom_t net_supported;
     uint8_t sync_first_event;
+    uint8_t sync_first_error;
     xcb_sync_counter_t idle_counter;
     xcb_sync_alarm_t alarm;
     int64_t idle_ms;
@@ -41,6 +44,41 @@ static xcb_sync_int64_t to_sync(int64_t value) {
     return result;
 }
 
+/// The root window of screen `screen`, found with every length the server gave checked against
+/// the setup's own size (libxcb's iterators trust them): 0, -1 when the setup is out of bounds,
+/// -2 when there is no such screen.
+static int screen_root(const xcb_setup_t *setup, int screen, xcb_window_t *root) {
+    const uint8_t *base = (const uint8_t *)setup;
+    size_t total = 8 + (size_t)setup->length * 4;
+    size_t offset = sizeof(xcb_setup_t) + (((size_t)setup->vendor_len + 3) & ~(size_t)3) +
+                    sizeof(xcb_format_t) * (size_t)setup->pixmap_formats_len;
+    for (int i = 0; i < setup->roots_len; i++) {
+        if (offset + sizeof(xcb_screen_t) > total) return -1;
+        const xcb_screen_t *found = (const xcb_screen_t *)(base + offset);
+        size_t next = offset + sizeof(xcb_screen_t);
+        for (int d = 0; d < found->allowed_depths_len; d++) {
+            if (next + sizeof(xcb_depth_t) > total) return -1;
+            const xcb_depth_t *depth = (const xcb_depth_t *)(base + next);
+            next += sizeof(xcb_depth_t) + sizeof(xcb_visualtype_t) * (size_t)depth->visuals_len;
+        }
+        if (next > total) return -1;
+        if (i == screen) {
+            *root = found->root;
+            return 0;
+        }
+        offset = next;
+    }
+    return -2;
+}
+
+/// How many bytes a property's value has, checked against the reply's size (the server's
+/// `value_len` is its own claim); -1 when it does not fit.
+static int value_bytes(const xcb_get_property_reply_t *reply) {
+    if (reply->format != 8 && reply->format != 16 && reply->format != 32) return reply->value_len == 0 ? 0 : -1;
+    uint64_t bytes = (uint64_t)reply->value_len * (reply->format / 8);
+    return bytes <= (uint64_t)reply->length * 4 ? (int)bytes : -1;
+}
+
 cxcb_session *cxcb_open(int fd, const uint8_t *cookie, size_t cookie_length, int screen, char *error,
                         size_t error_length) {
     static char cookie_name[] = "MIT-MAGIC-COOKIE-1";
@@ -51,38 +89,53 @@ cxcb_session *cxcb_open(int fd, const uint8_t *cookie, size_t cookie_length, int
         auth.datalen = (int)cookie_length;
         auth.data = (char *)cookie;
     }
-    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0) {
-        snprintf(error, error_length, "fcntl(F_DUPFD_CLOEXEC): %s", strerror(errno));
-        return NULL;
-    }
-    xcb_connection_t *connection = xcb_connect_to_fd(copy, cookie ? &auth : NULL);
+    int outer = -1;
+    cxcb_relay *relay = cxcb_relay_start(fd, &outer, error, error_length);
+    if (!relay) return NULL;
+    xcb_connection_t *connection = xcb_connect_to_fd(outer, cookie ? &auth : NULL);
     int failure = xcb_connection_has_error(connection);
     if (failure) {
+        char problem[192];
+        cxcb_relay_problem(relay, problem, sizeof problem);
         snprintf(error, error_length, "%s",
-                 failure == XCB_CONN_CLOSED_PARSE_ERR ? "the server's setup could not be parsed"
-                 : failure == XCB_CONN_ERROR          ? "the server refused the connection or closed it"
-                                                      : "the connection failed");
+                 problem[0]                           ? problem
+                 : failure == XCB_CONN_CLOSED_PARSE_ERR ? "the server's setup could not be parsed"
+                 : failure == XCB_CONN_ERROR            ? "the server refused the connection or closed it"
+                                                        : "the connection failed");
         xcb_disconnect(connection);
+        cxcb_relay_stop(relay);
         return NULL;
     }
-    xcb_screen_iterator_t screens = xcb_setup_roots_iterator(xcb_get_setup(connection));
-    for (int i = 0; i < screen && screens.rem > 0; i++) xcb_screen_next(&screens);
-    if (screens.rem <= 0) {
-        snprintf(error, error_length, "the display has no screen %d", screen);
+    xcb_window_t root = XCB_NONE;
+    int found = screen_root(xcb_get_setup(connection), screen, &root);
+    if (found != 0) {
+        if (found == -2)
+            snprintf(error, error_length, "the display has no screen %d", screen);
+        else
+            snprintf(error, error_length, "the server's setup is out of bounds");
         xcb_disconnect(connection);
+        cxcb_relay_stop(relay);
         return NULL;
     }
     cxcb_session *session = calloc(1, sizeof *session);
     if (!session) {
         snprintf(error, error_length, "out of memory");
         xcb_disconnect(connection);
+        cxcb_relay_stop(relay);
         return NULL;
     }
     session->connection = connection;
-    session->root = screens.data->root;
+    session->relay = relay;
+    session->root = root;
     session->active_window = intern(connection, "_NET_ACTIVE_WINDOW");
     session->net_supported = intern(connection, "_NET_SUPPORTED");
+    if (xcb_connection_has_error(connection)) {
+        char problem[192];
+        cxcb_relay_problem(relay, problem, sizeof problem);
+        snprintf(error, error_length, "%s", problem[0] ? problem : "the connection failed while setting up");
+        cxcb_close(session);
+        return NULL;
+    }
     return session;
 }
 
@@ -102,13 +155,18 @@ static void set_alarm(cxcb_session *session, int create, int64_t value, uint32_t
         xcb_sync_create_alarm_aux(session->connection, session->alarm,
                                   mask | XCB_SYNC_CA_COUNTER | XCB_SYNC_CA_EVENTS, &values);
     } else {
+        // Every attribute again, the counter and events too: any client may change another's
+        // alarm (point it at a counter of its own, turn its events off); each setting undoes that.
         xcb_sync_change_alarm_value_list_t values = {
+            .counter = session->idle_counter,
             .valueType = XCB_SYNC_VALUETYPE_ABSOLUTE,
             .value = to_sync(value),
             .testType = test,
             .delta = to_sync(0),
+            .events = 1,
         };
-        xcb_sync_change_alarm_aux(session->connection, session->alarm, mask, &values);
+        xcb_sync_change_alarm_aux(session->connection, session->alarm,
+                                  mask | XCB_SYNC_CA_COUNTER | XCB_SYNC_CA_EVENTS, &values);
     }
     xcb_flush(session->connection);
 }
@@ -118,15 +176,21 @@ static xcb_sync_counter_t find_idle_counter(xcb_connection_t *connection) {
         xcb_sync_list_system_counters_reply(connection, xcb_sync_list_system_counters(connection), NULL);
     if (!reply) return XCB_NONE;
     xcb_sync_counter_t found = XCB_NONE;
-    for (xcb_sync_systemcounter_iterator_t it = xcb_sync_list_system_counters_counters_iterator(reply); it.rem > 0;
-         xcb_sync_systemcounter_next(&it)) {
-        // The name follows the 14 bytes of counter, resolution and length on the wire; libxcb's
-        // xcb_sync_systemcounter_name points 2 bytes further (past the struct's padding).
-        const char *name = (const char *)it.data + 14;
-        if (it.data->name_len == 8 && memcmp(name, "IDLETIME", 8) == 0) {
-            found = it.data->counter;
+    // Each counter: its id, resolution (8 bytes), name length and name, padded to 4 bytes; walked
+    // within the reply's own size (libxcb's iterator trusts the counts).
+    const uint8_t *bytes = (const uint8_t *)(reply + 1);
+    size_t total = (size_t)reply->length * 4, offset = 0;
+    for (uint32_t i = 0; i < reply->counters_len && offset + 14 <= total; i++) {
+        uint32_t counter;
+        uint16_t name_length;
+        memcpy(&counter, bytes + offset, 4);
+        memcpy(&name_length, bytes + offset + 12, 2);
+        if (offset + 14 + name_length > total) break;
+        if (name_length == 8 && memcmp(bytes + offset + 14, "IDLETIME", 8) == 0) {
+            found = counter;
             break;
         }
+        offset += (14 + (size_t)name_length + 3) & ~(size_t)3;
     }
     free(reply);
     return found;
@@ -145,6 +209,7 @@ int cxcb_watch(cxcb_session *session, uint32_t idle_ms) {
             if (version) {
                 free(version);
                 session->sync_first_event = sync->first_event;
+                session->sync_first_error = sync->first_error;
                 session->idle_counter = find_idle_counter(connection);
                 if (session->idle_counter != XCB_NONE) {
                     session->idle_ms = idle_ms;
@@ -165,7 +230,8 @@ int cxcb_reads_focus(cxcb_session *session) {
     int supported = 0;
     xcb_get_property_reply_t *reply = property(session, session->root, session->net_supported, XCB_ATOM_ATOM, 4096);
     if (reply) {
-        int count = xcb_get_property_value_length(reply) / 4;
+        int bytes = reply->format == 32 ? value_bytes(reply) : -1;
+        int count = bytes > 0 ? bytes / 4 : 0;
         const xcb_atom_t *atoms = xcb_get_property_value(reply);
         for (int i = 0; i < count; i++)
             if (atoms[i] == session->active_window) supported = 1;
@@ -176,8 +242,37 @@ int cxcb_reads_focus(cxcb_session *session) {
 
 int cxcb_has_idle_alarm(const cxcb_session *session) { return session->idle_counter != XCB_NONE; }
 
-int cxcb_drain(cxcb_session *session) {
+/// What the idle counter says now, against what was known: the change, and the alarm set again
+/// for the next one.
+static int check_idle(cxcb_session *session, int create) {
+    int64_t value = cxcb_idle_time(session);
+    if (value < 0) return 0;
     int seen = 0;
+    if (!session->idle && value >= session->idle_ms) {
+        session->idle = 1;
+        seen = CXCB_BECAME_IDLE;
+    } else if (session->idle && value < session->idle_ms) {
+        session->idle = 0;
+        seen = CXCB_BECAME_ACTIVE;
+    }
+    // Idle: back when the counter drops below where it is (any input resets it to 0). Active:
+    // once it reaches the timeout.
+    if (session->idle)
+        set_alarm(session, create, value - 1 > 0 ? value - 1 : 0, XCB_SYNC_TESTTYPE_NEGATIVE_COMPARISON);
+    else
+        set_alarm(session, create, session->idle_ms, XCB_SYNC_TESTTYPE_POSITIVE_COMPARISON);
+    return seen;
+}
+
+int cxcb_check_idle(cxcb_session *session) {
+    if (session->idle_counter == XCB_NONE) return 0;
+    return check_idle(session, 0);
+}
+
+int cxcb_is_idle(const cxcb_session *session) { return session->idle; }
+
+int cxcb_drain(cxcb_session *session) {
+    int seen = 0, check_alarm = 0, create_alarm = 0;
     xcb_generic_event_t *event;
     while ((event = xcb_poll_for_event(session->connection))) {
         uint8_t type = event->response_type & 0x7f;
@@ -191,28 +286,23 @@ int cxcb_drain(cxcb_session *session) {
                    type == XCB_REPARENT_NOTIFY) {
             seen |= CXCB_WINDOWS_CHANGED;
         } else if (session->idle_counter != XCB_NONE && type == session->sync_first_event + XCB_SYNC_ALARM_NOTIFY) {
+            // The alarm says only that something changed: what the counter itself says now is
+            // believed (a client of the child's may have pointed the alarm elsewhere); one sent
+            // by a client (SendEvent) is not even looked at.
             xcb_sync_alarm_notify_event_t *alarm = (xcb_sync_alarm_notify_event_t *)event;
-            if (alarm->alarm == session->alarm) {
-                int64_t value = from_sync(alarm->counter_value);
-                if (!session->idle && value >= session->idle_ms) {
-                    session->idle = 1;
-                    seen |= CXCB_BECAME_IDLE;
-                    // Back when the counter drops below where it is: any input resets it to 0.
-                    set_alarm(session, 0, value - 1 > 0 ? value - 1 : 0, XCB_SYNC_TESTTYPE_NEGATIVE_COMPARISON);
-                } else if (session->idle && value < session->idle_ms) {
-                    session->idle = 0;
-                    seen |= CXCB_BECAME_ACTIVE;
-                    set_alarm(session, 0, session->idle_ms, XCB_SYNC_TESTTYPE_POSITIVE_COMPARISON);
-                } else {
-                    // Fired for a state already known (a change raced it): arm for the other one.
-                    set_alarm(session, 0, session->idle ? value - 1 : session->idle_ms,
-                              session->idle ? XCB_SYNC_TESTTYPE_NEGATIVE_COMPARISON
-                                            : XCB_SYNC_TESTTYPE_POSITIVE_COMPARISON);
-                }
-            }
+            if (!(event->response_type & 0x80) && alarm->alarm == session->alarm) check_alarm = 1;
+        } else if (event->response_type == 0 && session->idle_counter != XCB_NONE &&
+                   ((xcb_generic_error_t *)event)->error_code == session->sync_first_error + XCB_SYNC_ALARM &&
+                   ((xcb_generic_error_t *)event)->resource_id == session->alarm) {
+            // The alarm is gone (a client destroyed it): a new one.
+            session->alarm = xcb_generate_id(session->connection);
+            create_alarm = 1;
         }
         free(event);
     }
+    // Everything received so far is read: the relay may pass on as many again.
+    atomic_store(&session->relay->unread, 0);
+    if (create_alarm || check_alarm) seen |= check_idle(session, create_alarm);
     if (xcb_connection_has_error(session->connection)) seen |= CXCB_CONNECTION_ERROR;
     return seen;
 }
@@ -228,7 +318,7 @@ uint32_t cxcb_active_window(cxcb_session *session) {
     xcb_get_property_reply_t *reply = property(session, session->root, session->active_window, XCB_ATOM_WINDOW, 1);
     uint32_t window = 0;
     if (reply) {
-        if (reply->type == XCB_ATOM_WINDOW && reply->format == 32 && xcb_get_property_value_length(reply) >= 4)
+        if (reply->type == XCB_ATOM_WINDOW && reply->format == 32 && value_bytes(reply) >= 4)
             memcpy(&window, xcb_get_property_value(reply), 4);
         free(reply);
     }
@@ -243,13 +333,21 @@ int32_t cxcb_window_pid(cxcb_session *session, uint32_t window) {
         session->connection, xcb_res_query_client_ids(session->connection, 1, &spec), NULL);
     if (!reply) return -1;
     int32_t pid = -1;
-    for (xcb_res_client_id_value_iterator_t it = xcb_res_query_client_ids_ids_iterator(reply); it.rem > 0;
-         xcb_res_client_id_value_next(&it)) {
-        if ((it.data->spec.mask & XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID) &&
-            xcb_res_client_id_value_value_length(it.data) >= 1) {
-            pid = (int32_t)xcb_res_client_id_value_value(it.data)[0];
+    // Each value: the spec (client, mask), a length in bytes, the value; walked within the reply.
+    const uint8_t *bytes = (const uint8_t *)(reply + 1);
+    size_t total = (size_t)reply->length * 4, offset = 0;
+    for (uint32_t i = 0; i < reply->num_ids && offset + 12 <= total; i++) {
+        uint32_t mask, length;
+        memcpy(&mask, bytes + offset + 4, 4);
+        memcpy(&length, bytes + offset + 8, 4);
+        if (length % 4 != 0 || length > total - offset - 12) break;
+        if ((mask & XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID) && length >= 4) {
+            uint32_t value;
+            memcpy(&value, bytes + offset + 12, 4);
+            pid = (int32_t)value;
             break;
         }
+        offset += 12 + length;
     }
     free(reply);
     return pid;
@@ -270,7 +368,12 @@ int cxcb_has_error(const cxcb_session *session) { return xcb_connection_has_erro
 void cxcb_close(cxcb_session *session) {
     if (!session) return;
     xcb_disconnect(session->connection);
+    cxcb_relay_stop(session->relay);
     free(session);
+}
+
+void cxcb_problem(cxcb_session *session, char *out, size_t length) {
+    cxcb_relay_problem(session->relay, out, length);
 }
 
 uint32_t cxcb_input_focus(cxcb_session *session) {
@@ -288,7 +391,7 @@ int cxcb_is_viewable(cxcb_session *session, uint32_t window) {
     xcb_get_window_attributes_reply_t *reply = xcb_get_window_attributes_reply(
         session->connection, xcb_get_window_attributes(session->connection, window), NULL);
     if (!reply) return 0;
-    int viewable = reply->map_state == XCB_MAP_STATE_VIEWABLE;
+    int viewable = reply->length >= 3 && reply->map_state == XCB_MAP_STATE_VIEWABLE;
     free(reply);
     return viewable;
 }
@@ -298,8 +401,9 @@ static size_t viewable_children(cxcb_session *session, xcb_window_t parent, uint
     xcb_query_tree_reply_t *tree =
         xcb_query_tree_reply(session->connection, xcb_query_tree(session->connection, parent), NULL);
     if (!tree) return count;
-    int children = xcb_query_tree_children_length(tree);
-    const xcb_window_t *list = xcb_query_tree_children(tree);
+    // The server's count, checked against the reply's size.
+    int children = (uint32_t)tree->children_len <= tree->length ? tree->children_len : 0;
+    const xcb_window_t *list = (const xcb_window_t *)(tree + 1);
     for (int i = 0; i < children && count < capacity; i++) {
         if (!cxcb_is_viewable(session, list[i])) continue;
         // A window manager's frame holds the client's window one level down: the client's

@@ -70,8 +70,12 @@ public enum XAuthority {
 /// runs `run` sleeps in `poll` until the server or `stop` says something.
 ///
 /// The server is the child's to shape (a program of the child's can listen on a display
-/// socket): connecting gives up after a deadline, every reply is bounded by libxcb, and a
-/// watch belongs to its own thread, so a server that stops answering holds up only itself.
+/// socket): connecting gives up after a deadline; what the server sends passes through a relay
+/// that frames it and ends the connection at anything out of bounds (a reply over 4 MB, 100,000
+/// events not yet read, a refusal libxcb would write to stderr); every count in a reply is checked
+/// against its size; and a watch belongs to its own thread, so a server that stops answering holds
+/// up only itself. The idle alarm is a hint: the IDLETIME counter itself is asked whenever it
+/// fires, and every 10 s while idle (any client may tamper with another's alarm).
 public final class X11FocusWatch {
     /// A window in front.
     public struct Window: Hashable, Sendable {
@@ -162,8 +166,12 @@ public final class X11FocusWatch {
         let supported = cxcb_watch(opened, idleMilliseconds)
         watched.withLock { $0 = true }
         guard supported >= 0 else {
+            var problem = [CChar](repeating: 0, count: 200)
+            cxcb_problem(opened, &problem, problem.count)
             cxcb_close(opened)
-            throw SystemError(.command, "X11 display \(display): the connection failed while setting up")
+            let why = Self.string(problem)
+            throw SystemError(
+                .command, "X11 display \(display): " + (why.isEmpty ? "the connection failed while setting up" : why))
         }
         readsFocus = supported == 1
         readsIdle = cxcb_has_idle_alarm(opened) != 0
@@ -210,6 +218,7 @@ public final class X11FocusWatch {
             creditAt = now
         }
         var owed = false
+        var idleCheckedAt = ContinuousClock.now
         if let front = inFront(settled: false) { show(front) } else { noneSince = .now }
         while !stop.isRaised {
             var timeout: Int32 = -1
@@ -222,15 +231,29 @@ public final class X11FocusWatch {
                 let left = credit >= 1 ? 0 : Int32(max(1, (spacing * (1 - credit)).milliseconds))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
+            if cxcb_is_idle(session) != 0 {
+                let left = Int32(max(0, (idleCheckedAt + Self.idleRecheck - .now).milliseconds))
+                timeout = timeout < 0 ? left : min(timeout, left)
+            }
             var pollers = [
                 pollfd(fd: cxcb_fd(session), events: Int16(POLLIN), revents: 0),
                 pollfd(fd: stop.fd, events: Int16(POLLIN), revents: 0),
             ]
             _ = try systemCall("poll(X11 \(display))") { poll(&pollers, 2, timeout) }
             if stop.isRaised { return }
-            let seen = cxcb_drain(session)
+            var seen = cxcb_drain(session)
             if seen & Int32(CXCB_CONNECTION_ERROR) != 0 || cxcb_has_error(session) != 0 {
-                throw SystemError(.command, "X11 display \(display): the server closed the connection")
+                var problem = [CChar](repeating: 0, count: 200)
+                cxcb_problem(session, &problem, problem.count)
+                let why = Self.string(problem)
+                throw SystemError(
+                    .command, "X11 display \(display): " + (why.isEmpty ? "the server closed the connection" : why))
+            }
+            if seen & Int32(CXCB_BECAME_IDLE | CXCB_BECAME_ACTIVE) != 0 {
+                idleCheckedAt = .now
+            } else if cxcb_is_idle(session) != 0, ContinuousClock.now - idleCheckedAt >= Self.idleRecheck {
+                idleCheckedAt = .now
+                seen |= cxcb_check_idle(session)
             }
             if seen & Int32(CXCB_BECAME_IDLE) != 0 {
                 let idle = cxcb_idle_time(session)
@@ -266,6 +289,9 @@ public final class X11FocusWatch {
         }
     }
 
+    /// How often the idle counter itself is asked while idle.
+    static let idleRecheck = Duration.seconds(10)
+
     /// What is in front now; nil when no window is active and that has not lasted (`settled`).
     private func inFront(settled: Bool) -> (windows: [Window], conservative: Bool)? {
         if readsFocus {
@@ -285,8 +311,9 @@ public final class X11FocusWatch {
         let count = cxcb_mapped_windows(session, &ids, ids.count)
         var windows: [Window] = []
         for id in ids.prefix(count) {
+            // One whose client's pid the server cannot tell counts too (once), as unidentified.
             let found = window(id)
-            if found.pid != nil, !windows.contains(where: { $0.pid == found.pid }) { windows.append(found) }
+            if !windows.contains(where: { $0.pid == found.pid }) { windows.append(found) }
         }
         return (windows, true)
     }

@@ -273,6 +273,60 @@ struct UsageIntegrationTests {
         #expect(try eventually { try world.status(of: world.child).sessions?.first?.problem == nil })
     }
 
+    /// A display server the child fakes with a script: every way out of bounds it can answer the
+    /// agent's connection leaves the agent running, small, its log short, and the session saying
+    /// what was wrong.
+    @Test func aFakeXServerOfTheChildsCannotCrashSwellOrFloodTheAgent() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
+        let agent = try #require(world.agentPID)
+        let modes = ["huge-property", "huge-reply", "refuse", "bad-setup", "event-flood"]
+        var numbers: [String: Int] = [:]
+        defer {
+            for number in numbers.values { unlink("/tmp/.X11-unix/X\(number)") }
+        }
+        for mode in modes {
+            var number = Int.random(in: 5000...5900)
+            while Files.exists("/tmp/.X11-unix/X\(number)") || numbers.values.contains(number) {
+                number = Int.random(in: 5000...5900)
+            }
+            numbers[mode] = number
+            _ = try world.launch(
+                as: world.child, "/usr/bin/python3", [AgentWorld.fixture("fake-x-server.py"), "\(number)", mode])
+            #expect(eventually { Files.exists("/tmp/.X11-unix/X\(number)") }, "\(mode) listens")
+            // A program of the child's names the display: the agent finds it by itself.
+            _ = try world.launch(as: world.child, "/bin/sleep", ["120"], environment: ["DISPLAY=:\(number)"])
+        }
+        func session(_ mode: String) throws -> SessionReport? {
+            try world.status(of: world.child).sessions?.first { $0.display == ":\(numbers[mode]!)" }
+        }
+        let expected = [
+            "huge-reply": "more than", "refuse": "refused the connection", "bad-setup": "out of bounds",
+            "event-flood": "events",
+        ]
+        for (mode, words) in expected {
+            #expect(
+                try eventually(20) { try session(mode)?.problem?.contains(words) == true },
+                "\(mode): \(String(describing: try? session(mode)))")
+        }
+        // The server whose counts lie is read, and nothing it claimed was believed.
+        #expect(try eventually(10) { try session("huge-property").map { $0.problem == nil } == true })
+        Thread.sleep(forTimeInterval: 3)
+        #expect(world.agentPID == agent, "the agent is the same process")
+        let status = (try? String(contentsOfFile: "/proc/\(agent)/status", encoding: .utf8)) ?? ""
+        let rss =
+            status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+            .flatMap { Int($0.split(separator: " ").dropFirst().first ?? "") } ?? 0
+        #expect(rss > 0 && rss < 300_000, "the agent's resident size: \(rss) kB")
+        let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
+        // The refusal's reason goes to the log once, cut short; libxcb would write all of it on
+        // each try.
+        #expect(!log.contains(String(repeating: "go away ", count: 20)), "the server's refusal, written whole")
+        #expect(log.split(separator: "\n").filter { $0.contains("go away") }.count <= 3)
+        #expect(log.utf8.count < 2_000_000, "the agent's log: \(log.utf8.count) bytes")
+    }
+
     @Test func windowsWhoseProcessHidesStillCount() throws {
         let world = try world()
         defer { world.tearDown() }
@@ -585,6 +639,74 @@ struct UsageIntegrationTests {
         // Input again (the seat's cursor moved): the clock runs.
         _ = try desktop.swaymsg(["seat", "seat0", "cursor", "move", "10", "10"])
         #expect(try eventually { try world.status(of: world.child).sessions?.first?.idle == false })
+    }
+
+    /// The child's client takes every client slot of the display and closes the agent's
+    /// connection whenever it has one: the agent cannot read the display, and counts it as in use.
+    @Test func aDisplayWhoseSlotsTheChildFillsStillCounts() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child, serverArguments: ["-maxclients", "64"])
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        try desktop.activate("ChildTerm")
+        try desktop.input()
+        #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        let filler = world.directory + "/bin/xfill"
+        _ = try run("/usr/bin/cc", ["-O1", "-o", filler, AgentWorld.fixture("xfill.c"), "-lxcb", "-lxcb-res"])
+        let agent = try #require(world.agentPID)
+        let before = seconds(try report(world), "org.example.Terminal")
+        let output = world.directory + "/xfill.out"
+        let start = Date()
+        _ = try world.launch(
+            as: world.child, filler, ["\(agent)"], output: output,
+            environment: ["DISPLAY=:\(desktop.display)", "HOME=/tmp"])
+        #expect(eventually { ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").contains("full") })
+        #expect(
+            try eventually(15) {
+                try world.status(of: world.child).sessions?.first?.problem?.contains("as in use") == true
+            }, "\(String(describing: try? world.status(of: world.child).sessions))")
+        Thread.sleep(forTimeInterval: 2)
+        let counted = seconds(try report(world), "org.example.Terminal") - before
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(counted > elapsed - 1.5, "\(counted) s counted of \(elapsed) s")
+    }
+
+    /// Any client may change any SYNC alarm: the child's points the agent's idle alarm at a
+    /// counter of its own, far past the timeout. The agent asks the idle counter itself and goes
+    /// on counting.
+    @Test func aClientPointingTheAgentsIdleAlarmElsewhereDoesNotStopTheClock() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        try desktop.activate("ChildTerm")
+        try desktop.input()
+        #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        let tamper = world.directory + "/bin/xalarm"
+        _ = try run(
+            "/usr/bin/cc", ["-O1", "-o", tamper, AgentWorld.fixture("xalarm.c"), "-lxcb", "-lxcb-res", "-lxcb-sync"])
+        let agent = try #require(world.agentPID)
+        let before = seconds(try report(world), "org.example.Terminal")
+        let output = world.directory + "/xalarm.out"
+        _ = try world.launch(
+            as: world.child, tamper, ["\(agent)"], output: output,
+            environment: ["DISPLAY=:\(desktop.display)", "HOME=/tmp"])
+        func changed() -> Int {
+            Int(
+                ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").trimmingCharacters(
+                    in: .whitespacesAndNewlines))
+                ?? 0
+        }
+        #expect(eventually { changed() > 0 }, "the child's client changed an alarm of the agent's")
+        let start = Date()
+        Thread.sleep(forTimeInterval: 3)
+        #expect(try world.status(of: world.child).sessions?.first?.idle == false)
+        let counted = seconds(try report(world), "org.example.Terminal") - before
+        #expect(counted > Date().timeIntervalSince(start) - 1, "\(counted) s counted")
     }
 
     @Test func idleStopsTheClockAndARestartedServerIsReadAgain() throws {

@@ -24,7 +24,8 @@ enum {
     CXCB_WINDOWS_CHANGED = 32,
 };
 
-/// Speaks X11 over a copy of `fd` (a connected socket; the caller keeps and closes its own), with a
+/// Speaks X11 through a relay over a copy of `fd` (a connected socket; the caller keeps and closes
+/// its own; the relay bounds what the server sends: see relay.h), with a
 /// MIT-MAGIC-COOKIE-1 when `cookie` is not NULL. Blocks until the server answers the setup: call it
 /// where a server that never answers holds nothing else up, and `shutdown(fd)` to give up. NULL on
 /// failure, with the reason in `error`.
@@ -68,6 +69,17 @@ size_t cxcb_mapped_windows(cxcb_session *session, uint32_t *windows, size_t capa
 
 /// Asks the window manager to make `window` active (EWMH's client message, as a taskbar does).
 void cxcb_request_activation(cxcb_session *session, uint32_t window);
+
+/// Asks the IDLETIME counter itself whether idle changed (CXCB_BECAME_IDLE, CXCB_BECAME_ACTIVE or
+/// 0) and sets the alarm again: what a watch does now and then while idle, in case a client of
+/// the display tampered with the alarm.
+int cxcb_check_idle(cxcb_session *session);
+
+/// Whether the session is idle, as last known.
+int cxcb_is_idle(const cxcb_session *session);
+
+/// Why the connection was ended by the agent's side (a server out of bounds), or "".
+void cxcb_problem(cxcb_session *session, char *out, size_t length);
 
 /// Milliseconds since the last input, from IDLETIME; -1 when unknown.
 int64_t cxcb_idle_time(cxcb_session *session);

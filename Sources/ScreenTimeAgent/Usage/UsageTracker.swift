@@ -106,6 +106,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         /// Its server (pid and start time), once connected: a second name for the same server's
         /// socket is not a second session.
         var server: (pid: Int32, startTime: UInt64?)?
+        /// Who runs its server, once connected: a session on root's server (a display manager's),
+        /// once read, is never given up to make room for another.
+        var serverUID: UInt32?
         /// The server tells pids of a pid namespace of its own: windows are counted, under an
         /// unidentified program, for the session's user.
         var foreignPIDs = false
@@ -403,7 +406,15 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             // that does not answer) makes room: fakes cannot keep the real session out.
             let theirs = state.sessions.filter { $0.value.owner == owner }
             if theirs.count >= Self.sessionsPerUser || state.sessions.count >= Self.sessions {
-                guard let failing = theirs.first(where: { $0.value.problem != nil || !$0.value.connected }) else {
+                // Never one read on root's server (the child cannot make another such server, and
+                // a brief failure of the real one must not let fakes take its place); first one
+                // never read, then one failing now, then one on a server of the user's own.
+                let candidates = theirs.filter { $0.value.serverUID != 0 }
+                guard
+                    let failing = candidates.first(where: { $0.value.server == nil && !$0.value.connected })
+                        ?? candidates.first(where: { $0.value.problem != nil || !$0.value.connected })
+                        ?? candidates.first
+                else {
                     return nil
                 }
                 state.sessions[failing.key] = nil
@@ -419,7 +430,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             state.sessions[key] = session
             return stop
         }
-        if let evicted { logger.notice("gave up a session that cannot be read", metadata: ["session": "\(evicted)"]) }
+        if let evicted {
+            logger.notice("gave up a session to make room for another", metadata: ["session": "\(evicted)"])
+        }
         if isNew != nil {
             logger.info("found a graphical session", metadata: ["session": "\(key)", "uid": "\(owner)"])
         }
@@ -568,6 +581,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     state.sessions[key]?.connected = true
                     state.sessions[key]?.foreignPIDs = foreign
                     state.sessions[key]?.server = (server.pid, serverStart)
+                    state.sessions[key]?.serverUID = server.uid
                     state.sessions[key]?.source = Self.source(readsFocus: watch.readsFocus, readsIdle: watch.readsIdle)
                 }
                 failingSince = nil
@@ -588,6 +602,14 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     }
                     continue
                 }
+                if lostAt != nil, unreachable(key, error) {
+                    // The server that was read still runs: its display is in use, and what was
+                    // in front goes on counting (a child who fills the display's client slots,
+                    // or cuts the agent's connection again and again, gains nothing).
+                    session.stop.wait(for: delay)
+                    delay = min(delay * 2, .seconds(5))
+                    continue
+                }
                 if let lost = lostAt {
                     state.withLock { Self.endFront(&$0, key, at: lost) }
                     lostAt = nil
@@ -597,6 +619,31 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 delay = min(delay * 2, .seconds(5))
             }
         }
+    }
+
+    /// A display that was read and cannot be now, its server still running and its user still
+    /// logged in (a program of theirs runs): counted as in use — what was in front goes on, or
+    /// is taken to be an unidentified program when nothing was, idle or not (its idle cannot be
+    /// told). True while that holds; false once the server or the user is gone.
+    func unreachable(_ key: String, _ error: SystemError) -> Bool {
+        guard let session = state.withLock({ $0.sessions[key] }), let server = session.server,
+            inspector.startTime(pid: server.pid) == server.startTime, server.startTime != nil,
+            processes.trackedProcesses().contains(where: { $0.owner == session.owner })
+        else { return false }
+        let unknown = unidentifiedApplication(owner: session.owner)
+        state.withLock { state in
+            guard var current = state.sessions[key] else { return }
+            let message = String(error.message.prefix(160)) + "; counting the display as in use meanwhile"
+            if current.problem != message {
+                current.problem = message
+                current.idle = false
+                if current.focused.isEmpty, let unknown { current.focused = [unknown] }
+                state.sessions[key] = current
+                if current.front == nil { Self.beginFront(&state, key, current.focused) }
+            }
+        }
+        flushContinuation.yield()
+        return true
     }
 
     /// Idle and back from a sway session's compositor (its Wayland socket, served by the same
