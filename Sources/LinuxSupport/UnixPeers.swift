@@ -35,9 +35,21 @@ public enum UnixPeers {
         return found
     }
 
-    /// Every connected Unix socket's peer, by inode: one sock_diag dump of the machine's Unix
-    /// sockets (in the agent's network namespace).
+    /// A Unix socket as sock_diag tells it: its peer's inode when connected, and its address (a
+    /// listener's, which the connections it accepted share; "@" starts an abstract one).
+    public struct Socket: Sendable, Hashable {
+        public var peer: UInt32?
+        public var name: String?
+    }
+
+    /// Every connected Unix socket's peer, by inode.
     public static func peers() throws(SystemError) -> [UInt32: UInt32] {
+        try sockets().compactMapValues(\.peer)
+    }
+
+    /// Every Unix socket with its peer and address, by inode: one sock_diag dump of the
+    /// machine's Unix sockets (in the agent's network namespace).
+    public static func sockets() throws(SystemError) -> [UInt32: Socket] {
         let fd = try systemCall("socket(NETLINK_SOCK_DIAG)") {
             socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 4)
         }
@@ -54,13 +66,13 @@ public enum UnixPeers {
         request += [UInt8(AF_UNIX), 0, 0, 0]
         append(UInt32.max)
         append(UInt32(0))
-        append(UInt32(0x4))
+        append(UInt32(0x4 | 0x1))  // UDIAG_SHOW_PEER | UDIAG_SHOW_NAME
         append(UInt32.max)
         append(UInt32.max)
         // Unconnected, a netlink socket sends to the kernel.
         let sent = send(fd, request, request.count, 0)
         guard sent == request.count else { throw SystemError.call("sendto(NETLINK_SOCK_DIAG)", errno) }
-        var peers: [UInt32: UInt32] = [:]
+        var peers: [UInt32: Socket] = [:]
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while true {
             let got = try systemCall("recv(NETLINK_SOCK_DIAG)") { recv(fd, &buffer, buffer.count, 0) }
@@ -82,7 +94,14 @@ public enum UnixPeers {
                         let size = Int(UInt16(buffer[attribute]) | UInt16(buffer[attribute + 1]) << 8)
                         let kind = UInt16(buffer[attribute + 2]) | UInt16(buffer[attribute + 3]) << 8
                         guard size >= 4, attribute + size <= offset + length else { break }
-                        if kind == 2, size >= 8 { peers[inode] = word(buffer, attribute + 4) }  // UNIX_DIAG_PEER
+                        if kind == 2, size >= 8 { peers[inode, default: Socket()].peer = word(buffer, attribute + 4) }
+                        if kind == 0, size > 4 {  // UNIX_DIAG_NAME: sun_path, a NUL first when abstract
+                            let path = buffer[(attribute + 4)..<(attribute + size)]
+                            let abstract = path.first == 0
+                            let text = String(
+                                decoding: (abstract ? path.dropFirst() : path).prefix { $0 != 0 }, as: UTF8.self)
+                            peers[inode, default: Socket()].name = (abstract ? "@" : "") + text
+                        }
                         attribute += (size + 3) & ~3
                     }
                 }
@@ -91,18 +110,54 @@ public enum UnixPeers {
         }
     }
 
-    /// The pids among `candidates` that hold a socket connected to one of `server`'s sockets.
+    /// The pids among `candidates` that hold a socket connected to one of `server`'s sockets
+    /// (when `listening` is given, only to those it accepted on one of these addresses: a server
+    /// may hold other sockets, a pair it shares with its parent).
     public static func clients(
-        of server: Int32, among candidates: [Int32], root: String = "/proc"
+        of server: Int32, among candidates: [Int32], listening: Set<String>? = nil, root: String = "/proc"
     )
         throws(SystemError) -> [Int32]
     {
-        let serverSockets = socketInodes(pid: server, root: root)
-        guard !serverSockets.isEmpty else { return [] }
-        let pairs = try peers()
-        let wanted = Set(serverSockets.compactMap { pairs[$0] })
+        let wanted = try connections(of: server, listening: listening, root: root)
         guard !wanted.isEmpty else { return [] }
         return candidates.filter { $0 != server && !socketInodes(pid: $0, root: root).isDisjoint(with: wanted) }
+    }
+
+    /// The connections to one of `server`'s sockets that `pid` holds, and every other process
+    /// among `candidates` that holds one of them too (inherited across a fork, or passed over a
+    /// socket): all of them draw through that connection. `holds` is false when `pid` holds none
+    /// (it handed its connection over, or closed it when it ran another program).
+    public static func sharers(
+        of pid: Int32, server: Int32, among candidates: [Int32], listening: Set<String>? = nil, root: String = "/proc"
+    ) throws(SystemError) -> (holds: Bool, sharers: [Int32]) {
+        let held = socketInodes(pid: pid, root: root).intersection(
+            try connections(of: server, listening: listening, root: root))
+        guard !held.isEmpty else { return (false, []) }
+        let others = candidates.filter {
+            $0 != pid && $0 != server && !socketInodes(pid: $0, root: root).isDisjoint(with: held)
+        }
+        return (true, others)
+    }
+
+    /// Whether sock_diag pairs any of `server`'s sockets with a peer here (it cannot across
+    /// network namespaces): when not, who its clients are cannot be told.
+    public static func canPair(server: Int32, listening: Set<String>? = nil, root: String = "/proc") -> Bool {
+        (try? connections(of: server, listening: listening, root: root))?.isEmpty == false
+    }
+
+    /// The client ends of `server`'s connections (those accepted on `listening`, when given).
+    static func connections(
+        of server: Int32, listening: Set<String>?, root: String
+    ) throws(SystemError) -> Set<UInt32> {
+        let serverSockets = socketInodes(pid: server, root: root)
+        guard !serverSockets.isEmpty else { return [] }
+        let all = try sockets()
+        return Set(
+            serverSockets.compactMap { inode in
+                guard let socket = all[inode] else { return nil }
+                if let listening, !listening.contains(socket.name ?? "") { return nil }
+                return socket.peer
+            })
     }
 
     private static func word(_ bytes: [UInt8], _ offset: Int) -> UInt32 {

@@ -349,6 +349,92 @@ struct UsageIntegrationTests {
         #expect((hidden?.seconds ?? 0) > Date().timeIntervalSince(start) - 1.5, "\(usage.applications)")
     }
 
+    /// The child's client opens a window, gives its connection to a game it starts, and becomes
+    /// an allowed program: the window counts for every program holding its connection.
+    @Test func aWindowWhoseConnectionAnotherProgramHoldsCountsForThatProgramToo() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let handoff = world.directory + "/bin/handoff"
+        _ = try run("/usr/bin/cc", ["-O1", "-o", handoff, AgentWorld.fixture("handoff.c"), "-lxcb"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(
+            as: world.child, handoff,
+            [
+                "Sneaky", "/usr/bin/xterm", "-class", "GameTerm", "-e", "/bin/sleep", "600", "--",
+                "/usr/bin/xmessage", "-name", "decoy", "allowed",
+            ])
+        #expect(eventually { desktop.window("Sneaky") != nil && desktop.window("XMessage") != nil })
+        Thread.sleep(forTimeInterval: 0.5)
+        try desktop.activate("Sneaky")
+        try desktop.input()
+        #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.inFront != nil })
+        Thread.sleep(forTimeInterval: 1)
+        let before = try report(world)
+        let start = Date()
+        Thread.sleep(forTimeInterval: 3)
+        try desktop.input()
+        let after = try report(world)
+        let elapsed = Date().timeIntervalSince(start)
+        let game = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        #expect(game > elapsed - 1.5, "the program holding the connection: \(game) s of \(elapsed) s")
+    }
+
+    /// A display root's server runs (a display manager's) is read for the child only while a
+    /// program of the child's is its client: naming it in an environment does not make a
+    /// bystander's windows the child's.
+    @Test func rootsDisplayCountsForTheChildOnlyWhileAProgramOfTheirsIsItsClient() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let cookie = (0..<16).map { _ in UInt8.random(in: 0...255) }
+        let number = Int.random(in: 4100...4900)
+        let serverFile = world.directory + "/serverauth"
+        try xauthority([(ProcessInfo.processInfo.hostName, number, cookie)]).write(to: URL(fileURLWithPath: serverFile))
+        chmod(serverFile, 0o600)
+        var desktop = try XDesktop(
+            world: world, user: "root", display: number, serverArguments: ["-auth", serverFile],
+            environment: ["XAUTHORITY=\(serverFile)"], windowManager: "root")
+        defer { desktop.stop() }
+        // A bystander's window, made through a helper that exits (the server knows a dead pid).
+        let library = world.directory + "/bin/handover.so"
+        _ = try run(
+            "/usr/bin/cc", ["-O1", "-shared", "-fPIC", "-o", library, AgentWorld.fixture("handover.c"), "-ldl"])
+        let theirs = world.directory + "/bystander.xauth"
+        try xauthority([(ProcessInfo.processInfo.hostName, number, cookie)]).write(to: URL(fileURLWithPath: theirs))
+        _ = try run("/usr/bin/chown", [world.bystander, theirs])
+        desktop.environment = ["XAUTHORITY=\(theirs)", "LD_PRELOAD=\(library)"]
+        try desktop.open(as: world.bystander, "/usr/bin/xterm", ["-class", "TheirTerm", "-e", "/bin/sleep", "600"])
+        desktop.environment = ["XAUTHORITY=\(serverFile)"]
+        #expect(eventually { desktop.window("TheirTerm") != nil })
+        try desktop.activate("TheirTerm")
+        // The child only names the display.
+        _ = try world.launch(as: world.child, "/bin/sleep", ["120"], environment: ["DISPLAY=:\(number)"])
+        #expect(
+            try eventually(15) {
+                try world.status(of: world.child).sessions?.first?.problem?.contains("no program of the user") == true
+            })
+        Thread.sleep(forTimeInterval: 2)
+        try desktop.input()
+        let seen = try report(world)
+        #expect(seen.totalSeconds == 0, "\(seen.applications)")
+
+        // A program of the child's on it: the display is read, the child's window counted.
+        let home = try world.childDirectory()
+        let mine = home + "/.Xauthority"
+        try xauthority([(ProcessInfo.processInfo.hostName, number, cookie)]).write(to: URL(fileURLWithPath: mine))
+        _ = try run("/usr/bin/chown", [world.child, mine])
+        desktop.environment = ["XAUTHORITY=\(mine)"]
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "childnote", "mine"])
+        desktop.environment = ["XAUTHORITY=\(serverFile)"]
+        #expect(eventually { desktop.window("XMessage") != nil })
+        try desktop.activate("XMessage")
+        #expect(
+            try eventually(20) {
+                try desktop.input()
+                return try world.status(of: world.child).sessions?.first?.inFrontName == "Notes"
+            })
+    }
+
     @Test func anXServerInTheChildsOwnPidNamespaceStillCounts() throws {
         let world = try world()
         defer { world.tearDown() }

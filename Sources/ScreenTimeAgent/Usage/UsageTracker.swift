@@ -114,6 +114,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         var foreignPIDs = false
         /// Every mapped window counts: no window is active, or the window manager does not tell.
         var conservative = false
+        /// The processes of the windows in front, as last told (looked at again when the user
+        /// starts a program: it may have been given a connection of theirs).
+        var frontPIDs: [Int32?] = []
         /// Rows started in the current minute.
         var rowsStarted = 0
         var minuteStart = SuspendingClock.now
@@ -341,6 +344,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 return (hints.pids, hints.stopped)
             }
             if stopped { return }
+            for owner in Set(pids.values) { refocus(owner: owner) }
             for (pid, owner) in pids {
                 let environment = inspector.sessionEnvironment(pid: pid)
                 if let value = environment["DISPLAY"], let display = X11Display(value) {
@@ -542,6 +546,17 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 guard server.uid == 0 || policy.owner(ofKernelUID: server.uid) == session.owner else {
                     throw SystemError(
                         .command, "display :\(display.number) is served by another user (uid \(server.uid))")
+                }
+                // Root's server (a display manager's) is read for this user only while a program
+                // of theirs is its client: a name in the environment is not enough, or a child
+                // could have a bystander's windows counted as theirs.
+                let addresses: Set<String> = [display.socketPath, "@" + display.socketPath]
+                if server.uid == 0, UnixPeers.canPair(server: server.pid, listening: addresses) {
+                    let mine = processes.trackedProcesses().filter { $0.owner == session.owner }.map(\.pid)
+                    if (try? UnixPeers.clients(of: server.pid, among: mine, listening: addresses))?.isEmpty != false {
+                        throw SystemError(
+                            .command, "display :\(display.number) is root's and no program of the user's is its client")
+                    }
                 }
                 let serverStart = inspector.startTime(pid: server.pid)
                 // Another session of the user reads this very server (a second name for its socket).
@@ -759,7 +774,17 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// a pid namespace of the server's own is the session user's, under an unidentified program.
     func focused(_ key: String, pids: [Int32?]) {
         let now = SuspendingClock.now
-        let (owner, foreign) = state.withLock { ($0.sessions[key]?.owner, $0.sessions[key]?.foreignPIDs ?? false) }
+        let (owner, foreign, x11Server, display) = state.withLock { state in
+            let session = state.sessions[key]
+            return (
+                session?.owner, session?.foreignPIDs ?? false,
+                session?.kind == "x11" ? session?.server?.pid : nil, session?.display ?? ""
+            )
+        }
+        // The display's socket (`:N`), by path and abstract name: the server's connections are
+        // those it accepted there.
+        let socketPath = "/tmp/.X11-unix/X" + display.dropFirst()
+        let addresses: Set<String> = [socketPath, "@" + socketPath]
         let policy = processes.currentPolicy()
         var applications: [ForegroundApplication] = []
         func add(_ found: [ForegroundApplication]) {
@@ -775,6 +800,17 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 continue
             }
             let found = processes.foregroundApplications(pid: pid)
+            if let server = x11Server, let owner {
+                // The server knows the process that connected, which may since have run another
+                // program, or given its connection to another process: every process of the
+                // user's holding that connection counts, and a window whose connection its
+                // process no longer holds counts as unidentified too.
+                let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
+                if let shared = try? UnixPeers.sharers(of: pid, server: server, among: mine, listening: addresses) {
+                    if !shared.holds, UnixPeers.canPair(server: server, listening: addresses) { unidentified = true }
+                    for other in shared.sharers { add(processes.foregroundApplications(pid: other)) }
+                }
+            }
             if !found.isEmpty {
                 add(found)
             } else if let status = inspector.status(pid: pid) {
@@ -792,11 +828,28 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 "applications": "\(applications.map(\.reportID))",
             ])
         state.withLock { state in
+            state.sessions[key]?.frontPIDs = pids
+            // The same applications as counting now: nothing to change.
+            if let front = state.sessions[key]?.front,
+                front.applications.map(\.token) == applications.map(\.token)
+            {
+                return
+            }
             Self.endFront(&state, key, at: now)
             state.sessions[key]?.focused = applications
             if state.sessions[key]?.idle == false { Self.beginFront(&state, key, applications) }
         }
         flushContinuation.yield()
+    }
+
+    /// The user started a program: what is in front in their X11 sessions is looked at again
+    /// (the new program may hold a connection of a window in front).
+    func refocus(owner: UInt32) {
+        let keys = state.withLock { state in
+            state.sessions.filter { $0.value.owner == owner && $0.value.kind == "x11" && $0.value.connected }
+                .map { ($0.key, $0.value.frontPIDs) }
+        }
+        for (key, pids) in keys where !pids.isEmpty { focused(key, pids: pids) }
     }
 
     /// Time starts counting for every application the process in front can be taken for: a
