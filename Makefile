@@ -41,12 +41,13 @@ SWIFT       ?= swift
 #   weston          a Wayland compositor that is not sway (headless), whose focus cannot be read
 #   libsystemd-dev  sd-bus, through which the agent reads logind's sessions and their hints
 #   dbus-daemon python3-dbusmock  the tests' own system bus, with a mock of logind on it
+#   gnome-shell     GNOME's compositor (headless), with the screentime-focus extension
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools \
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	libsystemd-dev dbus-daemon python3-dbusmock weston
+	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 
@@ -102,6 +103,8 @@ format:
 GUARDIAN_GROUP ?= screentime-guardians
 # The account guardian apps' extensions run as (the launcher starts them, without network).
 EXTENSION_USER ?= screentime-ext
+# The GNOME Shell extension that tells the agent the window in front (packaging/gnome-shell).
+SHELL_EXTENSION := screentime-focus@screentime.local
 BINARIES := screentimed screentime
 
 # Installs the binaries, configuration defaults (never overwriting a guardian's edits), the PAM
@@ -120,6 +123,10 @@ install: build
 	  fi; \
 	done
 	install -D -m 0644 packaging/pam.d/screentime $(DESTDIR)$(SYSCONFDIR)/pam.d/screentime
+	for f in metadata.json extension.js; do \
+	  install -D -m 0644 "packaging/gnome-shell/$(SHELL_EXTENSION)/$$f" \
+	    "$(DESTDIR)$(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)/$$f"; \
+	done
 	sed 's,/usr/local/bin/,$(PREFIX)/bin/,' packaging/screentimed.service > screentimed.service.tmp && \
 	  install -D -m 0644 screentimed.service.tmp $(DESTDIR)/etc/systemd/system/screentimed.service; \
 	  rm -f screentimed.service.tmp
@@ -150,6 +157,7 @@ uninstall:
 	for b in $(BINARIES); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done
 	rm -f $(DESTDIR)$(PREFIX)/sbin/screentimed-supervise $(DESTDIR)/etc/systemd/system/screentimed.service
 	rm -f $(DESTDIR)$(SYSCONFDIR)/pam.d/screentime
+	rm -rf $(DESTDIR)$(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)
 	@if [ "$(PURGE)" = "1" ]; then \
 	  rm -rf $(DESTDIR)$(SYSCONFDIR)/screentime $(DESTDIR)/var/lib/screentime $(DESTDIR)/var/log/screentime; \
 	  if [ -z "$(DESTDIR)" ]; then groupdel $(GUARDIAN_GROUP) 2>/dev/null || true; userdel $(EXTENSION_USER) 2>/dev/null || true; fi; \

@@ -25,6 +25,7 @@ import Foundation
 /// | `connectionRateLimit` | `2000` | packets of not yet judged connections per second each filtered user may send to the queue (bursts of five times that); more are dropped and resent by TCP |
 /// | `browserPolicies` | `/` | where the managed browser policies go while a child is authorized (`etc/firefox/policies`, `etc/chromium/policies/managed` under it); empty: none |
 /// | `idleTimeout` | `300` | seconds without keyboard or mouse input after which a session's time stops counting (2–86400); it counts again at the next input |
+/// | `focusSocket` | `/run/screentime/focus.socket` | where compositors' focus extensions (GNOME Shell's screentime-focus) tell the window in front; empty: not listened for |
 /// | `logindBus` | `unix:path=/run/dbus/system_bus_socket` | the D-Bus address of the system bus where logind's sessions are read (their idle, locked and active hints stop the clock); empty: logind is not asked |
 /// | `extensionUser` | `screentime-ext` | the account extensions run as (made by `make install`; without it no extension starts) |
 ///
@@ -55,6 +56,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var browserPolicies = "/"
     public var idleTimeout = 300
     public var logindBus = "unix:path=/run/dbus/system_bus_socket"
+    public var focusSocket = "/run/screentime/focus.socket"
 
     /// How shielded processes are held (`freezer`).
     public enum Freezer: String, Codable, Sendable, CaseIterable {
@@ -67,7 +69,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
-        case browserPolicies, idleTimeout, logindBus
+        case browserPolicies, idleTimeout, logindBus, focusSocket
     }
 
     private struct AnyKey: CodingKey {
@@ -154,6 +156,12 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
                 throw AgentError.configuration("'idleTimeout' is from 2 to 86400 seconds, not \(seconds)")
             }
             idleTimeout = seconds
+        }
+        focusSocket = try container.decodeIfPresent(String.self, forKey: .focusSocket) ?? defaults.focusSocket
+        guard focusSocket.isEmpty || (focusSocket.hasPrefix("/") && focusSocket.utf8.count < 108) else {
+            throw AgentError.configuration(
+                "'focusSocket' is an absolute path under 108 bytes ('/run/screentime/focus.socket') or empty, not '\(focusSocket.prefix(80))'"
+            )
         }
         logindBus = try container.decodeIfPresent(String.self, forKey: .logindBus) ?? defaults.logindBus
         guard logindBus.isEmpty || (logindBus.contains(":") && logindBus.utf8.count <= 1024) else {

@@ -15,7 +15,8 @@ struct Screentimed: ParsableCommand {
             Configuration keys (JSON, every key optional): guardianGroup, stateDirectory, socket, \
             pamService, adminGroups, categoriesDirectory, publicSuffixList, bypassList, dnsQueue, \
             firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs, eventRetentionDays, \
-            execGate, connectionMark, dnsRateLimit, connectionRateLimit, browserPolicies. \
+            execGate, connectionMark, dnsRateLimit, connectionRateLimit, browserPolicies, idleTimeout, \
+            logindBus, focusSocket. \
             Flags override the file. SIGHUP reloads the web lists.
             """,
         version: AgentVersion.current)

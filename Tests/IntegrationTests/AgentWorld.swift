@@ -128,6 +128,8 @@ final class AgentWorld {
         if extra["browserPolicies"] == nil { extra["browserPolicies"] = "\"\(directory)/root\"" }
         // The machine's own system bus is not the test's: a test that reads logind brings its own.
         if extra["logindBus"] == nil { extra["logindBus"] = "\"\"" }
+        // Compositors' focus: a socket of the world's own.
+        if extra["focusSocket"] == nil { extra["focusSocket"] = "\"\(directory)/focus.socket\"" }
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",

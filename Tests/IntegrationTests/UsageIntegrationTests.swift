@@ -662,6 +662,78 @@ struct UsageIntegrationTests {
         #expect(abs(usage.totalSeconds - shm) < 0.5)
     }
 
+    /// GNOME Shell (headless, run by the child, on a logind of the test's own) with the
+    /// screentime-focus extension: the window in front counts, not every connected app; a
+    /// program of the child's writing focus lines to the agent is not the compositor and is not
+    /// listened to; the window in front closed counts no more.
+    @Test func gnomeShellsExtensionTellsTheWindowInFront() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let logind = try LogindMock()
+        defer { logind.stop() }
+        var desktop = try GnomeDesktop(world: world, user: world.child, systemBus: logind.address)
+        defer { desktop.stop() }
+        let shm = try desktop.open(as: world.child, "/usr/bin/weston-simple-shm", [])
+        let paint = try desktop.open(as: world.child, world.directory + "/bin/paint", [])
+        func inFront() -> String? { (try? world.status(of: world.child).sessions?.first)??.inFrontName }
+        #expect(
+            try eventually(30) {
+                try world.status(of: world.child).sessions?.first?.focusSource.contains("screentime-focus") == true
+                    && ["Shm", "Paint"].contains(inFront() ?? "")
+            }, "\(String(describing: try? world.status(of: world.child).sessions))")
+        // Both connected, one in front (mutter keeps a new window from taking the focus).
+        let first = try #require(inFront())
+        let before = try report(world)
+        let start = Date()
+        // The child's own program says the other is in front: it is not the compositor.
+        let liar = try world.launch(
+            as: world.child, "/usr/bin/python3",
+            [
+                "-c",
+                "import socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
+                    + "for _ in range(40):\n    s.sendall(b'{\"focus\": {\"pid\": ' + sys.argv[2].encode() + b'}}\\n')\n"
+                    + "    time.sleep(0.1)\n",
+                world.directory + "/focus.socket", "\(first == "Shm" ? paint : shm)",
+            ])
+        Thread.sleep(forTimeInterval: 4)
+        kill(liar, SIGKILL)
+        let both = try report(world)
+        let elapsed = Date().timeIntervalSince(start)
+        let firstID = "org.example.\(first)"
+        let otherID = first == "Shm" ? "org.example.Paint" : "org.example.Shm"
+        let firstSeconds = seconds(both, firstID) - seconds(before, firstID)
+        let otherSeconds = seconds(both, otherID) - seconds(before, otherID)
+        #expect(firstSeconds > elapsed - 1.5, "\(first) in front: \(firstSeconds) s of \(elapsed) s")
+        #expect(otherSeconds < 0.5, "the other, connected, not in front: \(otherSeconds) s")
+        // The window in front closed: it counts no more (the shell then tells whichever window
+        // it gives the focus, if any).
+        kill(first == "Shm" ? shm : paint, SIGKILL)
+        #expect(eventually(10) { inFront() != first }, "\(String(describing: inFront()))")
+        let closed = try report(world)
+        Thread.sleep(forTimeInterval: 2)
+        #expect(seconds(try report(world), firstID) - seconds(closed, firstID) < 0.5)
+    }
+
+    /// GNOME Shell's extension tells idle too (mutter's idle monitor, at the agent's timeout):
+    /// no input, and the clock stops.
+    @Test func gnomeShellsExtensionTellsIdle() throws {
+        let world = try world(idleTimeout: 2)
+        defer { world.tearDown() }
+        let logind = try LogindMock()
+        defer { logind.stop() }
+        var desktop = try GnomeDesktop(world: world, user: world.child, systemBus: logind.address)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/weston-simple-shm", [])
+        #expect(
+            try eventually(30) {
+                let session = try world.status(of: world.child).sessions?.first
+                return session?.focusSource.contains("screentime-focus") == true && session?.idle == true
+            }, "\(String(describing: try? world.status(of: world.child).sessions))")
+        let idle = seconds(try report(world), "org.example.Shm")
+        Thread.sleep(forTimeInterval: 3)
+        #expect(seconds(try report(world), "org.example.Shm") == idle, "no time counts while idle")
+    }
+
     @Test func aSwaySessionCountsTheFocusedWaylandWindow() throws {
         let world = try world()
         defer { world.tearDown() }
@@ -954,6 +1026,74 @@ struct WestonDesktop {
     }
 }
 
+/// GNOME Shell 43, headless (`--headless --wayland --no-x11`, a virtual monitor), run by a test
+/// user in a session bus of its own (dbus-run-session), on a system bus with a mock logind (the
+/// shell needs one), in a session mode of the test's that enables the screentime-focus extension
+/// from the source tree (packaging/gnome-shell), as a locked extension of a real install would be.
+struct GnomeDesktop {
+    let world: AgentWorld
+    let runtime: String
+    let data: String
+    private var pids: [Int32] = []
+
+    init(world: AgentWorld, user: String, systemBus: String) throws {
+        self.world = world
+        let account = try UserDirectory().user(user)
+        runtime = world.directory + "/gnome-\(account.uid)"
+        data = world.directory + "/gnome-data"
+        try Files.makeDirectory(runtime, mode: 0o700)
+        _ = try run("/usr/bin/chown", ["-R", user, runtime])
+        let uuid = "screentime-focus@screentime.local"
+        let source =
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path + "/packaging/gnome-shell/" + uuid
+        try Files.makeDirectory(data + "/gnome-shell/extensions", mode: 0o755)
+        try Files.makeDirectory(data + "/gnome-shell/modes", mode: 0o755)
+        _ = try run("/bin/cp", ["-r", source, data + "/gnome-shell/extensions/"])
+        try #"{"parentMode": "user", "enabledExtensions": ["\#(uuid)"]}"#.write(
+            toFile: data + "/gnome-shell/modes/screentime-test.json", atomically: true, encoding: .utf8)
+        _ = try run("/bin/chmod", ["-R", "a+rX", data])
+        pids.append(
+            try world.launch(
+                as: user, "/usr/bin/dbus-run-session",
+                [
+                    "--", "/usr/bin/gnome-shell", "--headless", "--wayland", "--no-x11", "--virtual-monitor",
+                    "1024x768", "--wayland-display=wayland-gs", "--mode=screentime-test",
+                ],
+                output: world.directory + "/gnome-shell.log",
+                environment: [
+                    "XDG_RUNTIME_DIR=\(runtime)", "HOME=\(runtime)", "DBUS_SYSTEM_BUS_ADDRESS=\(systemBus)",
+                    "XDG_DATA_DIRS=\(data):/usr/share", "SCREENTIME_FOCUS_SOCKET=\(world.directory)/focus.socket",
+                ]))
+        for _ in 0..<1500 where !Files.exists(runtime + "/wayland-gs") { Thread.sleep(forTimeInterval: 0.02) }
+        guard Files.exists(runtime + "/wayland-gs") else {
+            let log = (try? String(contentsOfFile: world.directory + "/gnome-shell.log", encoding: .utf8)) ?? ""
+            stop()
+            throw WorldError("gnome-shell did not start: \(log.suffix(800))")
+        }
+    }
+
+    /// A Wayland client of the user's, with the session's environment; returns its pid.
+    @discardableResult
+    mutating func open(as user: String, _ program: String, _ arguments: [String]) throws -> Int32 {
+        let pid = try world.launch(
+            as: user, program, arguments,
+            environment: ["XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-gs", "HOME=\(runtime)"])
+        pids.append(pid)
+        return pid
+    }
+
+    func stop() {
+        // dbus-run-session's children (the shell, the session bus) go with its process group.
+        for pid in pids.reversed() {
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
+        }
+        for pid in pids { _ = world.wait(pid, seconds: 5) }
+        _ = try? run("/usr/bin/pkill", ["-KILL", "-f", "wayland-display=wayland-gs"])
+    }
+}
+
 /// A system bus of the test's own (dbus-daemon) with python-dbusmock's logind on it, whose
 /// sessions the test adds, changes and removes as logind would, signals and all.
 struct LogindMock {
@@ -1083,21 +1223,33 @@ struct XDesktop {
         func taken(_ number: Int) -> Bool {
             Files.exists("/tmp/.X11-unix/X\(number)") || Files.exists("/tmp/.X\(number)-lock")
         }
-        var number = chosen ?? Int.random(in: 200...4000)
-        while chosen == nil, taken(number) { number = Int.random(in: 200...4000) }
-        display = number
-        let server = try world.launch(
-            as: user, "/usr/bin/Xvfb",
-            [":\(number)", "-screen", "0", "800x600x24", "-nolisten", "tcp"] + serverArguments)
-        pids.append(server)
+        // Tests run side by side: a number another test took between the look and the start
+        // makes this Xvfb exit, and the socket is the other's; then another number.
+        var number = 0
         var ready = false
-        for _ in 0..<300 where !ready {
-            ready =
-                (try? run(
-                    "/usr/bin/env", ["DISPLAY=:\(number)"] + environment + ["/usr/bin/xdotool", "getdisplaygeometry"]))?
-                .status == 0
-            if !ready { Thread.sleep(forTimeInterval: 0.02) }
+        for _ in 0..<5 where !ready {
+            number = chosen ?? Int.random(in: 200...4000)
+            while chosen == nil, taken(number) { number = Int.random(in: 200...4000) }
+            let server = try world.launch(
+                as: user, "/usr/bin/Xvfb",
+                [":\(number)", "-screen", "0", "800x600x24", "-nolisten", "tcp"] + serverArguments)
+            pids.append(server)
+            for _ in 0..<300 where !ready {
+                ready =
+                    (try? run(
+                        "/usr/bin/env",
+                        ["DISPLAY=:\(number)"] + environment + ["/usr/bin/xdotool", "getdisplaygeometry"]))?
+                    .status == 0 && (try? X11FocusWatch.server(of: X11Display(":\(number)")!))?.pid == server
+                if !ready { Thread.sleep(forTimeInterval: 0.02) }
+            }
+            if !ready {
+                kill(server, SIGKILL)
+                _ = world.wait(server, seconds: 5)
+                pids.removeAll { $0 == server }
+                if chosen != nil { break }
+            }
         }
+        display = number
         guard ready else { throw WorldError("Xvfb :\(number) did not start") }
         let log = world.directory + "/openbox-\(number).log"
         pids.append(

@@ -217,7 +217,7 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         var found: [Int32] = []
         for _ in 0..<100 {
             found = try UnixPeers.clients(
-                of: getpid(), among: [client.processIdentifier, other.processIdentifier])
+                of: getpid(), among: [client.processIdentifier, other.processIdentifier], listening: [path])
             if !found.isEmpty { break }
             Thread.sleep(forTimeInterval: 0.02)
         }

@@ -76,15 +76,59 @@ extension UsageTracker {
                         watchWaylandIdle(key, path, mine, compositor: server.pid)
                     }
                 }
+                let conservativeSource =
+                    "Wayland compositor \(name ?? "?") (pid \(server.pid)), whose focus cannot be read: "
+                    + "every app connected to it counts"
                 var shown: [Int32]?
+                var told = false
+                var idleTold = false
                 var pending: [Duration] = []
+                defer { if idleTold { changed(key, .active) } }
                 while !mine.isRaised {
                     guard inspector.startTime(pid: server.pid) == started else {
                         throw SystemError(.command, "the compositor (pid \(server.pid)) ended")
                     }
                     if readBySway(key, compositor: server.pid, owner: session.owner) { return }
+                    // The compositor's own extension tells its focus: the window in front counts.
+                    if let report = shellReport(compositor: server.pid, startTime: started) {
+                        if !told {
+                            told = true
+                            shown = nil
+                            state.withLock { state in
+                                state.sessions[key]?.conservative = false
+                                state.sessions[key]?.source =
+                                    "Wayland compositor \(name ?? "?") (pid \(server.pid)): focus and idle from its "
+                                    + "screentime-focus extension, the pid checked to be the user's"
+                            }
+                        }
+                        let pids = (report.focus ?? nil).map { [$0] } ?? []
+                        if pids != shown {
+                            shown = pids
+                            focused(key, pids: pids)
+                        }
+                        if report.idle != idleTold {
+                            idleTold = report.idle
+                            changed(key, report.idle ? .idle(idleFor: .seconds(configuration.idleTimeout)) : .active)
+                        }
+                        _ = nudge.wait(timeout: .now() + .seconds(Int(Self.clientRescan.components.seconds)))
+                        continue
+                    }
+                    if told {
+                        // The extension went quiet: every connected app counts again.
+                        told = false
+                        shown = nil
+                        if idleTold {
+                            idleTold = false
+                            changed(key, .active)
+                        }
+                        state.withLock { state in
+                            state.sessions[key]?.conservative = true
+                            state.sessions[key]?.source = conservativeSource
+                        }
+                    }
                     let candidates = processes.trackedProcesses().filter { $0.owner == session.owner }.map(\.pid)
-                    let clients = try UnixPeers.clients(of: server.pid, among: candidates).filter { pid in
+                    let clients = try UnixPeers.clients(of: server.pid, among: candidates, listening: [path]).filter {
+                        pid in
                         guard let executable = inspector.executable(pid: pid) else { return true }
                         return !(executable.hasPrefix("/usr/libexec/") || executable.hasPrefix("/usr/lib/"))
                     }.sorted()

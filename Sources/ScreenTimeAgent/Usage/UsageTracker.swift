@@ -34,6 +34,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// The Wayland sessions counted the conservative way, per user: told when the user starts a
     /// program, so its connection is looked for soon.
     let nudges = Mutex<[UInt32: [String: DispatchSemaphore]]>([:])
+    /// What compositors' extensions told of their focus, by compositor pid (UsageTracker+Shell).
+    let shellReports = Mutex<[Int32: ShellReport]>([:])
     let hintSignal = DispatchSemaphore(value: 0)
     let flushSignal: AsyncStream<Void>
     let flushContinuation: AsyncStream<Void>.Continuation
@@ -170,6 +172,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         finder.start()
         if !configuration.logindBus.isEmpty, let stopping {
             startThread("screentime.logind") { [self] in watchLogind(stopping) }
+        }
+        if !configuration.focusSocket.isEmpty, let stopping {
+            let path = configuration.focusSocket
+            startThread("screentime.shells") { [self] in serveShellReports(path, stopping) }
         }
         await withGracefulShutdownHandler {
             await flushLoop()
@@ -690,7 +696,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             } catch {
                 logger.notice("cannot read idle", metadata: ["session": "\(key)", "error": "\(error.message)"])
                 state.withLock { state in
-                    if let source = state.sessions[key]?.source, !source.contains("idle is not told") {
+                    // A compositor's extension that tells idle says so itself.
+                    if let source = state.sessions[key]?.source, !source.contains("idle is not told"),
+                        !source.contains("screentime-focus")
+                    {
                         state.sessions[key]?.source =
                             source.replacingOccurrences(of: "; idle from the compositor", with: "")
                             + "; idle is not told (\(error.message.prefix(80)))"
@@ -742,7 +751,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     }
 
     /// What a session's watch saw.
-    private func changed(_ key: String, _ change: X11FocusWatch.Change) {
+    func changed(_ key: String, _ change: X11FocusWatch.Change) {
         let now = SuspendingClock.now
         switch change {
         case .support(let readsFocus, let readsIdle):
