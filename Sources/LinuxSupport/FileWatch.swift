@@ -6,8 +6,23 @@ import Glibc
 /// until `stop()`; it sleeps while nothing changes.
 public final class FileWatch: @unchecked Sendable {
     private let fd: Int32
-    private let names: Set<String>
+    /// The names that matter (nil: every name in the directory).
+    private let names: Set<String>?
     private let stopSignal: StopSignal
+
+    /// Every file created, removed or renamed in `directory`.
+    public init(directory: String) throws(SystemError) {
+        stopSignal = try StopSignal()
+        fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard fd >= 0 else { throw SystemError.call("inotify_init1", errno) }
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM)
+        guard inotify_add_watch(fd, directory, mask) >= 0 else {
+            let error = errno
+            close(fd)
+            throw SystemError.call("inotify_add_watch(\(directory))", error)
+        }
+        names = nil
+    }
 
     public init(files: [String]) throws(SystemError) {
         stopSignal = try StopSignal()
@@ -30,16 +45,18 @@ public final class FileWatch: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    /// Calls `changed` after each burst of changes to the files, until `stop()`.
-    public func run(_ changed: () -> Void) throws(SystemError) {
+    /// Calls `changed` after each burst of changes to the files, until `stop()` (or `until` is
+    /// raised).
+    public func run(until other: StopSignal? = nil, _ changed: () -> Void) throws(SystemError) {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var fds = [
             pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
             pollfd(fd: stopSignal.fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: other?.fd ?? -1, events: Int16(POLLIN), revents: 0),
         ]
-        while !stopSignal.isRaised {
-            _ = try systemCall("poll(inotify)") { poll(&fds, 2, -1) }
-            if fds[1].revents != 0 { return }
+        while !stopSignal.isRaised, other?.isRaised != true {
+            _ = try systemCall("poll(inotify)") { poll(&fds, 3, -1) }
+            if fds[1].revents != 0 || fds[2].revents != 0 { return }
             var relevant = false
             // Gather the burst: read until nothing more comes for 100 ms.
             repeat {
@@ -57,7 +74,7 @@ public final class FileWatch: @unchecked Sendable {
                             let name = String(
                                 decoding: buffer[(offset + header)..<(offset + header + nameLength)].prefix { $0 != 0 },
                                 as: UTF8.self)
-                            if names.contains(name) { relevant = true }
+                            if names?.contains(name) ?? true { relevant = true }
                         }
                         offset += header + nameLength
                     }

@@ -435,6 +435,36 @@ struct UsageIntegrationTests {
             })
     }
 
+    /// An X server of the child's that no program names in its environment (its client given
+    /// `-display`): found from its socket, and its window counted.
+    @Test func aDisplayNoEnvironmentNamesIsFoundFromItsSocket() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
+        var number = Int.random(in: 4100...4900)
+        while Files.exists("/tmp/.X11-unix/X\(number)") { number = Int.random(in: 4100...4900) }
+        let server = try world.launch(
+            as: world.child, "/usr/bin/Xvfb", [":\(number)", "-screen", "0", "800x600x24", "-nolisten", "tcp"])
+        defer {
+            kill(server, SIGKILL)
+            _ = world.wait(server, seconds: 5)
+            unlink("/tmp/.X11-unix/X\(number)")
+            unlink("/tmp/.X\(number)-lock")
+        }
+        #expect(eventually { Files.exists("/tmp/.X11-unix/X\(number)") })
+        Thread.sleep(forTimeInterval: 0.5)
+        _ = try world.launch(
+            as: world.child, "/usr/bin/xmessage", ["-display", ":\(number)", "-name", "lone", "alone"])
+        #expect(
+            try eventually(15) {
+                try world.status(of: world.child).sessions?.first { $0.display == ":\(number)" }?.inFrontName == "Notes"
+            }, "\(String(describing: try? world.status(of: world.child).sessions))")
+        let start = Date()
+        Thread.sleep(forTimeInterval: 2)
+        let notes = seconds(try report(world), "org.example.Notes")
+        #expect(notes > Date().timeIntervalSince(start) - 0.5, "Notes: \(notes) s")
+    }
+
     @Test func anXServerInTheChildsOwnPidNamespaceStillCounts() throws {
         let world = try world()
         defer { world.tearDown() }
@@ -566,10 +596,12 @@ struct UsageIntegrationTests {
         defer { bus.stop() }
         let world = try world(configuration: ["logindBus": "\"\(bus.address)\""])
         defer { world.tearDown() }
-        // The child's display, its window manager the bystander's: no program of the child's has
-        // DISPLAY in its environment (the notes are told their display by argument; a terminal
-        // would set DISPLAY for the program it runs).
-        let desktop = try XDesktop(world: world, user: world.child, windowManager: world.bystander)
+        // The child's display, root's server (as a display manager's: one of the child's own
+        // would be found from its socket), its window manager the bystander's: no program of the
+        // child's has DISPLAY in its environment (the notes are told their display by argument; a
+        // terminal would set DISPLAY for the program it runs).
+        let desktop = try XDesktop(
+            world: world, user: "root", serverArguments: ["-ac"], windowManager: world.bystander)
         defer { desktop.stop() }
         let notes = try world.launch(
             as: world.child, "/usr/bin/xmessage", ["-display", ":\(desktop.display)", "-name", "notes", "homework"],
@@ -1223,6 +1255,8 @@ struct XDesktop {
         func taken(_ number: Int) -> Bool {
             Files.exists("/tmp/.X11-unix/X\(number)") || Files.exists("/tmp/.X\(number)-lock")
         }
+        // -noreset: an Xvfb resets when its last client leaves (the readiness probe), and a client
+        // connecting during the reset (openbox) is refused.
         // Tests run side by side: a number another test took between the look and the start
         // makes this Xvfb exit, and the socket is the other's; then another number.
         var number = 0
@@ -1232,7 +1266,7 @@ struct XDesktop {
             while chosen == nil, taken(number) { number = Int.random(in: 200...4000) }
             let server = try world.launch(
                 as: user, "/usr/bin/Xvfb",
-                [":\(number)", "-screen", "0", "800x600x24", "-nolisten", "tcp"] + serverArguments)
+                [":\(number)", "-screen", "0", "800x600x24", "-nolisten", "tcp", "-noreset"] + serverArguments)
             pids.append(server)
             for _ in 0..<300 where !ready {
                 ready =

@@ -173,6 +173,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         if !configuration.logindBus.isEmpty, let stopping {
             startThread("screentime.logind") { [self] in watchLogind(stopping) }
         }
+        if let stopping {
+            startThread("screentime.displays") { [self] in watchDisplaySockets(stopping) }
+        }
         if !configuration.focusSocket.isEmpty, let stopping {
             let path = configuration.focusSocket
             startThread("screentime.shells") { [self] in serveShellReports(path, stopping) }
