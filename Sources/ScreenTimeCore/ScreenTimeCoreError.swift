@@ -26,6 +26,8 @@ public struct ScreenTimeCoreError: Error, Hashable, Sendable, CustomStringConver
         case invalidThreshold
         case invalidUsageSpan
         case invalidDNSMessage
+        case invalidDuration
+        case invalidWeekday
     }
 
     public let code: Code

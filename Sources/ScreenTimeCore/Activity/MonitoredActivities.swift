@@ -7,25 +7,107 @@ public struct MonitoredActivity: Hashable, Sendable, Codable {
     public var schedule: DeviceActivitySchedule
     public var events: [DeviceActivityEvent.Name: DeviceActivityEvent]
     public var monitoringStart: Date
+    /// The weekdays (1 = Sunday … 7 = Saturday, as Gregorian `weekday`) on which an interval may
+    /// start; nil: every day. Not Apple's (there, one schedule per weekday); the CLI's `--days`.
+    public var weekdays: Set<Int>?
 
     public init(
         name: DeviceActivityName, schedule: DeviceActivitySchedule,
-        events: [DeviceActivityEvent.Name: DeviceActivityEvent], monitoringStart: Date
+        events: [DeviceActivityEvent.Name: DeviceActivityEvent], monitoringStart: Date, weekdays: Set<Int>? = nil
     ) {
         self.name = name
         self.schedule = schedule
         self.events = events
         self.monitoringStart = monitoringStart
+        self.weekdays = weekdays
     }
 
     /// The interval in force or next at `now`; for a schedule that does not repeat, only the first
-    /// interval from the start of monitoring, and nil once it has ended.
+    /// interval from the start of monitoring, and nil once it has ended. Intervals starting on a
+    /// weekday not in `weekdays` are passed over.
     public func currentOrNextInterval(at now: Date, calendar: Calendar) -> DateInterval? {
-        if schedule.repeats { return schedule.nextInterval(at: now, calendar: calendar) }
-        guard let first = schedule.nextInterval(at: monitoringStart, calendar: calendar), first.end > now else {
+        if schedule.repeats { return firstAllowed(from: schedule.nextInterval(at: now, calendar: calendar), calendar) }
+        guard
+            let first = firstAllowed(
+                from: schedule.nextInterval(at: monitoringStart, calendar: calendar), calendar),
+            first.end > now
+        else {
             return nil
         }
         return first
+    }
+
+    /// The first interval that starts after `date` (and may, by `weekdays`); for a schedule that
+    /// does not repeat, only its one interval.
+    public func interval(startingAfter date: Date, calendar: Calendar) -> DateInterval? {
+        if !schedule.repeats {
+            guard let only = currentOrNextInterval(at: monitoringStart, calendar: calendar), only.start > date else {
+                return nil
+            }
+            return only
+        }
+        return firstAllowed(from: schedule.interval(startingAfter: date, calendar: calendar), calendar)
+    }
+
+    private func firstAllowed(from interval: DateInterval?, _ calendar: Calendar) -> DateInterval? {
+        guard let weekdays, !weekdays.isEmpty else { return interval }
+        var candidate = interval
+        // Each try moves to the next interval; a week holds at least one start on each weekday
+        // for a daily schedule, and a weekly one starts on one weekday only.
+        for _ in 0..<16 {
+            guard let found = candidate else { return nil }
+            if weekdays.contains(calendar.component(.weekday, from: found.start)) { return found }
+            candidate = schedule.interval(startingAfter: found.start, calendar: calendar)
+        }
+        return nil
+    }
+
+    private enum CodingKeys: String, CodingKey { case name, schedule, events, monitoringStart, weekdays }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(DeviceActivityName.self, forKey: .name)
+        schedule = try container.decode(DeviceActivitySchedule.self, forKey: .schedule)
+        events = try container.decode([DeviceActivityEvent.Name: DeviceActivityEvent].self, forKey: .events)
+        monitoringStart = try container.decode(Date.self, forKey: .monitoringStart)
+        weekdays = try container.decodeIfPresent(Set<Int>.self, forKey: .weekdays)
+    }
+}
+
+/// Days of the week as people write them: `mon`, `tue`, … or `monday`; numbered as Gregorian
+/// `weekday` (1 = Sunday).
+public enum Weekday {
+    public static let names = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+
+    /// `mon,tue,fri`, `weekdays` (Monday to Friday), `weekend`, `every day`; throws naming the word
+    /// not understood.
+    public static func parse(_ text: String) throws(ScreenTimeCoreError) -> Set<Int> {
+        var days = Set<Int>()
+        for word in text.lowercased().split(whereSeparator: { $0 == "," || $0 == " " }) {
+            switch word {
+            case "weekdays": days.formUnion(2...6)
+            case "weekend", "weekends": days.formUnion([1, 7])
+            case "daily", "everyday", "all": days.formUnion(1...7)
+            default:
+                guard word.count >= 3, let index = names.firstIndex(where: { word.hasPrefix($0) }),
+                    Self.fullNames[index].hasPrefix(word)
+                else {
+                    throw ScreenTimeCoreError(
+                        .invalidWeekday,
+                        "'\(word.prefix(20))' is not a day (write mon, tue, wed, thu, fri, sat, sun, weekdays or weekend)")
+                }
+                days.insert(index + 1)
+            }
+        }
+        guard !days.isEmpty else { throw ScreenTimeCoreError(.invalidWeekday, "no day given") }
+        return days
+    }
+
+    private static let fullNames = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
+
+    /// `mon,tue,wed` in week order from Monday.
+    public static func format(_ days: Set<Int>) -> String {
+        [2, 3, 4, 5, 6, 7, 1].filter(days.contains).map { names[$0 - 1] }.joined(separator: ",")
     }
 }
 
@@ -43,7 +125,7 @@ public struct MonitoredActivities: Hashable, Sendable, Codable {
     /// the limit of 20 activities; nothing changes on error.
     public mutating func startMonitoring(
         _ name: DeviceActivityName, during schedule: DeviceActivitySchedule,
-        events: [DeviceActivityEvent.Name: DeviceActivityEvent] = [:], at now: Date
+        events: [DeviceActivityEvent.Name: DeviceActivityEvent] = [:], weekdays: Set<Int>? = nil, at now: Date
     ) throws(ScreenTimeCoreError) {
         try schedule.validate()
         for (eventName, event) in events.sorted(by: { $0.key < $1.key }) {
@@ -59,7 +141,11 @@ public struct MonitoredActivities: Hashable, Sendable, Codable {
                 "this client already monitors \(activities.count) activities; at most \(Self.maximumActivities) (stop one first)"
             )
         }
-        activities[name] = MonitoredActivity(name: name, schedule: schedule, events: events, monitoringStart: now)
+        if let weekdays, weekdays.isEmpty || !weekdays.isSubset(of: 1...7) {
+            throw ScreenTimeCoreError(.invalidWeekday, "weekdays are numbered 1 (Sunday) to 7, and at least one is given")
+        }
+        activities[name] = MonitoredActivity(
+            name: name, schedule: schedule, events: events, monitoringStart: now, weekdays: weekdays)
     }
 
     /// Stops monitoring the named activities, or all of them; returns what was stopped.

@@ -1,0 +1,142 @@
+public import Foundation
+
+/// The callbacks of a monitor extension (Apple's `DeviceActivityMonitor`).
+public enum MonitorCallback: String, Hashable, Sendable, Codable, CaseIterable {
+    case intervalDidStart
+    case intervalDidEnd
+    case intervalWillStartWarning
+    case intervalWillEndWarning
+    case eventDidReachThreshold
+    case eventWillReachThresholdWarning
+}
+
+/// One callback owed for an activity: which, for which interval, and for which event.
+public struct ActivityCallback: Hashable, Sendable, Codable {
+    public var callback: MonitorCallback
+    public var interval: DateInterval
+    public var event: DeviceActivityEvent.Name?
+
+    public init(_ callback: MonitorCallback, interval: DateInterval, event: DeviceActivityEvent.Name? = nil) {
+        self.callback = callback
+        self.interval = interval
+        self.event = event
+    }
+}
+
+/// What has been told for one monitored activity, so that each callback comes exactly once per
+/// interval — across restarts of the agent (which persists this value with the callbacks it
+/// owes, in one transaction), a wall clock set forward or back, and time spent asleep or down.
+///
+/// The rules, as Apple's: an interval gets `intervalDidStart` once it is in progress (also when
+/// monitoring starts inside it, or the agent comes back inside it) and `intervalDidEnd` once it is
+/// over (also when it ended while the agent was down); a whole interval missed while down gets
+/// neither. A warning is given while it is still ahead of its moment (a warning whose moment passed
+/// while down, with the boundary still ahead, is given at once). Nothing is told twice for an
+/// interval, and nothing for an interval earlier than one already told (the clock set back).
+public struct ActivityProgress: Hashable, Sendable, Codable {
+    /// The latest interval whose `intervalDidStart` was given.
+    public private(set) var started: DateInterval?
+    /// The start of the latest interval whose `intervalDidEnd` was given.
+    public private(set) var endedStart: Date?
+    /// The start of the interval whose start warning was given.
+    public private(set) var startWarned: Date?
+    /// The start of the interval whose end warning was given.
+    public private(set) var endWarned: Date?
+    public private(set) var thresholds = ThresholdTracker()
+
+    public init() {}
+
+    /// The callbacks due at `now`, in the order to run them, with this progress moved past them.
+    /// `ledger` holds the user's foreground time (at least within the current interval); nil when
+    /// the activity has no events.
+    public mutating func advance(
+        _ activity: MonitoredActivity, now: Date, calendar: Calendar, ledger: UsageLedger?
+    ) -> [ActivityCallback] {
+        var due: [ActivityCallback] = []
+        let candidate = activity.currentOrNextInterval(at: now, calendar: calendar)
+        let ongoing = candidate.flatMap { $0.start <= now && now < $0.end ? $0 : nil }
+        // The interval told as started is over, or another one began before it ended.
+        if let started, endedStart != started.start,
+            now >= started.end || (ongoing.map { $0.start > started.start } ?? false)
+        {
+            due.append(ActivityCallback(.intervalDidEnd, interval: started))
+            endedStart = started.start
+        }
+        if let ongoing, started.map({ ongoing.start > $0.start }) ?? true {
+            due.append(ActivityCallback(.intervalDidStart, interval: ongoing))
+            started = ongoing
+        }
+        let warning = activity.schedule.warningDuration
+        if let ongoing, started?.start == ongoing.start {
+            if warning > 0, endWarned != ongoing.start, now >= ongoing.end.addingTimeInterval(-warning) {
+                due.append(ActivityCallback(.intervalWillEndWarning, interval: ongoing))
+                endWarned = ongoing.start
+            }
+            if let ledger, !activity.events.isEmpty {
+                for notice in thresholds.evaluate(activity, interval: ongoing, ledger: ledger, now: now) {
+                    switch notice {
+                    case .eventWillReachThresholdWarning(let name):
+                        due.append(ActivityCallback(.eventWillReachThresholdWarning, interval: ongoing, event: name))
+                    case .eventDidReachThreshold(let name):
+                        due.append(ActivityCallback(.eventDidReachThreshold, interval: ongoing, event: name))
+                    }
+                }
+            }
+        }
+        if warning > 0, let upcoming = upcoming(activity, after: now, candidate: candidate, calendar: calendar),
+            startWarned != upcoming.start, now >= upcoming.start.addingTimeInterval(-warning),
+            started.map({ upcoming.start > $0.start }) ?? true
+        {
+            due.append(ActivityCallback(.intervalWillStartWarning, interval: upcoming))
+            startWarned = upcoming.start
+        }
+        return due
+    }
+
+    /// The next moment something may come due after `advance(…, now:)`: a boundary, a warning's
+    /// moment, or the earliest a threshold could be reached if matching usage went on without a
+    /// break. Nil when nothing more can happen (a schedule that does not repeat, over). `inUse`
+    /// says whether anything of the user's is in front now: when nothing is, no threshold can come
+    /// before usage starts again (whoever counts usage wakes the scheduler then).
+    public func nextWake(
+        _ activity: MonitoredActivity, now: Date, calendar: Calendar, ledger: UsageLedger?, inUse: Bool = true
+    ) -> Date? {
+        var moments: [Date] = []
+        if let started, endedStart != started.start { moments.append(started.end) }
+        let candidate = activity.currentOrNextInterval(at: now, calendar: calendar)
+        let warning = activity.schedule.warningDuration
+        if let candidate {
+            if candidate.start > now {
+                moments.append(candidate.start)
+            } else {
+                moments.append(candidate.end)
+                let told = started?.start == candidate.start
+                if told, warning > 0, endWarned != candidate.start {
+                    moments.append(candidate.end.addingTimeInterval(-warning))
+                }
+                if inUse, let ledger, told,
+                    let check = thresholds.nextCheck(activity, interval: candidate, ledger: ledger, now: now)
+                {
+                    moments.append(check)
+                }
+            }
+        }
+        if warning > 0, let upcoming = upcoming(activity, after: now, candidate: candidate, calendar: calendar),
+            startWarned != upcoming.start, started.map({ upcoming.start > $0.start }) ?? true
+        {
+            moments.append(upcoming.start.addingTimeInterval(-warning))
+        }
+        // What is due already was told by `advance`; a moment not after `now` is a threshold
+        // check of usage that did not grow (the next second is soon enough).
+        return moments.map { $0 > now ? $0 : now.addingTimeInterval(1) }.min()
+    }
+
+    /// The next interval that starts after `now`.
+    private func upcoming(
+        _ activity: MonitoredActivity, after now: Date, candidate: DateInterval?, calendar: Calendar
+    ) -> DateInterval? {
+        guard let candidate else { return nil }
+        if candidate.start > now { return candidate }
+        return activity.interval(startingAfter: candidate.start, calendar: calendar)
+    }
+}
