@@ -17,13 +17,17 @@
 #include <grp.h>
 #include <sched.h>
 #include <signal.h>
+#include <poll.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/if.h>
+#include <linux/sched.h>
 #include <netlink/netlink.h>
 #include <netlink/msg.h>
 #include <netlink/socket.h>
@@ -130,8 +134,30 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         screentime_loopback_free(&loopback);
         return -1;
     }
-    pid_t pid = fork();
+    // The launcher's own pidfd, for a child in a pid namespace of its own: there getppid() says 0
+    // whoever the parent is, so whether the launcher died first is asked of this instead.
+    int parent = spec->new_pid ? (int)syscall(SYS_pidfd_open, getpid(), 0) : -1;
+    if (spec->new_pid && parent < 0) {
+        *failed_step = SCREENTIME_LAUNCH_STEP_FORK;
+        *failed_errno = errno;
+        close(report[0]);
+        close(report[1]);
+        screentime_loopback_free(&loopback);
+        return -1;
+    }
+    pid_t pid;
+    if (spec->new_pid) {
+        // clone3 without a stack is a fork whose child is the first process of new pid and mount
+        // namespaces (glibc's fork handlers do not run; the child makes only system calls).
+        struct clone_args arguments = {0};
+        arguments.flags = CLONE_NEWPID | CLONE_NEWNS;
+        arguments.exit_signal = SIGCHLD;
+        pid = (pid_t)syscall(SYS_clone3, &arguments, sizeof arguments);
+    } else {
+        pid = fork();
+    }
     if (pid < 0) {
+        if (parent >= 0) close(parent);
         *failed_step = SCREENTIME_LAUNCH_STEP_FORK;
         *failed_errno = errno;
         close(report[0]);
@@ -141,7 +167,9 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
     }
     if (pid == 0) {
         close(report[0]);
-        int out = report[1];
+        // Above any descriptor number a program is handed (0 to 9), so none overwrites it.
+        int out = fcntl(report[1], F_DUPFD_CLOEXEC, 100);
+        if (out < 0) out = report[1];
         sigset_t none;
         sigemptyset(&none);
         if (sigprocmask(SIG_SETMASK, &none, NULL) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_SIGNALS);
@@ -149,12 +177,28 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         default_action.sa_handler = SIG_DFL;
         for (int number = 1; number < NSIG; number++) sigaction(number, &default_action, NULL);
         // Dies with the launcher: nothing it started outlives the agent.
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() == 1) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
+        if (parent >= 0) {
+            struct pollfd gone = {parent, POLLIN, 0};
+            if (poll(&gone, 1, 0) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
+            close(parent);
+        } else if (getppid() == 1) {
+            screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
+        }
         if (setsid() < 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_SESSION);
         if (spec->new_network) {
             if (unshare(CLONE_NEWNET) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_NETWORK);
             // Loopback only: a program may talk to itself; there is still no route out.
             if (screentime_loopback_up(&loopback) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_LOOPBACK);
+        }
+        if (spec->new_pid) {
+            // Nothing mounted here reaches the machine's namespace; then the namespace's own /proc
+            // (only its processes), and a /tmp of its own.
+            if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0 ||
+                mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777") != 0) {
+                screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_MOUNTS);
+            }
         }
         struct { int resource; long long value; } limits[] = {
             {RLIMIT_CPU, spec->cpu_seconds}, {RLIMIT_AS, spec->memory_bytes}, {RLIMIT_NPROC, spec->processes},
@@ -170,6 +214,20 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
             screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_STDIO);
         }
         if (null > 2) close(null);
+        // Each descriptor first to a number above any target, so that no target overwrites a
+        // source not yet moved; then to its target (dup2 leaves it open across exec).
+        int moved[16];
+        if (spec->descriptor_count < 0 || spec->descriptor_count > 16) {
+            errno = EINVAL;
+            screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_DESCRIPTORS);
+        }
+        for (int index = 0; index < spec->descriptor_count; index++) {
+            moved[index] = fcntl(spec->sources[index], F_DUPFD_CLOEXEC, 64);
+            if (moved[index] < 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_DESCRIPTORS);
+        }
+        for (int index = 0; index < spec->descriptor_count; index++) {
+            if (dup2(moved[index], spec->targets[index]) < 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_DESCRIPTORS);
+        }
         if (setgroups((size_t)spec->group_count, spec->groups) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_GROUPS);
         if (setresgid(spec->gid, spec->gid, spec->gid) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_GID);
         // Every uid non-zero: the kernel clears the permitted and effective capabilities.
@@ -179,6 +237,7 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_EXEC);
     }
     close(report[1]);
+    if (parent >= 0) close(parent);
     screentime_loopback_free(&loopback);
     int received[2] = {0, 0};
     ssize_t got;

@@ -71,11 +71,15 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
     public var groups: [UInt32]
     public var network: Network
     public var limits: Limits
+    /// The numbers (0 to 9) the descriptors sent with the request get in the program, in order:
+    /// `[0, 1, 3]` makes the first its standard input, the second its output, the third its fd 3.
+    /// Standard input, output and error not given are /dev/null.
+    public var descriptors: [Int32]
 
     public init(
         kind: Kind, program: String, arguments: [String] = [], environment: [String: String] = [:],
         directory: String = "/", uid: UInt32, gid: UInt32, groups: [UInt32] = [], network: Network = .none,
-        limits: Limits = Limits()
+        limits: Limits = Limits(), descriptors: [Int32] = []
     ) {
         self.kind = kind
         self.program = program
@@ -87,9 +91,31 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
         self.groups = groups
         self.network = network
         self.limits = limits
+        self.descriptors = descriptors
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case kind, program, arguments, environment, directory, uid, gid, groups, network, limits, descriptors
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        kind = try container.decode(Kind.self, forKey: .kind)
+        program = try container.decode(String.self, forKey: .program)
+        arguments = try container.decode([String].self, forKey: .arguments)
+        environment = try container.decode([String: String].self, forKey: .environment)
+        directory = try container.decode(String.self, forKey: .directory)
+        uid = try container.decode(UInt32.self, forKey: .uid)
+        gid = try container.decode(UInt32.self, forKey: .gid)
+        groups = try container.decode([UInt32].self, forKey: .groups)
+        network = try container.decode(Network.self, forKey: .network)
+        limits = try container.decode(Limits.self, forKey: .limits)
+        descriptors = try container.decodeIfPresent([Int32].self, forKey: .descriptors) ?? []
     }
 
     public static let maximumArguments = 256
+    /// The most descriptors a program is handed.
+    public static let maximumDescriptors = 8
     public static let maximumVariables = 256
     public static let maximumLength = 16_384
     public static let maximumGroups = 64
@@ -130,6 +156,11 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
             throw refuse("uid, gid and groups must be real ids, not -1")
         }
         guard groups.count <= Self.maximumGroups else { throw refuse("at most \(Self.maximumGroups) groups") }
+        guard descriptors.count <= Self.maximumDescriptors, Set(descriptors).count == descriptors.count,
+            descriptors.allSatisfy({ (0...9).contains($0) })
+        else {
+            throw refuse("descriptors are at most \(Self.maximumDescriptors) distinct numbers from 0 to 9")
+        }
         guard arguments.count <= Self.maximumArguments, environment.count <= Self.maximumVariables else {
             throw refuse("at most \(Self.maximumArguments) arguments and \(Self.maximumVariables) variables")
         }
@@ -176,6 +207,8 @@ struct LauncherMessage: Codable, Sendable {
     var started: Int32?
     var refused: String?
     var exited: Exit?
+    /// The request a `launch` is, and a `started` or `refused` answers.
+    var id: UInt64?
 
     /// Larger is refused (a datagram must fit the socket's buffer anyway).
     static let maximumSize = 65_536
@@ -183,8 +216,9 @@ struct LauncherMessage: Codable, Sendable {
     /// Exactly one of the known keys, or an error that says what was wrong.
     static func decode(_ bytes: [UInt8]) throws(SystemError) -> LauncherMessage {
         let object = try? JSONSerialization.jsonObject(with: Data(bytes))
-        guard let keys = (object as? [String: Any])?.keys, keys.count == 1,
-            let key = keys.first, ["ready", "launch", "started", "refused", "exited"].contains(key)
+        let known = ["ready", "launch", "started", "refused", "exited"]
+        guard let keys = (object as? [String: Any])?.keys.filter({ $0 != "id" }), keys.count == 1,
+            let key = keys.first, known.contains(key)
         else {
             throw SystemError(.launch, "not a launcher message (one of launch, started, refused, exited)")
         }
@@ -267,13 +301,23 @@ struct LauncherServer {
                 children[pid]?.deadline = nil
             }
             if fds[0].revents & Int16(POLLIN) != 0 {
-                let got = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
+                var files = [Int32](repeating: -1, count: LaunchRequest.maximumDescriptors + 1)
+                var count: Int32 = 0
+                let got = buffer.withUnsafeMutableBytes { bytes in
+                    files.withUnsafeMutableBufferPointer { slots in
+                        screentime_receive_with_descriptors(
+                            socket, bytes.baseAddress, UInt(bytes.count), slots.baseAddress, Int32(slots.count), &count,
+                            0)
+                    }
+                }
+                let received = Array(files.prefix(Int(max(0, count))))
+                defer { for fd in received { close(fd) } }
                 if got == 0 { break }
                 if got < 0 {
                     if errno == EINTR || errno == EAGAIN { continue }
                     break
                 }
-                answer(got > LauncherMessage.maximumSize ? nil : Array(buffer[..<got]))
+                answer(got > LauncherMessage.maximumSize ? nil : Array(buffer[..<got]), files: received)
             } else if fds[0].revents != 0 {
                 break  // the agent's end is closed
             }
@@ -281,52 +325,66 @@ struct LauncherServer {
         for child in children.values { _ = screentime_pidfd_send_signal(child.pidfd, SIGKILL) }
     }
 
-    private mutating func answer(_ bytes: [UInt8]?) {
+    private mutating func answer(_ bytes: [UInt8]?, files: [Int32]) {
         guard let bytes else {
             send(LauncherMessage(refused: "a message larger than \(LauncherMessage.maximumSize) bytes"))
             return
         }
         let request: LaunchRequest
+        var id: UInt64?
         do throws(SystemError) {
             let message = try LauncherMessage.decode(bytes)
+            id = message.id
             guard let launch = message.launch else {
                 throw SystemError(.launch, "the launcher takes 'launch' messages only")
             }
             try launch.validate(extensionUID: extensionUID)
+            guard launch.descriptors.count == files.count else {
+                throw SystemError(
+                    .launch, "\(launch.descriptors.count) descriptors named, \(files.count) sent with the request")
+            }
             request = launch
         } catch {
-            send(LauncherMessage(refused: error.message))
+            send(LauncherMessage(refused: error.message, id: id))
             return
         }
-        switch start(request) {
-        case .success(let pid): send(LauncherMessage(started: pid))
-        case .failure(let error): send(LauncherMessage(refused: error.message))
+        switch start(request, files: files) {
+        case .success(let pid): send(LauncherMessage(started: pid, id: id))
+        case .failure(let error): send(LauncherMessage(refused: error.message, id: id))
         }
     }
 
-    private mutating func start(_ request: LaunchRequest) -> Result<Int32, SystemError> {
+    private mutating func start(_ request: LaunchRequest, files: [Int32]) -> Result<Int32, SystemError> {
         let argv = ([request.program] + request.arguments).map { strdup($0) } + [nil]
         let envp = request.environment.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
         var step: Int32 = 0
         var failure: Int32 = 0
         let groups = request.groups.map { gid_t($0) }
+        let targets = request.descriptors
         let pid = request.program.withCString { program in
             request.directory.withCString { directory in
                 groups.withUnsafeBufferPointer { groupList in
                     argv.withUnsafeBufferPointer { arguments in
                         envp.withUnsafeBufferPointer { environment in
-                            var spec = screentime_launch_spec(
-                                program: program, arguments: arguments.baseAddress,
-                                environment: environment.baseAddress,
-                                directory: directory, uid: request.uid, gid: request.gid,
-                                groups: groupList.baseAddress, group_count: Int32(groupList.count),
-                                new_network: request.network == .none ? 1 : 0,
-                                cpu_seconds: Int64(request.limits.cpuSeconds ?? -1),
-                                memory_bytes: Int64(request.limits.memoryBytes ?? -1),
-                                processes: Int64(request.limits.processes ?? -1),
-                                open_files: Int64(request.limits.openFiles ?? -1))
-                            return screentime_launch(&spec, &step, &failure)
+                            files.withUnsafeBufferPointer { sources in
+                                targets.withUnsafeBufferPointer { targets in
+                                    var spec = screentime_launch_spec(
+                                        program: program, arguments: arguments.baseAddress,
+                                        environment: environment.baseAddress,
+                                        directory: directory, uid: request.uid, gid: request.gid,
+                                        groups: groupList.baseAddress, group_count: Int32(groupList.count),
+                                        new_network: request.network == .none ? 1 : 0,
+                                        cpu_seconds: Int64(request.limits.cpuSeconds ?? -1),
+                                        memory_bytes: Int64(request.limits.memoryBytes ?? -1),
+                                        processes: Int64(request.limits.processes ?? -1),
+                                        open_files: Int64(request.limits.openFiles ?? -1),
+                                        new_pid: request.kind == .extension ? 1 : 0,
+                                        sources: sources.baseAddress, targets: targets.baseAddress,
+                                        descriptor_count: Int32(targets.count))
+                                    return screentime_launch(&spec, &step, &failure)
+                                }
+                            }
                         }
                     }
                 }
@@ -337,7 +395,7 @@ struct LauncherServer {
                 "a pipe", "fork", "signals", "its parent", "a session", "a network namespace",
                 "the loopback interface", "the limits",
                 "/dev/null", "the groups", "the gid", "the uid", "the directory \(request.directory)",
-                "exec \(request.program)",
+                "exec \(request.program)", "its own /proc and /tmp", "the descriptors handed over",
             ]
             let what = step >= 1 && Int(step) <= steps.count ? steps[Int(step) - 1] : "step \(step)"
             return .failure(
@@ -374,15 +432,27 @@ struct LauncherServer {
 }
 
 /// The agent's end of the launcher: starts it (before the capability drop) and asks it to start
-/// programs. One request at a time; an `exited` report read meanwhile is kept for `exits`.
+/// programs. A thread of its own reads what the launcher says: answers go to the request they
+/// answer (by id), and `exited` reports to whoever waits for that program — so a caller waiting
+/// for one program to end holds up no other launch.
 public final class LauncherClient: Sendable {
     /// The launcher's pid.
     public let pid: Int32
     /// The extension account's uid, as the launcher was told.
     public let extensionUID: UInt32?
     private let socket: Int32
-    private let exchange = Mutex<[(pid: Int32, status: Int32)]>([])
     private let ended = Mutex(false)
+    private let inbox = Inbox()
+
+    /// What the reader thread received, under one condition.
+    private final class Inbox: @unchecked Sendable {
+        let condition = NSCondition()
+        // Guarded by `condition`.
+        var answers: [UInt64: (pid: Int32?, refused: String?)] = [:]
+        var exits: [Int32: Int32] = [:]
+        var gone = false
+        var nextID: UInt64 = 1
+    }
 
     /// Starts `executable` with `arguments` and the launcher's end of a new socket pair as fd 3
     /// (`screentimed --launcher 3 [--extension-uid UID]`), its standard error the caller's.
@@ -405,18 +475,22 @@ public final class LauncherClient: Sendable {
             close(pair[0])
             throw SystemError(.launch, "cannot start the launcher: \(error.message)")
         }
-        let client = LauncherClient(pid: pid, socket: pair[0], extensionUID: extensionUID)
         // Ready once it kept only its capabilities; one that cannot says so on standard error and ends.
         do throws(SystemError) {
-            guard try client.receive(until: .now + .seconds(10)).ready == pid else {
+            guard try Self.receive(pair[0], until: .now + .seconds(10)).ready == pid else {
                 throw SystemError(.launch, "the launcher did not say it was ready")
             }
         } catch {
+            close(pair[0])
             kill(pid, SIGKILL)
             var status: Int32 = 0
             waitpid(pid, &status, 0)
             throw error
         }
+        let client = LauncherClient(pid: pid, socket: pair[0], extensionUID: extensionUID)
+        let reader = Thread { [inbox = client.inbox, socket = pair[0]] in Self.read(socket, into: inbox) }
+        reader.name = "screentime.launcher"
+        reader.start()
         return client
     }
 
@@ -426,7 +500,10 @@ public final class LauncherClient: Sendable {
         self.extensionUID = extensionUID
     }
 
-    deinit { close(socket) }
+    deinit {
+        _ = Glibc.shutdown(socket, Int32(SHUT_RDWR))
+        close(socket)
+    }
 
     /// Whether the launcher has ended (it is reaped here, once: it is the caller's child).
     public var hasEnded: Bool {
@@ -442,65 +519,110 @@ public final class LauncherClient: Sendable {
     /// Closes the agent's end: the launcher ends, and what it started dies with it.
     public func shutDown() { _ = Glibc.shutdown(socket, Int32(SHUT_RDWR)) }
 
-    /// Asks the launcher to start a program; returns its pid, or throws the launcher's refusal
-    /// (or that it did not answer in time).
-    public func launch(_ request: LaunchRequest, timeout: Duration = .seconds(10)) throws(SystemError) -> Int32 {
+    /// Asks the launcher to start a program, handing it `files` as `request.descriptors` say (they
+    /// stay the caller's to close); returns its pid, or throws the launcher's refusal (or that it
+    /// did not answer in time).
+    public func launch(
+        _ request: LaunchRequest, files: [Int32] = [], timeout: Duration = .seconds(10)
+    ) throws(SystemError) -> Int32 {
         try request.validate(extensionUID: extensionUID)
-        let bytes = LauncherMessage(launch: request).encoded()
+        guard files.count == request.descriptors.count else {
+            throw SystemError(.launch, "\(request.descriptors.count) descriptors named, \(files.count) given")
+        }
+        inbox.condition.lock()
+        let id = inbox.nextID
+        inbox.nextID += 1
+        inbox.condition.unlock()
+        let bytes = LauncherMessage(launch: request, id: id).encoded()
         guard bytes.count <= LauncherMessage.maximumSize else {
             throw SystemError(.launch, "the request is larger than \(LauncherMessage.maximumSize) bytes")
         }
-        let answer = try sendRaw(bytes, timeout: timeout)
+        let answer = try exchange(bytes, id: id, files: files, timeout: timeout)
         if let started = answer.pid { return started }
         throw SystemError(.launch, answer.refused ?? "the launcher gave no answer")
     }
 
-    /// Sends raw bytes as one message and returns the launcher's answer to it: `launch` uses it,
-    /// and tests send what the agent never would. `exited` reports read meanwhile are kept.
+    /// Sends raw bytes as one message and returns the launcher's answer to it (tests send what the
+    /// agent never would; such an answer carries no id).
     public func sendRaw(
         _ bytes: [UInt8], timeout: Duration = .seconds(10)
     ) throws(SystemError) -> (pid: Int32?, refused: String?) {
-        try exchange.withLock {
-            (exits: inout [(pid: Int32, status: Int32)]) throws(SystemError) -> (pid: Int32?, refused: String?) in
-            try send(bytes)
-            let deadline = ContinuousClock.now + timeout
-            while true {
-                let message = try receive(until: deadline)
-                if message.started != nil || message.refused != nil { return (message.started, message.refused) }
-                if let exited = message.exited { exits.append((exited.pid, exited.status)) }
-            }
-        }
+        try exchange(bytes, id: 0, files: [], timeout: timeout)
     }
 
     /// Waits up to `timeout` for the program `pid` to end; its status (128 + signal when a
     /// signal ended it), or nil if it still runs.
     public func waitForExit(of pid: Int32, timeout: Duration) throws(SystemError) -> Int32? {
-        try exchange.withLock { (exits: inout [(pid: Int32, status: Int32)]) throws(SystemError) -> Int32? in
-            let deadline = ContinuousClock.now + timeout
-            while true {
-                if let index = exits.firstIndex(where: { $0.pid == pid }) { return exits.remove(at: index).status }
-                guard ContinuousClock.now < deadline else { return nil }
-                do throws(SystemError) {
-                    let message = try receive(until: deadline)
-                    if let exited = message.exited { exits.append((exited.pid, exited.status)) }
-                } catch {
-                    if error.code == .timedOut { return nil }
-                    throw error
-                }
+        let deadline = Date().addingTimeInterval(Self.seconds(timeout))
+        inbox.condition.lock()
+        defer { inbox.condition.unlock() }
+        while true {
+            if let status = inbox.exits.removeValue(forKey: pid) { return status }
+            if inbox.gone { throw SystemError(.launch, "the launcher is gone") }
+            guard inbox.condition.wait(until: deadline) else { return inbox.exits.removeValue(forKey: pid) }
+        }
+    }
+
+    private func exchange(
+        _ bytes: [UInt8], id: UInt64, files: [Int32], timeout: Duration
+    ) throws(SystemError) -> (pid: Int32?, refused: String?) {
+        let sent = bytes.withUnsafeBytes { raw in
+            files.withUnsafeBufferPointer {
+                screentime_send_with_descriptors(
+                    socket, raw.baseAddress, UInt(raw.count), $0.baseAddress, Int32($0.count))
+            }
+        }
+        guard sent == bytes.count else { throw SystemError.call("send(launcher)", errno) }
+        let deadline = Date().addingTimeInterval(Self.seconds(timeout))
+        inbox.condition.lock()
+        defer { inbox.condition.unlock() }
+        while true {
+            if let answer = inbox.answers.removeValue(forKey: id) { return answer }
+            if inbox.gone { throw SystemError(.launch, "the launcher is gone") }
+            guard inbox.condition.wait(until: deadline) else {
+                throw SystemError(.timedOut, "the launcher did not answer in time")
             }
         }
     }
 
-    private func send(_ bytes: [UInt8]) throws(SystemError) {
-        let sent = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, screentime_msg_nosignal()) }
-        guard sent == bytes.count else { throw SystemError.call("send(launcher)", errno) }
+    /// The reader thread: until the launcher is gone.
+    private static func read(_ socket: Int32, into inbox: Inbox) {
+        while true {
+            let message: LauncherMessage
+            do throws(SystemError) {
+                message = try receive(socket, until: nil)
+            } catch {
+                if error.code == .launch, error.message.hasPrefix("the launcher is gone") { break }
+                continue  // a message it could not read: not one this agent sent for
+            }
+            inbox.condition.lock()
+            if let exited = message.exited {
+                // Ends nobody waits for (a session program's) are not kept without bound.
+                if inbox.exits.count >= 4_096, let any = inbox.exits.keys.first { inbox.exits[any] = nil }
+                inbox.exits[exited.pid] = exited.status
+            }
+            if message.started != nil || message.refused != nil {
+                inbox.answers[message.id ?? 0] = (message.started, message.refused)
+            }
+            inbox.condition.broadcast()
+            inbox.condition.unlock()
+        }
+        inbox.condition.lock()
+        inbox.gone = true
+        inbox.condition.broadcast()
+        inbox.condition.unlock()
     }
 
-    private func receive(until deadline: ContinuousClock.Instant) throws(SystemError) -> LauncherMessage {
+    private static func receive(_ socket: Int32, until deadline: ContinuousClock.Instant?) throws(SystemError)
+        -> LauncherMessage
+    {
         var buffer = [UInt8](repeating: 0, count: LauncherMessage.maximumSize)
         while true {
-            let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
-            let milliseconds = max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+            var milliseconds: Int32 = -1
+            if let deadline {
+                let (seconds, attoseconds) = ContinuousClock.now.duration(to: deadline).components
+                milliseconds = max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
+            }
             var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, 1, milliseconds)
             if ready < 0 {
@@ -513,5 +635,10 @@ public final class LauncherClient: Sendable {
             guard got > 0 else { throw SystemError(.launch, "the launcher is gone") }
             return try LauncherMessage.decode(Array(buffer[..<got]))
         }
+    }
+
+    private static func seconds(_ duration: Duration) -> TimeInterval {
+        let (seconds, attoseconds) = duration.components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

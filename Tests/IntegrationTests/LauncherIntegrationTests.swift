@@ -106,9 +106,13 @@ struct LauncherIntegrationTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         chmod(directory, 0o777)
         let output = directory + "/network.txt"
+        // Its output is handed over (an extension's /tmp is its own): a file opened here.
+        let outputFile = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        #expect(outputFile >= 0)
+        defer { close(outputFile) }
         // `ip` asks the namespace itself (netlink); /sys/class/net would show the launcher's.
         let script = """
-            exec > \(output) 2>&1
+            exec 2>&1
             /usr/sbin/ip -o link show | sed 's/^/link /'
             /usr/sbin/ip route show table all | sed 's/^/route /'
             /usr/sbin/ip -6 route show table all | sed 's/^/route /'
@@ -123,8 +127,8 @@ struct LauncherIntegrationTests {
         let request = LaunchRequest(
             kind: .extension, program: "/bin/bash", arguments: ["-c", script],
             environment: ["PATH": "/usr/bin:/bin"], uid: nobody.pw_uid, gid: nobody.pw_gid,
-            limits: .init(memoryBytes: 256 << 20, wallSeconds: 20))
-        let pid = try client.launch(request)
+            limits: .init(memoryBytes: 256 << 20, wallSeconds: 20), descriptors: [1])
+        let pid = try client.launch(request, files: [outputFile])
         #expect(try client.waitForExit(of: pid, timeout: .seconds(20)) == 0)
         let lines = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").map(String.init)
         let links = lines.filter { $0.hasPrefix("link ") }
@@ -134,6 +138,71 @@ struct LauncherIntegrationTests {
         #expect(!routes.isEmpty && routes.allSatisfy { $0.contains(" dev lo ") }, "\(routes)")
         #expect(lines.contains("out4 unreachable") && lines.contains("out6 unreachable"), "\(lines)")
         #expect(lines.contains("loopback itself"), "\(lines)")
+    }
+
+    @Test func anExtensionGetsItsDescriptorsSeesOnlyItselfAndTakesNothingWithIt() throws {
+        var launcher: LauncherClient? = try startLauncher()
+        defer { stop(&launcher) }
+        let client = try #require(launcher)
+        let nobody = try #require(getpwnam("nobody")?.pointee)
+        var input: [Int32] = [-1, -1]
+        var output: [Int32] = [-1, -1]
+        var channel: [Int32] = [-1, -1]
+        #expect(pipe(&input) == 0 && pipe(&output) == 0)
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &channel) == 0)
+        defer { for fd in input + output + channel where fd >= 0 { close(fd) } }
+        let marker = "screentime-left-behind-\(getpid())"
+        // It reads what it was given, says who it is where it can look, leaves a program running
+        // and a file in /tmp, and ends.
+        let script = """
+            read line; echo "stdin $line"
+            echo "pid $$"
+            echo "processes $(ls -d /proc/[0-9]* | wc -l)"
+            echo "fd3 $(readlink /proc/self/fd/3 | cut -d: -f1)"
+            echo hello >&3
+            echo left > /tmp/\(marker)
+            (exec -a \(marker) sleep 300) &
+            echo "started $!"
+            """
+        let request = LaunchRequest(
+            kind: .extension, program: "/bin/bash", arguments: ["-c", script],
+            environment: ["PATH": "/usr/bin:/bin"], uid: nobody.pw_uid, gid: nobody.pw_gid,
+            limits: .init(memoryBytes: 256 << 20, wallSeconds: 20), descriptors: [0, 1, 3])
+        let pid = try client.launch(request, files: [input[0], output[1], channel[1]])
+        close(input[0])
+        close(output[1])
+        close(channel[1])
+        (input[0], output[1], channel[1]) = (-1, -1, -1)
+        _ = "a line\n".withCString { write(input[1], $0, strlen($0)) }
+        #expect(try client.waitForExit(of: pid, timeout: .seconds(20)) == 0)
+        var said = [UInt8](repeating: 0, count: 4096)
+        let count = read(output[0], &said, said.count)
+        let lines = String(decoding: said.prefix(max(0, count)), as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines.contains("stdin a line"), "\(lines)")
+        #expect(lines.contains("pid 1"), "the first process of a pid namespace of its own: \(lines)")
+        let seen = lines.first { $0.hasPrefix("processes ") }.flatMap { Int($0.dropFirst(10)) } ?? 99
+        #expect(seen <= 4, "its /proc shows its own processes only: \(lines)")
+        #expect(lines.contains("fd3 socket"), "\(lines)")
+        var greeting = [UInt8](repeating: 0, count: 16)
+        #expect(read(channel[0], &greeting, greeting.count) == 6)
+        // Nothing it started outlives it, and its /tmp was its own.
+        var running: [String] = []
+        for _ in 0..<100 {
+            running = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.filter { entry in
+                Int32(entry) != nil
+                    && ((try? String(contentsOfFile: "/proc/\(entry)/cmdline", encoding: .utf8))?.hasPrefix(marker)
+                        ?? false)
+            } ?? []
+            if running.isEmpty { break }
+            usleep(20_000)
+        }
+        #expect(running.isEmpty, "left running: \(running)")
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/\(marker)"))
+        // A request naming more descriptors than it sends is refused.
+        #expect(throws: SystemError.self) { _ = try client.launch(request, files: [input[1]]) }
+        var bad = request
+        bad.descriptors = [0, 0, 12]
+        #expect(throws: SystemError.self) { _ = try client.launch(bad, files: [input[1], input[1], input[1]]) }
     }
 
     @Test func itRefusesAnythingElseAndKeepsServing() throws {

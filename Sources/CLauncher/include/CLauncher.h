@@ -26,6 +26,15 @@ struct screentime_launch_spec {
     long long memory_bytes;
     long long processes;
     long long open_files;
+    /// A pid namespace and a mount namespace of its own, with its own /proc and an empty /tmp: it
+    /// sees no other process, nothing it leaves outlives it (the kernel ends a namespace's every
+    /// process with its first), and nothing of another's it can reach in /tmp.
+    int new_pid;
+    /// Descriptors to hand over: `sources[i]` becomes descriptor `targets[i]` (0, 1, 2 are /dev/null
+    /// unless given).
+    const int *sources;
+    const int *targets;
+    int descriptor_count;
 };
 
 /// The step of `screentime_launch` that failed, with the errno it failed with.
@@ -44,10 +53,14 @@ enum {
     SCREENTIME_LAUNCH_STEP_UID,
     SCREENTIME_LAUNCH_STEP_DIRECTORY,
     SCREENTIME_LAUNCH_STEP_EXEC,
+    SCREENTIME_LAUNCH_STEP_MOUNTS,
+    SCREENTIME_LAUNCH_STEP_DESCRIPTORS,
 };
 
-/// Forks and, in the child, puts it in a session of its own (dying with the caller), a new
-/// network namespace if asked (with its loopback up, through libnl-route-3), the limits, /dev/null as standard input, output and error, the
+/// Forks (into new pid and mount namespaces if asked) and, in the child, puts it in a session of
+/// its own (dying with the caller), a new network namespace if asked (with its loopback up,
+/// through libnl-route-3), its own /proc and /tmp if in a pid namespace of its own, the limits,
+/// /dev/null as standard input, output and error unless descriptors are handed over for them, the
 /// groups, gid and uid, the directory, then execs the program with exactly that environment.
 /// Returns the child's pid once it has exec'd, or -1 with the failed step and errno (the child
 /// then reaped). For a single-threaded caller (the launcher).
