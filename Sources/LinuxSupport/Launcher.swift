@@ -207,6 +207,9 @@ struct LauncherMessage: Codable, Sendable {
     var started: Int32?
     var refused: String?
     var exited: Exit?
+    /// The agent asks that a program the launcher started be killed now (no answer; its `exited`
+    /// follows).
+    var stop: Int32?
     /// The request a `launch` is, and a `started` or `refused` answers.
     var id: UInt64?
 
@@ -216,7 +219,7 @@ struct LauncherMessage: Codable, Sendable {
     /// Exactly one of the known keys, or an error that says what was wrong.
     static func decode(_ bytes: [UInt8]) throws(SystemError) -> LauncherMessage {
         let object = try? JSONSerialization.jsonObject(with: Data(bytes))
-        let known = ["ready", "launch", "started", "refused", "exited"]
+        let known = ["ready", "launch", "started", "refused", "exited", "stop"]
         guard let keys = (object as? [String: Any])?.keys.filter({ $0 != "id" }), keys.count == 1,
             let key = keys.first, known.contains(key)
         else {
@@ -335,6 +338,11 @@ struct LauncherServer {
         do throws(SystemError) {
             let message = try LauncherMessage.decode(bytes)
             id = message.id
+            if let pid = message.stop {
+                // Only a program of its own, by the pidfd it holds: a pid reused since is not it.
+                if let child = children[pid] { _ = screentime_pidfd_send_signal(child.pidfd, SIGKILL) }
+                return
+            }
             guard let launch = message.launch else {
                 throw SystemError(.launch, "the launcher takes 'launch' messages only")
             }
@@ -443,6 +451,7 @@ public final class LauncherClient: Sendable {
     private let socket: Int32
     private let ended = Mutex(false)
     private let inbox = Inbox()
+    private let readerStarted = Mutex(false)
 
     /// What the reader thread received, under one condition.
     private final class Inbox: @unchecked Sendable {
@@ -487,11 +496,21 @@ public final class LauncherClient: Sendable {
             waitpid(pid, &status, 0)
             throw error
         }
-        let client = LauncherClient(pid: pid, socket: pair[0], extensionUID: extensionUID)
-        let reader = Thread { [inbox = client.inbox, socket = pair[0]] in Self.read(socket, into: inbox) }
+        // Its reader thread starts at the first request: the agent starts the launcher while it
+        // has one thread, before it drops its capabilities (which belong to threads).
+        return LauncherClient(pid: pid, socket: pair[0], extensionUID: extensionUID)
+    }
+
+    /// Starts the reader thread once.
+    private func startReading() {
+        let first = readerStarted.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        guard first else { return }
+        let reader = Thread { [inbox, socket] in Self.read(socket, into: inbox) }
         reader.name = "screentime.launcher"
         reader.start()
-        return client
     }
 
     private init(pid: Int32, socket: Int32, extensionUID: UInt32?) {
@@ -542,6 +561,13 @@ public final class LauncherClient: Sendable {
         throw SystemError(.launch, answer.refused ?? "the launcher gave no answer")
     }
 
+    /// Asks the launcher to kill a program it started (one that floods its output, say); a
+    /// program that already ended is left alone. Its end is reported as usual.
+    public func stop(_ pid: Int32) {
+        let bytes = LauncherMessage(stop: pid).encoded()
+        _ = bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, screentime_msg_nosignal()) }
+    }
+
     /// Sends raw bytes as one message and returns the launcher's answer to it (tests send what the
     /// agent never would; such an answer carries no id).
     public func sendRaw(
@@ -553,6 +579,7 @@ public final class LauncherClient: Sendable {
     /// Waits up to `timeout` for the program `pid` to end; its status (128 + signal when a
     /// signal ended it), or nil if it still runs.
     public func waitForExit(of pid: Int32, timeout: Duration) throws(SystemError) -> Int32? {
+        startReading()
         let deadline = Date().addingTimeInterval(Self.seconds(timeout))
         inbox.condition.lock()
         defer { inbox.condition.unlock() }
@@ -566,6 +593,7 @@ public final class LauncherClient: Sendable {
     private func exchange(
         _ bytes: [UInt8], id: UInt64, files: [Int32], timeout: Duration
     ) throws(SystemError) -> (pid: Int32?, refused: String?) {
+        startReading()
         let sent = bytes.withUnsafeBytes { raw in
             files.withUnsafeBufferPointer {
                 screentime_send_with_descriptors(
@@ -613,7 +641,9 @@ public final class LauncherClient: Sendable {
         inbox.condition.unlock()
     }
 
-    private static func receive(_ socket: Int32, until deadline: ContinuousClock.Instant?) throws(SystemError)
+    private static func receive(
+        _ socket: Int32, until deadline: ContinuousClock.Instant?
+    ) throws(SystemError)
         -> LauncherMessage
     {
         var buffer = [UInt8](repeating: 0, count: LauncherMessage.maximumSize)

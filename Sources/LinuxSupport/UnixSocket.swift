@@ -27,6 +27,15 @@ public final class UnixSocket: Sendable {
 
     deinit { close(descriptor) }
 
+    /// Takes over a connected stream socket made elsewhere (one end of a socket pair); `name`
+    /// says what it is in errors.
+    public convenience init(adopting descriptor: Int32, name: String) {
+        self.init(descriptor: descriptor, path: name)
+    }
+
+    /// Ends the connection both ways now (a reader blocked on it sees its end).
+    public func shutDown() { _ = Glibc.shutdown(descriptor, Int32(SHUT_RDWR)) }
+
     /// Listens at `path`, replacing a stale socket file; the file gets `mode` (0666: anyone may
     /// connect, the agent checks who they are).
     public static func listen(

@@ -18,7 +18,7 @@ public struct Agent {
     /// Everything that must be in place before the services start; throws what went wrong.
     func makeServices() throws -> (
         policy: PolicyService, domains: DomainShield, processes: ProcessShield, publisher: PolicyPublisher,
-        usage: UsageTracker
+        usage: UsageTracker, scheduler: ActivityScheduler, database: StateDatabase
     ) {
         do {
             try Files.makeDirectory(configuration.stateDirectory, mode: 0o700)
@@ -59,7 +59,16 @@ public struct Agent {
             logger: usageLogger)
         policy.usageTracker.withLock { $0 = usage }
         domains.lookedUp.withLock { tell in tell = { [weak usage] domain, uid in usage?.lookedUp(domain, uid: uid) } }
-        return (policy, domains, processes, publisher, usage)
+        var scheduleLogger = logger
+        scheduleLogger[metadataKey: "component"] = "schedule"
+        let scheduler = ActivityScheduler(database: database, logger: scheduleLogger)
+        scheduler.usage.withLock { ledger in
+            ledger = { [weak usage] uid, interval in try? usage?.usage(uid: uid, during: interval).ledger }
+        }
+        scheduler.inFront.withLock { $0 = { [weak usage] uid in usage?.isInFront(uid: uid) ?? true } }
+        usage.usersInFrontChanged.withLock { $0 = { [weak scheduler] users in scheduler?.usageStarted(users) } }
+        policy.scheduler.withLock { $0 = scheduler }
+        return (policy, domains, processes, publisher, usage, scheduler, database)
     }
 
     /// The services, set up and ready to run.
@@ -70,6 +79,8 @@ public struct Agent {
         let subordinateIDs: SubordinateIDWatch
         let launcher: ProgramLauncher
         let usage: UsageTracker
+        let scheduler: ActivityScheduler
+        let extensions: ExtensionHost
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
@@ -81,7 +92,7 @@ public struct Agent {
     /// runs: capabilities belong to threads, and the threads started after the drop inherit the
     /// reduced sets.
     public func prepare() throws -> Prepared {
-        let (policy, domains, processes, publisher, usage) = try makeServices()
+        let (policy, domains, processes, publisher, usage, scheduler, database) = try makeServices()
         let snapshot: PolicySnapshot
         do {
             snapshot = try publisher.first()
@@ -114,11 +125,21 @@ public struct Agent {
         // After the process shield: a user newly authorized has their processes tracked first.
         usage.apply(snapshot)
         publisher.add(usage)
+        publisher.add(scheduler)
+        var extensionLogger = logger
+        extensionLogger[metadataKey: "component"] = "extensions"
+        let users = UserDirectory()
+        let extensions = ExtensionHost(
+            database: database, launcher: launcher, logger: extensionLogger,
+            monitor: { [weak scheduler] key in scheduler?.entry(key)?.monitor },
+            react: { [weak policy] monitor, callback in try policy?.react(monitor, callback) },
+            userName: { uid in try? users.user(uid: uid).name })
+        scheduler.deliver.withLock { $0 = { [weak extensions] owed in extensions?.deliver(owed) } }
         let watch = SubordinateIDWatch(
             publisher: publisher, files: [configuration.subordinateUIDs, configuration.subordinateGIDs], logger: logger)
         return Prepared(
             policy: policy, domains: domains, processes: processes, subordinateIDs: watch, launcher: launcher,
-            usage: usage)
+            usage: usage, scheduler: scheduler, extensions: extensions)
     }
 
     public func run(_ prepared: Prepared) async throws {
@@ -126,6 +147,11 @@ public struct Agent {
             path: configuration.socket,
             router: .agent(policy: prepared.policy, launcher: prepared.launcher, logger: logger),
             admission: prepared.policy.admission, logger: logger)
+        prepared.extensions.serve.withLock {
+            $0 = { [weak server] connection, authority in
+                server?.serve(extension: connection, authority: authority)
+            }
+        }
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
                 services: Self.failurePolicy(prepared, server: server),
@@ -151,6 +177,7 @@ public struct Agent {
     /// | process shield | the proc connector fails | the agent restarts: a new start rescans every process |
     /// | subordinate id watch | the files cannot be watched | the agent goes on: they are read again at every change of policy |
     /// | usage tracker | never while the agent runs | the agent goes on (no shield depends on it) |
+    /// | activity scheduler | never while the agent runs | the agent goes on (the stores it changed stay in force) |
     /// | control socket | it cannot accept | the agent restarts: nobody could change or see anything |
     static func failurePolicy(
         _ prepared: Prepared, server: ControlServer
@@ -163,6 +190,7 @@ public struct Agent {
                 service: prepared.processes, successTerminationBehavior: restart, failureTerminationBehavior: restart),
             .init(service: prepared.subordinateIDs, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: prepared.usage, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
+            .init(service: prepared.scheduler, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: server, successTerminationBehavior: restart, failureTerminationBehavior: restart),
         ]
     }

@@ -17,16 +17,36 @@ public struct ScreenTimeClient: Sendable {
     public let socket: String
     /// How long a reply may take (a password check or a policy change takes up to a few seconds).
     public var timeout: Int32 = 60
+    /// Inside an extension the agent started: the channel (its descriptor, `$SCREENTIME_CHANNEL_FD`)
+    /// through which connections are opened with the authority the agent gave the extension —
+    /// no secret travels, the descriptor is the authority.
+    public let channel: Int32?
 
-    /// A client of the socket at `socket`, else `$SCREENTIME_SOCKET`, else the default.
+    /// A client of the socket at `socket`, else of the channel an extension was given
+    /// (`$SCREENTIME_CHANNEL_FD`), else of `$SCREENTIME_SOCKET`, else of the default socket.
     public init(socket: String? = nil) {
+        channel = socket == nil ? Self.inheritedChannel() : nil
         if let socket {
             self.socket = socket
+        } else if channel != nil {
+            self.socket = "the extension's channel"
         } else if let variable = getenv("SCREENTIME_SOCKET"), variable.pointee != 0 {
             self.socket = String(cString: variable)
         } else {
             self.socket = Self.defaultSocket
         }
+    }
+
+    /// The channel named by `$SCREENTIME_CHANNEL_FD`, if it is an open socket.
+    private static func inheritedChannel() -> Int32? {
+        guard let variable = getenv("SCREENTIME_CHANNEL_FD"), let fd = Int32(String(cString: variable)), fd >= 3
+        else { return nil }
+        var kind: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_TYPE, &kind, &length) == 0, kind == Int32(SOCK_SEQPACKET.rawValue) else {
+            return nil
+        }
+        return fd
     }
 
     /// Sends a request, with open files it names (`FileArgument.descriptor` indexes `files`), and
@@ -38,7 +58,12 @@ public struct ScreenTimeClient: Sendable {
         } catch {
             throw ScreenTimeIPCError(.invalidArgument, "the request cannot be encoded: \(error)")
         }
-        let connection = try ClientConnection(path: socket, timeout: timeout)
+        let connection: ClientConnection
+        if let channel {
+            connection = try ClientConnection(channel: channel, timeout: timeout)
+        } else {
+            connection = try ClientConnection(path: socket, timeout: timeout)
+        }
         do {
             try connection.send(Framing.frame(bytes), files: files)
         } catch {
@@ -66,6 +91,38 @@ public struct ScreenTimeClient: Sendable {
 private final class ClientConnection {
     private let fd: Int32
     private let path: String
+
+    /// A connection opened through an extension's channel: a datagram asks, the agent answers
+    /// with one end of a new connection.
+    init(channel: Int32, timeout: Int32) throws(ScreenTimeIPCError) {
+        path = "the extension's channel"
+        let ask: [UInt8] = Array("connect".utf8)
+        let sent = ask.withUnsafeBytes { Glibc.send(channel, $0.baseAddress, $0.count, screentime_msg_nosignal()) }
+        guard sent == ask.count else {
+            throw Self.unreachable(path, "send: \(String(cString: strerror(errno)))")
+        }
+        var answer = [UInt8](repeating: 0, count: 16)
+        var descriptors: [Int32] = [-1]
+        var count: Int32 = 0
+        var received: Int = -1
+        repeat {
+            received = answer.withUnsafeMutableBytes { bytes in
+                descriptors.withUnsafeMutableBufferPointer {
+                    screentime_receive_with_descriptors(
+                        channel, bytes.baseAddress, UInt(bytes.count), $0.baseAddress, 1, &count, 0)
+                }
+            }
+        } while received < 0 && errno == EINTR
+        guard received > 0, count == 1, descriptors[0] >= 0 else {
+            throw ScreenTimeIPCError(
+                .agentUnreachable, "the agent gave this extension no connection (it ended, or it opened too many)")
+        }
+        fd = descriptors[0]
+        var value = timeval(tv_sec: Int(timeout), tv_usec: 0)
+        for option in [SO_RCVTIMEO, SO_SNDTIMEO] {
+            setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
+        }
+    }
 
     init(path: String, timeout: Int32) throws(ScreenTimeIPCError) {
         self.path = path

@@ -19,7 +19,7 @@ struct Screentime: ParsableCommand {
         subcommands: [
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
             Unshield.self, Block.self, Unblock.self, DenyInstalls.self, FilterCommand.self, Clear.self, Pick.self,
-            Unlock.self, Report.self,
+            Unlock.self, Report.self, MonitorCommand.self, Limit.self, Downtime.self,
             Ping.self, LauncherCheck.self,
         ])
 }
@@ -30,8 +30,11 @@ enum AgentProtocolVersion {
 
 /// Options every command shares.
 struct ConnectionOptions: ParsableArguments {
-    @Option(help: "The agent's control socket (or $SCREENTIME_SOCKET).")
-    var socket: String = ProcessInfo.processInfo.environment["SCREENTIME_SOCKET"] ?? "/run/screentime/screentimed.sock"
+    @Option(
+        help: ArgumentHelp(
+            "The agent's control socket (default: $SCREENTIME_SOCKET, else /run/screentime/screentimed.sock).",
+            discussion: "Inside a monitor extension, the channel the agent gave it is used instead."))
+    var socket: String?
 
     var client: ScreenTimeClient { ScreenTimeClient(socket: socket) }
 }
@@ -42,8 +45,8 @@ struct OutputOptions: ParsableArguments {
 }
 
 struct StoreOptions: ParsableArguments {
-    @Option(help: "The user whose store changes (name or uid).")
-    var user: String
+    @Option(help: "The user whose store changes (name or uid; inside an extension, its user).")
+    var user: String?
 
     @Option(help: "The named store (default: default).")
     var store: String?

@@ -77,6 +77,19 @@ struct StatusText {
                 if let problem = session.problem { out += "    problem: \(problem)\n" }
             }
         }
+        if let monitors = reply.monitors, !monitors.isEmpty {
+            out += "Monitors (screentime monitor list for more):\n"
+            for monitor in monitors {
+                var line = "  \(monitor.client)/\(monitor.name)"
+                if monitor.inInterval { line += ": in progress" }
+                let reached = monitor.events.filter(\.reached).map(\.name)
+                if !reached.isEmpty { line += "; reached \(reached.joined(separator: ", "))" }
+                if let run = monitor.lastRun, run.outcome != "ok" {
+                    line += "; its extension \(run.outcome) at \(run.callback): \(run.problem ?? "")"
+                }
+                out += line + "\n"
+            }
+        }
         if let failures = reply.passwordFailures {
             out += "Wrong guardian passwords: \(failures.failures), the last at \(Self.format(failures.lastFailure))"
             out += failures.locked ? "; locked out ('screentime unlock --user \(auth.user.name)' lifts it)\n" : "\n"

@@ -188,11 +188,12 @@ struct LauncherIntegrationTests {
         // Nothing it started outlives it, and its /tmp was its own.
         var running: [String] = []
         for _ in 0..<100 {
-            running = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.filter { entry in
-                Int32(entry) != nil
-                    && ((try? String(contentsOfFile: "/proc/\(entry)/cmdline", encoding: .utf8))?.hasPrefix(marker)
-                        ?? false)
-            } ?? []
+            running =
+                (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.filter { entry in
+                    Int32(entry) != nil
+                        && ((try? String(contentsOfFile: "/proc/\(entry)/cmdline", encoding: .utf8))?.hasPrefix(marker)
+                            ?? false)
+                } ?? []
             if running.isEmpty { break }
             usleep(20_000)
         }

@@ -11,7 +11,8 @@ import Testing
     ) -> MonitoredActivity {
         MonitoredActivity(
             name: try! DeviceActivityName("homework"),
-            schedule: DeviceActivitySchedule(intervalStart: start, intervalEnd: end, repeats: repeats, warningTime: warning),
+            schedule: DeviceActivitySchedule(
+                intervalStart: start, intervalEnd: end, repeats: repeats, warningTime: warning),
             events: Dictionary(uniqueKeysWithValues: events.map { (try! DeviceActivityEvent.Name($0.key), $0.value) }),
             monitoringStart: since, weekdays: weekdays)
     }
@@ -61,7 +62,9 @@ import Testing
         // Every wake was a boundary or a warning: no polling in between.
         let moments = Set(told.map { $0.0 })
         #expect(wakes.dropLast().allSatisfy(moments.contains), "\(wakes)")
-        #expect(told[1].1.interval == DateInterval(start: at("2026-06-10T21:00:00+02:00"), end: at("2026-06-11T07:00:00+02:00")))
+        #expect(
+            told[1].1.interval
+                == DateInterval(start: at("2026-06-10T21:00:00+02:00"), end: at("2026-06-11T07:00:00+02:00")))
     }
 
     @Test func monitoringStartedInsideAnIntervalStartsItAtOnce() {
@@ -80,7 +83,9 @@ import Testing
         let since = at("2026-06-10T20:00:00+02:00")
         let evening = activity(hm(21), hm(7), since: since)
         var progress = ActivityProgress()
-        #expect(progress.advance(evening, now: at("2026-06-10T21:30:00+02:00"), calendar: berlin, ledger: nil).map(\.callback) == [.intervalDidStart])
+        #expect(
+            progress.advance(evening, now: at("2026-06-10T21:30:00+02:00"), calendar: berlin, ledger: nil).map(
+                \.callback) == [.intervalDidStart])
         // Down from 21:30 until 23:00 the next day: the first interval ended at 07:00, the second
         // started at 21:00.
         let back = progress.advance(evening, now: at("2026-06-11T23:00:00+02:00"), calendar: berlin, ledger: nil)
@@ -100,7 +105,9 @@ import Testing
         _ = progress.advance(evening, now: at("2026-06-10T21:05:00+02:00"), calendar: berlin, ledger: nil)
         // Set back to before the start, then time passes the start again.
         #expect(progress.advance(evening, now: at("2026-06-10T20:30:00+02:00"), calendar: berlin, ledger: nil).isEmpty)
-        #expect(progress.nextWake(evening, now: at("2026-06-10T20:55:00+02:00"), calendar: berlin, ledger: nil)! > at("2026-06-10T20:55:00+02:00"))
+        #expect(
+            progress.nextWake(evening, now: at("2026-06-10T20:55:00+02:00"), calendar: berlin, ledger: nil)!
+                > at("2026-06-10T20:55:00+02:00"))
         #expect(progress.advance(evening, now: at("2026-06-10T20:55:00+02:00"), calendar: berlin, ledger: nil).isEmpty)
         #expect(progress.advance(evening, now: at("2026-06-10T21:01:00+02:00"), calendar: berlin, ledger: nil).isEmpty)
         // Set forward past the end and the next start: end, then start, once each.
@@ -114,8 +121,12 @@ import Testing
         let since = at("2026-03-28T12:00:00+01:00")
         let day = activity(hm(0), hm(0), since: since)
         var progress = ActivityProgress()
-        let (told, _) = run(day, from: since, until: at("2026-03-30T12:00:00+02:00"), progress: &progress, calendar: berlin)
-        #expect(names(told) == ["intervalDidStart", "intervalDidEnd", "intervalDidStart", "intervalDidEnd", "intervalDidStart"])
+        let (told, _) = run(
+            day, from: since, until: at("2026-03-30T12:00:00+02:00"), progress: &progress, calendar: berlin)
+        #expect(
+            names(told) == [
+                "intervalDidStart", "intervalDidEnd", "intervalDidStart", "intervalDidEnd", "intervalDidStart",
+            ])
         #expect(told[2].0 == at("2026-03-29T00:00:00+01:00"))
         #expect(told[2].1.interval.duration == 23 * 3_600)
         #expect(told[4].0 == at("2026-03-30T00:00:00+02:00"))
@@ -126,7 +137,8 @@ import Testing
         let since = at("2026-03-29T00:00:00+01:00")
         let night = activity(hm(2, 30), hm(4), since: since)
         var progress = ActivityProgress()
-        let (told, _) = run(night, from: since, until: at("2026-03-29T05:00:00+02:00"), progress: &progress, calendar: berlin)
+        let (told, _) = run(
+            night, from: since, until: at("2026-03-29T05:00:00+02:00"), progress: &progress, calendar: berlin)
         #expect(names(told) == ["intervalDidStart", "intervalDidEnd"])
         #expect(told[0].0 == at("2026-03-29T03:00:00+02:00"))
     }
@@ -135,7 +147,8 @@ import Testing
         let since = at("2026-06-10T08:00:00+02:00")
         let once = activity(hm(9), hm(10), repeats: false, since: since)
         var progress = ActivityProgress()
-        let (told, wakes) = run(once, from: since, until: at("2026-06-13T00:00:00+02:00"), progress: &progress, calendar: berlin)
+        let (told, wakes) = run(
+            once, from: since, until: at("2026-06-13T00:00:00+02:00"), progress: &progress, calendar: berlin)
         #expect(names(told) == ["intervalDidStart", "intervalDidEnd"])
         #expect(wakes == [at("2026-06-10T09:00:00+02:00"), at("2026-06-10T10:00:00+02:00")])
     }
@@ -167,7 +180,8 @@ import Testing
         let (told, wakes) = run(
             day, from: since, until: at("2026-06-10T23:00:00+02:00"), progress: &progress, calendar: berlin,
             ledger: ledger)
-        #expect(names(told) == ["intervalDidStart", "eventWillReachThresholdWarning games", "eventDidReachThreshold games"])
+        #expect(
+            names(told) == ["intervalDidStart", "eventWillReachThresholdWarning games", "eventDidReachThreshold games"])
         // 55 minutes of play were reached at 11:15, the hour at 11:20.
         #expect(told[1].0 == at("2026-06-10T11:15:00+02:00"))
         #expect(told[2].0 == at("2026-06-10T11:20:00+02:00"))

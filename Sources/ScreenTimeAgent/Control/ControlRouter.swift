@@ -5,14 +5,17 @@ public import ScreenTimeIPC
 
 /// What a handler knows of a request beside its body: who sent it, as the kernel says
 /// (`SO_PEERCRED`), and the files that came with it (`SCM_RIGHTS`), which the connection closes
-/// once the reply is sent.
+/// once the reply is sent — or, on a connection the agent handed an extension it started, the
+/// authority that extension acts with (then the peer's credentials, the agent's own, mean nothing).
 public struct RequestContext: Sendable {
     public let peer: PeerCredentials
     public let files: [Int32]
+    public let authority: ExtensionAuthority?
 
-    public init(peer: PeerCredentials, files: [Int32] = []) {
+    public init(peer: PeerCredentials, files: [Int32] = [], authority: ExtensionAuthority? = nil) {
         self.peer = peer
         self.files = files
+        self.authority = authority
     }
 
     /// The descriptor a request's file argument names; a missing one is the caller's error.
@@ -25,6 +28,25 @@ public struct RequestContext: Sendable {
         }
         return files[argument.descriptor]
     }
+}
+
+/// What an extension the agent started may do: act for one user, on one client's stores and
+/// monitors, and nothing else. It comes with the connection (a channel the agent gave the
+/// extension as it started it), never from what a request says.
+public struct ExtensionAuthority: Sendable, Hashable {
+    public var uid: UInt32
+    public var client: String
+
+    public init(uid: UInt32, client: String) {
+        self.uid = uid
+        self.client = client
+    }
+
+    /// The requests an extension may make; any other is refused.
+    public static let allowedKinds: Set<String> = [
+        "ping", "status", "token", "applications", "categories", "shield", "clear", "filter", "denyInstalls",
+        "monitor.start", "monitor.stop", "monitor.list",
+    ]
 }
 
 /// Finds the handler of a request by its kind and turns its reply (or error) into bytes.
@@ -58,6 +80,9 @@ public struct ControlRouter: Sendable {
             let kind = try RequestEnvelope.kind(of: bytes)
             guard let route = routes[kind] else {
                 throw ScreenTimeIPCError(.unknownRequest, "this agent knows no request of kind '\(kind.prefix(60))'")
+            }
+            if context.authority != nil, !ExtensionAuthority.allowedKinds.contains(kind) {
+                throw ScreenTimeIPCError(.notAllowed, "an extension may not make '\(kind)' requests")
             }
             return try route(bytes, context)
         } catch let error as ScreenTimeIPCError {

@@ -18,6 +18,11 @@ extension ControlRouter {
         router.register(UnlockRequest.self, policy.unlock)
         router.register(DenyInstallsRequest.self, policy.denyInstalls)
         router.register(ReportRequest.self, policy.report)
+        router.register(MonitorStartRequest.self, policy.monitorStart)
+        router.register(MonitorStopRequest.self, policy.monitorStop)
+        router.register(MonitorListRequest.self, policy.monitorList)
+        router.register(LimitRequest.self, policy.limit)
+        router.register(DowntimeRequest.self, policy.downtime)
         router.register(LauncherCheckRequest.self) {
             try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer))
         }

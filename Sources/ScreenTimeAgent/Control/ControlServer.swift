@@ -152,8 +152,16 @@ public final class ControlServer: Service {
         }
     }
 
+    /// Serves a connection the agent handed an extension it started: every request on it is
+    /// judged by `authority` alone (not counted against anyone's slots: the extension runs a few
+    /// seconds, and its channel opens at most `ExtensionProcess.maximumConnections`).
+    public func serve(extension connection: UnixSocket, authority: ExtensionAuthority) {
+        let agent = PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid())
+        serve(connection, peer: agent, authority: authority)
+    }
+
     /// Answers frames until the peer closes, stalls, or the agent stops.
-    private func serve(_ connection: UnixSocket, peer: PeerCredentials) {
+    private func serve(_ connection: UnixSocket, peer: PeerCredentials, authority: ExtensionAuthority? = nil) {
         var reader = FrameReader(connection: connection)
         defer { reader.closeFiles() }
         while !stopping.load(ordering: .relaxed) {
@@ -163,7 +171,8 @@ public final class ControlServer: Service {
                 switch frame {
                 case .message(let payload, let files):
                     defer { for fd in files { close(fd) } }
-                    reply = router.reply(to: payload, context: RequestContext(peer: peer, files: files))
+                    reply = router.reply(
+                        to: payload, context: RequestContext(peer: peer, files: files, authority: authority))
                 case .refused(let error):
                     reply = ReplyCoding.encode(error)
                 }

@@ -13,14 +13,14 @@ import Synchronization
 /// are serialised; password checks happen outside that lock (PAM may take seconds to refuse).
 public final class PolicyService: Sendable {
     private let configuration: AgentConfiguration
-    private let database: StateDatabase
-    private let minter: TokenMinter
-    private let suffixes: PublicSuffixList
+    let database: StateDatabase
+    let minter: TokenMinter
+    let suffixes: PublicSuffixList
     private let publisher: PolicyPublisher
     private let domainShield: DomainShield?
     private let processShield: ProcessShield?
-    private let users: any Accounts
-    private let logger: Logger
+    let users: any Accounts
+    let logger: Logger
     private let changes = Mutex(())
     private let systemDataDirectories: [String]
     private let approvals: GuardianApprovals
@@ -28,6 +28,8 @@ public final class PolicyService: Sendable {
     let launcher = Mutex<ProgramLauncher?>(nil)
     /// The usage tracker, once the agent made it (`report` and the sessions in `status`).
     let usageTracker = Mutex<UsageTracker?>(nil)
+    /// The activity scheduler, once the agent made it (monitors, limits, downtime).
+    let scheduler = Mutex<ActivityScheduler?>(nil)
 
     /// The freedesktop main categories (Desktop Menu Specification): valid app categories even
     /// when no installed application uses them yet.
@@ -72,46 +74,46 @@ public final class PolicyService: Sendable {
     // MARK: requests
 
     func ping(_ request: PingRequest, _ context: RequestContext) throws -> PingReply {
-        let caller = try caller(context.peer)
+        let caller = try caller(context)
         return PingReply(
             agentVersion: AgentVersion.current, protocolVersion: protocolVersion, callerUID: context.peer.uid,
             role: caller.role.rawValue)
     }
 
     func status(_ request: StatusRequest, _ context: RequestContext) throws -> StatusReply {
-        try status(request.user, caller: caller(context.peer))
+        try status(request.user, caller: caller(context))
     }
 
     func authorize(_ request: AuthorizeRequest, _ context: RequestContext) throws -> AuthorizationReply {
-        try authorize(request, caller: caller(context.peer))
+        try authorize(request, caller: caller(context))
     }
 
     func revoke(_ request: RevokeRequest, _ context: RequestContext) throws -> AuthorizationReply {
-        try revoke(request.user, caller: caller(context.peer))
+        try revoke(request.user, caller: caller(context))
     }
 
     func applications(_ request: ApplicationsRequest, _ context: RequestContext) throws -> ApplicationsReply {
-        try applications(request.user, caller: caller(context.peer))
+        try applications(request.user, caller: caller(context))
     }
 
     func categories(_ request: CategoriesRequest, _ context: RequestContext) throws -> CategoriesReply {
-        try categories(request.user, caller: caller(context.peer))
+        try categories(request.user, caller: caller(context))
     }
 
     func token(_ request: TokenRequest, _ context: RequestContext) throws -> TokenReply {
-        try token(request, caller: caller(context.peer), context: context)
+        try token(request, caller: caller(context), context: context)
     }
 
     func shield(_ request: ShieldRequest, _ context: RequestContext) throws -> StoreReply {
-        try shield(request, caller: caller(context.peer), context: context)
+        try shield(request, caller: caller(context), context: context)
     }
 
     func clear(_ request: ClearRequest, _ context: RequestContext) throws -> StoreReply {
-        try clear(request.target, caller: caller(context.peer))
+        try clear(request.target, caller: caller(context))
     }
 
     func filter(_ request: FilterRequest, _ context: RequestContext) throws -> StoreReply {
-        try filter(request, caller: caller(context.peer))
+        try filter(request, caller: caller(context))
     }
 
     /// Puts a saved change in force before the reply is sent: when `screentime shield` returns,
@@ -133,6 +135,17 @@ public final class PolicyService: Sendable {
 
     /// Whether the peer is a guardian (root or the guardian group), for handlers of other services.
     func isGuardian(_ peer: PeerCredentials) -> Bool { (try? caller(peer))?.isGuardian ?? false }
+
+    /// Who sent a request: the extension a channel was given to, else the connecting process.
+    func caller(_ context: RequestContext) throws -> Caller {
+        guard let authority = context.authority else { return try caller(context.peer) }
+        guard let account = try? users.user(uid: authority.uid),
+            let record = try database.authorization(uid: authority.uid), record.status == .approved
+        else {
+            throw ScreenTimeIPCError(.notAuthorized, "the user this extension acts for is no longer authorized")
+        }
+        return Caller(account: account, role: .extension, authority: try ClientID(authority.client))
+    }
 
     private func caller(_ peer: PeerCredentials) throws -> Caller {
         let account: UserAccount
@@ -170,7 +183,7 @@ public final class PolicyService: Sendable {
         return nil
     }
 
-    private func target(_ reference: UserReference?, caller: Caller) throws -> UserAccount {
+    func target(_ reference: UserReference?, caller: Caller) throws -> UserAccount {
         guard let reference, !reference.isEmpty else { return caller.account }
         do {
             return try users.user(reference)
@@ -179,13 +192,13 @@ public final class PolicyService: Sendable {
         }
     }
 
-    private func summary(_ account: UserAccount) -> UserSummary {
+    func summary(_ account: UserAccount) -> UserSummary {
         UserSummary(name: account.name, uid: account.uid)
     }
 
     // MARK: authorization
 
-    private func authorizationReply(_ account: UserAccount) throws -> AuthorizationReply {
+    func authorizationReply(_ account: UserAccount) throws -> AuthorizationReply {
         let record = try database.authorization(uid: account.uid)
         return AuthorizationReply(
             user: summary(account), status: record?.status ?? .notDetermined, member: record?.member,
@@ -253,7 +266,7 @@ public final class PolicyService: Sendable {
 
     /// A guardian lifts a user's lockout after too many wrong guardian passwords.
     func unlock(_ request: UnlockRequest, _ context: RequestContext) throws -> UnlockReply {
-        let caller = try caller(context.peer)
+        let caller = try caller(context)
         guard caller.isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian can lift a lockout") }
         let account = try target(request.user, caller: caller)
         let had = try approvals.unlock(account.uid)
@@ -304,7 +317,7 @@ public final class PolicyService: Sendable {
         }
         let effective = Self.report(collection.effectivePolicy)
         let mayReadNames =
-            caller.isGuardian || caller.role == .individual
+            caller.isGuardian || caller.role == .individual || caller.role == .extension
             || (authorization.member == .child && authorization.showNamesToChild)
         var names = mayReadNames ? try database.tokenNames(Self.tokens(in: stores)) : [:]
         let everyone =
@@ -340,12 +353,13 @@ public final class PolicyService: Sendable {
         if caller.isGuardian { reply.launcher = launcher.withLock { $0 }?.report }
         if authorization.status == .approved {
             reply.sessions = usageTracker.withLock { $0 }?.sessions(of: account.uid, names: mayReadNames)
+            reply.monitors = try? monitorList(account, client: caller.authority, names: mayReadNames).monitors
         }
         return reply
     }
 
     func report(_ request: ReportRequest, _ context: RequestContext) throws -> UsageReport {
-        let caller = try caller(context.peer)
+        let caller = try caller(context)
         let account = try target(request.user, caller: caller)
         guard caller.isGuardian || account.uid == caller.account.uid else {
             throw ScreenTimeIPCError(.notAllowed, "you may read only your own report")
@@ -359,7 +373,7 @@ public final class PolicyService: Sendable {
             throw ScreenTimeIPCError(.unavailable, "usage is not counted by this agent")
         }
         let mayReadNames =
-            caller.isGuardian || caller.role == .individual
+            caller.isGuardian || caller.role == .individual || caller.role == .extension
             || (authorization.member == .child && authorization.showNamesToChild)
         do {
             return try tracker.report(request, user: summary(account), names: mayReadNames)
@@ -376,7 +390,10 @@ public final class PolicyService: Sendable {
 
     /// Guardians, and individuals for themselves, may see names and mint tokens.
     private func requireNameReader(_ account: UserAccount, caller: Caller, what: String) throws {
-        guard caller.isGuardian || (caller.role == .individual && account.uid == caller.account.uid) else {
+        guard
+            caller.isGuardian
+                || ((caller.role == .individual || caller.role == .extension) && account.uid == caller.account.uid)
+        else {
             throw ScreenTimeIPCError(.notAllowed, "\(what) is for guardians (and individuals, for themselves)")
         }
     }
@@ -447,19 +464,30 @@ public final class PolicyService: Sendable {
 
     // MARK: changing stores
 
-    private func storeKey(_ request: StoreTarget) throws -> StoreKey {
+    private func storeKey(_ request: StoreTarget, caller: Caller) throws -> StoreKey {
         StoreKey(
-            client: try request.client.map { try ClientID($0) } ?? .commandLine,
+            client: try client(request.client, caller: caller),
             name: try request.store.map { try StoreName($0) } ?? .default)
+    }
+
+    /// The client a request acts as: the one it names (the command line's when none), or, for an
+    /// extension, its monitor's client only.
+    func client(_ named: String?, caller: Caller) throws -> ClientID {
+        let client = try named.map { try ClientID($0) } ?? caller.authority ?? .commandLine
+        if let authority = caller.authority, client != authority {
+            throw ScreenTimeIPCError(
+                .notAllowed, "an extension of \(authority) may not act as client \(client.rawValue.prefix(64))")
+        }
+        return client
     }
 
     /// The account whose stores a request changes, checked: a guardian for anyone authorized, an
     /// individual for themself.
-    private func storeOwner(_ request: StoreTarget, caller: Caller) throws -> UserAccount {
+    func storeOwner(_ request: StoreTarget, caller: Caller) throws -> UserAccount {
         let account = try target(request.user, caller: caller)
         let record = try database.authorization(uid: account.uid)
         if !caller.isGuardian {
-            guard account.uid == caller.account.uid, caller.role == .individual else {
+            guard account.uid == caller.account.uid, caller.role == .individual || caller.role == .extension else {
                 let why =
                     caller.role == .child && account.uid == caller.account.uid
                     ? "a child's restrictions are changed only by a guardian"
@@ -477,7 +505,7 @@ public final class PolicyService: Sendable {
 
     private func shield(_ request: ShieldRequest, caller: Caller, context: RequestContext) throws -> StoreReply {
         let account = try storeOwner(request.target, caller: caller)
-        let key = try storeKey(request.target)
+        let key = try storeKey(request.target, caller: caller)
         guard !request.isEmpty else {
             throw ScreenTimeIPCError(
                 .invalidArgument,
@@ -521,7 +549,7 @@ public final class PolicyService: Sendable {
 
     private func filter(_ request: FilterRequest, caller: Caller) throws -> StoreReply {
         let account = try storeOwner(request.target, caller: caller)
-        let key = try storeKey(request.target)
+        let key = try storeKey(request.target, caller: caller)
         return try changeStore(
             account, key, by: caller, action: "web filter set", metadata: ["policy": "\(request.policy)"]
         ) { collection in
@@ -532,9 +560,9 @@ public final class PolicyService: Sendable {
     }
 
     func denyInstalls(_ request: DenyInstallsRequest, _ context: RequestContext) throws -> StoreReply {
-        let caller = try caller(context.peer)
+        let caller = try caller(context)
         let account = try storeOwner(request.target, caller: caller)
-        let key = try storeKey(request.target)
+        let key = try storeKey(request.target, caller: caller)
         return try changeStore(
             account, key, by: caller, action: request.deny ? "installs denied" : "installs allowed"
         ) { collection in
@@ -546,13 +574,13 @@ public final class PolicyService: Sendable {
 
     private func clear(_ request: StoreTarget, caller: Caller) throws -> StoreReply {
         let account = try storeOwner(request, caller: caller)
-        let key = try storeKey(request)
+        let key = try storeKey(request, caller: caller)
         return try changeStore(account, key, by: caller, action: "cleared") { $0.clear(key) }
     }
 
     /// One store change, serialised with every other: read the user's stores, change them, write
     /// the store (and the names it uses), put it in force, log, and reply.
-    private func changeStore(
+    func changeStore(
         _ account: UserAccount, _ key: StoreKey, by caller: Caller, action: String,
         names: [String: TokenName] = [:], metadata: Logger.Metadata = [:],
         _ change: (inout StoreCollection) throws -> Void
@@ -576,13 +604,13 @@ public final class PolicyService: Sendable {
         }
     }
 
-    private static func change<T: Hashable>(_ current: Set<T>?, _ items: Set<T>, remove: Bool) -> Set<T>? {
+    static func change<T: Hashable>(_ current: Set<T>?, _ items: Set<T>, remove: Bool) -> Set<T>? {
         guard !items.isEmpty else { return current }
         let result = remove ? (current ?? []).subtracting(items) : (current ?? []).union(items)
         return result.isEmpty ? nil : result
     }
 
-    private static func change<Kind>(
+    static func change<Kind>(
         _ current: ActivityCategoryPolicy<Kind>?, _ categories: Set<ActivityCategoryToken>, remove: Bool
     ) -> ActivityCategoryPolicy<Kind>? {
         guard !categories.isEmpty else { return current }
@@ -624,7 +652,7 @@ public final class PolicyService: Sendable {
     }
 
     /// Every token a store names, for looking their names up.
-    private static func tokens(in stores: [StoreReport]) -> Set<String> {
+    static func tokens(in stores: [StoreReport]) -> Set<String> {
         var tokens: Set<String> = []
         for store in stores {
             let shield = store.settings.shield

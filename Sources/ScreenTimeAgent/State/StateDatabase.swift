@@ -131,6 +131,7 @@ final class StateDatabase: Sendable {
                 table.primaryKey(["uid", "day", "domain"])
             }
         }
+        registerActivityMigration(&migrator)
         return migrator
     }
 
@@ -193,6 +194,7 @@ final class StateDatabase: Sendable {
                 try db.execute(sql: "DELETE FROM applicationEvent WHERE uid = ?", arguments: [Int64(authorization.uid)])
                 try db.execute(sql: "DELETE FROM usageSpan WHERE uid = ?", arguments: [Int64(authorization.uid)])
                 try db.execute(sql: "DELETE FROM domainLookup WHERE uid = ?", arguments: [Int64(authorization.uid)])
+                try Self.deleteActivity(db, uid: authorization.uid)
             }
         }
     }
@@ -472,7 +474,7 @@ final class StateDatabase: Sendable {
     }
 
     /// Keeps the names of tokens that events use; a name already known (a guardian's) stays.
-    private static func remember(_ names: [String: TokenName], in db: Database) throws {
+    static func remember(_ names: [String: TokenName], in db: Database) throws {
         for (token, name) in names {
             try db.execute(
                 sql: "INSERT OR IGNORE INTO tokenName (token, kind, identity, displayName) VALUES (?, ?, ?, ?)",

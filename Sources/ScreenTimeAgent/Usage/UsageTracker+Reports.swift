@@ -34,26 +34,8 @@ extension UsageTracker {
             throw ScreenTimeIPCError(
                 .invalidArgument, "a report covers from 1 second to 366 days, ending after it starts")
         }
-        flush()
         let interval = DateInterval(start: request.from, end: request.to)
-        let rows = try database.usage(uid: user.uid, during: interval)
-        var ledger = UsageLedger()
-        var applications: [String: StateDatabase.UsageRow] = [:]
-        var categoryNames: [ActivityCategoryToken: String] = [:]
-        for row in rows {
-            guard let token = try? ApplicationToken(base64: row.token) else { continue }
-            var categories = Set<ActivityCategoryToken>()
-            for name in row.categories {
-                guard let category = try? ActivityCategory(name) else { continue }
-                let categoryToken = minter.token(for: category)
-                categories.insert(categoryToken)
-                categoryNames[categoryToken] = name
-            }
-            guard let span = try? UsageSpan(.application(token), categories: categories, start: row.start, end: row.end)
-            else { continue }
-            ledger.record(span)
-            applications[row.token] = row
-        }
+        let (ledger, applications, categoryNames) = try usage(uid: user.uid, during: interval)
         let byApplication = ledger.totalsByApplication(during: interval)
         let applicationReports = byApplication.map { token, seconds in
             let row = applications[token.base64]
@@ -93,5 +75,44 @@ extension UsageTracker {
             categories: categoryReports,
             webDomains: domains.values.sorted { ($0.lookups, $1.token) > ($1.lookups, $0.token) }, segments: segments,
             names: names)
+    }
+
+    /// A user's foreground time that reaches into `interval`, up to now (open spans are written
+    /// first): the ledger, the rows by application token, and the categories' names by token.
+    func usage(
+        uid: UInt32, during interval: DateInterval
+    ) throws -> (
+        ledger: UsageLedger, applications: [String: StateDatabase.UsageRow],
+        categoryNames: [ActivityCategoryToken: String]
+    ) {
+        flush()
+        let rows = try database.usage(uid: uid, during: interval)
+        var ledger = UsageLedger()
+        var applications: [String: StateDatabase.UsageRow] = [:]
+        var categoryNames: [ActivityCategoryToken: String] = [:]
+        for row in rows {
+            guard let token = try? ApplicationToken(base64: row.token) else { continue }
+            var categories = Set<ActivityCategoryToken>()
+            for name in row.categories {
+                guard let category = try? ActivityCategory(name) else { continue }
+                let categoryToken = minter.token(for: category)
+                categories.insert(categoryToken)
+                categoryNames[categoryToken] = name
+            }
+            guard let span = try? UsageSpan(.application(token), categories: categories, start: row.start, end: row.end)
+            else { continue }
+            ledger.record(span)
+            applications[row.token] = row
+        }
+        return (ledger, applications, categoryNames)
+    }
+
+    /// Whether anything of the user's is counted as in front now (in any session).
+    func isInFront(uid: UInt32) -> Bool {
+        state.withLock { state in
+            state.sessions.values.contains { session in
+                session.front?.applications.contains { $0.owner == uid } ?? false
+            }
+        }
     }
 }

@@ -37,6 +37,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// What compositors' extensions told of their focus, by compositor pid (UsageTracker+Shell).
     let shellReports = Mutex<[Int32: ShellReport]>([:])
     let hintSignal = DispatchSemaphore(value: 0)
+    /// Told when a user comes to have something in front (the activity scheduler: a threshold can
+    /// come only while something is), with the users who now have.
+    let usersInFrontChanged = Mutex<(@Sendable (_ gained: Set<UInt32>) -> Void)?>(nil)
+    private let usersInFront = Mutex<Set<UInt32>>([])
     let flushSignal: AsyncStream<Void>
     let flushContinuation: AsyncStream<Void>.Continuation
     /// Two stretches of one application in one session at most this far apart share a row (the
@@ -216,9 +220,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
 
     /// Writes the rows that changed (open ones up to now) and the lookups counted.
     func flush() {
-        let (rows, lookups) = state.withLock {
-            state -> ([(Int, StateDatabase.UsageRow)], [StateDatabase.DomainLookups]) in
+        let (rows, lookups, inFront) = state.withLock {
+            state -> ([(Int, StateDatabase.UsageRow)], [StateDatabase.DomainLookups], Set<UInt32>) in
             let now = SuspendingClock.now
+            let inFront = Set(state.sessions.values.flatMap { $0.front?.applications.map(\.owner) ?? [] })
             for session in state.sessions.values {
                 guard let front = session.front else { continue }
                 for serial in front.rows {
@@ -231,8 +236,13 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             let rows = state.rows.filter(\.value.dirty).map { ($0.key, $0.value.stored) }
             let lookups = Array(state.lookups.values)
             state.lookups = [:]
-            return (rows, lookups)
+            return (rows, lookups, inFront)
         }
+        let gained = usersInFront.withLock { users in
+            defer { users = inFront }
+            return inFront.subtracting(users)
+        }
+        if !gained.isEmpty, let tell = usersInFrontChanged.withLock({ $0 }) { tell(gained) }
         guard !rows.isEmpty || !lookups.isEmpty else { return }
         do {
             let saved = try database.saveUsage(rows.map(\.1), lookups: lookups)

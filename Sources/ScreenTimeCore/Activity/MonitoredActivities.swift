@@ -94,7 +94,8 @@ public enum Weekday {
                 else {
                     throw ScreenTimeCoreError(
                         .invalidWeekday,
-                        "'\(word.prefix(20))' is not a day (write mon, tue, wed, thu, fri, sat, sun, weekdays or weekend)")
+                        "'\(word.prefix(20))' is not a day (write mon, tue, wed, thu, fri, sat, sun, weekdays or weekend)"
+                    )
                 }
                 days.insert(index + 1)
             }
@@ -142,7 +143,8 @@ public struct MonitoredActivities: Hashable, Sendable, Codable {
             )
         }
         if let weekdays, weekdays.isEmpty || !weekdays.isSubset(of: 1...7) {
-            throw ScreenTimeCoreError(.invalidWeekday, "weekdays are numbered 1 (Sunday) to 7, and at least one is given")
+            throw ScreenTimeCoreError(
+                .invalidWeekday, "weekdays are numbered 1 (Sunday) to 7, and at least one is given")
         }
         activities[name] = MonitoredActivity(
             name: name, schedule: schedule, events: events, monitoringStart: now, weekdays: weekdays)

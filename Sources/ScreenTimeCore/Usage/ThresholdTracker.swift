@@ -18,6 +18,23 @@ public struct ThresholdTracker: Hashable, Sendable, Codable {
 
     public init() {}
 
+    /// Whether the event reached its threshold in the interval starting at `intervalStart`.
+    public func hasReached(_ name: DeviceActivityEvent.Name, intervalStart: Date) -> Bool {
+        self.intervalStart == intervalStart && reached.contains(name)
+    }
+
+    /// The usage that counts toward `event` in `interval` up to `now`: from the interval's start,
+    /// or from when monitoring started if it started later and past activity does not count.
+    public static func usage(
+        of event: DeviceActivityEvent, activity: MonitoredActivity, interval: DateInterval, ledger: UsageLedger,
+        now: Date
+    ) -> TimeInterval {
+        let start = event.includesPastActivity ? interval.start : max(interval.start, activity.monitoringStart)
+        let end = min(now, interval.end)
+        guard start < end else { return 0 }
+        return ledger.total(event.usageFilter, during: DateInterval(start: start, end: end))
+    }
+
     /// The notices due at `now` for `activity` in `interval`, each given once per interval, in
     /// event-name order, a warning before its threshold.
     public mutating func evaluate(
@@ -68,9 +85,6 @@ public struct ThresholdTracker: Hashable, Sendable, Codable {
         of event: DeviceActivityEvent, activity: MonitoredActivity, interval: DateInterval, ledger: UsageLedger,
         now: Date
     ) -> TimeInterval {
-        let start = event.includesPastActivity ? interval.start : max(interval.start, activity.monitoringStart)
-        let end = min(now, interval.end)
-        guard start < end else { return 0 }
-        return ledger.total(event.usageFilter, during: DateInterval(start: start, end: end))
+        Self.usage(of: event, activity: activity, interval: interval, ledger: ledger, now: now)
     }
 }

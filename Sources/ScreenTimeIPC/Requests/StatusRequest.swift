@@ -31,6 +31,9 @@ public struct StatusReply: Codable, Sendable, Hashable {
     /// The user's graphical sessions the agent reads focus in; nil for a user who is not
     /// authorized.
     public var sessions: [SessionReport]?
+    /// The user's monitors (every client's), with how their extensions last ran; nil for a user
+    /// who is not authorized.
+    public var monitors: [MonitorReport]?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,

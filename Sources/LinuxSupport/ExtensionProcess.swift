@@ -1,0 +1,167 @@
+import CLinuxShim
+import Foundation
+import Glibc
+
+/// One run of an extension through the launcher: its input written to its standard input, its
+/// output and errors read (up to a limit; past it the program is stopped), and, if asked, a
+/// channel on its descriptor 3 over which it opens connections to the agent — each datagram it
+/// sends there is answered with one end of a new stream socket pair, whose other end the caller
+/// serves. Nothing it sends is trusted; the caller judges the outcome.
+public enum ExtensionProcess {
+    public struct Outcome: Sendable {
+        /// The exit status (128 + the signal that ended it); nil if its end was not seen.
+        public var status: Int32?
+        public var output: [UInt8]
+        public var errors: [UInt8]
+        /// It wrote more than the limit and was stopped.
+        public var flooded: Bool
+        /// It ran past its wall time and the launcher killed it.
+        public var timedOut: Bool
+        /// Connections it opened on its channel.
+        public var connections: Int
+        public var seconds: Double
+    }
+
+    /// Connections one run may open on its channel.
+    public static let maximumConnections = 32
+
+    /// Runs `request` (its descriptors are set here: standard input, output, error, and 3 when
+    /// `channel` is given) to its end. `connected` gets the agent's end of each connection opened
+    /// on the channel, on this thread (start a thread to serve it). Throws only when it could
+    /// not start.
+    public static func run(
+        _ request: LaunchRequest, launcher: LauncherClient, input: [UInt8], outputLimit: Int,
+        channel connected: ((UnixSocket) -> Void)?
+    ) throws(SystemError) -> Outcome {
+        let started = ContinuousClock.now
+        let stdin = try pipe(), stdout = try pipe(), stderr = try pipe()
+        var pair: [Int32] = [-1, -1]
+        if connected != nil {
+            try systemCall("socketpair") {
+                socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
+            }
+        }
+        // Ours: stdin's write end, the outputs' read ends, the channel's agent end.
+        var ours = [stdin.write, stdout.read, stderr.read, pair[0]]
+        defer { for fd in ours where fd >= 0 { close(fd) } }
+        var request = request
+        var files = [stdin.read, stdout.write, stderr.write]
+        request.descriptors = [0, 1, 2]
+        if pair[1] >= 0 {
+            files.append(pair[1])
+            request.descriptors.append(3)
+        }
+        let pid: Int32
+        do {
+            defer { for fd in files { close(fd) } }
+            pid = try launcher.launch(request, files: files)
+        }
+        for fd in [ours[0], ours[3]] where fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        var outcome = Outcome(
+            status: nil, output: [], errors: [], flooded: false, timedOut: false, connections: 0, seconds: 0)
+        var written = 0
+        if input.isEmpty {
+            close(ours[0])
+            ours[0] = -1
+        }
+        let wall = request.limits.wallSeconds ?? 10
+        // The launcher kills it at its wall time; past that and a margin it is asked again.
+        let deadline = started + .seconds(wall + 2)
+        var stopped = false
+        while outcome.status == nil {
+            var fds = [
+                pollfd(fd: ours[0], events: Int16(POLLOUT), revents: 0),
+                pollfd(fd: ours[1], events: Int16(POLLIN), revents: 0),
+                pollfd(fd: ours[2], events: Int16(POLLIN), revents: 0),
+                pollfd(fd: ours[3], events: Int16(POLLIN), revents: 0),
+            ]
+            let outputsOpen = ours[1] >= 0 || ours[2] >= 0
+            let ready = poll(&fds, 4, outputsOpen ? 100 : 20)
+            if ready < 0, errno != EINTR { break }
+            if ours[0] >= 0, fds[0].revents != 0 {
+                let count = input[written...].withUnsafeBytes { Glibc.write(ours[0], $0.baseAddress, $0.count) }
+                if count > 0 { written += count }
+                if (count < 0 && errno != EINTR && errno != EAGAIN) || written == input.count {
+                    close(ours[0])
+                    ours[0] = -1
+                }
+            }
+            for index in 1...2 where ours[index] >= 0 && fds[index].revents != 0 {
+                var buffer = [UInt8](repeating: 0, count: 16_384)
+                let count = read(ours[index], &buffer, buffer.count)
+                if count > 0 {
+                    if index == 1 { outcome.output += buffer[..<count] } else { outcome.errors += buffer[..<count] }
+                    if outcome.output.count + outcome.errors.count > outputLimit, !stopped {
+                        outcome.flooded = true
+                        stopped = true
+                        launcher.stop(pid)
+                    }
+                } else if count == 0 || errno != EINTR {
+                    close(ours[index])
+                    ours[index] = -1
+                }
+            }
+            if outcome.flooded {
+                // What it still writes is not read: its pipes close with it.
+                for index in 1...2 where ours[index] >= 0 {
+                    close(ours[index])
+                    ours[index] = -1
+                }
+            }
+            if ours[3] >= 0, fds[3].revents & Int16(POLLIN) != 0, let connected {
+                answer(ours[3], &outcome, connected)
+            }
+            // Its outputs close when it and everything it started end (the kernel ends its pid
+            // namespace with it); one that closed them early is waited for by its exit.
+            if ours[1] < 0, ours[2] < 0 {
+                outcome.status = try? launcher.waitForExit(of: pid, timeout: .milliseconds(ours[3] >= 0 ? 20 : 200))
+            }
+            if outcome.status == nil, ContinuousClock.now > deadline, !stopped {
+                stopped = true
+                launcher.stop(pid)
+            }
+            if outcome.status == nil, ContinuousClock.now > deadline + .seconds(5) { break }
+        }
+        let (seconds, attoseconds) = (ContinuousClock.now - started).components
+        outcome.seconds = Double(seconds) + Double(attoseconds) / 1e18
+        outcome.timedOut = !outcome.flooded && outcome.status == 128 + SIGKILL && outcome.seconds >= Double(wall) - 0.5
+        return outcome
+    }
+
+    /// A datagram on the channel asks for a connection: one end of a new pair goes back with the
+    /// answer, the other to `connected`.
+    private static func answer(_ channel: Int32, _ outcome: inout Outcome, _ connected: (UnixSocket) -> Void) {
+        var request = [UInt8](repeating: 0, count: 64)
+        let got = recv(channel, &request, request.count, Int32(MSG_DONTWAIT))
+        guard got >= 0 else { return }
+        guard outcome.connections < maximumConnections else {
+            // No descriptor: the client sees the agent refuse.
+            let refusal: [UInt8] = Array("no".utf8)
+            _ = refusal.withUnsafeBytes { send(channel, $0.baseAddress, $0.count, screentime_msg_nosignal()) }
+            return
+        }
+        var stream: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &stream) == 0 else {
+            return
+        }
+        outcome.connections += 1
+        let reply: [UInt8] = Array("ok".utf8)
+        let sent = reply.withUnsafeBytes { bytes in
+            [stream[1]].withUnsafeBufferPointer {
+                screentime_send_with_descriptors(channel, bytes.baseAddress, UInt(bytes.count), $0.baseAddress, 1)
+            }
+        }
+        close(stream[1])
+        guard sent > 0 else {
+            close(stream[0])
+            return
+        }
+        connected(UnixSocket(adopting: stream[0], name: "an extension's connection"))
+    }
+
+    private static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [-1, -1]
+        try systemCall("pipe2") { screentime_pipe(&fds) }
+        return (fds[0], fds[1])
+    }
+}

@@ -1,0 +1,276 @@
+import Foundation
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+public import ServiceLifecycle
+import Synchronization
+
+/// Runs every client's monitors: wakes at their boundaries only — an interval's start or end, a
+/// warning's moment, the earliest moment a threshold could be reached while the user has
+/// something in front — and when the wall clock is set, the time zone changes, a monitor changes
+/// or the user's usage starts; never on a period.
+///
+/// At each wake every monitor's progress is moved to now (`ActivityProgress`), and what that made
+/// owed is written with the new progress in one transaction before anything runs it; the
+/// extension host then runs each owed callback and deletes it. So kill -9 never makes a callback
+/// owed twice, and one owed but not yet run is run after the restart. After the agent was down (or
+/// the PC asleep) across a boundary, the first wake catches up: an interval that ended gets its
+/// end, one in progress its start.
+final class ActivityScheduler: Service, PolicyConsumer, Sendable {
+    struct Entry: Sendable {
+        var monitor: Monitor
+        var progress: ActivityProgress
+    }
+
+    struct State: Sendable {
+        var entries: [Monitor.Key: Entry] = [:]
+        var nextWake: Date?
+        /// Wakes since start, and why the last one happened (for the benchmark and `status`).
+        var wakes = 0
+        var lastReason = "start"
+        /// Bumped by every change; `stepped` is the latest one a step saw.
+        var generation = 0
+        var stepped = -1
+        var problem: String?
+        var unreadable: [String] = []
+    }
+
+    private let database: StateDatabase
+    private let logger: Logger
+    private let state = Mutex(State())
+    /// Held by a step and by a change of the monitors: a step never writes progress computed
+    /// from a monitor that was replaced meanwhile.
+    private let serial = Mutex(())
+    private let stepDone = NSCondition()
+    private let timer: WallClockTimer?
+    private let stop: StopSignal?
+    /// The user's foreground time within an interval (the usage tracker's).
+    let usage = Mutex<(@Sendable (_ uid: UInt32, _ interval: DateInterval) -> UsageLedger?)?>(nil)
+    /// Whether the user has something in front now.
+    let inFront = Mutex<(@Sendable (_ uid: UInt32) -> Bool)?>(nil)
+    /// Runs owed callbacks (the extension host).
+    let deliver = Mutex<(@Sendable (_ owed: [OwedCallback]) -> Void)?>(nil)
+    private let now: @Sendable () -> Date
+
+    init(database: StateDatabase, logger: Logger, now: @escaping @Sendable () -> Date = Date.init) {
+        self.database = database
+        self.logger = logger
+        self.now = now
+        do {
+            timer = try WallClockTimer()
+        } catch {
+            logger.error(
+                "no wall-clock timer: schedules are checked only when something changes",
+                metadata: ["error": "\(error.message)"])
+            timer = nil
+        }
+        stop = try? StopSignal()
+        reload()
+    }
+
+    /// The system's calendar, in the system's time zone as it is now.
+    static func systemCalendar() -> Calendar {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone.current
+        return calendar
+    }
+
+    // MARK: running
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                let thread = Thread { [self] in
+                    loop()
+                    done.resume()
+                }
+                thread.name = "screentime.scheduler"
+                thread.start()
+            }
+        } onGracefulShutdown: { [self] in
+            stop?.raise()
+            timer?.wake()
+        }
+    }
+
+    private func loop() {
+        // Callbacks owed when the agent stopped are run first.
+        if let owed = try? database.owedCallbacks(), !owed.isEmpty {
+            logger.info("running callbacks owed since before the restart", metadata: ["count": "\(owed.count)"])
+            deliver.withLock { $0 }?(owed)
+        }
+        while stop?.isRaised != true {
+            step()
+            guard let timer else {
+                stop?.wait(for: .seconds(3600))
+                continue
+            }
+            let deadline = state.withLock { $0.nextWake }
+            let wake: WallClockTimer.Wake
+            do {
+                wake = try timer.wait(until: deadline, unless: stop)
+            } catch {
+                logger.error("the scheduler's timer failed", metadata: ["error": "\(error.message)"])
+                stop?.wait(for: .seconds(1))
+                continue
+            }
+            if wake == .zoneChanged {
+                NSTimeZone.resetSystemTimeZone()
+                logger.notice("the time zone changed", metadata: ["zone": "\(TimeZone.current.identifier)"])
+            }
+            if wake == .clockChanged { logger.notice("the wall clock was set", metadata: ["now": "\(now())"]) }
+            state.withLock { state in
+                state.wakes += 1
+                state.lastReason = "\(wake)"
+            }
+        }
+    }
+
+    /// Moves every monitor to now: writes what became owed, hands it over, and sets the next wake.
+    /// The agent's own reactions are applied before the step counts as done (`change` waits for
+    /// that), extension programs after.
+    func step() {
+        let (owed, generation) = serial.withLock { _ in advanceAll() }
+        if !owed.isEmpty { deliver.withLock { $0 }?(owed) }
+        stepDone.lock()
+        state.withLock { $0.stepped = max($0.stepped, generation) }
+        stepDone.broadcast()
+        stepDone.unlock()
+    }
+
+    private func advanceAll() -> (owed: [OwedCallback], generation: Int) {
+        let (entries, generation) = state.withLock { (Array($0.entries.values), $0.generation) }
+        let now = now()
+        let calendar = Self.systemCalendar()
+        let usage = usage.withLock { $0 }
+        let inFront = inFront.withLock { $0 }
+        var changes: [(key: Monitor.Key, progress: ActivityProgress, owed: [ActivityCallback])] = []
+        var nextWake: Date?
+        for entry in entries {
+            let activity = entry.monitor.activity
+            var ledger: UsageLedger?
+            if !activity.events.isEmpty, let interval = activity.currentOrNextInterval(at: now, calendar: calendar),
+                interval.start <= now
+            {
+                ledger = usage?(entry.monitor.uid, interval) ?? UsageLedger()
+            }
+            var progress = entry.progress
+            let due = progress.advance(activity, now: now, calendar: calendar, ledger: ledger)
+            if !due.isEmpty || progress != entry.progress {
+                changes.append((entry.monitor.key, progress, due))
+            }
+            let busy = inFront?(entry.monitor.uid) ?? true
+            if let wake = progress.nextWake(activity, now: now, calendar: calendar, ledger: ledger, inUse: busy) {
+                nextWake = min(nextWake ?? wake, wake)
+            }
+        }
+        var owed: [OwedCallback] = []
+        do {
+            owed = try database.advance(changes)
+            state.withLock { state in
+                for change in changes { state.entries[change.key]?.progress = change.progress }
+                state.problem = nil
+            }
+        } catch {
+            // Nothing is owed until it is written: tried again shortly.
+            logger.error("cannot write the monitors' progress", metadata: ["error": "\(error)"])
+            state.withLock { $0.problem = "cannot write the monitors' progress: \(error)" }
+            nextWake = now.addingTimeInterval(5)
+        }
+        for callback in owed {
+            logger.info(
+                "\(callback.callback.callback.rawValue)",
+                metadata: [
+                    "monitor": "\(callback.key)", "event": "\(callback.callback.event?.rawValue ?? "")",
+                    "interval": "\(callback.callback.interval.start)–\(callback.callback.interval.end)",
+                ])
+        }
+        state.withLock { $0.nextWake = nextWake }
+        return (owed, generation)
+    }
+
+    // MARK: changes
+
+    /// Changes the monitors (`body` writes them), reads them again, and waits up to `wait` for
+    /// the scheduler to have moved them to now: when `monitor start` answers, a callback already
+    /// due is owed.
+    func change<T>(wait: Duration = .seconds(5), _ body: () throws -> T) throws -> T {
+        let result = try serial.withLock { _ in
+            let result = try body()
+            reload()
+            return result
+        }
+        changed(wait: wait)
+        return result
+    }
+
+    private func changed(wait: Duration) {
+        let generation = state.withLock { state in
+            state.generation += 1
+            return state.generation
+        }
+        timer?.wake()
+        guard timer != nil else {
+            step()
+            return
+        }
+        let (seconds, attoseconds) = wait.components
+        let deadline = Date().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
+        stepDone.lock()
+        defer { stepDone.unlock() }
+        while state.withLock({ $0.stepped < generation }) {
+            guard stepDone.wait(until: deadline) else { return }
+        }
+    }
+
+    /// The user's usage started: a threshold may come sooner than the scheduler planned.
+    func usageStarted(_ users: Set<UInt32>) {
+        let watched = state.withLock { state in
+            state.entries.values.contains { users.contains($0.monitor.uid) && !$0.monitor.activity.events.isEmpty }
+        }
+        if watched { timer?.wake() }
+    }
+
+    func apply(_ snapshot: PolicySnapshot) {
+        // A revocation deleted the user's monitors: read what is left.
+        let users = Set(snapshot.users.keys)
+        let stale = state.withLock { state in state.entries.keys.contains { !users.contains($0.uid) } }
+        if stale {
+            serial.withLock { _ in reload() }
+            timer?.wake()
+        }
+    }
+
+    private func reload() {
+        do {
+            let (monitors, unreadable) = try database.monitors()
+            if !unreadable.isEmpty {
+                logger.error("monitors that cannot be read are left alone", metadata: ["monitors": "\(unreadable)"])
+            }
+            state.withLock { state in
+                state.entries = Dictionary(
+                    monitors.map { ($0.0.key, Entry(monitor: $0.0, progress: $0.1)) }, uniquingKeysWith: { $1 })
+                state.unreadable = unreadable
+            }
+        } catch {
+            logger.error("cannot read the monitors", metadata: ["error": "\(error)"])
+            state.withLock { $0.problem = "cannot read the monitors: \(error)" }
+        }
+    }
+
+    // MARK: reading
+
+    /// The monitors of a user (all clients), with their progress.
+    func entries(uid: UInt32) -> [Entry] {
+        state.withLock { state in
+            state.entries.values.filter { $0.monitor.uid == uid }.sorted { $0.monitor.key < $1.monitor.key }
+        }
+    }
+
+    func entry(_ key: Monitor.Key) -> Entry? { state.withLock { $0.entries[key] } }
+
+    /// How often it woke, why last, and when next: what the benchmark and `status` show.
+    var wakeReport: (wakes: Int, lastReason: String, nextWake: Date?, problem: String?) {
+        state.withLock { ($0.wakes, $0.lastReason, $0.nextWake, $0.problem) }
+    }
+}

@@ -1,0 +1,438 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+import ScreenTimeIPC
+
+/// Monitors (DeviceActivity): starting, stopping and listing a client's monitored activities for a
+/// user, and the limits and downtime the agent offers itself, built on the same monitors and
+/// stores. The scheduler runs them; a change returns once the scheduler has moved it to now (a
+/// downtime set during its hours is in force when the command returns).
+extension PolicyService {
+    static let limitStore = "limits"
+    static let downtimeStore = "downtime"
+    static let downtimeName = "downtime"
+    static let limitPrefix = "limit: "
+
+    private var activityScheduler: ActivityScheduler {
+        get throws {
+            guard let scheduler = scheduler.withLock({ $0 }) else {
+                throw ScreenTimeIPCError(.unavailable, "this agent runs no schedules")
+            }
+            return scheduler
+        }
+    }
+
+    // MARK: monitors
+
+    func monitorStart(_ request: MonitorStartRequest, _ context: RequestContext) throws -> MonitorReply {
+        let caller = try caller(context)
+        let account = try storeOwner(StoreTarget(user: request.user, client: request.client), caller: caller)
+        let client = try client(request.client, caller: caller)
+        let name = try DeviceActivityName(request.name)
+        let scheduler = try activityScheduler
+        if let existing = scheduler.entry(Monitor.Key(uid: account.uid, client: client, name: name)),
+            let builtIn = existing.monitor.builtIn
+        {
+            throw ScreenTimeIPCError(
+                .invalidArgument,
+                "'\(name)' is the built-in \(builtIn.name); change it with 'screentime \(builtIn.name)'")
+        }
+        var resolver = Resolver(service: self, account: account)
+        var events: [DeviceActivityEvent.Name: DeviceActivityEvent] = [:]
+        var itemNames: [String: [String]] = [:]
+        for requested in request.events {
+            let eventName = try DeviceActivityEvent.Name(requested.name)
+            guard events[eventName] == nil else {
+                throw ScreenTimeIPCError(.invalidArgument, "two events are named '\(eventName)'")
+            }
+            let (event, names) = try resolve(
+                requested.items, threshold: requested.thresholdSeconds, past: requested.includesPastActivity,
+                resolver: &resolver, what: "event '\(eventName)'")
+            events[eventName] = event
+            itemNames[eventName.rawValue] = names
+        }
+        if let program = request.extension, let problem = ExtensionProgram.problem(with: program) {
+            throw ScreenTimeIPCError(.invalidArgument, "the extension cannot be used: \(problem)")
+        }
+        let weekdays = try request.weekdays.map { days -> Set<Int> in
+            guard !days.isEmpty, days.allSatisfy({ (1...7).contains($0) }) else {
+                throw ScreenTimeIPCError(.invalidArgument, "weekdays are 1 (Sunday) to 7 (Saturday), at least one")
+            }
+            return Set(days)
+        }
+        let monitor = try makeMonitor(
+            account: account, client: client, name: name, schedule: request.schedule, events: events,
+            weekdays: weekdays, scheduler: scheduler, program: request.extension, builtIn: nil, itemNames: itemNames)
+        try scheduler.change { try database.saveMonitor(monitor, names: resolver.names) }
+        logger.notice(
+            "monitoring started",
+            metadata: [
+                "user": "\(account.name)", "monitor": "\(client)/\(name)", "by": "\(caller.account.name)",
+                "extension": "\(request.extension ?? "none")",
+            ])
+        let entry = scheduler.entry(monitor.key) ?? ActivityScheduler.Entry(monitor: monitor, progress: .init())
+        return MonitorReply(
+            user: summary(account), monitor: try monitorReport(entry, names: true, runs: [:]))
+    }
+
+    func monitorStop(_ request: MonitorStopRequest, _ context: RequestContext) throws -> MonitorListReply {
+        let caller = try caller(context)
+        let account = try storeOwner(StoreTarget(user: request.user, client: request.client), caller: caller)
+        let client = try client(request.client, caller: caller)
+        let scheduler = try activityScheduler
+        let mine = scheduler.entries(uid: account.uid).filter { $0.monitor.client == client }
+        var keys: [Monitor.Key] = []
+        if request.names.isEmpty {
+            keys = mine.filter { $0.monitor.builtIn == nil }.map(\.monitor.key)
+        } else {
+            for text in request.names {
+                let name = try DeviceActivityName(text)
+                guard let entry = mine.first(where: { $0.monitor.activity.name == name }) else {
+                    throw ScreenTimeIPCError(
+                        .invalidArgument, "\(client) monitors no activity '\(name)' for \(account.name)")
+                }
+                if let builtIn = entry.monitor.builtIn {
+                    throw ScreenTimeIPCError(
+                        .invalidArgument,
+                        "'\(name)' is the built-in \(builtIn.name); remove it with 'screentime \(builtIn.name)'")
+                }
+                keys.append(entry.monitor.key)
+            }
+        }
+        try scheduler.change { try database.deleteMonitors(keys) }
+        logger.notice(
+            "monitoring stopped",
+            metadata: [
+                "user": "\(account.name)", "monitors": "\(keys.map(\.name.rawValue))", "by": "\(caller.account.name)",
+            ])
+        return try monitorList(account, client: caller.authority, names: true)
+    }
+
+    func monitorList(_ request: MonitorListRequest, _ context: RequestContext) throws -> MonitorListReply {
+        let caller = try caller(context)
+        let account = try target(request.user, caller: caller)
+        guard caller.isGuardian || account.uid == caller.account.uid else {
+            throw ScreenTimeIPCError(.notAllowed, "you may list only your own monitors")
+        }
+        let client = try request.client.map { try self.client($0, caller: caller) } ?? caller.authority
+        let authorization = try authorizationReply(account)
+        let names =
+            caller.isGuardian || caller.role == .individual || caller.role == .extension
+            || (authorization.member == .child && authorization.showNamesToChild)
+        return try monitorList(account, client: client, names: names)
+    }
+
+    func monitorList(_ account: UserAccount, client: ClientID?, names: Bool) throws -> MonitorListReply {
+        let scheduler = try activityScheduler
+        let runs = try database.lastRuns(uid: account.uid)
+        let entries = scheduler.entries(uid: account.uid).filter { client == nil || $0.monitor.client == client }
+        return MonitorListReply(
+            user: summary(account), monitors: try entries.map { try monitorReport($0, names: names, runs: runs) },
+            timeZone: TimeZone.current.identifier)
+    }
+
+    // MARK: limits and downtime
+
+    func limit(_ request: LimitRequest, _ context: RequestContext) throws -> MonitorListReply {
+        let caller = try caller(context)
+        let account = try storeOwner(StoreTarget(user: request.user), caller: caller)
+        guard !request.items.isEmpty else {
+            throw ScreenTimeIPCError(.invalidArgument, "a limit needs --app, --app-category or --domain")
+        }
+        let store = try StoreName(request.store ?? Self.limitStore)
+        var resolver = Resolver(service: self, account: account)
+        let (event, itemNames) = try resolve(
+            request.items, threshold: request.dailySeconds ?? 60, past: true, resolver: &resolver, what: "the limit")
+        let name = try DeviceActivityName(Self.limitName(itemNames))
+        let scheduler = try activityScheduler
+        let key = Monitor.Key(uid: account.uid, client: .commandLine, name: name)
+        let existing = scheduler.entry(key)
+        if request.remove {
+            guard let existing else {
+                throw ScreenTimeIPCError(
+                    .invalidArgument, "\(account.name) has no limit on \(itemNames.joined(separator: ", "))")
+            }
+            try scheduler.change { try database.deleteMonitors([key]) }
+            try liftLimit(existing.monitor, account: account)
+            logger.notice("limit removed", metadata: ["user": "\(account.name)", "limit": "\(name)"])
+            return try monitorList(account, client: .commandLine, names: true)
+        }
+        guard let daily = request.dailySeconds else {
+            throw ScreenTimeIPCError(.invalidArgument, "give the day's time with --daily (45m, 1h30m)")
+        }
+        guard daily >= 60, daily < 86_400 else {
+            throw ScreenTimeIPCError(.invalidArgument, "a daily limit is from 1 minute to less than a day")
+        }
+        let shield = Monitor.LimitShield(
+            store: store, applications: event.applications, categories: event.categories, webDomains: event.webDomains)
+        let monitor = try makeMonitor(
+            account: account, client: .commandLine, name: name,
+            schedule: DeviceActivitySchedule(
+                intervalStart: DateComponents(hour: 0, minute: 0), intervalEnd: DateComponents(hour: 0, minute: 0),
+                repeats: true, warningTime: DateComponents(minute: 5)),
+            events: [try DeviceActivityEvent.Name("limit"): event], weekdays: nil, scheduler: scheduler,
+            program: nil, builtIn: .limit(shield), itemNames: ["limit": itemNames])
+        // A limit replaced starts over: what the old one shielded is lifted, and the new one,
+        // counting the whole day, shields again at once if the day's use is already past it.
+        if let existing { try liftLimit(existing.monitor, account: account) }
+        try scheduler.change { try database.saveMonitor(monitor, names: resolver.names) }
+        logger.notice(
+            "limit set",
+            metadata: [
+                "user": "\(account.name)", "limit": "\(name)", "daily": "\(DurationText.format(daily))",
+                "by": "\(caller.account.name)",
+            ])
+        return try monitorList(account, client: .commandLine, names: true)
+    }
+
+    func downtime(_ request: DowntimeRequest, _ context: RequestContext) throws -> MonitorListReply {
+        let caller = try caller(context)
+        let account = try storeOwner(StoreTarget(user: request.user), caller: caller)
+        let scheduler = try activityScheduler
+        let name = try DeviceActivityName(Self.downtimeName)
+        let key = Monitor.Key(uid: account.uid, client: .commandLine, name: name)
+        let store = StoreKey(client: .commandLine, name: try StoreName(Self.downtimeStore))
+        if request.off {
+            guard scheduler.entry(key) != nil else {
+                throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no downtime")
+            }
+            try scheduler.change { try database.deleteMonitors([key]) }
+            _ = try changeStore(account, store, by: caller, action: "downtime ended") { $0.clear(store) }
+            return try monitorList(account, client: .commandLine, names: true)
+        }
+        guard let from = request.from, let to = request.to else {
+            throw ScreenTimeIPCError(.invalidArgument, "give the hours with --from HH:MM --to HH:MM")
+        }
+        for (time, what) in [(from, "--from"), (to, "--to")] {
+            guard let hour = time.hour, (0...23).contains(hour), (0...59).contains(time.minute ?? 0) else {
+                throw ScreenTimeIPCError(.invalidArgument, "\(what) is a time of day, HH:MM from 00:00 to 23:59")
+            }
+        }
+        var resolver = Resolver(service: self, account: account)
+        var allowed = Set<ApplicationToken>()
+        var allowedNames: [String] = []
+        for text in request.allow {
+            allowed.insert(try resolver.application(text).0)
+            allowedNames.append(text)
+        }
+        let weekdays = try request.weekdays.map { days -> Set<Int> in
+            guard !days.isEmpty, days.allSatisfy({ (1...7).contains($0) }) else {
+                throw ScreenTimeIPCError(.invalidArgument, "weekdays are 1 (Sunday) to 7 (Saturday), at least one")
+            }
+            return Set(days)
+        }
+        let schedule = DeviceActivitySchedule(
+            intervalStart: DateComponents(hour: from.hour, minute: from.minute ?? 0),
+            intervalEnd: DateComponents(hour: to.hour, minute: to.minute ?? 0), repeats: true,
+            warningTime: DateComponents(minute: 5))
+        let monitor = try makeMonitor(
+            account: account, client: .commandLine, name: name, schedule: schedule, events: [:], weekdays: weekdays,
+            scheduler: scheduler, program: nil, builtIn: .downtime(store: store.name, allowed: allowed),
+            itemNames: ["allowed": allowedNames.sorted()])
+        // Replaced: the old hours end now; the new ones start at once if they are in progress.
+        if scheduler.entry(key) != nil {
+            _ = try changeStore(account, store, by: caller, action: "downtime replaced") { $0.clear(store) }
+        }
+        try scheduler.change { try database.saveMonitor(monitor, names: resolver.names) }
+        logger.notice(
+            "downtime set",
+            metadata: [
+                "user": "\(account.name)", "from": "\(from.hour ?? 0):\(from.minute ?? 0)",
+                "to": "\(to.hour ?? 0):\(to.minute ?? 0)", "by": "\(caller.account.name)",
+            ])
+        return try monitorList(account, client: .commandLine, names: true)
+    }
+
+    /// The agent's own reaction to a callback of a built-in monitor (run by the extension host).
+    func react(_ monitor: Monitor, _ callback: ActivityCallback) throws {
+        guard let builtIn = monitor.builtIn else { return }
+        let account = try users.user(uid: monitor.uid)
+        let agent = Caller(account: UserAccount(name: "the agent", uid: 0, gid: 0, home: "/"), role: .guardian)
+        switch (builtIn, callback.callback) {
+        case (.limit(let shield), .eventDidReachThreshold):
+            let store = StoreKey(client: monitor.client, name: shield.store)
+            _ = try changeStore(
+                account, store, by: agent, action: "limit reached: shielded until midnight",
+                metadata: ["limit": "\(monitor.activity.name)"]
+            ) { collection in
+                try collection.update(store) { settings in
+                    settings.shield.applications = Self.change(
+                        settings.shield.applications, shield.applications, remove: false)
+                    settings.shield.applicationCategories = Self.change(
+                        settings.shield.applicationCategories, shield.categories, remove: false)
+                    settings.shield.webDomains = Self.change(
+                        settings.shield.webDomains, shield.webDomains, remove: false)
+                }
+            }
+        case (.limit, .intervalDidStart):
+            // A new day: yesterday's shield goes (if the limit was reached).
+            try liftLimit(monitor, account: account, by: agent)
+        case (.limit, .eventWillReachThresholdWarning):
+            logger.notice(
+                "limit in 5 minutes", metadata: ["user": "\(account.name)", "limit": "\(monitor.activity.name)"])
+        case (.downtime(let storeName, let allowed), .intervalDidStart):
+            let store = StoreKey(client: monitor.client, name: storeName)
+            _ = try changeStore(account, store, by: agent, action: "downtime started") { collection in
+                try collection.update(store) { settings in
+                    settings.shield.applicationCategories = .all(except: allowed)
+                }
+            }
+        case (.downtime(let storeName, _), .intervalDidEnd):
+            let store = StoreKey(client: monitor.client, name: storeName)
+            _ = try changeStore(account, store, by: agent, action: "downtime ended") { $0.clear(store) }
+        case (.downtime, .intervalWillStartWarning):
+            logger.notice("downtime in 5 minutes", metadata: ["user": "\(account.name)"])
+        default:
+            break
+        }
+    }
+
+    // MARK: helpers
+
+    /// What a limit shielded goes (it is only there once it was reached today).
+    private func liftLimit(_ monitor: Monitor, account: UserAccount, by caller: Caller? = nil) throws {
+        guard case .limit(let shield) = monitor.builtIn else { return }
+        let store = StoreKey(client: monitor.client, name: shield.store)
+        let (collection, _) = try database.stores(uid: account.uid)
+        let settings = collection[store]
+        let shielded =
+            !(settings.shield.applications ?? []).isDisjoint(with: shield.applications)
+            || !(settings.shield.webDomains ?? []).isDisjoint(with: shield.webDomains)
+            || !(settings.shield.applicationCategories?.categories ?? []).isDisjoint(with: shield.categories)
+        guard shielded else { return }
+        let agent =
+            caller ?? Caller(account: UserAccount(name: "the agent", uid: 0, gid: 0, home: "/"), role: .guardian)
+        _ = try changeStore(
+            account, store, by: agent, action: "limit lifted", metadata: ["limit": "\(monitor.activity.name)"]
+        ) { collection in
+            try collection.update(store) { settings in
+                settings.shield.applications = Self.change(
+                    settings.shield.applications, shield.applications, remove: true)
+                settings.shield.applicationCategories = Self.change(
+                    settings.shield.applicationCategories, shield.categories, remove: true)
+                settings.shield.webDomains = Self.change(settings.shield.webDomains, shield.webDomains, remove: true)
+            }
+        }
+    }
+
+    /// Names to tokens for an event, checked; the names as given, for display.
+    private func resolve(
+        _ items: ActivityItems, threshold: Double, past: Bool, resolver: inout Resolver, what: String
+    ) throws -> (DeviceActivityEvent, [String]) {
+        guard !items.isEmpty else {
+            throw ScreenTimeIPCError(
+                .invalidArgument, "\(what) counts nothing: give --app, --app-category, --domain or --web-category")
+        }
+        guard threshold.isFinite, threshold >= 1 else {
+            throw ScreenTimeIPCError(.invalidArgument, "\(what) needs a threshold of at least a second")
+        }
+        var applications = Set(items.selection?.applicationTokens ?? [])
+        var categories = Set(items.selection?.categoryTokens ?? [])
+        var domains = Set(items.selection?.webDomainTokens ?? [])
+        var names: [String] = []
+        for text in items.applications {
+            applications.insert(try resolver.application(text).0)
+            names.append(text)
+        }
+        for text in items.applicationCategories {
+            categories.insert(try resolver.applicationCategory(text))
+            names.append(text)
+        }
+        for text in items.webCategories {
+            categories.insert(try resolver.webCategory(text))
+            names.append("web:\(text)")
+        }
+        for text in items.webDomains {
+            let (token, name) = try resolver.webDomain(text)
+            domains.insert(token)
+            names.append(name.identity)
+        }
+        if let selection = items.selection, !selection.isEmpty { names.append("a selection") }
+        let event = DeviceActivityEvent(
+            applications: applications, categories: categories, webDomains: domains,
+            threshold: DurationText.components(threshold), includesPastActivity: past)
+        do {
+            try event.validate()
+        } catch {
+            throw ScreenTimeIPCError(ScreenTimeIPCError.Code(error.code.rawValue), "\(what): \(error.message)")
+        }
+        return (event, names)
+    }
+
+    /// A monitor, checked as Apple checks one: the schedule, the events, and at most 20
+    /// activities per client (and user).
+    private func makeMonitor(
+        account: UserAccount, client: ClientID, name: DeviceActivityName, schedule: DeviceActivitySchedule,
+        events: [DeviceActivityEvent.Name: DeviceActivityEvent], weekdays: Set<Int>?, scheduler: ActivityScheduler,
+        program: String?, builtIn: Monitor.BuiltIn?, itemNames: [String: [String]]
+    ) throws -> Monitor {
+        var activities = MonitoredActivities()
+        let now = Date()
+        // The client's other activities, to count against Apple's limit (their definitions are
+        // already checked).
+        for entry in scheduler.entries(uid: account.uid)
+        where entry.monitor.client == client && entry.monitor.activity.name != name {
+            try? activities.startMonitoring(
+                entry.monitor.activity.name, during: entry.monitor.activity.schedule,
+                at: entry.monitor.activity.monitoringStart)
+        }
+        try activities.startMonitoring(name, during: schedule, events: events, weekdays: weekdays, at: now)
+        guard let activity = activities.activities[name] else {
+            throw ScreenTimeIPCError(.internalError, "the activity was not kept")
+        }
+        return Monitor(
+            uid: account.uid, client: client, activity: activity, program: program, builtIn: builtIn,
+            itemNames: itemNames)
+    }
+
+    private static func limitName(_ items: [String]) -> String {
+        let text = limitPrefix + items.sorted().joined(separator: ", ")
+        guard text.count > 120 else { return text }
+        return String(text.prefix(100)) + "… (\(items.count) items)"
+    }
+
+    private func monitorReport(
+        _ entry: ActivityScheduler.Entry, names: Bool, runs: [Monitor.Key: ExtensionRun]
+    ) throws -> MonitorReport {
+        let monitor = entry.monitor
+        let activity = monitor.activity
+        let now = Date()
+        let calendar = ActivityScheduler.systemCalendar()
+        let interval = activity.currentOrNextInterval(at: now, calendar: calendar)
+        let inInterval = interval.map { $0.start <= now && now < $0.end } ?? false
+        var ledger: UsageLedger?
+        if inInterval, let interval, !activity.events.isEmpty {
+            ledger = try? usageTracker.withLock({ $0 })?.usage(uid: monitor.uid, during: interval).ledger
+        }
+        let events = activity.events.sorted { $0.key < $1.key }.map { eventName, event in
+            MonitorReport.Event(
+                name: eventName.rawValue, thresholdSeconds: event.thresholdDuration,
+                includesPastActivity: event.includesPastActivity,
+                applications: event.applications.sorted().map(\.base64),
+                categories: event.categories.sorted().map(\.base64),
+                webDomains: event.webDomains.sorted().map(\.base64),
+                itemNames: names ? monitor.itemNames[eventName.rawValue] : nil,
+                reached: interval.map { entry.progress.thresholds.hasReached(eventName, intervalStart: $0.start) }
+                    ?? false,
+                usedSeconds: ledger.flatMap { ledger in
+                    interval.map {
+                        ThresholdTracker.usage(of: event, activity: activity, interval: $0, ledger: ledger, now: now)
+                    }
+                })
+        }
+        let run = runs[monitor.key].map { run in
+            MonitorReport.Run(
+                callback: run.callback.callback.rawValue, event: run.callback.event?.rawValue, at: run.at,
+                outcome: run.outcome.rawValue, problem: run.problem)
+        }
+        var builtInName = monitor.builtIn?.name
+        if case .downtime = monitor.builtIn, names, let allowed = monitor.itemNames["allowed"], !allowed.isEmpty {
+            builtInName = "downtime (allowed: \(allowed.joined(separator: ", ")))"
+        }
+        return MonitorReport(
+            client: monitor.client.rawValue, name: activity.name.rawValue, schedule: activity.schedule,
+            weekdays: activity.weekdays?.sorted(), events: events, extension: names ? monitor.program : nil,
+            builtIn: builtInName, monitoringStart: activity.monitoringStart, currentInterval: interval,
+            inInterval: inInterval, lastRun: run)
+    }
+}

@@ -1,0 +1,298 @@
+public import Foundation
+public import ScreenTimeCore
+
+/// What an event (or a limit) counts, by name; the agent resolves the names as `shield` does:
+/// desktop-entry IDs (or `snap:NAME`), freedesktop categories, domains, web-category lists — and
+/// tokens from a `FamilyActivitySelection`.
+public struct ActivityItems: Codable, Sendable, Hashable {
+    public var applications: [String]
+    public var applicationCategories: [String]
+    public var webDomains: [String]
+    public var webCategories: [String]
+    public var selection: FamilyActivitySelection?
+
+    public init(
+        applications: [String] = [], applicationCategories: [String] = [], webDomains: [String] = [],
+        webCategories: [String] = [], selection: FamilyActivitySelection? = nil
+    ) {
+        self.applications = applications
+        self.applicationCategories = applicationCategories
+        self.webDomains = webDomains
+        self.webCategories = webCategories
+        self.selection = selection
+    }
+
+    public var isEmpty: Bool {
+        applications.isEmpty && applicationCategories.isEmpty && webDomains.isEmpty && webCategories.isEmpty
+            && (selection?.isEmpty ?? true)
+    }
+}
+
+/// One event of a monitor: usage of its items reaching `thresholdSeconds` within an interval.
+public struct MonitorEventRequest: Codable, Sendable, Hashable {
+    public var name: String
+    public var items: ActivityItems
+    public var thresholdSeconds: Double
+    public var includesPastActivity: Bool
+
+    public init(name: String, items: ActivityItems, thresholdSeconds: Double, includesPastActivity: Bool = false) {
+        self.name = name
+        self.items = items
+        self.thresholdSeconds = thresholdSeconds
+        self.includesPastActivity = includesPastActivity
+    }
+}
+
+/// `monitor.start` (Apple's `DeviceActivityCenter.startMonitoring(_:during:events:)`): watch an
+/// activity's intervals and events for one user, and run `extension` at each callback. Starting a
+/// name already monitored replaces it.
+public struct MonitorStartRequest: ControlRequest, Hashable {
+    public typealias Reply = MonitorReply
+    public static let kind = "monitor.start"
+    public var user: UserReference?
+    /// The client the monitor belongs to (default: `screentime`); an extension's is its own.
+    public var client: String?
+    public var name: String
+    public var schedule: DeviceActivitySchedule
+    /// Weekdays (1 = Sunday … 7) an interval may start on; nil: every day.
+    public var weekdays: [Int]?
+    public var events: [MonitorEventRequest]
+    /// The monitor extension: an absolute path to a root-owned program no one else may write.
+    public var `extension`: String?
+
+    public init(
+        user: UserReference?, client: String? = nil, name: String, schedule: DeviceActivitySchedule,
+        weekdays: [Int]? = nil, events: [MonitorEventRequest] = [], extension: String? = nil
+    ) {
+        self.user = user
+        self.client = client
+        self.name = name
+        self.schedule = schedule
+        self.weekdays = weekdays
+        self.events = events
+        self.extension = `extension`
+    }
+}
+
+/// `monitor.stop` (`stopMonitoring(_:)`): the named activities of one client and user, or all of
+/// them when `names` is empty.
+public struct MonitorStopRequest: ControlRequest, Hashable {
+    public typealias Reply = MonitorListReply
+    public static let kind = "monitor.stop"
+    public var user: UserReference?
+    public var client: String?
+    public var names: [String]
+
+    public init(user: UserReference?, client: String? = nil, names: [String]) {
+        self.user = user
+        self.client = client
+        self.names = names
+    }
+}
+
+/// `monitor.list` (`activities`, `schedule(for:)`, `events(for:)`): a user's monitors, every
+/// client's for a guardian (or one client's).
+public struct MonitorListRequest: ControlRequest, Hashable {
+    public typealias Reply = MonitorListReply
+    public static let kind = "monitor.list"
+    public var user: UserReference?
+    public var client: String?
+
+    public init(user: UserReference?, client: String? = nil) {
+        self.user = user
+        self.client = client
+    }
+}
+
+/// `limit`: a daily time limit on apps, app categories and domains (built on a monitor of the
+/// command line's client and a store): once the child's foreground time on them reaches
+/// `dailySeconds` today they are shielded until midnight. `remove` takes the limit on exactly
+/// these items away.
+public struct LimitRequest: ControlRequest, Hashable {
+    public typealias Reply = MonitorListReply
+    public static let kind = "limit"
+    public var user: UserReference?
+    public var items: ActivityItems
+    public var dailySeconds: Double?
+    /// The store the shield goes in (default `limits`).
+    public var store: String?
+    public var remove: Bool
+
+    public init(
+        user: UserReference?, items: ActivityItems, dailySeconds: Double?, store: String? = nil, remove: Bool = false
+    ) {
+        self.user = user
+        self.items = items
+        self.dailySeconds = dailySeconds
+        self.store = store
+        self.remove = remove
+    }
+}
+
+/// `downtime`: from `from` to `to` (hour and minute, the next day when `to` is earlier) on the
+/// given weekdays, every application but the allowed ones is shielded; `off` ends it.
+public struct DowntimeRequest: ControlRequest, Hashable {
+    public typealias Reply = MonitorListReply
+    public static let kind = "downtime"
+    public var user: UserReference?
+    public var from: DateComponents?
+    public var to: DateComponents?
+    public var weekdays: [Int]?
+    /// Applications still allowed (desktop-entry IDs, `snap:NAME`).
+    public var allow: [String]
+    public var off: Bool
+
+    public init(
+        user: UserReference?, from: DateComponents?, to: DateComponents?, weekdays: [Int]? = nil, allow: [String] = [],
+        off: Bool = false
+    ) {
+        self.user = user
+        self.from = from
+        self.to = to
+        self.weekdays = weekdays
+        self.allow = allow
+        self.off = off
+    }
+
+    private enum CodingKeys: String, CodingKey { case user, from, to, weekdays, allow, off }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        user = try container.decodeIfPresent(String.self, forKey: .user)
+        from = try container.decodeIfPresent(TimeOfDay.self, forKey: .from)?.components
+        to = try container.decodeIfPresent(TimeOfDay.self, forKey: .to)?.components
+        weekdays = try container.decodeIfPresent([Int].self, forKey: .weekdays)
+        allow = try container.decodeIfPresent([String].self, forKey: .allow) ?? []
+        off = try container.decodeIfPresent(Bool.self, forKey: .off) ?? false
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(user, forKey: .user)
+        try container.encodeIfPresent(from.map(TimeOfDay.init), forKey: .from)
+        try container.encodeIfPresent(to.map(TimeOfDay.init), forKey: .to)
+        try container.encodeIfPresent(weekdays, forKey: .weekdays)
+        try container.encode(allow, forKey: .allow)
+        try container.encode(off, forKey: .off)
+    }
+
+    /// An hour and minute on the wire: `{"hour": 21, "minute": 0}`.
+    private struct TimeOfDay: Codable {
+        var hour: Int
+        var minute: Int
+        init(_ components: DateComponents) {
+            hour = components.hour ?? -1
+            minute = components.minute ?? 0
+        }
+        var components: DateComponents { DateComponents(hour: hour, minute: minute) }
+    }
+}
+
+/// One monitored activity, as `monitor list` shows it.
+public struct MonitorReport: Codable, Sendable, Hashable {
+    /// One event, with its items' names where the reader may see them.
+    public struct Event: Codable, Sendable, Hashable {
+        public var name: String
+        public var thresholdSeconds: Double
+        public var includesPastActivity: Bool
+        /// Tokens of what it counts.
+        public var applications: [String]
+        public var categories: [String]
+        public var webDomains: [String]
+        /// Names of those, where the reader may see them.
+        public var itemNames: [String]?
+        /// Whether it was reached in the current interval.
+        public var reached: Bool
+        /// Foreground time counted toward it in the current interval, so far.
+        public var usedSeconds: Double?
+
+        public init(
+            name: String, thresholdSeconds: Double, includesPastActivity: Bool, applications: [String],
+            categories: [String], webDomains: [String], itemNames: [String]?, reached: Bool, usedSeconds: Double?
+        ) {
+            self.name = name
+            self.thresholdSeconds = thresholdSeconds
+            self.includesPastActivity = includesPastActivity
+            self.applications = applications
+            self.categories = categories
+            self.webDomains = webDomains
+            self.itemNames = itemNames
+            self.reached = reached
+            self.usedSeconds = usedSeconds
+        }
+    }
+
+    /// The last run of its extension (or built-in reaction).
+    public struct Run: Codable, Sendable, Hashable {
+        public var callback: String
+        public var event: String?
+        public var at: Date
+        /// `ok`, `failed`, `stopped` (hung or flooded), `refused` (the program may not run).
+        public var outcome: String
+        /// What went wrong, in words; nil when all went well.
+        public var problem: String?
+
+        public init(callback: String, event: String?, at: Date, outcome: String, problem: String?) {
+            self.callback = callback
+            self.event = event
+            self.at = at
+            self.outcome = outcome
+            self.problem = problem
+        }
+    }
+
+    public var client: String
+    public var name: String
+    public var schedule: DeviceActivitySchedule
+    public var weekdays: [Int]?
+    public var events: [Event]
+    public var `extension`: String?
+    /// `limit` or `downtime` for the built-in ones.
+    public var builtIn: String?
+    public var monitoringStart: Date
+    /// The interval in progress or next; nil once a schedule that does not repeat is over.
+    public var currentInterval: DateInterval?
+    public var inInterval: Bool
+    public var lastRun: Run?
+
+    public init(
+        client: String, name: String, schedule: DeviceActivitySchedule, weekdays: [Int]?, events: [Event],
+        extension: String?, builtIn: String?, monitoringStart: Date, currentInterval: DateInterval?, inInterval: Bool,
+        lastRun: Run?
+    ) {
+        self.client = client
+        self.name = name
+        self.schedule = schedule
+        self.weekdays = weekdays
+        self.events = events
+        self.extension = `extension`
+        self.builtIn = builtIn
+        self.monitoringStart = monitoringStart
+        self.currentInterval = currentInterval
+        self.inInterval = inInterval
+        self.lastRun = lastRun
+    }
+}
+
+public struct MonitorReply: Codable, Sendable, Hashable {
+    public var user: UserSummary
+    public var monitor: MonitorReport
+
+    public init(user: UserSummary, monitor: MonitorReport) {
+        self.user = user
+        self.monitor = monitor
+    }
+}
+
+public struct MonitorListReply: Codable, Sendable, Hashable {
+    public var user: UserSummary
+    public var monitors: [MonitorReport]
+    /// The time zone the schedules follow (the system's).
+    public var timeZone: String
+
+    public init(user: UserSummary, monitors: [MonitorReport], timeZone: String) {
+        self.user = user
+        self.monitors = monitors
+        self.timeZone = timeZone
+    }
+}
