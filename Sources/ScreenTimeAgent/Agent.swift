@@ -59,6 +59,7 @@ public struct Agent {
             logger: usageLogger)
         policy.usageTracker.withLock { $0 = usage }
         domains.lookedUp.withLock { tell in tell = { [weak usage] domain, uid in usage?.lookedUp(domain, uid: uid) } }
+        domains.used.withLock { tell in tell = { [weak usage] domain, uid in usage?.webUsed(domain, uid: uid) } }
         var scheduleLogger = logger
         scheduleLogger[metadataKey: "component"] = "schedule"
         let scheduler = ActivityScheduler(database: database, logger: scheduleLogger)

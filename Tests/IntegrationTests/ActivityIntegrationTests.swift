@@ -308,6 +308,51 @@ struct ActivityIntegrationTests {
         #expect(eventually { !world.isFrozen(pid) })
     }
 
+    @Test func aWebDomainCountsWhileABrowserIsInFrontAfterTheChildUsedItAndReachesItsThreshold() throws {
+        let world = try AgentWorld(configuration: ["idleTimeout": "600"])
+        defer { world.tearDown() }
+        try world.installDesktopEntry(
+            id: "org.example.Browser", name: "Browser", exec: "/usr/bin/xterm", categories: "Network;WebBrowser;")
+        try world.installDesktopEntry(
+            id: "org.example.Notes", name: "Notes", exec: "/usr/bin/xmessage", categories: "Office;")
+        try authorize(world, world.child)
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildBrowser", "-e", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("ChildBrowser") != nil && desktop.window("XMessage") != nil })
+        try desktop.activate("ChildBrowser")
+        let started = try world.cli(
+            as: world.guardian, "monitor", "start", "web", "--user", world.child, "--from", "00:00", "--to", "00:00",
+            "--repeats", "--event", "site", "--threshold", "12s", "--domain", "www.allowed.test")
+        #expect(started.status == 0, "\(started.stderr)")
+        // The browser in front for a while before the site is used: not the site's time.
+        Thread.sleep(forTimeInterval: 3)
+        func event() throws -> MonitorReport.Event? { try monitors(world, world.child).monitors.first?.events.first }
+        #expect(try event()?.usedSeconds ?? -1 < 0.5)
+        // The child's program looks the site up (no server answers: the query alone is use).
+        let lookedUp = Date()
+        _ = try run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/usr/bin/dig", "+tries=1", "+time=1",
+                "@127.0.0.1", "sub.allowed.test", "A",
+            ])
+        Thread.sleep(until: lookedUp.addingTimeInterval(6))
+        let used = try event()?.usedSeconds ?? 0
+        #expect(abs(used - 6) < 2, "counted \(used) s of allowed.test")
+        #expect(try event()?.reached == false)
+        // In front elsewhere, the site's time stops.
+        try desktop.activate("XMessage")
+        Thread.sleep(forTimeInterval: 4)
+        #expect(abs((try event()?.usedSeconds ?? 0) - used) < 1.5)
+        try desktop.activate("ChildBrowser")
+        #expect(try eventually(15) { try event()?.reached == true })
+        let report = try world.cli(as: world.guardian, "report", "--user", world.child, "--today", "--json")
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(report.stdout.contains("\"domain\" : \"allowed.test\""), "\(report.stdout)")
+    }
+
     @Test func downtimeFreezesTheChildsRunningAppButTheAllowedOneAndOffThawsIt() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

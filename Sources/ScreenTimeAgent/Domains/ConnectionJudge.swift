@@ -77,6 +77,8 @@ final class ConnectionJudge: Sendable {
     static let flowLifetime: Double = 30
 
     private let state = Mutex(State())
+    /// Told the names of each connection passed by name (usage: a web domain in use).
+    let passedNames = Mutex<(@Sendable ([DNSName], UInt32) -> Void)?>(nil)
     private let epoch = ContinuousClock.now
 
     /// Seconds on the monotonic clock since the judge was made.
@@ -201,6 +203,7 @@ final class ConnectionJudge: Sendable {
                         ))
                 }
             }
+            passedNames.withLock { $0 }?(names, owner)
             return .pass
         }
     }

@@ -33,6 +33,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// Told of each address question a filtered user asks (its registrable domain, the owner),
     /// on the queue's thread: must return at once (the usage tracker counts them).
     let lookedUp = Mutex<(@Sendable (String, UInt32) -> Void)?>(nil)
+    /// Told the registrable domain of each name a filtered user's programs use — looked up, or
+    /// named by a connection's opening — for the time a web domain is in use.
+    let used = Mutex<(@Sendable (String, UInt32) -> Void)?>(nil)
     private let flushContinuation: AsyncStream<Void>.Continuation
 
     private struct State {
@@ -103,6 +106,15 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         self.logger = logger
         shadows = ShadowLookups(judge: connections)
         (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        connections.passedNames.withLock { tell in
+            tell = { [weak self] names, owner in
+                guard let self, let tell = used.withLock({ $0 }) else { return }
+                let domains = names.compactMap { $0.lowercased.domainName }.map {
+                    suffixes.registrableDomain(of: $0) ?? $0
+                }
+                for domain in Set(domains) { tell(domain.rawValue, owner) }
+            }
+        }
     }
 
     // MARK: policy
@@ -375,6 +387,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             {
                 let domain = suffixes.registrableDomain(of: name) ?? name
                 tell(domain.rawValue, uid)
+                used.withLock { $0 }?(domain.rawValue, uid)
             }
             if let (question, verdict) = filter.verdict(for: message) {
                 answers.append(DNSMessage.nxdomain(answering: message).serialized())

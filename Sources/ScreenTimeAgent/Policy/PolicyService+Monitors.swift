@@ -45,7 +45,7 @@ extension PolicyService {
             guard events[eventName] == nil else {
                 throw ScreenTimeIPCError(.invalidArgument, "two events are named '\(eventName)'")
             }
-            let (event, names) = try resolve(
+            let (event, names, _) = try resolve(
                 requested.items, threshold: requested.thresholdSeconds, past: requested.includesPastActivity,
                 resolver: &resolver, what: "event '\(eventName)'")
             events[eventName] = event
@@ -141,7 +141,7 @@ extension PolicyService {
         }
         let store = try StoreName(request.store ?? Self.limitStore)
         var resolver = Resolver(service: self, account: account)
-        let (event, itemNames) = try resolve(
+        let (event, itemNames, shieldDomains) = try resolve(
             request.items, threshold: request.dailySeconds ?? 60, past: true, resolver: &resolver, what: "the limit")
         let name = try DeviceActivityName(Self.limitName(itemNames))
         let scheduler = try activityScheduler
@@ -164,7 +164,7 @@ extension PolicyService {
             throw ScreenTimeIPCError(.invalidArgument, "a daily limit is from 1 minute to less than a day")
         }
         let shield = Monitor.LimitShield(
-            store: store, applications: event.applications, categories: event.categories, webDomains: event.webDomains)
+            store: store, applications: event.applications, categories: event.categories, webDomains: shieldDomains)
         let monitor = try makeMonitor(
             account: account, client: .commandLine, name: name,
             schedule: DeviceActivitySchedule(
@@ -318,7 +318,7 @@ extension PolicyService {
     /// Names to tokens for an event, checked; the names as given, for display.
     private func resolve(
         _ items: ActivityItems, threshold: Double, past: Bool, resolver: inout Resolver, what: String
-    ) throws -> (DeviceActivityEvent, [String]) {
+    ) throws -> (event: DeviceActivityEvent, names: [String], shieldDomains: Set<WebDomainToken>) {
         guard !items.isEmpty else {
             throw ScreenTimeIPCError(
                 .invalidArgument, "\(what) counts nothing: give --app, --app-category, --domain or --web-category")
@@ -329,6 +329,7 @@ extension PolicyService {
         var applications = Set(items.selection?.applicationTokens ?? [])
         var categories = Set(items.selection?.categoryTokens ?? [])
         var domains = Set(items.selection?.webDomainTokens ?? [])
+        var shieldDomains = domains
         var names: [String] = []
         for text in items.applications {
             applications.insert(try resolver.application(text).0)
@@ -343,8 +344,12 @@ extension PolicyService {
             names.append("web:\(text)")
         }
         for text in items.webDomains {
-            let (token, name) = try resolver.webDomain(text)
-            domains.insert(token)
+            // Time is counted per registrable domain (what the DNS filter and connections tell):
+            // an event on play.google.com counts google.com's.
+            let name = try resolver.webDomain(text).1
+            let domain = try DomainName(name.identity)
+            domains.insert(minter.token(for: suffixes.registrableDomain(of: domain) ?? domain))
+            shieldDomains.insert(minter.token(for: domain))
             names.append(name.identity)
         }
         if let selection = items.selection, !selection.isEmpty { names.append("a selection") }
@@ -356,7 +361,7 @@ extension PolicyService {
         } catch {
             throw ScreenTimeIPCError(ScreenTimeIPCError.Code(error.code.rawValue), "\(what): \(error.message)")
         }
-        return (event, names)
+        return (event, names, shieldDomains)
     }
 
     /// A monitor, checked as Apple checks one: the schedule, the events, and at most 20

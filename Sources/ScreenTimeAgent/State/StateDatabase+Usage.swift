@@ -97,3 +97,64 @@ extension StateDatabase {
         }
     }
 }
+
+extension StateDatabase {
+    static func registerWebActivityMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v7: web activity") { db in
+            // When a user's programs used a registrable domain: a window from a lookup or a
+            // connection naming it to a few minutes after the last one (windows a few minutes
+            // apart are one row).
+            try db.create(table: "webActivity") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("uid", .integer).notNull()
+                table.column("domain", .text).notNull()
+                table.column("start", .datetime).notNull()
+                table.column("end", .datetime).notNull()
+            }
+            try db.create(index: "webActivityByUser", on: "webActivity", columns: ["uid", "end"])
+        }
+    }
+
+    /// A stretch of time a registrable domain was in use by a user's programs.
+    struct WebActivity: Hashable, Sendable {
+        var id: Int64?
+        var uid: UInt32
+        var domain: String
+        var start: Date
+        var end: Date
+    }
+
+    /// Writes new windows and the new ends of windows already written; returns them with ids.
+    func saveWebActivity(_ windows: [WebActivity]) throws -> [WebActivity] {
+        guard !windows.isEmpty else { return windows }
+        return try queue.write { db in
+            var saved = windows
+            for index in saved.indices {
+                let window = saved[index]
+                if let id = window.id {
+                    try db.execute(sql: "UPDATE webActivity SET end = ? WHERE id = ?", arguments: [window.end, id])
+                } else {
+                    try db.execute(
+                        sql: "INSERT INTO webActivity (uid, domain, start, end) VALUES (?, ?, ?, ?)",
+                        arguments: [Int64(window.uid), window.domain, window.start, window.end])
+                    saved[index].id = db.lastInsertedRowID
+                }
+            }
+            return saved
+        }
+    }
+
+    /// A user's windows that reach into `interval`.
+    func webActivity(uid: UInt32, during interval: DateInterval) throws -> [WebActivity] {
+        try queue.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM webActivity WHERE uid = ? AND end > ? AND start < ? ORDER BY start",
+                arguments: [Int64(uid), interval.start, interval.end]
+            ).map { row in
+                WebActivity(
+                    id: row["id"], uid: UInt32(row["uid"] as Int64), domain: row["domain"], start: row["start"],
+                    end: row["end"])
+            }
+        }
+    }
+}

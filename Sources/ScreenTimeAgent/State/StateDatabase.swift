@@ -132,6 +132,7 @@ final class StateDatabase: Sendable {
             }
         }
         registerActivityMigration(&migrator)
+        registerWebActivityMigration(&migrator)
         return migrator
     }
 
@@ -195,6 +196,7 @@ final class StateDatabase: Sendable {
                 try db.execute(sql: "DELETE FROM usageSpan WHERE uid = ?", arguments: [Int64(authorization.uid)])
                 try db.execute(sql: "DELETE FROM domainLookup WHERE uid = ?", arguments: [Int64(authorization.uid)])
                 try Self.deleteActivity(db, uid: authorization.uid)
+                try db.execute(sql: "DELETE FROM webActivity WHERE uid = ?", arguments: [Int64(authorization.uid)])
             }
         }
     }
@@ -283,6 +285,7 @@ final class StateDatabase: Sendable {
             try db.execute(sql: "DELETE FROM applicationEvent WHERE time < ?", arguments: [date])
             try db.execute(sql: "DELETE FROM usageSpan WHERE end < ?", arguments: [date])
             try db.execute(sql: "DELETE FROM domainLookup WHERE last < ?", arguments: [date])
+            try db.execute(sql: "DELETE FROM webActivity WHERE end < ?", arguments: [date])
             let cap = Self.maximumEventsPerUser
             try db.execute(
                 sql: """

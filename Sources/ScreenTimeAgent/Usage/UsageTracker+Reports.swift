@@ -46,6 +46,7 @@ extension UsageTracker {
         let categoryReports = ledger.totalsByCategory(during: interval).map { token, seconds in
             UsageReport.Category(name: names ? categoryNames[token] : nil, token: token.base64, seconds: seconds)
         }.sorted { ($0.seconds, $1.token) > ($1.seconds, $0.token) }
+        let byDomain = ledger.totalsByWebDomain(during: interval)
         var domains: [String: UsageReport.WebDomain] = [:]
         for lookup in try database.lookups(uid: user.uid, during: interval) {
             guard let name = try? DomainName(lookup.domain) else { continue }
@@ -56,6 +57,7 @@ extension UsageTracker {
                     domain: names ? lookup.domain : nil, token: token, lookups: 0, firstLookup: lookup.first,
                     lastLookup: lookup.last)
             entry.lookups += lookup.count
+            entry.seconds = byDomain[minter.token(for: name)]
             entry.firstLookup = min(entry.firstLookup, lookup.first)
             entry.lastLookup = max(entry.lastLookup, lookup.last)
             domains[token] = entry
@@ -103,6 +105,24 @@ extension UsageTracker {
             else { continue }
             ledger.record(span)
             applications[row.token] = row
+        }
+        // A web domain's time: a browser in front while the domain was in use.
+        let browsers = rows.filter { row in
+            row.categories.contains { $0.caseInsensitiveCompare("WebBrowser") == .orderedSame }
+        }
+        if !browsers.isEmpty {
+            for window in try database.webActivity(uid: uid, during: interval) {
+                guard let name = try? DomainName(window.domain) else { continue }
+                let token = minter.token(for: name)
+                for browser in browsers {
+                    let start = max(browser.start, window.start)
+                    let end = min(browser.end, window.end)
+                    guard start < end, let span = try? UsageSpan(.webDomain(token), start: start, end: end) else {
+                        continue
+                    }
+                    ledger.record(span)
+                }
+            }
         }
         return (ledger, applications, categoryNames)
     }

@@ -75,7 +75,25 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         var logind: [String: LogindRecord] = [:]
         /// Why logind is not read, when it is not.
         var logindProblem: String?
+        /// Web domains in use now (from the DNS filter and connection openings), by user and
+        /// registrable domain; and windows that ended and are still to be written.
+        var web: [WebKey: WebWindow] = [:]
+        var webClosed: [StateDatabase.WebActivity] = []
     }
+
+    struct WebKey: Hashable {
+        var uid: UInt32
+        var domain: String
+    }
+
+    struct WebWindow: Sendable {
+        var stored: StateDatabase.WebActivity
+        var dirty = true
+    }
+
+    /// How long after a lookup or a connection naming it a web domain counts as in use (in the
+    /// browser in front): a page's names are looked up as it loads, and again as it goes on.
+    static let webWindow: TimeInterval = 300
 
     struct LogindRecord: Sendable {
         var owner: UInt32
@@ -220,6 +238,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
 
     /// Writes the rows that changed (open ones up to now) and the lookups counted.
     func flush() {
+        let web = state.withLock { state -> [StateDatabase.WebActivity] in
+            defer { state.webClosed = [] }
+            return state.webClosed + state.web.values.filter(\.dirty).map(\.stored)
+        }
         let (rows, lookups, inFront) = state.withLock {
             state -> ([(Int, StateDatabase.UsageRow)], [StateDatabase.DomainLookups], Set<UInt32>) in
             let now = SuspendingClock.now
@@ -243,6 +265,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             return inFront.subtracting(users)
         }
         if !gained.isEmpty, let tell = usersInFrontChanged.withLock({ $0 }) { tell(gained) }
+        if !web.isEmpty { flushWeb(web) }
         guard !rows.isEmpty || !lookups.isEmpty else { return }
         do {
             let saved = try database.saveUsage(rows.map(\.1), lookups: lookups)
@@ -268,6 +291,32 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 }
             }
             logger.error("cannot write usage", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func flushWeb(_ windows: [StateDatabase.WebActivity]) {
+        do {
+            let saved = try database.saveWebActivity(windows)
+            state.withLock { state in
+                for window in saved {
+                    let key = WebKey(uid: window.uid, domain: window.domain)
+                    guard var kept = state.web[key], kept.stored.start == window.start else { continue }
+                    kept.stored.id = window.id
+                    if kept.stored.end == window.end { kept.dirty = false }
+                    state.web[key] = kept
+                }
+                // Windows long over are forgotten once written.
+                let before = Date().addingTimeInterval(-60)
+                state.web = state.web.filter { $0.value.dirty || $0.value.stored.end >= before }
+            }
+        } catch {
+            state.withLock { state in
+                for window in windows where window.id == nil {
+                    let key = WebKey(uid: window.uid, domain: window.domain)
+                    if state.web[key]?.stored.start != window.start { state.webClosed.append(window) }
+                }
+            }
+            logger.error("cannot write web activity", metadata: ["error": "\(error)"])
         }
     }
 
@@ -313,6 +362,30 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     }
 
     // MARK: lookups
+
+    /// A registrable domain a user's programs used (looked up, or named by a connection): it
+    /// counts as in use for `webWindow` from now.
+    func webUsed(_ domain: String, uid: UInt32, at time: Date = Date()) {
+        let changed = state.withLock { state -> Bool in
+            let key = WebKey(uid: uid, domain: domain)
+            let end = time.addingTimeInterval(Self.webWindow)
+            if var window = state.web[key], time <= window.stored.end {
+                // Written at most every few seconds per domain: a page loading fetches many names.
+                guard end.timeIntervalSince(window.stored.end) >= 5 else { return false }
+                window.stored.end = end
+                window.dirty = true
+                state.web[key] = window
+                return true
+            }
+            // Bounded: a child inventing names cannot grow the agent's memory without limit.
+            guard state.web[key] != nil || state.web.count < 50_000 else { return false }
+            if let old = state.web[key], old.dirty { state.webClosed.append(old.stored) }
+            state.web[key] = WebWindow(
+                stored: StateDatabase.WebActivity(id: nil, uid: uid, domain: domain, start: time, end: end))
+            return true
+        }
+        if changed { flushContinuation.yield() }
+    }
 
     /// A name a user's program looked up (the DNS filter tells, for each question it judged).
     func lookedUp(_ domain: String, uid: UInt32, at time: Date = Date()) {

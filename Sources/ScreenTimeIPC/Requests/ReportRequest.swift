@@ -60,14 +60,16 @@ public struct UsageReport: Codable, Sendable, Hashable {
         }
     }
 
-    /// A registrable domain the user's programs looked up (from the DNS filter), with the time a
-    /// browser was in front meanwhile counted under the browser, not here.
+    /// A registrable domain the user's programs looked up (from the DNS filter). Its `seconds` are
+    /// the time a web browser was in front while the domain was in use (within a few minutes of
+    /// a lookup of it or a connection naming it); that time is the browser's too.
     public struct WebDomain: Codable, Sendable, Hashable {
         public var domain: String?
         public var token: String
         public var lookups: Int
         public var firstLookup: Date
         public var lastLookup: Date
+        public var seconds: Double?
 
         public init(domain: String?, token: String, lookups: Int, firstLookup: Date, lastLookup: Date) {
             self.domain = domain
