@@ -93,6 +93,8 @@ bench: deps
 	Benchmarks/connections.sh "$$($(SWIFT) build -c release --show-bin-path)"
 	@echo
 	Benchmarks/focus.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	@echo
+	Benchmarks/scheduler.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -134,4 +135,11 @@ int screentime_receive_datagrams(int fd, void *buffer, unsigned int slot_size, u
 
 int screentime_open_path(const char *path, int follow_symlinks) {
     return open(path, O_PATH | O_CLOEXEC | (follow_symlinks ? 0 : O_NOFOLLOW));
+}
+
+int screentime_name_thread(const char *name) {
+    char truncated[16];
+    strncpy(truncated, name, sizeof truncated - 1);
+    truncated[sizeof truncated - 1] = 0;
+    return prctl(PR_SET_NAME, truncated, 0, 0, 0);
 }

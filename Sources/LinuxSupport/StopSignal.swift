@@ -45,3 +45,9 @@ public enum Hangup {
     /// Ignores SIGHUP's default action (Dispatch's sources still see it).
     public static func leaveToDispatch() { signal(SIGHUP, SIG_IGN) }
 }
+
+/// The calling thread's name as ps, top and /proc show it (15 bytes at most): Foundation's
+/// `Thread.name` does not reach the kernel on Linux.
+public func nameCurrentThread(_ name: String) {
+    _ = screentime_name_thread(name)
+}

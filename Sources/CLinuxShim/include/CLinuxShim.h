@@ -25,6 +25,9 @@ static inline int screentime_msg_dontwait(void) { return MSG_DONTWAIT; }
 int screentime_open_path(const char *path, int follow_symlinks);
 static inline int screentime_msg_nosignal(void) { return MSG_NOSIGNAL; }
 
+/// Names the calling thread for ps, top and /proc (at most 15 bytes are kept); 0 or -1 with errno.
+int screentime_name_thread(const char *name);
+
 /// The peer's credentials on a connected Unix socket. Returns 0, or -1 with errno set.
 int screentime_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid);
 

@@ -81,10 +81,10 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let thread = Thread { [self] in
+                    nameCurrentThread("screentime.time")
                     loop()
                     done.resume()
                 }
-                thread.name = "screentime.scheduler"
                 thread.start()
             }
         } onGracefulShutdown: { [self] in

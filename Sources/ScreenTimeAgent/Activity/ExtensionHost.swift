@@ -127,7 +127,7 @@ final class ExtensionHost: Sendable {
                 }
                 startWorkers()
             }
-            thread.name = "screentime.extension"
+            thread.name = "screentime.ext"
             thread.start()
         }
     }
@@ -203,7 +203,7 @@ final class ExtensionHost: Sendable {
             ) { connection in
                 connections.withLock { $0.append(connection) }
                 let thread = Thread { serve?(connection, authority) }
-                thread.name = "screentime.extension-connection"
+                thread.name = "screentime.xconn"
                 thread.start()
             }
         } catch {
