@@ -42,12 +42,14 @@ SWIFT       ?= swift
 #   libsystemd-dev  sd-bus, through which the agent reads logind's sessions and their hints
 #   dbus-daemon python3-dbusmock  the tests' own system bus, with a mock of logind on it
 #   gnome-shell     GNOME's compositor (headless), with the screentime-focus extension
+#   libgtk-4-dev    GTK 4, the shield window's toolkit
+#   netpbm          xwdtopnm and pnmtopng: the tests' screenshots of the shield window
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools \
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell
+	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell libgtk-4-dev netpbm
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
 
@@ -107,7 +109,7 @@ GUARDIAN_GROUP ?= screentime-guardians
 EXTENSION_USER ?= screentime-ext
 # The GNOME Shell extension that tells the agent the window in front (packaging/gnome-shell).
 SHELL_EXTENSION := screentime-focus@screentime.local
-BINARIES := screentimed screentime
+BINARIES := screentimed screentime screentime-shield
 
 # Installs the binaries, configuration defaults (never overwriting a guardian's edits), the PAM
 # stack, the guardian group, the state and run directories, and starts the agent: through systemd

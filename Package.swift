@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "ScreenTimeClient", targets: ["ScreenTimeClient"]),
         .executable(name: "screentimed", targets: ["screentimed"]),
         .executable(name: "screentime", targets: ["screentime"]),
+        .executable(name: "screentime-shield", targets: ["screentime-shield"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
@@ -81,6 +82,12 @@ let package = Package(
         // libsystemd's sd-bus (Debian's libsystemd-dev): logind's sessions, and their idle and
         // locked hints, as signals. Plain C: reading a D-Bus message takes variadic calls.
         .target(name: "CLogind", linkerSettings: [.linkedLibrary("systemd")]),
+        // GTK 4 (Debian's libgtk-4-dev), for the shield window alone.
+        .systemLibrary(
+            name: "CGTK",
+            pkgConfig: "gtk4",
+            providers: [.apt(["libgtk-4-dev"])]
+        ),
         // libcap (Debian's libcap-dev), for dropping the agent's capabilities after setup.
         .systemLibrary(
             name: "CCapability",
@@ -133,6 +140,12 @@ let package = Package(
                 "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            swiftSettings: strictSettings
+        ),
+        // The shield window the child sees (GTK 4), started by the agent in the child's session.
+        .executableTarget(
+            name: "screentime-shield",
+            dependencies: ["CGTK", "ScreenTimeIPC"],
             swiftSettings: strictSettings
         ),
         // `make bench`: figures beside baselines, printed, never asserted.

@@ -146,7 +146,9 @@ public struct ProcessInspector: Sendable {
         return found
     }
 
-    static let sessionKeys: Set<String> = ["DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "SWAYSOCK", "XDG_RUNTIME_DIR"]
+    static let sessionKeys: Set<String> = [
+        "DISPLAY", "XAUTHORITY", "WAYLAND_DISPLAY", "SWAYSOCK", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS",
+    ]
 
     /// The `Application` `name=` of `.flatpak-info` in the process's root: a file of a sandbox the
     /// child may have made itself, so read as an `UntrustedFile`, its last component not followed.

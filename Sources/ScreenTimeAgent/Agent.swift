@@ -82,6 +82,7 @@ public struct Agent {
         let usage: UsageTracker
         let scheduler: ActivityScheduler
         let extensions: ExtensionHost
+        let presenter: ShieldPresenter
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
@@ -127,6 +128,7 @@ public struct Agent {
         usage.apply(snapshot)
         publisher.add(usage)
         publisher.add(scheduler)
+        scheduler.republish.withLock { $0 = { [weak publisher] in _ = publisher?.publish() } }
         var extensionLogger = logger
         extensionLogger[metadataKey: "component"] = "extensions"
         let users = UserDirectory()
@@ -136,11 +138,27 @@ public struct Agent {
             react: { [weak policy] monitor, callback in try policy?.react(monitor, callback) },
             userName: { uid in try? users.user(uid: uid).name })
         scheduler.deliver.withLock { $0 = { [weak extensions] owed in extensions?.deliver(owed) } }
+        var shieldLogger = logger
+        shieldLogger[metadataKey: "component"] = "shield"
+        let presenter = ShieldPresenter(
+            database: database, launcher: launcher, program: ShieldPresenter.defaultProgram(), logger: shieldLogger)
+        presenter.usage.withLock { $0 = usage }
+        presenter.policy.withLock { $0 = policy }
+        presenter.processes.withLock { $0 = processes }
+        processes.shieldMet.withLock { $0 = { [weak presenter] thing in presenter?.tell(.met(thing)) } }
+        domains.shieldMet.withLock { $0 = { [weak presenter] thing in presenter?.tell(.met(thing)) } }
+        usage.shieldInFront.withLock { $0 = { [weak presenter] thing in presenter?.tell(.inFront(thing)) } }
+        policy.requestsChanged.withLock {
+            $0 = { [weak presenter] request in
+                presenter?.tell(request.state == "pending" ? .asked(request) : .decided(request))
+            }
+        }
+        policy.presenter.withLock { $0 = presenter }
         let watch = SubordinateIDWatch(
             publisher: publisher, files: [configuration.subordinateUIDs, configuration.subordinateGIDs], logger: logger)
         return Prepared(
             policy: policy, domains: domains, processes: processes, subordinateIDs: watch, launcher: launcher,
-            usage: usage, scheduler: scheduler, extensions: extensions)
+            usage: usage, scheduler: scheduler, extensions: extensions, presenter: presenter)
     }
 
     public func run(_ prepared: Prepared) async throws {
@@ -158,6 +176,8 @@ public struct Agent {
                 services: Self.failurePolicy(prepared, server: server),
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger))
+        prepared.presenter.start()
+        defer { prepared.presenter.stop() }
         logger.notice(
             "screentimed \(AgentVersion.current) started",
             metadata: ["state": "\(configuration.stateDirectory)", "socket": "\(configuration.socket)"])

@@ -46,6 +46,8 @@ public struct ScreenTimeIPCError: Error, Hashable, Sendable, Codable, CustomStri
         public static let unavailable = Code("unavailable")
         /// The agent turned the connection away for now (too many open); try again.
         public static let busy = Code("busy")
+        /// Too many asks for more time for now (a child's asks are limited); try again later.
+        public static let tooManyRequests = Code("tooManyRequests")
         public static let invalidArgument = Code("invalidArgument")
         // The agent's own trouble (a bug or a broken disk), never the caller's.
         public static let internalError = Code("internalError")

@@ -19,7 +19,8 @@ struct Screentime: ParsableCommand {
         subcommands: [
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
             Unshield.self, Block.self, Unblock.self, DenyInstalls.self, FilterCommand.self, Clear.self, Pick.self,
-            Unlock.self, Report.self, MonitorCommand.self, Limit.self, Downtime.self,
+            Unlock.self, Report.self, MonitorCommand.self, Limit.self, Downtime.self, Ask.self, Requests.self,
+            Grant.self, Deny.self, ShieldConfig.self,
             Ping.self, LauncherCheck.self,
         ])
 }
@@ -102,7 +103,7 @@ final class OpenedPrograms {
 
 func exitStatus(for code: ScreenTimeIPCError.Code) -> Int32 {
     if code == .agentUnreachable { return 69 }
-    if code == .busy { return 75 }
+    if code == .busy || code == .tooManyRequests { return 75 }
     if code.isRefusal { return 77 }
     if code == .internalError || code == .malformedReply { return 70 }
     return 65

@@ -90,6 +90,13 @@ struct StatusText {
                 out += line + "\n"
             }
         }
+        if let asks = reply.pendingAsks {
+            out += "Asks for more time waiting: \(asks) ('screentime requests' lists them)\n"
+        }
+        if let problems = reply.shieldProblems {
+            out += "Shield extensions, lately:\n"
+            for problem in problems { out += "  \(problem)\n" }
+        }
         if let failures = reply.passwordFailures {
             out += "Wrong guardian passwords: \(failures.failures), the last at \(Self.format(failures.lastFailure))"
             out += failures.locked ? "; locked out ('screentime unlock --user \(auth.user.name)' lifts it)\n" : "\n"

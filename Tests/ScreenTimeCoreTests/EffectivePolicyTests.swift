@@ -47,6 +47,34 @@ import Testing
         #expect(policy.applicationShield(for: app("calculator"), categories: []).isEmpty)
     }
 
+    @Test func grantedTimeLiftsEveryStoresShieldOnThatTokenButNotABlock() throws {
+        var collection = StoreCollection()
+        try collection.update(store("limits")) { $0.shield.applications = [app("chess")] }
+        try collection.update(store("downtime")) { $0.shield.applicationCategories = .all(except: [app("calculator")]) }
+        try collection.update(store("school")) {
+            $0.shield.applicationCategories = .specific([category("game")])
+            $0.shield.webDomains = [domain("youtube.com")]
+            $0.shield.webDomainCategories = .specific([category("video")])
+            $0.application.blockedApplications = [app("mines")]
+        }
+        let granted = collection.effectivePolicy(
+            grantedApplications: [app("chess"), app("mines")], grantedWebDomains: [domain("youtube.com")])
+        #expect(granted.applicationShield(for: app("chess"), categories: games).isEmpty)
+        #expect(granted.applicationShield(for: app("editor"), categories: []) == [store("downtime")])
+        #expect(granted.applicationBlock(for: app("mines")) == [store("school")], "a block is not lifted")
+        #expect(
+            granted.webDomainShield(for: [domain("www.youtube.com"), domain("youtube.com")], categories: []).isEmpty)
+        #expect(
+            granted.webDomainShield(for: [domain("youtube.com")], categories: [category("video")]).isEmpty,
+            "nor by its category")
+        #expect(
+            granted.webDomainShield(for: [domain("vimeo.com")], categories: [category("video")]) == [store("school")])
+        // Without the grant, all of it applies.
+        let ungranted = collection.effectivePolicy
+        #expect(!ungranted.applicationShield(for: app("chess"), categories: games).isEmpty)
+        #expect(!ungranted.webDomainShield(for: [domain("youtube.com")], categories: []).isEmpty)
+    }
+
     @Test func anExceptionNeverLiftsAnotherStoresShield() {
         let policy = policy([
             store("school"): {

@@ -33,6 +33,8 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
         var stepped = -1
         var problem: String?
         var unreadable: [String] = []
+        /// When the first grant of more time in force ends: the policy is published again then.
+        var grantsEnd: Date?
     }
 
     private let database: StateDatabase
@@ -50,6 +52,8 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     let inFront = Mutex<(@Sendable (_ uid: UInt32) -> Bool)?>(nil)
     /// Runs owed callbacks (the extension host).
     let deliver = Mutex<(@Sendable (_ owed: [OwedCallback]) -> Void)?>(nil)
+    /// Publishes the policy again (a grant of more time ended).
+    let republish = Mutex<(@Sendable () -> Void)?>(nil)
     private let now: @Sendable () -> Date
 
     init(database: StateDatabase, logger: Logger, now: @escaping @Sendable () -> Date = Date.init) {
@@ -132,6 +136,12 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     func step() {
         let (owed, generation) = serial.withLock { _ in advanceAll() }
         if !owed.isEmpty { deliver.withLock { $0 }?(owed) }
+        let grantEnded = state.withLock { state in state.grantsEnd.map { $0 <= now() } ?? false }
+        if grantEnded {
+            state.withLock { $0.grantsEnd = nil }
+            logger.info("granted time ended: the shields it lifted are back")
+            republish.withLock { $0 }?()
+        }
         stepDone.lock()
         state.withLock { $0.stepped = max($0.stepped, generation) }
         stepDone.broadcast()
@@ -185,7 +195,10 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
                     "interval": "\(callback.callback.interval.start)–\(callback.callback.interval.end)",
                 ])
         }
-        state.withLock { $0.nextWake = nextWake }
+        state.withLock { state in
+            if let end = state.grantsEnd { nextWake = min(nextWake ?? end, end) }
+            state.nextWake = nextWake
+        }
         return (owed, generation)
     }
 
@@ -232,6 +245,12 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     }
 
     func apply(_ snapshot: PolicySnapshot) {
+        let grantsEnd = snapshot.users.values.compactMap(\.grantsEnd).min()
+        let earlier = state.withLock { state in
+            defer { state.grantsEnd = grantsEnd }
+            return grantsEnd != state.grantsEnd
+        }
+        if earlier { timer?.wake() }
         // A revocation deleted the user's monitors: read what is left.
         let users = Set(snapshot.users.keys)
         let stale = state.withLock { state in state.entries.keys.contains { !users.contains($0.uid) } }

@@ -21,6 +21,36 @@ extension ProcessShield {
                 TokenName(kind: .app, identity: verdict.application.canonical, displayName: name)
             ))
         if action != .frozen { logger.info("\(action.rawValue)", metadata: ["pid": "\(pid)", "app": "\(name)"]) }
+        if action == .frozen || action == .refused || action == .killed, let tell = shieldMet.withLock({ $0 }) {
+            let application = apps.filter.index.application(verdict.application)
+            var identity: String?
+            if case .desktopEntry(let id) = verdict.application { identity = id }
+            tell(
+                ShieldedThing(
+                    kind: .application, owner: apps.uid, token: verdict.token.base64, name: name, identity: identity,
+                    categories: application?.categories.map(\.name).sorted() ?? [], icon: application?.icon,
+                    stores: verdict.stores, pid: action == .frozen ? pid : nil))
+        }
+    }
+
+    /// The application a held process of `owner`'s is held for, if it is held for a shield.
+    func shieldedApplication(pid: Int32, owner: UInt32) -> ShieldedThing? {
+        let identities = table.withLock { table -> [ApplicationIdentity]? in
+            guard let tracked = table.processes[pid], tracked.owner == owner, tracked.hold?.reason.token != nil
+            else { return nil }
+            return tracked.identities
+        }
+        guard let identities, let apps = currentPolicy().users[owner],
+            let verdict = apps.filter.verdict(for: identities), verdict.action == .shield
+        else { return nil }
+        let application = apps.filter.index.application(verdict.application)
+        var identity: String?
+        if case .desktopEntry(let id) = verdict.application { identity = id }
+        return ShieldedThing(
+            kind: .application, owner: owner, token: verdict.token.base64,
+            name: application?.name ?? Self.displayName(verdict.application), identity: identity,
+            categories: application?.categories.map(\.name).sorted() ?? [], icon: application?.icon,
+            stores: verdict.stores, pid: pid)
     }
 
     /// A program no guardian installed, refused or killed: its event names the program by content

@@ -116,6 +116,29 @@ extension ProcessShield {
         }
     }
 
+    /// Ends every held process of `owner`'s held for the shield on `token` (a shield's action
+    /// extension answered `close`: the app is closed). Returns how many were killed.
+    @discardableResult
+    func endApplication(owner: UInt32, token: String) -> Int {
+        table.withLock { table in
+            let held = table.processes.filter {
+                $0.value.owner == owner && $0.value.hold?.reason.token?.base64 == token
+            }
+            var killed = 0
+            for (pid, tracked) in held {
+                let policy = currentPolicy()
+                guard
+                    let handle = tracked.hold?.handle
+                        ?? ProcessHandle(
+                            pid: pid, startTime: tracked.startTime, inspector: inspector,
+                            owner: { policy.owner(ofKernelUID: $0) == tracked.owner })
+                else { continue }
+                if handle.kill() { killed += 1 }
+            }
+            return killed
+        }
+    }
+
     func signalKill(_ pid: Int32, _ tracked: Tracked, _ table: inout Table) -> Bool {
         let policy = currentPolicy()
         guard

@@ -58,6 +58,9 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     /// Told of each program an authorized user's process runs (pid, owner), on the watcher's
     /// thread: the usage tracker looks for sessions there. Must return at once.
     let programStarted = Mutex<(@Sendable (Int32, UInt32) -> Void)?>(nil)
+    /// Told of each process of an authorized user's frozen, refused or killed for a shield, on
+    /// whatever thread did it (the shield window shows it). Must return at once.
+    let shieldMet = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
     /// Signalled when the gate's thread ends.
     let gateThreadDone = Mutex<DispatchSemaphore?>(nil)
 

@@ -23,6 +23,10 @@ extension ControlRouter {
         router.register(MonitorListRequest.self, policy.monitorList)
         router.register(LimitRequest.self, policy.limit)
         router.register(DowntimeRequest.self, policy.downtime)
+        router.register(AskRequest.self, policy.ask)
+        router.register(TimeRequestsRequest.self, policy.timeRequests)
+        router.register(DecideRequest.self, policy.decide)
+        router.register(ShieldConfigRequest.self, policy.shieldConfig)
         router.register(LauncherCheckRequest.self) {
             try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer))
         }

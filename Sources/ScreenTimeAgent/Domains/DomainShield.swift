@@ -36,6 +36,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// Told the registrable domain of each name a filtered user's programs use — looked up, or
     /// named by a connection's opening — for the time a web domain is in use.
     let used = Mutex<(@Sendable (String, UInt32) -> Void)?>(nil)
+    /// Told of each shielded name a filtered user looked up (the shield window's notice). Must
+    /// return at once: it is called on the queue's thread.
+    let shieldMet = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
     private let flushContinuation: AsyncStream<Void>.Continuation
 
     private struct State {
@@ -488,9 +491,14 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             labels.removeFirst()
         }
         guard let domain else { return }
-        let key = EventKey(
-            uid: uid, domain: eventDomain(domain, uid: uid, verdict: verdict), reason: verdict.reason,
-            category: verdict.category)
+        let shown = eventDomain(domain, uid: uid, verdict: verdict)
+        let key = EventKey(uid: uid, domain: shown, reason: verdict.reason, category: verdict.category)
+        if verdict.reason != .bypass, let tell = shieldMet.withLock({ $0 }) {
+            tell(
+                ShieldedThing(
+                    kind: .webDomain, owner: uid, token: minter.token(for: shown).base64, name: shown.unicode,
+                    identity: shown.ascii, categories: [], icon: nil, stores: verdict.stores, pid: nil))
+        }
         let now = Date()
         let wasEmpty = events.withLock { buffer in
             let wasEmpty = buffer.counts.isEmpty

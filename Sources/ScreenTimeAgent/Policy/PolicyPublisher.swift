@@ -73,7 +73,14 @@ final class PolicyPublisher: Sendable {
         var result: [UInt32: PolicySnapshot.User] = [:]
         var tokens: Set<String> = []
         for record in try database.authorizations() where record.status == .approved {
-            let policy = try database.stores(uid: record.uid).collection.effectivePolicy
+            // Time a guardian granted lifts those shields until it ends (the scheduler publishes
+            // again then).
+            let grants = try database.grants(uid: record.uid, at: Date())
+            let policy = try database.stores(uid: record.uid).collection.effectivePolicy(
+                grantedApplications: Set(
+                    grants.filter { $0.kind == .application }.compactMap { try? ApplicationToken(base64: $0.token) }),
+                grantedWebDomains: Set(
+                    grants.filter { $0.kind == .webDomain }.compactMap { try? WebDomainToken(base64: $0.token) }))
             let account = try? users.user(uid: record.uid)
             let name = account?.name ?? record.userName
             var uids = UIDRanges([record.uid...record.uid])
@@ -81,7 +88,8 @@ final class PolicyPublisher: Sendable {
             let subordinateGroups = UIDRanges(subordinateGIDs.ranges(ofUser: name, uid: record.uid))
             result[record.uid] = PolicySnapshot.User(
                 uid: record.uid, name: name, home: account?.home, member: record.member, policy: policy, uids: uids,
-                groups: account.map { users.groupIDs(of: $0) } ?? [], subordinateGIDs: subordinateGroups)
+                groups: account.map { users.groupIDs(of: $0) } ?? [], subordinateGIDs: subordinateGroups,
+                grantsEnd: grants.compactMap(\.until).min())
             tokens.formUnion(policy.webDomainsShieldedByToken.keys.map(\.base64))
             tokens.formUnion(policy.applicationsShieldedByToken.keys.map(\.base64))
             tokens.formUnion(policy.applicationsBlocked.keys.map(\.base64))

@@ -16,12 +16,12 @@ public final class PolicyService: Sendable {
     let database: StateDatabase
     let minter: TokenMinter
     let suffixes: PublicSuffixList
-    private let publisher: PolicyPublisher
+    let publisher: PolicyPublisher
     private let domainShield: DomainShield?
     private let processShield: ProcessShield?
     let users: any Accounts
     let logger: Logger
-    private let changes = Mutex(())
+    let changes = Mutex(())
     private let systemDataDirectories: [String]
     private let approvals: GuardianApprovals
     /// The launcher, once the agent started it (`status` shows it to guardians).
@@ -30,6 +30,10 @@ public final class PolicyService: Sendable {
     let usageTracker = Mutex<UsageTracker?>(nil)
     /// The activity scheduler, once the agent made it (monitors, limits, downtime).
     let scheduler = Mutex<ActivityScheduler?>(nil)
+    /// The shield presenter, once the agent made it (its extensions' problems in `status`).
+    let presenter = Mutex<ShieldPresenter?>(nil)
+    /// Told of each new ask for more time and each decision (the shield presenter).
+    let requestsChanged = Mutex<(@Sendable (TimeRequestReport) -> Void)?>(nil)
 
     /// The freedesktop main categories (Desktop Menu Specification): valid app categories even
     /// when no installed application uses them yet.
@@ -131,6 +135,12 @@ public final class PolicyService: Sendable {
         let principal = publisher.current.owner(ofKernelUID: peer.uid) ?? peer.uid
         guard let account = try? users.user(uid: peer.uid) else { return .user(principal: principal) }
         return isGuardian(account) ? .guardian : .user(principal: principal)
+    }
+
+    /// How a user is authorized (child or individual), if they are.
+    func member(of uid: UInt32) throws -> FamilyControlsMember? {
+        guard let record = try database.authorization(uid: uid), record.status == .approved else { return nil }
+        return record.member
     }
 
     /// Whether the peer is a guardian (root or the guardian group), for handlers of other services.
@@ -354,6 +364,12 @@ public final class PolicyService: Sendable {
         if authorization.status == .approved {
             reply.sessions = usageTracker.withLock { $0 }?.sessions(of: account.uid, names: mayReadNames)
             reply.monitors = try? monitorList(account, client: caller.authority, names: mayReadNames).monitors
+            if caller.isGuardian || caller.role == .individual {
+                let problems = presenter.withLock { $0 }?.problems(of: account.uid) ?? []
+                reply.shieldProblems = problems.isEmpty ? nil : problems
+            }
+            let pending = try database.timeRequests(uid: account.uid, limit: 50).filter { $0.state == .pending }
+            reply.pendingAsks = pending.isEmpty ? nil : pending.count
         }
         return reply
     }

@@ -22,6 +22,8 @@ struct PolicySnapshot: Sendable {
         /// Its groups and its subordinate gids.
         var groups: Set<UInt32>
         var subordinateGIDs: UIDRanges
+        /// When the first of the grants in force ends (the policy changes then); nil: none.
+        var grantsEnd: Date? = nil
     }
 
     var generation: UInt64

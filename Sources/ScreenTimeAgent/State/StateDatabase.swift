@@ -133,6 +133,7 @@ final class StateDatabase: Sendable {
         }
         registerActivityMigration(&migrator)
         registerWebActivityMigration(&migrator)
+        registerRequestMigration(&migrator)
         return migrator
     }
 
@@ -197,6 +198,8 @@ final class StateDatabase: Sendable {
                 try db.execute(sql: "DELETE FROM domainLookup WHERE uid = ?", arguments: [Int64(authorization.uid)])
                 try Self.deleteActivity(db, uid: authorization.uid)
                 try db.execute(sql: "DELETE FROM webActivity WHERE uid = ?", arguments: [Int64(authorization.uid)])
+                try db.execute(sql: "DELETE FROM timeRequest WHERE uid = ?", arguments: [Int64(authorization.uid)])
+                try db.execute(sql: "DELETE FROM shieldExtension WHERE uid = ?", arguments: [Int64(authorization.uid)])
             }
         }
     }
@@ -286,6 +289,7 @@ final class StateDatabase: Sendable {
             try db.execute(sql: "DELETE FROM usageSpan WHERE end < ?", arguments: [date])
             try db.execute(sql: "DELETE FROM domainLookup WHERE last < ?", arguments: [date])
             try db.execute(sql: "DELETE FROM webActivity WHERE end < ?", arguments: [date])
+            try Self.pruneTimeRequests(db, before: date)
             let cap = Self.maximumEventsPerUser
             try db.execute(
                 sql: """

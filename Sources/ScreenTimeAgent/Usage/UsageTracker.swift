@@ -40,6 +40,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// Told when a user comes to have something in front (the activity scheduler: a threshold can
     /// come only while something is), with the users who now have.
     let usersInFrontChanged = Mutex<(@Sendable (_ gained: Set<UInt32>) -> Void)?>(nil)
+    /// Told when a window of a shielded (held) app comes to the front in a session: the shield
+    /// window shows again.
+    let shieldInFront = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
     private let usersInFront = Mutex<Set<UInt32>>([])
     let flushSignal: AsyncStream<Void>
     let flushContinuation: AsyncStream<Void>.Continuation
@@ -141,6 +144,12 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         /// The processes of the windows in front, as last told (looked at again when the user
         /// starts a program: it may have been given a connection of theirs).
         var frontPIDs: [Int32?] = []
+        /// A Wayland session's socket (sway's, beside its IPC socket): where programs of the
+        /// session connect.
+        var waylandSocket: String?
+        /// The session's D-Bus address, as a program of the user's had it (a hint, passed only to
+        /// programs the agent starts as that user there).
+        var sessionBus: String?
         /// Rows started in the current minute.
         var rowsStarted = 0
         var minuteStart = SuspendingClock.now
@@ -441,6 +450,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 let environment = inspector.sessionEnvironment(pid: pid)
                 if let value = environment["DISPLAY"], let display = X11Display(value) {
                     noteX11(display, owner: owner, authority: environment["XAUTHORITY"])
+                    noteBus(environment, key: "x11 :\(display.number) \(owner)")
                 }
                 if environment["SWAYSOCK"] == nil, let path = Self.waylandSocket(environment) {
                     // A compositor whose focus the agent cannot read (GNOME's, KDE's, any but
@@ -465,10 +475,20 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     if let mine = noteSession(
                         key, kind: "sway", display: path, owner: owner, authority: nil, fallback: nil)
                     {
+                        state.withLock { $0.sessions[key]?.waylandSocket = socket }
+                        noteBus(environment, key: key)
                         startThread("screentime.sway") { [self] in watchSway(key, path, mine, wayland: socket) }
                     }
                 }
             }
+        }
+    }
+
+    /// The session's D-Bus address, from the first program of the session's that named one.
+    private func noteBus(_ environment: [String: String], key: String) {
+        guard let bus = environment["DBUS_SESSION_BUS_ADDRESS"], bus.utf8.count < 1024 else { return }
+        state.withLock { state in
+            if state.sessions[key]?.sessionBus == nil { state.sessions[key]?.sessionBus = bus }
         }
     }
 
@@ -935,6 +955,45 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             if state.sessions[key]?.idle == false { Self.beginFront(&state, key, applications) }
         }
         flushContinuation.yield()
+        if let owner, let tell = shieldInFront.withLock({ $0 }) {
+            for pid in Set(pids.compactMap { $0 }) {
+                if let thing = processes.shieldedApplication(pid: pid, owner: owner) { tell(thing) }
+            }
+        }
+    }
+
+    /// Where a program of the user's shows in each of their sessions the agent reads now: its
+    /// kind, and the environment that names the display (an X11 display and a cookie file of the
+    /// user's own, or a Wayland socket and its directory).
+    func displays(of uid: UInt32) -> [(key: String, kind: String, environment: [String: String])] {
+        let sessions = state.withLock { state in
+            state.sessions.filter { $0.value.owner == uid && $0.value.connected }.map { ($0.key, $0.value) }
+        }
+        return sessions.sorted { $0.0 < $1.0 }.compactMap { key, session in
+            switch session.kind {
+            case "x11":
+                var environment = ["DISPLAY": session.display]
+                // A cookie file of the user's own (hinted by their programs), if any.
+                for file in session.authorityFiles {
+                    if let status = FileStatus.of(path: file), status.owner == uid, status.isRegular {
+                        environment["XAUTHORITY"] = file
+                        break
+                    }
+                }
+                if let bus = session.sessionBus { environment["DBUS_SESSION_BUS_ADDRESS"] = bus }
+                return (key, "x11", environment)
+            case "sway", "wayland":
+                guard let socket = session.kind == "sway" ? session.waylandSocket : session.display else { return nil }
+                let directory = String(socket[..<(socket.lastIndex(of: "/") ?? socket.startIndex)])
+                let name = String(
+                    socket[(socket.lastIndex(of: "/").map { socket.index(after: $0) } ?? socket.startIndex)...])
+                var environment = ["WAYLAND_DISPLAY": name, "XDG_RUNTIME_DIR": directory]
+                if let bus = session.sessionBus { environment["DBUS_SESSION_BUS_ADDRESS"] = bus }
+                return (key, session.kind, environment)
+            default:
+                return nil
+            }
+        }
     }
 
     /// The user started a program: what is in front in their X11 sessions is looked at again

@@ -47,6 +47,8 @@ public struct ApplicationIndex: Sendable {
         /// A `Type=Application` entry shown in menus: what category shields apply to (a
         /// `.all` category shield must not freeze a session's helpers).
         public var isListed: Bool
+        /// The entry's `Icon=`.
+        public var icon: String? = nil
     }
 
     /// The program of a desktop entry: its resolved path and, when it could be read, its hash.
@@ -91,7 +93,7 @@ public struct ApplicationIndex: Sendable {
                 applications[identity] = Application(
                     identity: identity, name: entry.name,
                     categories: Set(entry.categories.compactMap { try? ActivityCategory($0) }),
-                    isListed: entry.isListedApplication)
+                    isListed: entry.isListedApplication, icon: entry.icon)
             }
             for program in programs {
                 let name = String(program.path.split(separator: "/").last ?? "")

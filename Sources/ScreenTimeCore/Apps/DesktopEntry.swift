@@ -17,6 +17,8 @@ public struct DesktopEntry: Hashable, Sendable {
     /// `Hidden=true`: the entry is deleted, and hides entries of the same ID further down the path.
     public var hidden: Bool
     public var type: String
+    /// `Icon=`: an icon name of the theme, or an absolute path.
+    public var icon: String?
 
     /// Parses an entry. Nil when the text has no `[Desktop Entry]` group.
     public init?(id: String, parsing text: String) {
@@ -43,6 +45,7 @@ public struct DesktopEntry: Hashable, Sendable {
         self.tryExec = values["TryExec"].map(Self.unescape)
         self.noDisplay = values["NoDisplay"] == "true"
         self.hidden = values["Hidden"] == "true"
+        self.icon = values["Icon"].map(Self.unescape)
     }
 
     /// The entry's application identity.

@@ -18,7 +18,14 @@ public struct EffectivePolicy: Sendable {
     /// The stores that deny installing applications.
     public let appInstallationDenied: [StoreKey]
 
-    public init(stores: [StoreKey: StoreSettings]) {
+    /// - Parameters:
+    ///   - grantedApplications, grantedWebDomains: tokens whose shields are lifted for now (a
+    ///     guardian granted more time): no store's shield applies to them, by token or by
+    ///     category. Blocks and the web-content filter still do.
+    public init(
+        stores: [StoreKey: StoreSettings], grantedApplications: Set<ApplicationToken> = [],
+        grantedWebDomains: Set<WebDomainToken> = []
+    ) {
         var shieldedApplications: [ApplicationToken: [StoreKey]] = [:]
         var blockedApplications: [ApplicationToken: [StoreKey]] = [:]
         var shieldedWebDomains: [WebDomainToken: [StoreKey]] = [:]
@@ -28,16 +35,20 @@ public struct EffectivePolicy: Sendable {
         var appInstallationDenied: [StoreKey] = []
 
         for (key, settings) in stores.sorted(by: { $0.key < $1.key }) {
-            for token in settings.shield.applications ?? [] { shieldedApplications[token, default: []].append(key) }
+            for token in settings.shield.applications ?? [] where !grantedApplications.contains(token) {
+                shieldedApplications[token, default: []].append(key)
+            }
             for token in settings.application.blockedApplications ?? [] {
                 blockedApplications[token, default: []].append(key)
             }
-            for token in settings.shield.webDomains ?? [] { shieldedWebDomains[token, default: []].append(key) }
+            for token in settings.shield.webDomains ?? [] where !grantedWebDomains.contains(token) {
+                shieldedWebDomains[token, default: []].append(key)
+            }
             if let policy = settings.shield.applicationCategories, policy != .none {
-                applicationCategoryPolicies.append((key, policy))
+                applicationCategoryPolicies.append((key, policy.excepting(grantedApplications)))
             }
             if let policy = settings.shield.webDomainCategories, policy != .none {
-                webDomainCategoryPolicies.append((key, policy))
+                webDomainCategoryPolicies.append((key, policy.excepting(grantedWebDomains)))
             }
             if let policy = settings.webContent.blockedByFilter, policy != .none {
                 filterPolicies.append((key, policy))

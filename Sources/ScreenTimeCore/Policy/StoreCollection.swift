@@ -63,4 +63,11 @@ public struct StoreCollection: Hashable, Sendable, Codable {
 
     /// The merge of all the stores.
     public var effectivePolicy: EffectivePolicy { EffectivePolicy(stores: stores) }
+
+    /// The merge of all the stores, with shields on these tokens lifted for now (granted time).
+    public func effectivePolicy(
+        grantedApplications: Set<ApplicationToken>, grantedWebDomains: Set<WebDomainToken>
+    ) -> EffectivePolicy {
+        EffectivePolicy(stores: stores, grantedApplications: grantedApplications, grantedWebDomains: grantedWebDomains)
+    }
 }

@@ -34,6 +34,16 @@ public enum ActivityCategoryPolicy<Kind: TokenKind>: Hashable, Sendable {
         }
     }
 
+    /// The same policy with more exceptions (granted tokens).
+    public func excepting(_ more: Set<Token<Kind>>) -> Self {
+        guard !more.isEmpty else { return self }
+        switch self {
+        case .none: return .none
+        case .all(let exceptions): return .all(except: exceptions.union(more))
+        case .specific(let categories, let exceptions): return .specific(categories, except: exceptions.union(more))
+        }
+    }
+
     /// The policy's name on the wire and in reports: `none`, `all` or `specific`.
     public var name: String {
         switch self {

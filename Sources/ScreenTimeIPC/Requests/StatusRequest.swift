@@ -34,6 +34,10 @@ public struct StatusReply: Codable, Sendable, Hashable {
     /// The user's monitors (every client's), with how their extensions last ran; nil for a user
     /// who is not authorized.
     public var monitors: [MonitorReport]?
+    /// What went wrong lately with the user's shield extensions (guardians and individuals).
+    public var shieldProblems: [String]?
+    /// Asks for more time waiting for a guardian.
+    public var pendingAsks: Int?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,

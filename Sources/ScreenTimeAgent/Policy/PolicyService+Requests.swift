@@ -1,0 +1,194 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+import ScreenTimeIPC
+
+/// Asking for more time, and a guardian's answer; and each client's shield extensions.
+///
+/// A child asks (`screentime ask`, or the shield window's secondary button) for minutes on a
+/// shielded app or web domain; a guardian grants or denies (`screentime grant ID`, `deny ID`). A
+/// grant lifts every store's shield on that token for that child until it ends (the policy's
+/// exemption, not a store: stores only ever add restrictions), kept in the state database so that
+/// a restart keeps its end, and published again by the scheduler when it ends. Asks are limited per
+/// child: at most `pendingLimit` waiting, one new every `askSpacing`, `dailyLimit` a day.
+extension PolicyService {
+    static let pendingLimit = 5
+    static let askSpacing: TimeInterval = 10
+    static let dailyLimit = 30
+
+    func ask(_ request: AskRequest, _ context: RequestContext) throws -> TimeRequestReport {
+        let caller = try caller(context)
+        let account = try target(request.user, caller: caller)
+        guard account.uid == caller.account.uid, caller.role == .child || caller.role == .individual else {
+            throw ScreenTimeIPCError(
+                .notAllowed, "only a child (or an individual) asks for more time, for themself; guardians grant it")
+        }
+        guard (1...240).contains(request.minutes) else {
+            throw ScreenTimeIPCError(.invalidArgument, "ask for 1 to 240 minutes, not \(request.minutes)")
+        }
+        var resolver = Resolver(service: self, account: account)
+        let kind: StateDatabase.TimeRequest.Kind
+        let token: String
+        let name: String
+        switch (request.application, request.webDomain, request.token) {
+        case (let application?, nil, nil):
+            let (minted, tokenName) = try resolver.application(application)
+            (kind, token, name) = (.application, minted.base64, tokenName.displayName)
+        case (nil, let domain?, nil):
+            let (minted, tokenName) = try resolver.webDomain(domain)
+            (kind, token, name) = (.webDomain, minted.base64, tokenName.displayName)
+        case (nil, nil, let given?):
+            guard let known = try database.tokenNames([given])[given], known.kind == .app || known.kind == .domain
+            else {
+                throw ScreenTimeIPCError(.invalidArgument, "that token names nothing shielded here")
+            }
+            (kind, token, name) = (known.kind == .app ? .application : .webDomain, given, known.displayName)
+        default:
+            throw ScreenTimeIPCError(.invalidArgument, "ask for one thing: --app or --domain")
+        }
+        let note = request.note.map { text in
+            String(
+                String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control })
+                    .prefix(200))
+        }
+        let now = Date()
+        let saved = try changes.withLock { _ -> StateDatabase.TimeRequest in
+            let mine = try database.timeRequests(uid: account.uid, limit: 100)
+            if let same = mine.first(where: { $0.state == .pending && $0.token == token }) { return same }
+            if mine.filter({ $0.state == .pending }).count >= Self.pendingLimit {
+                throw ScreenTimeIPCError(
+                    .tooManyRequests,
+                    "\(Self.pendingLimit) asks are waiting for a guardian already; wait for an answer")
+            }
+            if let last = mine.first, now.timeIntervalSince(last.createdAt) < Self.askSpacing {
+                throw ScreenTimeIPCError(.tooManyRequests, "you asked a moment ago; try again in a few seconds")
+            }
+            if mine.filter({ now.timeIntervalSince($0.createdAt) < 86_400 }).count >= Self.dailyLimit {
+                throw ScreenTimeIPCError(.tooManyRequests, "\(Self.dailyLimit) asks in a day is the most")
+            }
+            return try database.addTimeRequest(
+                StateDatabase.TimeRequest(
+                    id: nil, uid: account.uid, kind: kind, token: token, name: name, minutes: request.minutes,
+                    note: note, state: .pending, createdAt: now))
+        }
+        try database.rememberName(token: token, kind: kind == .application ? .app : .domain, name: name)
+        logger.notice(
+            "more time asked",
+            metadata: [
+                "user": "\(account.name)", "what": "\(name)", "minutes": "\(saved.minutes)", "id": "\(saved.id ?? 0)",
+            ])
+        let report = Self.report(saved, user: account.name, names: true, now: now)
+        requestsChanged.withLock { $0 }?(report)
+        return report
+    }
+
+    func timeRequests(_ request: TimeRequestsRequest, _ context: RequestContext) throws -> TimeRequestsReply {
+        let caller = try caller(context)
+        var uid: UInt32?
+        if caller.isGuardian {
+            uid = try request.user.map { try target($0, caller: caller).uid }
+        } else {
+            let account = try target(request.user, caller: caller)
+            guard account.uid == caller.account.uid else {
+                throw ScreenTimeIPCError(.notAllowed, "you may list only your own asks")
+            }
+            uid = account.uid
+        }
+        let now = Date()
+        var names: [UInt32: String] = [:]
+        let reports = try database.timeRequests(uid: uid).compactMap { record -> TimeRequestReport? in
+            if request.pending && record.state != .pending { return nil }
+            let name = names[record.uid] ?? (try? users.user(uid: record.uid).name) ?? "uid \(record.uid)"
+            names[record.uid] = name
+            return Self.report(record, user: name, names: true, now: now)
+        }
+        return TimeRequestsReply(requests: reports)
+    }
+
+    func decide(_ request: DecideRequest, _ context: RequestContext) throws -> TimeRequestReport {
+        let caller = try caller(context)
+        guard caller.isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian grants or denies time") }
+        if let minutes = request.minutes, !(1...720).contains(minutes) {
+            throw ScreenTimeIPCError(.invalidArgument, "grant 1 to 720 minutes, not \(minutes)")
+        }
+        let now = Date()
+        let decided = try changes.withLock { _ -> StateDatabase.TimeRequest in
+            guard var record = try database.timeRequest(id: request.id) else {
+                throw ScreenTimeIPCError(
+                    .invalidArgument, "there is no ask \(request.id) ('screentime requests' lists them)")
+            }
+            guard let authorization = try database.authorization(uid: record.uid), authorization.status == .approved
+            else {
+                throw ScreenTimeIPCError(.notAuthorized, "the asker is no longer authorized")
+            }
+            record.minutes = request.minutes ?? record.minutes
+            record.state = request.grant ? .granted : .denied
+            record.until = request.grant ? now.addingTimeInterval(TimeInterval(record.minutes) * 60) : nil
+            record.decidedAt = now
+            record.decidedBy = caller.account.name
+            try database.decide(
+                id: request.id, state: record.state, minutes: record.minutes, until: record.until,
+                by: caller.account.name, at: now)
+            // In force before the reply: the app runs again (or, denied, nothing changes).
+            _ = publisher.publish()
+            return record
+        }
+        let name = (try? users.user(uid: decided.uid).name) ?? "uid \(decided.uid)"
+        logger.notice(
+            request.grant ? "more time granted" : "more time denied",
+            metadata: [
+                "user": "\(name)", "what": "\(decided.name)", "minutes": "\(decided.minutes)", "id": "\(request.id)",
+                "by": "\(caller.account.name)",
+            ])
+        let report = Self.report(decided, user: name, names: true, now: now)
+        requestsChanged.withLock { $0 }?(report)
+        return report
+    }
+
+    static func report(
+        _ record: StateDatabase.TimeRequest, user: String, names: Bool, now: Date
+    ) -> TimeRequestReport {
+        let state =
+            record.state == .granted && (record.until.map { $0 <= now } ?? true) ? "expired" : record.state.rawValue
+        return TimeRequestReport(
+            id: record.id ?? 0, user: user, uid: record.uid,
+            application: record.kind == .application && names ? record.name : nil,
+            webDomain: record.kind == .webDomain && names ? record.name : nil, token: record.token,
+            minutes: record.minutes, note: record.note, state: state, createdAt: record.createdAt,
+            decidedAt: record.decidedAt, decidedBy: record.decidedBy, until: record.until)
+    }
+
+    // MARK: shield extensions
+
+    func shieldConfig(_ request: ShieldConfigRequest, _ context: RequestContext) throws -> ShieldConfigReply {
+        let caller = try caller(context)
+        let account = try storeOwner(StoreTarget(user: request.user, client: request.client), caller: caller)
+        let client = try client(request.client, caller: caller)
+        var extensions = try database.shieldExtensions(uid: account.uid)[client] ?? .init()
+        if request.reset {
+            extensions = .init()
+        } else {
+            guard request.configuration != nil || request.action != nil else {
+                throw ScreenTimeIPCError(.invalidArgument, "give --configuration PATH, --action PATH or --reset")
+            }
+            for (path, what) in [(request.configuration, "configuration"), (request.action, "action")] {
+                if let path, let problem = ExtensionProgram.problem(with: path) {
+                    throw ScreenTimeIPCError(.invalidArgument, "the \(what) extension cannot be used: \(problem)")
+                }
+            }
+            extensions.configuration = request.configuration ?? extensions.configuration
+            extensions.action = request.action ?? extensions.action
+        }
+        try database.saveShieldExtensions(uid: account.uid, client: client, extensions)
+        logger.notice(
+            "shield extensions set",
+            metadata: [
+                "user": "\(account.name)", "client": "\(client)",
+                "configuration": "\(extensions.configuration ?? "none")",
+                "action": "\(extensions.action ?? "none")", "by": "\(caller.account.name)",
+            ])
+        return ShieldConfigReply(
+            user: summary(account), client: client.rawValue, configuration: extensions.configuration,
+            action: extensions.action)
+    }
+}

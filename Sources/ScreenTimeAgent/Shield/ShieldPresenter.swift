@@ -1,0 +1,630 @@
+import Foundation
+import Glibc
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+import Synchronization
+
+/// Shows the child what a shield did, in the child's own sessions: the shield window over an app
+/// it started (or brought to the front) that is frozen or refused, a small notice for a shielded
+/// web domain it looked up, and what a guardian decided on an ask for more time; and shows
+/// guardians logged in on the same PC each new ask.
+///
+/// Each window is `screentime-shield`, started through the launcher as the session's user (the
+/// child, or a guardian), in that session (its display and cookie, or its Wayland socket). What it
+/// shows is resolved here: the defaults, over which the configuration extension of the client
+/// whose store shields the thing may put its own look (run as an extension: 2 s, no network;
+/// anything wrong means the default, logged and shown in `status`). What the window says back (a
+/// button pressed) is the child's word: an action extension answers it, or, by default, the
+/// secondary button asks a guardian for more time (limited per child, as any ask).
+///
+/// One window per session at a time, and a session gets at most `launchesPerMinute` windows; a
+/// notice for the same domain at most once a minute. Killing a window changes nothing: the app
+/// stays frozen, and the next start or focus shows the shield again.
+final class ShieldPresenter: Sendable {
+    static let extensionSeconds = 2
+    static let launchesPerMinute = 20
+    static let noticeSpacing: TimeInterval = 60
+    static let noticeSeconds = 8
+
+    enum Event: Sendable {
+        case met(ShieldedThing)
+        case inFront(ShieldedThing)
+        case asked(TimeRequestReport)
+        case decided(TimeRequestReport)
+    }
+
+    struct OpenWindow: Sendable {
+        var pid: Int32
+        var token: String
+        var kind: String
+        var input: Int32
+        var owner: UInt32
+    }
+
+    struct State: Sendable {
+        var events: [Event] = []
+        var windows: [String: OpenWindow] = [:]
+        var launches: [String: [Date]] = [:]
+        var notices: [String: Date] = [:]
+        /// What went wrong lately with a user's shield extensions, newest last (for `status`).
+        var problems: [UInt32: [String]] = [:]
+        var stopped = false
+    }
+
+    private let database: StateDatabase
+    private let launcher: ProgramLauncher?
+    private let users: any Accounts
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let signal = DispatchSemaphore(value: 0)
+    private let program: String
+    let usage: Mutex<UsageTracker?>
+    let policy: Mutex<PolicyService?>
+    let processes: Mutex<ProcessShield?>
+    private let inspector = ProcessInspector()
+
+    init(
+        database: StateDatabase, launcher: ProgramLauncher?, program: String, logger: Logger,
+        users: any Accounts = UserDirectory()
+    ) {
+        self.database = database
+        self.launcher = launcher
+        self.program = program
+        self.logger = logger
+        self.users = users
+        usage = Mutex(nil)
+        policy = Mutex(nil)
+        processes = Mutex(nil)
+    }
+
+    /// The shield window's program: `screentime-shield` beside the agent's own.
+    static func defaultProgram() -> String {
+        let agent = Files.readLink("/proc/self/exe") ?? "/usr/local/bin/screentimed"
+        let directory = agent.split(separator: "/").dropLast().joined(separator: "/")
+        return "/" + directory + "/screentime-shield"
+    }
+
+    // MARK: events (any thread; they return at once)
+
+    func tell(_ event: Event) {
+        let queued = state.withLock { state -> Bool in
+            guard !state.stopped, state.events.count < 1_000 else { return false }
+            state.events.append(event)
+            return true
+        }
+        if queued { signal.signal() }
+    }
+
+    /// Starts the presenter's thread.
+    func start() {
+        let thread = Thread { [self] in
+            nameCurrentThread("screentime.show")
+            loop()
+        }
+        thread.start()
+    }
+
+    func stop() {
+        let windows = state.withLock { state in
+            state.stopped = true
+            return Array(state.windows.values)
+        }
+        for window in windows { close(window.input) }
+        signal.signal()
+    }
+
+    /// What went wrong lately with the user's shield extensions.
+    func problems(of uid: UInt32) -> [String] { state.withLock { $0.problems[uid] ?? [] } }
+
+    private func loop() {
+        while true {
+            signal.wait()
+            let (events, stopped) = state.withLock { state in
+                defer { state.events = [] }
+                return (state.events, state.stopped)
+            }
+            if stopped { return }
+            for event in events {
+                switch event {
+                case .met(let thing), .inFront(let thing): show(thing)
+                case .asked(let request): tellGuardians(request)
+                case .decided(let request): tellChild(request)
+                }
+            }
+        }
+    }
+
+    // MARK: the child's shield
+
+    private func show(_ thing: ShieldedThing) {
+        guard let usage = usage.withLock({ $0 }) else { return }
+        let now = Date()
+        let sessions = usage.displays(of: thing.owner).filter { session in
+            state.withLock { state in
+                if let open = state.windows[session.key] {
+                    // Showing it already; a notice never covers an app's shield; an app's shield
+                    // replaces a notice or another app's.
+                    if open.token == thing.token || thing.kind == .webDomain { return false }
+                }
+                if thing.kind == .webDomain,
+                    let last = state.notices[session.key + " " + thing.token],
+                    now.timeIntervalSince(last) < Self.noticeSpacing
+                {
+                    return false
+                }
+                let recent = (state.launches[session.key] ?? []).filter { now.timeIntervalSince($0) < 60 }
+                state.launches[session.key] = recent
+                return recent.count < Self.launchesPerMinute
+            }
+        }
+        guard !sessions.isEmpty else { return }
+        let (content, client) = resolve(thing)
+        for session in sessions {
+            if let open = state.withLock({ $0.windows[session.key] }) {
+                send(ShieldWindowUpdate(close: true), to: open)
+            }
+            launch(content, for: thing, in: session, client: client)
+        }
+    }
+
+    /// The window's content: the defaults, with the look a configuration extension gave.
+    private func resolve(_ thing: ShieldedThing) -> (ShieldWindowContent, ClientID?) {
+        let member = policy.withLock { $0 }.flatMap { try? $0.member(of: thing.owner) }
+        var look = ShieldConfigurationData(
+            icon: Self.systemIcon(thing.icon), title: .init(text: "\(thing.name) is shielded"),
+            subtitle: .init(text: Self.subtitle(thing)), primaryButtonLabel: .init(text: "OK"),
+            secondaryButtonLabel: member == .child ? .init(text: "Ask for more time") : nil)
+        let extensions = (try? database.shieldExtensions(uid: thing.owner)) ?? [:]
+        let client = thing.stores.map(\.client).first { extensions[$0] != nil }
+        if let client, let path = extensions[client]?.configuration {
+            var input: [String: Any] = [
+                thing.kind == .application ? "application" : "webDomain": [
+                    "token": thing.token, "name": thing.name, "categories": thing.categories,
+                    "id": thing.identity ?? "",
+                ],
+                "client": client.rawValue, "stores": thing.stores.map(\.name.rawValue),
+            ]
+            if thing.kind == .webDomain { input["webDomain"] = ["token": thing.token, "domain": thing.name] }
+            switch runExtension(path, input: input, owner: thing.owner, what: "configuration") {
+            case .success(let output):
+                if let answer = try? JSONDecoder().decode(ShieldConfigurationData.self, from: Data(output)) {
+                    let (clean, problems) = answer.sanitized()
+                    for problem in problems { note(thing.owner, "\(client)'s configuration extension: \(problem)") }
+                    look = Self.merged(look, clean)
+                } else {
+                    note(
+                        thing.owner,
+                        "\(client)'s configuration extension answered something that is not a ShieldConfiguration: \(ExtensionHost.printable(output))"
+                    )
+                }
+            case .failure(let problem):
+                note(thing.owner, "\(client)'s configuration extension: \(problem); the default shield shows")
+            }
+        }
+        let hasAction = client.flatMap { extensions[$0]?.action } != nil
+        var content = ShieldWindowContent(
+            kind: thing.kind.rawValue, name: thing.name, configuration: look,
+            closesAfter: thing.kind == .webDomain ? Self.noticeSeconds : nil)
+        content.primaryCloses = !hasAction
+        return (content, client)
+    }
+
+    private static func subtitle(_ thing: ShieldedThing) -> String {
+        let stores = Set(thing.stores.map(\.description))
+        if stores.contains("screentime/\(PolicyService.downtimeStore)") { return "It's downtime." }
+        if stores.contains("screentime/\(PolicyService.limitStore)") { return "Today's time for it is used up." }
+        return thing.kind == .application
+            ? "Your guardian chose to shield it for now." : "Your guardian chose to shield this site."
+    }
+
+    /// An icon from a desktop entry: a theme's name, or a path in the system's data (not one a
+    /// child's own entry could point anywhere).
+    private static func systemIcon(_ icon: String?) -> String? {
+        guard let icon else { return nil }
+        if !icon.hasPrefix("/") { return icon.contains("/") ? nil : icon }
+        let allowed = ["/usr/share/", "/usr/local/share/", "/var/lib/flatpak/", "/var/lib/snapd/"]
+        return allowed.contains(where: icon.hasPrefix) && !icon.contains("/../") ? icon : nil
+    }
+
+    private static func merged(
+        _ base: ShieldConfigurationData, _ over: ShieldConfigurationData
+    )
+        -> ShieldConfigurationData
+    {
+        ShieldConfigurationData(
+            backgroundColor: over.backgroundColor ?? base.backgroundColor, icon: over.icon ?? base.icon,
+            title: over.title ?? base.title, subtitle: over.subtitle ?? base.subtitle,
+            primaryButtonLabel: over.primaryButtonLabel ?? base.primaryButtonLabel,
+            primaryButtonBackgroundColor: over.primaryButtonBackgroundColor ?? base.primaryButtonBackgroundColor,
+            secondaryButtonLabel: over.secondaryButtonLabel)
+    }
+
+    private func note(_ uid: UInt32, _ problem: String) {
+        logger.warning("a shield extension did not answer well", metadata: ["uid": "\(uid)", "problem": "\(problem)"])
+        let stamped = "\(ISO8601DateFormatter().string(from: Date())) \(problem)"
+        state.withLock { state in
+            state.problems[uid, default: []].append(stamped)
+            if state.problems[uid, default: []].count > 10 { state.problems[uid]?.removeFirst() }
+        }
+    }
+
+    /// Runs a shield extension (2 s, no network, as the extension account); its output, or why not.
+    private func runExtension(
+        _ path: String, input: [String: Any], owner: UInt32, what: String
+    ) -> Result<[UInt8], Failure> {
+        if let problem = ExtensionProgram.problem(with: path) { return .failure(Failure(problem)) }
+        guard let launcher, let client = launcher.client, let account = launcher.extensionAccount else {
+            return .failure(Failure("the agent cannot start extensions (no launcher or extension account)"))
+        }
+        guard let bytes = try? JSONSerialization.data(withJSONObject: input, options: [.sortedKeys]) else {
+            return .failure(Failure("its input could not be written"))
+        }
+        let request = LaunchRequest(
+            kind: .extension, program: path,
+            environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/"],
+            uid: account.uid, gid: account.gid, network: .none,
+            limits: .init(
+                cpuSeconds: Self.extensionSeconds, memoryBytes: ExtensionHost.memoryBytes, processes: 64,
+                openFiles: 256, wallSeconds: Self.extensionSeconds))
+        let outcome: ExtensionProcess.Outcome
+        do {
+            outcome = try ExtensionProcess.run(
+                request, launcher: client, input: Array(bytes) + [10], outputLimit: 64 << 10, channel: nil)
+        } catch {
+            return .failure(Failure("it could not start: \(error.message)"))
+        }
+        if outcome.flooded { return .failure(Failure("it wrote more than 64 KiB and was stopped")) }
+        if outcome.timedOut {
+            return .failure(Failure("it took longer than \(Self.extensionSeconds) s and was stopped"))
+        }
+        guard outcome.status == 0 else {
+            let status = outcome.status.map {
+                $0 > 128 ? "was killed by signal \($0 - 128)" : "exited with status \($0)"
+            }
+            return .failure(Failure("it \(status ?? "did not end")"))
+        }
+        return .success(outcome.output)
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    // MARK: windows
+
+    /// Starts the window in a session as the session's user; a thread reads what it says.
+    private func launch(
+        _ content: ShieldWindowContent, for thing: ShieldedThing,
+        in session: (key: String, kind: String, environment: [String: String]),
+        client: ClientID?
+    ) {
+        guard let pid = start(content, as: thing.owner, environment: session.environment, key: session.key) else {
+            return
+        }
+        state.withLock { state in
+            state.launches[session.key, default: []].append(Date())
+            if thing.kind == .webDomain { state.notices[session.key + " " + thing.token] = Date() }
+        }
+        logger.info(
+            "shield shown",
+            metadata: [
+                "session": "\(session.key)", "what": "\(thing.kind.rawValue) \(thing.name)", "pid": "\(pid.pid)",
+            ])
+        let window = OpenWindow(
+            pid: pid.pid, token: thing.token, kind: thing.kind.rawValue, input: pid.input, owner: thing.owner)
+        state.withLock { $0.windows[session.key] = window }
+        let thread = Thread { [self] in
+            nameCurrentThread("screentime.win")
+            listen(pid.output, window: window, thing: thing, key: session.key, client: client)
+        }
+        thread.start()
+    }
+
+    /// Launches `screentime-shield` as `uid` with `content` on its first line; its pid, the write end
+    /// of its input and the read end of its output.
+    private func start(
+        _ content: ShieldWindowContent, as uid: UInt32, environment session: [String: String], key: String
+    ) -> (pid: Int32, input: Int32, output: Int32)? {
+        guard let launcher, let client = launcher.client else {
+            logger.warning("no launcher: the shield window cannot be shown")
+            return nil
+        }
+        guard let account = try? users.user(uid: uid) else { return nil }
+        var environment = session
+        environment["HOME"] = account.home
+        environment["USER"] = account.name
+        environment["LOGNAME"] = account.name
+        environment["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+        environment["LANG"] = "C.UTF-8"
+        if environment["XDG_RUNTIME_DIR"] == nil, Files.exists("/run/user/\(uid)") {
+            environment["XDG_RUNTIME_DIR"] = "/run/user/\(uid)"
+        }
+        // A plain window: drawn by cairo (no GL to set up: 0.2 s to the screen, not 0.8 s on a
+        // display without a GPU). Without the session's bus (not named by any program of the
+        // session), nothing waits for one: settings in memory, no accessibility bus, no autolaunch.
+        environment["GSK_RENDERER"] = "cairo"
+        if environment["DBUS_SESSION_BUS_ADDRESS"] == nil {
+            environment["DBUS_SESSION_BUS_ADDRESS"] = "disabled:"
+            environment["GSETTINGS_BACKEND"] = "memory"
+            environment["GTK_A11Y"] = "none"
+        } else if !Files.exists(account.home) {
+            environment["GSETTINGS_BACKEND"] = "memory"
+        }
+        var input: [Int32] = [-1, -1]
+        var output: [Int32] = [-1, -1]
+        guard pipe(&input) == 0 else { return nil }
+        guard pipe(&output) == 0 else {
+            close(input[0])
+            close(input[1])
+            return nil
+        }
+        for fd in [input[1], output[0]] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        defer {
+            close(input[0])
+            close(output[1])
+        }
+        let groups = Array(users.groupIDs(of: account).filter { $0 != 0 && $0 != account.gid }.prefix(60))
+        let request = LaunchRequest(
+            kind: .session, program: program, environment: environment, directory: "/", uid: uid, gid: account.gid,
+            groups: groups, network: .inherit,
+            limits: .init(memoryBytes: 4 << 30, openFiles: 1024, wallSeconds: 6 * 3600), descriptors: [0, 1, 2])
+        // What it says on standard error goes to the agent's log (GTK's warnings, a display that
+        // cannot be opened), bounded.
+        var errors: [Int32] = [-1, -1]
+        guard pipe(&errors) == 0 else {
+            close(input[1])
+            close(output[0])
+            return nil
+        }
+        _ = fcntl(errors[0], F_SETFD, FD_CLOEXEC)
+        defer { close(errors[1]) }
+        let logger = logger
+        let reading = errors[0]
+        let reader = Thread {
+            nameCurrentThread("screentime.win")
+            var said: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 2048)
+            while true {
+                let got = read(reading, &chunk, chunk.count)
+                if got < 0, errno == EINTR { continue }
+                if got <= 0 { break }
+                if said.count < 4096 { said += chunk[..<got] }
+            }
+            close(reading)
+            if !said.isEmpty {
+                logger.notice(
+                    "the shield window said",
+                    metadata: ["session": "\(key)", "stderr": "\(ExtensionHost.printable(said))"])
+            }
+        }
+        reader.start()
+        let pid: Int32
+        do {
+            pid = try client.launch(request, files: [input[0], output[1], errors[1]])
+        } catch {
+            logger.error("cannot show the shield window", metadata: ["session": "\(key)", "error": "\(error.message)"])
+            close(input[1])
+            close(output[0])
+            return nil
+        }
+        var line = Array((try? JSONEncoder().encode(content)) ?? Data())
+        line.append(10)
+        _ = line.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
+        return (pid, input[1], output[0])
+    }
+
+    private func send(_ update: ShieldWindowUpdate, to window: OpenWindow) {
+        var line = Array((try? JSONEncoder().encode(update)) ?? Data())
+        line.append(10)
+        // A window that stopped reading (the child stopped it) cannot hold the agent: the pipe's
+        // buffer takes many such lines, and a full one drops this.
+        let flags = fcntl(window.input, F_GETFL)
+        _ = fcntl(window.input, F_SETFL, flags | O_NONBLOCK)
+        _ = line.withUnsafeBytes { write(window.input, $0.baseAddress, $0.count) }
+    }
+
+    /// Reads a window's lines until it ends; each button pressed is acted on.
+    private func listen(_ output: Int32, window: OpenWindow, thing: ShieldedThing, key: String, client: ClientID?) {
+        defer {
+            close(output)
+            close(window.input)
+            state.withLock { state in
+                if state.windows[key]?.pid == window.pid { state.windows[key] = nil }
+            }
+        }
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var presses = 0
+        while true {
+            let got = read(output, &chunk, chunk.count)
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { return }
+            buffer += chunk[..<got]
+            if buffer.count > 65_536 { return }  // not lines: the window is not listened to any more
+            while let newline = buffer.firstIndex(of: 10) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                guard let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(line)),
+                    ["primary", "secondary"].contains(event.pressed)
+                else { continue }
+                // The child's word: a few presses a window are heard, no more.
+                presses += 1
+                if presses > 20 { continue }
+                pressed(event.pressed, window: window, thing: thing, client: client)
+            }
+        }
+    }
+
+    private func pressed(_ button: String, window: OpenWindow, thing: ShieldedThing, client: ClientID?) {
+        if thing.kind == .application, let client,
+            let path = (try? database.shieldExtensions(uid: thing.owner))?[client]?.action
+        {
+            let input: [String: Any] = [
+                "action": button == "primary" ? "primaryButtonPressed" : "secondaryButtonPressed",
+                "application": ["token": thing.token, "name": thing.name, "id": thing.identity ?? ""],
+                "client": client.rawValue,
+            ]
+            var response = "none"
+            switch runExtension(path, input: input, owner: thing.owner, what: "action") {
+            case .success(let output):
+                let text = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                let word =
+                    (try? JSONDecoder().decode(String.self, from: Data(text.utf8)))
+                    ?? (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8)))?["response"] ?? text
+                if ["close", "defer", "none"].contains(word) {
+                    response = word
+                } else {
+                    note(
+                        thing.owner,
+                        "\(client)'s action extension answered '\(ExtensionHost.printable(output))', not close, defer or none"
+                    )
+                }
+            case .failure(let problem):
+                note(thing.owner, "\(client)'s action extension: \(problem); nothing is done")
+            }
+            logger.info(
+                "shield action", metadata: ["what": "\(thing.name)", "button": "\(button)", "response": "\(response)"])
+            switch response {
+            case "close":
+                let killed = processes.withLock { $0 }?.endApplication(owner: thing.owner, token: thing.token) ?? 0
+                logger.notice(
+                    "shielded app closed by its shield's action",
+                    metadata: ["what": "\(thing.name)", "processes": "\(killed)"])
+                send(ShieldWindowUpdate(close: true), to: window)
+            case "defer":
+                send(ShieldWindowUpdate(message: "Not now."), to: window)
+            default:
+                if button == "primary" { send(ShieldWindowUpdate(close: true), to: window) }
+            }
+            return
+        }
+        guard button == "secondary", let policy = policy.withLock({ $0 }) else { return }
+        // The default secondary button: ask a guardian for 15 more minutes, as the child.
+        let context = RequestContext(peer: PeerCredentials(pid: 0, uid: thing.owner, gid: 0))
+        do {
+            let asked = try policy.ask(AskRequest(token: thing.token, minutes: 15), context)
+            send(ShieldWindowUpdate(message: "Asked a guardian for \(asked.minutes) more minutes."), to: window)
+        } catch let error as ScreenTimeIPCError {
+            send(ShieldWindowUpdate(message: error.message), to: window)
+        } catch {
+            send(ShieldWindowUpdate(message: "The ask could not be made."), to: window)
+        }
+    }
+
+    // MARK: asks and decisions
+
+    /// A decision reaches the child: the open shield says it (and closes when the shield is
+    /// lifted), or a notice does.
+    private func tellChild(_ request: TimeRequestReport) {
+        guard request.state != "pending", let usage = usage.withLock({ $0 }) else { return }
+        let what = request.application ?? request.webDomain ?? "it"
+        let text =
+            request.state == "granted"
+            ? "A guardian granted \(request.minutes) more minutes of \(what)."
+            : "A guardian said no to more time on \(what)."
+        for session in usage.displays(of: request.uid) {
+            if let open = state.withLock({ $0.windows[session.key] }), open.token == request.token {
+                send(ShieldWindowUpdate(message: text), to: open)
+                continue
+            }
+            let content = ShieldWindowContent(
+                kind: "notice", name: what,
+                configuration: ShieldConfigurationData(
+                    icon: request.state == "granted" ? "emblem-ok-symbolic" : "dialog-information",
+                    title: .init(text: request.state == "granted" ? "More time: \(what)" : "No more time: \(what)"),
+                    subtitle: .init(text: text), primaryButtonLabel: .init(text: "OK")),
+                closesAfter: Self.noticeSeconds)
+            guard let started = start(content, as: request.uid, environment: session.environment, key: session.key)
+            else { continue }
+            let window = OpenWindow(
+                pid: started.pid, token: "notice", kind: "notice", input: started.input, owner: request.uid)
+            let thread = Thread { [self] in
+                nameCurrentThread("screentime.win")
+                drain(started.output, window)
+            }
+            thread.start()
+        }
+    }
+
+    /// Each guardian logged in on this PC (a person's account in the guardian group, with a
+    /// program in a graphical session) gets the ask in a window of their own: grant or deny.
+    private func tellGuardians(_ request: TimeRequestReport) {
+        guard let policy = policy.withLock({ $0 }) else { return }
+        var sessions: [String: (uid: UInt32, environment: [String: String])] = [:]
+        for pid in inspector.pids() where sessions.count < 4 {
+            guard let uid = inspector.status(pid: pid)?.uid, uid >= LaunchRequest.firstPersonUID, uid < 60_000,
+                policy.isGuardian(PeerCredentials(pid: pid, uid: uid, gid: 0))
+            else { continue }
+            let environment = inspector.sessionEnvironment(pid: pid)
+            var found: [String: String] = [:]
+            if let display = environment["DISPLAY"], X11Display(display) != nil {
+                found["DISPLAY"] = display
+                if let cookie = environment["XAUTHORITY"] { found["XAUTHORITY"] = cookie }
+            } else if let wayland = environment["WAYLAND_DISPLAY"], let runtime = environment["XDG_RUNTIME_DIR"] {
+                found = ["WAYLAND_DISPLAY": wayland, "XDG_RUNTIME_DIR": runtime]
+            } else {
+                continue
+            }
+            let key = "\(uid) \(found["DISPLAY"] ?? found["WAYLAND_DISPLAY"] ?? "")"
+            if sessions[key] == nil { sessions[key] = (uid, found) }
+        }
+        let what = request.application ?? request.webDomain ?? "something"
+        let content = ShieldWindowContent(
+            kind: "request", name: what,
+            configuration: ShieldConfigurationData(
+                icon: "dialog-question", title: .init(text: "\(request.user) asks for \(request.minutes) more minutes"),
+                subtitle: .init(text: "of \(what)" + (request.note.map { ": “\($0)”" } ?? "")),
+                primaryButtonLabel: .init(text: "Grant \(request.minutes) minutes"),
+                secondaryButtonLabel: .init(text: "Deny")))
+        for (key, session) in sessions {
+            guard let started = start(content, as: session.uid, environment: session.environment, key: key) else {
+                continue
+            }
+            let window = OpenWindow(
+                pid: started.pid, token: request.token, kind: "request", input: started.input, owner: session.uid)
+            let thread = Thread { [self] in
+                nameCurrentThread("screentime.win")
+                decide(started.output, window: window, request: request)
+            }
+            thread.start()
+        }
+    }
+
+    /// A guardian's window: the first button pressed decides, as that guardian.
+    private func decide(_ output: Int32, window: OpenWindow, request: TimeRequestReport) {
+        defer {
+            close(output)
+            close(window.input)
+        }
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while buffer.count < 4096 {
+            let got = read(output, &chunk, chunk.count)
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { return }
+            buffer += chunk[..<got]
+            guard let newline = buffer.firstIndex(of: 10),
+                let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(buffer[..<newline]))
+            else { continue }
+            let grant = event.pressed == "primary"
+            let context = RequestContext(peer: PeerCredentials(pid: 0, uid: window.owner, gid: 0))
+            _ = try? policy.withLock({ $0 })?.decide(DecideRequest(id: request.id, grant: grant), context)
+            send(ShieldWindowUpdate(close: true), to: window)
+            return
+        }
+    }
+
+    private func drain(_ output: Int32, _ window: OpenWindow) {
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let got = read(output, &chunk, chunk.count)
+            if got < 0, errno == EINTR { continue }
+            if got <= 0 { break }
+        }
+        close(output)
+        close(window.input)
+    }
+}

@@ -1,0 +1,137 @@
+public import Foundation
+
+/// `ask`: a child (or an individual) asks the guardians for more time on a shielded app or web
+/// domain, named as `shield` names them, or by the token the shield window showed.
+public struct AskRequest: ControlRequest, Hashable {
+    public typealias Reply = TimeRequestReport
+    public static let kind = "ask"
+    public var user: UserReference?
+    public var application: String?
+    public var webDomain: String?
+    /// The token of what the shield showed (an app or a domain), instead of a name.
+    public var token: String?
+    public var minutes: Int
+    public var note: String?
+
+    public init(
+        user: UserReference? = nil, application: String? = nil, webDomain: String? = nil, token: String? = nil,
+        minutes: Int = 15, note: String? = nil
+    ) {
+        self.user = user
+        self.application = application
+        self.webDomain = webDomain
+        self.token = token
+        self.minutes = minutes
+        self.note = note
+    }
+}
+
+/// `requests`: asks for more time, newest first — every user's for a guardian (or one user's),
+/// one's own for a child.
+public struct TimeRequestsRequest: ControlRequest, Hashable {
+    public typealias Reply = TimeRequestsReply
+    public static let kind = "requests"
+    public var user: UserReference?
+    /// Pending ones only.
+    public var pending: Bool
+
+    public init(user: UserReference? = nil, pending: Bool = false) {
+        self.user = user
+        self.pending = pending
+    }
+}
+
+/// `decide`: a guardian grants a request (its minutes, or `minutes`) or denies it.
+public struct DecideRequest: ControlRequest, Hashable {
+    public typealias Reply = TimeRequestReport
+    public static let kind = "decide"
+    public var id: Int64
+    public var grant: Bool
+    public var minutes: Int?
+
+    public init(id: Int64, grant: Bool, minutes: Int? = nil) {
+        self.id = id
+        self.grant = grant
+        self.minutes = minutes
+    }
+}
+
+/// One ask for more time, as `requests` lists it.
+public struct TimeRequestReport: Codable, Sendable, Hashable {
+    public var id: Int64
+    public var user: String
+    public var uid: UInt32
+    /// The app's name (or desktop ID) or the web domain, where the reader may see names.
+    public var application: String?
+    public var webDomain: String?
+    public var token: String
+    public var minutes: Int
+    public var note: String?
+    /// `pending`, `granted` (until `until`), `expired` (granted, over), `denied`.
+    public var state: String
+    public var createdAt: Date
+    public var decidedAt: Date?
+    public var decidedBy: String?
+    public var until: Date?
+
+    public init(
+        id: Int64, user: String, uid: UInt32, application: String?, webDomain: String?, token: String, minutes: Int,
+        note: String?, state: String, createdAt: Date, decidedAt: Date?, decidedBy: String?, until: Date?
+    ) {
+        self.id = id
+        self.user = user
+        self.uid = uid
+        self.application = application
+        self.webDomain = webDomain
+        self.token = token
+        self.minutes = minutes
+        self.note = note
+        self.state = state
+        self.createdAt = createdAt
+        self.decidedAt = decidedAt
+        self.decidedBy = decidedBy
+        self.until = until
+    }
+}
+
+public struct TimeRequestsReply: Codable, Sendable, Hashable {
+    public var requests: [TimeRequestReport]
+    public init(requests: [TimeRequestReport]) { self.requests = requests }
+}
+
+/// `shield-config`: a client's configuration extension (renders the shield) and action extension
+/// (answers its buttons) for a user; `reset` removes both.
+public struct ShieldConfigRequest: ControlRequest, Hashable {
+    public typealias Reply = ShieldConfigReply
+    public static let kind = "shield-config"
+    public var user: UserReference?
+    public var client: String?
+    public var configuration: String?
+    public var action: String?
+    public var reset: Bool
+
+    public init(
+        user: UserReference?, client: String? = nil, configuration: String? = nil, action: String? = nil,
+        reset: Bool = false
+    ) {
+        self.user = user
+        self.client = client
+        self.configuration = configuration
+        self.action = action
+        self.reset = reset
+    }
+}
+
+public struct ShieldConfigReply: Codable, Sendable, Hashable {
+    public var user: UserSummary
+    public var client: String
+    public var configuration: String?
+    public var action: String?
+
+    public init(user: UserSummary, client: String, configuration: String?, action: String?) {
+        self.user = user
+        self.client = client
+        self.configuration = configuration
+        self.action = action
+    }
+}

@@ -1,0 +1,73 @@
+// screentime-shield: the window a child sees when a shielded app is started or brought to the
+// front, or a shielded site looked up. The agent starts it in the child's session, as the child,
+// through its launcher, and writes what to show as one JSON line on its standard input
+// (ShieldWindowContent); later lines update it (ShieldWindowUpdate). Buttons pressed are written
+// as JSON lines on standard output (ShieldWindowEvent). Exit status: 0 closed; 64 no or bad input;
+// 69 no display.
+import CGTK
+import Foundation
+import ScreenTimeIPC
+
+/// Reads standard input up to the first newline (at most 64 KiB).
+func firstLine() -> [UInt8]? {
+    var line: [UInt8] = []
+    var byte: UInt8 = 0
+    while line.count < 65_536 {
+        let got = read(0, &byte, 1)
+        if got < 0, errno == EINTR { continue }
+        guard got == 1 else { return line.isEmpty ? nil : line }
+        if byte == 10 { return line }
+        line.append(byte)
+    }
+    return nil
+}
+
+func fail(_ message: String, _ status: Int32) -> Never {
+    FileHandle.standardError.write(Data("screentime-shield: \(message)\n".utf8))
+    exit(status)
+}
+
+guard let line = firstLine(), let decoded = try? JSONDecoder().decode(ShieldWindowContent.self, from: Data(line))
+else {
+    fail("expected what to show as one JSON line on standard input", 64)
+}
+var content = decoded
+let (look, problems) = content.configuration.sanitized()
+content.configuration = look
+for problem in problems { FileHandle.standardError.write(Data("screentime-shield: \(problem)\n".utf8)) }
+
+guard gtk_init_check() != 0 else { fail("cannot open the display (DISPLAY or WAYLAND_DISPLAY)", 69) }
+if ProcessInfo.processInfo.environment["SCREENTIME_COLOR_SCHEME"] == "dark"
+    || screentime_gtk_desktop_prefers_dark() != 0
+{
+    screentime_gtk_prefer_dark(1)
+}
+
+let shield = ShieldWindow(content)
+shield.show()
+
+/// Later lines from the agent: a message to show, or close.
+final class Updates {
+    var buffer: [UInt8] = []
+}
+let updates = Updates()
+_ = g_unix_fd_add(
+    0, GIOCondition(rawValue: G_IO_IN.rawValue | G_IO_HUP.rawValue),
+    { _, _, _ in
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let got = read(0, &chunk, chunk.count)
+        guard got > 0 else { return 0 }  // the agent's end closed: nothing more comes
+        updates.buffer += chunk[..<got]
+        while let newline = updates.buffer.firstIndex(of: 10) {
+            let line = Array(updates.buffer[..<newline])
+            updates.buffer.removeSubrange(...newline)
+            guard let update = try? JSONDecoder().decode(ShieldWindowUpdate.self, from: Data(line)) else { continue }
+            if let message = update.message { shield.show(message: message) }
+            if update.close == true { shield.close() }
+        }
+        if updates.buffer.count > 65_536 { updates.buffer = [] }
+        return 1
+    }, nil)
+
+while !shield.closed { g_main_context_iteration(nil, 1) }
+exit(0)
