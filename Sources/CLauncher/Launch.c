@@ -22,12 +22,14 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/if.h>
 #include <linux/sched.h>
+#include <linux/close_range.h>
 #include <netlink/netlink.h>
 #include <netlink/msg.h>
 #include <netlink/socket.h>
@@ -38,6 +40,25 @@ static void screentime_launch_fail(int pipe_fd, int step) {
     ssize_t ignored = write(pipe_fd, report, sizeof report);
     (void)ignored;
     _exit(127);
+}
+
+/// In the child: PR_SET_PDEATHSIG, then whether the launcher is still there (by its pidfd in a pid
+/// namespace of the child's own, where getppid() says 0; else by getppid()). 0, or -1.
+static int screentime_launch_tie(int parent) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) return -1;
+    if (parent >= 0) {
+        struct pollfd gone = {parent, POLLIN, 0};
+        if (poll(&gone, 1, 0) != 0) {
+            errno = ESRCH;
+            return -1;
+        }
+        return 0;
+    }
+    if (getppid() == 1) {
+        errno = ESRCH;
+        return -1;
+    }
+    return 0;
 }
 
 int screentime_die_with_parent(void) {
@@ -150,7 +171,7 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         // clone3 without a stack is a fork whose child is the first process of new pid and mount
         // namespaces (glibc's fork handlers do not run; the child makes only system calls).
         struct clone_args arguments = {0};
-        arguments.flags = CLONE_NEWPID | CLONE_NEWNS;
+        arguments.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC;
         arguments.exit_signal = SIGCHLD;
         pid = (pid_t)syscall(SYS_clone3, &arguments, sizeof arguments);
     } else {
@@ -176,15 +197,10 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         struct sigaction default_action = {0};
         default_action.sa_handler = SIG_DFL;
         for (int number = 1; number < NSIG; number++) sigaction(number, &default_action, NULL);
-        // Dies with the launcher: nothing it started outlives the agent.
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
-        if (parent >= 0) {
-            struct pollfd gone = {parent, POLLIN, 0};
-            if (poll(&gone, 1, 0) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
-            close(parent);
-        } else if (getppid() == 1) {
-            screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
-        }
+        // Dies with the launcher: nothing it started outlives the agent. Set here, and again once
+        // the uid changed (changing credentials clears it), each time followed by a look at
+        // whether the launcher is still there.
+        if (screentime_launch_tie(parent) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
         if (setsid() < 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_SESSION);
         if (spec->new_network) {
             if (unshare(CLONE_NEWNET) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_NETWORK);
@@ -195,9 +211,18 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
             // Nothing mounted here reaches the machine's namespace; then the namespace's own /proc
             // (only its processes), and a /tmp of its own.
             if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0 ||
-                mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777") != 0) {
+                mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0) {
                 screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_MOUNTS);
+            }
+            // Every place anyone may write, empty and its own: nothing one run leaves there reaches
+            // another, nor stays after it.
+            static const char *const shared[] = {"/tmp", "/var/tmp", "/dev/shm", "/run/lock"};
+            for (unsigned index = 0; index < sizeof shared / sizeof shared[0]; index++) {
+                struct stat place;
+                if (stat(shared[index], &place) != 0 || !S_ISDIR(place.st_mode)) continue;
+                if (mount("tmpfs", shared[index], "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=1777") != 0) {
+                    screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_MOUNTS);
+                }
             }
         }
         struct { int resource; long long value; } limits[] = {
@@ -214,6 +239,9 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
             screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_STDIO);
         }
         if (null > 2) close(null);
+        // Nothing the launcher itself inherited goes on to the program: every descriptor from 3
+        // up closes at exec, but for the targets made below.
+        syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
         // Each descriptor first to a number above any target, so that no target overwrites a
         // source not yet moved; then to its target (dup2 leaves it open across exec).
         int moved[16];
@@ -232,6 +260,8 @@ pid_t screentime_launch(const struct screentime_launch_spec *spec, int *failed_s
         if (setresgid(spec->gid, spec->gid, spec->gid) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_GID);
         // Every uid non-zero: the kernel clears the permitted and effective capabilities.
         if (setresuid(spec->uid, spec->uid, spec->uid) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_UID);
+        if (screentime_launch_tie(parent) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_PARENT);
+        if (parent >= 0) close(parent);
         if (chdir(spec->directory) != 0) screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_DIRECTORY);
         execve(spec->program, spec->arguments, spec->environment);
         screentime_launch_fail(out, SCREENTIME_LAUNCH_STEP_EXEC);

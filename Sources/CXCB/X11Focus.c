@@ -23,6 +23,9 @@ struct cxcb_session {
     xcb_sync_alarm_t alarm;
     int64_t idle_ms;
     int idle;
+    /// The bits of a resource ID that a client chooses (the server's, the same for every client):
+    /// the rest names the client.
+    uint32_t resource_mask;
 };
 
 static xcb_atom_t intern(xcb_connection_t *connection, const char *name) {
@@ -127,6 +130,7 @@ cxcb_session *cxcb_open(int fd, const uint8_t *cookie, size_t cookie_length, int
     session->connection = connection;
     session->relay = relay;
     session->root = root;
+    session->resource_mask = xcb_get_setup(connection)->resource_id_mask;
     session->active_window = intern(connection, "_NET_ACTIVE_WINDOW");
     session->net_supported = intern(connection, "_NET_SUPPORTED");
     if (xcb_connection_has_error(connection)) {
@@ -414,6 +418,39 @@ static size_t viewable_children(cxcb_session *session, xcb_window_t parent, uint
     }
     free(tree);
     return count;
+}
+
+/// The viewable windows under `parent` made by other clients than `parent`'s own (a window
+/// reparented into it), not looking inside those; at most `budget` windows looked at in all.
+static size_t foreign_descendants(cxcb_session *session, xcb_window_t parent, uint32_t base, uint32_t *windows,
+                                  size_t count, size_t capacity, int depth, int *budget) {
+    if (depth > 8 || *budget <= 0) return count;
+    // A window moved in or mapped here later is to be seen as it happens: its structure's events.
+    uint32_t events = XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY;
+    xcb_change_window_attributes(session->connection, parent, XCB_CW_EVENT_MASK, &events);
+    xcb_query_tree_reply_t *tree =
+        xcb_query_tree_reply(session->connection, xcb_query_tree(session->connection, parent), NULL);
+    if (!tree) return count;
+    int children = (uint32_t)tree->children_len <= tree->length ? tree->children_len : 0;
+    const xcb_window_t *list = (const xcb_window_t *)(tree + 1);
+    for (int i = 0; i < children && count < capacity && *budget > 0; i++) {
+        (*budget)--;
+        if (!cxcb_is_viewable(session, list[i])) continue;
+        if ((list[i] & ~session->resource_mask) != base) {
+            windows[count++] = list[i];
+        } else {
+            count = foreign_descendants(session, list[i], base, windows, count, capacity, depth + 1, budget);
+        }
+    }
+    free(tree);
+    return count;
+}
+
+size_t cxcb_foreign_windows_inside(cxcb_session *session, uint32_t window, uint32_t *windows, size_t capacity) {
+    if (window == 0 || window == session->root) return 0;
+    int budget = 256;
+    return foreign_descendants(
+        session, window, window & ~session->resource_mask, windows, 0, capacity, 0, &budget);
 }
 
 size_t cxcb_mapped_windows(cxcb_session *session, uint32_t *windows, size_t capacity) {

@@ -303,6 +303,14 @@ public final class X11FocusWatch {
                     let other = window(keyboard)
                     if other.pid != windows[0].pid { windows.append(other) }
                 }
+                // Another client's window shown inside the active one (reparented into it: a game
+                // inside an allowed app's window) is in front too.
+                var inside = [UInt32](repeating: 0, count: 16)
+                let count = cxcb_foreign_windows_inside(session, active, &inside, inside.count)
+                for id in inside.prefix(count) {
+                    let other = window(id)
+                    if !windows.contains(where: { $0.pid == other.pid }) { windows.append(other) }
+                }
                 return (windows, false)
             }
             if !settled { return nil }

@@ -127,6 +127,8 @@ public struct Agent {
         // After the process shield: a user newly authorized has their processes tracked first.
         usage.apply(snapshot)
         publisher.add(usage)
+        // The first snapshot too: when the grants in force at start end.
+        scheduler.apply(snapshot)
         publisher.add(scheduler)
         scheduler.republish.withLock { $0 = { [weak publisher] in _ = publisher?.publish() } }
         var extensionLogger = logger

@@ -18,7 +18,8 @@ struct ActivityIntegrationTests {
 
         init(_ world: AgentWorld) throws {
             directory = "/usr/local/lib/screentime-test-\(world.id)"
-            notes = "/var/tmp/screentime-test-\(world.id)"
+            // Not /tmp or /var/tmp: an extension has its own of each.
+            notes = "/var/lib/screentime-test-notes-\(world.id)"
             try Files.makeDirectory(directory, mode: 0o755)
             try Files.makeDirectory(notes, mode: 0o777)
             chmod(notes, 0o777)
@@ -102,6 +103,7 @@ struct ActivityIntegrationTests {
             \(cli) status >/dev/null 2>&1; echo "status $?" >> $notes
             \(cli) authorize --child \(world.bystander) >/dev/null 2>&1; echo "authorize $?" >> $notes
             \(cli) report >/dev/null 2>&1; echo "report $?" >> $notes
+            \(cli) clear --client screentime.agent --store limits >/dev/null 2>&1; echo "agent-store $?" >> $notes
             \(cli) --socket \(world.socket) shield --store sneaky --app-category Game >/dev/null 2>&1; echo "socket $?" >> $notes
             echo '{"log": "done"}'
             """)
@@ -134,6 +136,8 @@ struct ActivityIntegrationTests {
         #expect(value("own") == "0")
         #expect(value("other-user") == "77" && value("other-client") == "77", "\(lines)")
         #expect(value("authorize") == "77" && value("report") == "77", "\(lines)")
+        // The agent's own limits and downtime are no client's but the agent's.
+        #expect(value("agent-store") == "77", "\(lines)")
         #expect(value("status") == "0")
         // Given the agent's socket, it is only the extension account there: refused.
         #expect(value("socket") != "0", "\(lines)")
@@ -234,6 +238,14 @@ struct ActivityIntegrationTests {
                 "09:00", "--extension", path)
             #expect(refused.status == 65 && refused.stderr.contains(reason), "\(path): \(refused.stderr)")
         }
+        // Named through a link in a directory the child controls: it could point the link
+        // elsewhere between the check and the run.
+        let link = home + "/link"
+        #expect(symlink(try installed.script("linked", "exit 0"), link) == 0)
+        let linked = try world.cli(
+            as: world.guardian, "monitor", "start", "bad", "--user", world.child, "--from", "08:00", "--to", "09:00",
+            "--extension", link)
+        #expect(linked.status == 65 && linked.stderr.contains("symbolic link"), "\(linked.stderr)")
         let writable = try installed.script("writable", "exit 0")
         chmod(writable, 0o777)
         let refused = try world.cli(

@@ -161,6 +161,9 @@ struct LauncherIntegrationTests {
             echo "fd3 $(readlink /proc/self/fd/3 | cut -d: -f1)"
             echo hello >&3
             echo left > /tmp/\(marker)
+            for place in /var/tmp /dev/shm /run/lock; do [ -w $place ] && echo left > $place/\(marker); done
+            echo "ipc $(ipcmk -M 4096 2>/dev/null | grep -c id)"
+            echo "fds $(ls /proc/self/fd | tr '\\n' ' ')"
             (exec -a \(marker) sleep 300) &
             echo "started $!"
             """
@@ -198,12 +201,56 @@ struct LauncherIntegrationTests {
             usleep(20_000)
         }
         #expect(running.isEmpty, "left running: \(running)")
-        #expect(!FileManager.default.fileExists(atPath: "/tmp/\(marker)"))
+        for place in ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"] {
+            #expect(!FileManager.default.fileExists(atPath: "\(place)/\(marker)"), "left in \(place)")
+        }
+        // Its System V shared memory was its own namespace's (none of it here).
+        #expect(lines.contains("ipc 1"), "\(lines)")
+        let segments = try run("/usr/bin/ipcs", ["-m"])
+        #expect(!segments.stdout.contains(" 4096 "), "a segment it made is on the machine: \(segments.stdout)")
+        // Only what it was given: 0, 1, 2, 3 (and the listing's own).
+        let fds = lines.first { $0.hasPrefix("fds ") }?.dropFirst(4).split(separator: " ").compactMap { Int($0) } ?? []
+        #expect(fds.filter { $0 > 3 }.count <= 1, "descriptors it inherited: \(fds)")
         // A request naming more descriptors than it sends is refused.
         #expect(throws: SystemError.self) { _ = try client.launch(request, files: [input[1]]) }
         var bad = request
         bad.descriptors = [0, 0, 12]
         #expect(throws: SystemError.self) { _ = try client.launch(bad, files: [input[1], input[1], input[1]]) }
+    }
+
+    @Test func whenTheLauncherIsKilledWhatItStartedDiesWithIt() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        var launcher: LauncherClient? = try startLauncher()
+        defer { stop(&launcher) }
+        let client = try #require(launcher)
+        let nobody = try #require(getpwnam("nobody")?.pointee)
+        let account = try #require(getpwnam(world.child)?.pointee)
+        let marker = "screentime-orphan-\(getpid())"
+        let asExtension = LaunchRequest(
+            kind: .extension, program: "/bin/bash", arguments: ["-c", "exec -a \(marker)-ext sleep 300"],
+            environment: ["PATH": "/usr/bin:/bin"], uid: nobody.pw_uid, gid: nobody.pw_gid,
+            limits: .init(memoryBytes: 256 << 20, wallSeconds: 600))
+        let asSession = LaunchRequest(
+            kind: .session, program: "/bin/bash", arguments: ["-c", "exec -a \(marker)-session sleep 300"],
+            environment: ["PATH": "/usr/bin:/bin"], uid: account.pw_uid, gid: account.pw_gid, network: .inherit)
+        _ = try client.launch(asExtension)
+        _ = try client.launch(asSession)
+        func alive(_ suffix: String) -> Bool { (try? run("/usr/bin/pgrep", ["-f", marker + suffix]))?.status == 0 }
+        var started = false
+        for _ in 0..<100 where !started {
+            started = alive("-ext") && alive("-session")
+            if !started { usleep(20_000) }
+        }
+        #expect(started)
+        // Killed outright, as it is when the agent is: what it started goes with it.
+        kill(client.pid, SIGKILL)
+        var gone = false
+        for _ in 0..<250 where !gone {
+            gone = !alive("-ext") && !alive("-session")
+            if !gone { usleep(20_000) }
+        }
+        #expect(gone, "outlived the launcher: extension \(alive("-ext")), session \(alive("-session"))")
     }
 
     @Test func itRefusesAnythingElseAndKeepsServing() throws {

@@ -129,4 +129,196 @@ struct ShieldIntegrationTests {
         _ = try world.launch(as: world.child, world.counter, [output + "-3"])
         #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") != nil })
     }
+
+    private func notes(_ installed: ActivityIntegrationTests.Installed, _ file: String) -> String {
+        (try? String(contentsOfFile: installed.notes + "/" + file, encoding: .utf8)) ?? ""
+    }
+
+    @Test func aConfigurationExtensionGivesTheShieldItsLookAndABadOneTheDefault() throws {
+        var (world, desktop) = try session()
+        defer {
+            desktop.stop()
+            world.tearDown()
+        }
+        let installed = try ActivityIntegrationTests.Installed(world)
+        defer { installed.remove() }
+        try shield(world, "--app", "org.example.Counter", "--client", "org.example.Homework")
+        let good = try installed.script(
+            "configuration",
+            """
+            cat > \(installed.notes)/input; id -u > \(installed.notes)/uid
+            echo '{"title": {"text": "Homework first", "color": "#ffffff"}, "subtitle": {"text": "Ask me after dinner.", "color": "#dddddd"},'
+            echo ' "backgroundColor": "#204a87", "primaryButtonLabel": {"text": "Fine"}, "primaryButtonBackgroundColor": "#4e9a06",'
+            echo ' "secondaryButtonLabel": {"text": "Ask for more time"}, "icon": "applications-games"}'
+            """)
+        let set = try world.cli(
+            as: world.guardian, "shield-config", "--user", world.child, "--client", "org.example.Homework",
+            "--configuration", good)
+        #expect(set.status == 0, "\(set.stderr)")
+        let output = try world.childDirectory() + "/count"
+        let started = Date()
+        _ = try world.launch(as: world.child, world.counter, [output])
+        #expect(eventually(5) { window(desktop, titled: "Homework first") != nil })
+        let after = Date().timeIntervalSince(started)
+        #expect(after < 2, "the configured shield took \(after) s")
+        let input = notes(installed, "input")
+        #expect(
+            input.contains("\"application\"") && input.contains("Counter Game") && input.contains("Game"), "\(input)")
+        #expect(
+            notes(installed, "uid").trimmingCharacters(in: .whitespacesAndNewlines)
+                == "\(getpwnam("nobody")!.pointee.pw_uid)")
+        Thread.sleep(forTimeInterval: 0.3)
+        let shot = world.directory + "/configured.png"
+        #expect(try screenshot(desktop, to: shot) > 20)
+        if let keep = ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] {
+            _ = try? run("/bin/cp", [shot, keep + "/shield-configured.png"])
+        }
+        _ = try run("/usr/bin/pkill", ["-KILL", "-u", world.child, "-f", "screentime-shield"])
+        #expect(eventually(5) { window(desktop, titled: "Homework first") == nil })
+
+        // Hanging, crashing, garbage: the default shield, each shown in status.
+        for (name, body, problem) in [
+            ("hangs", "exec sleep 30", "took longer than 2 s"),
+            ("crashes", "echo nope >&2; exit 3", "exited with status 3"),
+            ("garbage", "echo 'this is not JSON'", "not a ShieldConfiguration"),
+        ] {
+            let path = try installed.script(name, body)
+            let changed = try world.cli(
+                as: world.guardian, "shield-config", "--user", world.child, "--client", "org.example.Homework",
+                "--configuration", path)
+            #expect(changed.status == 0, "\(changed.stderr)")
+            let again = Date()
+            _ = try world.launch(as: world.child, world.counter, [output + "-" + name])
+            #expect(eventually(6) { window(desktop, titled: "Counter Game is shielded") != nil }, "\(name)")
+            #expect(Date().timeIntervalSince(again) < 4, "\(name): \(Date().timeIntervalSince(again)) s")
+            let status = try world.cli(as: world.guardian, "status", "--user", world.child)
+            #expect(status.stdout.contains(problem), "\(name): \(status.stdout)")
+            _ = try run("/usr/bin/pkill", ["-KILL", "-u", world.child, "-f", "screentime-shield"])
+            #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") == nil })
+        }
+    }
+
+    @Test func anActionExtensionClosesTheAppOrDefers() throws {
+        var (world, desktop) = try session()
+        defer {
+            desktop.stop()
+            world.tearDown()
+        }
+        let installed = try ActivityIntegrationTests.Installed(world)
+        defer { installed.remove() }
+        try shield(world, "--app", "org.example.Counter")
+        let deferring = try installed.script("defers", "cat > \(installed.notes)/action; echo '\"defer\"'")
+        #expect(
+            try world.cli(
+                as: world.guardian, "shield-config", "--user", world.child, "--action", deferring
+            ).status == 0)
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        var shown: String?
+        #expect(
+            eventually(5) {
+                shown = window(desktop, titled: "Counter Game is shielded"); return shown != nil
+            })
+        _ = try desktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        _ = try desktop.runXdotool(["key", "--clearmodifiers", "Return"])
+        #expect(eventually(5) { notes(installed, "action").contains("primaryButtonPressed") })
+        Thread.sleep(forTimeInterval: 1)
+        #expect(window(desktop, titled: "Counter Game is shielded") != nil, "deferred: the shield stays")
+        #expect(world.isFrozen(counter))
+        // close: the app's processes end.
+        let closing = try installed.script("closes", "cat > /dev/null; echo close")
+        #expect(
+            try world.cli(as: world.guardian, "shield-config", "--user", world.child, "--action", closing).status == 0)
+        _ = try desktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        _ = try desktop.runXdotool(["key", "--clearmodifiers", "Return"])
+        #expect(world.wait(counter, seconds: 10) != nil, "the app was not closed")
+        #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") == nil })
+    }
+
+    @Test func askingForMoreTimeAGuardianGrantsAMinuteThenTheShieldIsBack() throws {
+        var (world, desktop) = try session()
+        defer {
+            desktop.stop()
+            world.tearDown()
+        }
+        try shield(world, "--app", "org.example.Counter")
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        var shown: String?
+        #expect(
+            eventually(5) {
+                shown = window(desktop, titled: "Counter Game is shielded"); return shown != nil
+            })
+        // The child asks from the shield: Tab to the secondary button, Enter.
+        _ = try desktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        _ = try desktop.runXdotool(["key", "--clearmodifiers", "Tab", "Return"])
+        func requests(_ user: String?) throws -> [TimeRequestReport] {
+            let result = try world.cli(as: user, "requests", "--json")
+            guard result.status == 0 else { throw WorldError("requests: \(result.stderr)") }
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return try decoder.decode([TimeRequestReport].self, from: Data(result.stdout.utf8))
+        }
+        #expect(try eventually(5) { try requests(world.guardian).contains { $0.state == "pending" } })
+        let asked = try #require(try requests(world.guardian).first)
+        #expect(asked.user == world.child && asked.application == "Counter Game" && asked.minutes == 15)
+        #expect(try requests(world.child).map(\.id) == [asked.id], "the child sees its own")
+        #expect(try requests(world.bystander).isEmpty)
+        // A child may not grant, nor ask for someone else.
+        #expect(try world.cli(as: world.child, "grant", "\(asked.id)").status == 77)
+        // Granted a minute: the app runs at once.
+        let granted = try world.cli(as: world.guardian, "grant", "\(asked.id)", "--minutes", "1")
+        #expect(granted.status == 0, "\(granted.stderr)")
+        let grantedAt = Date()
+        #expect(eventually(5) { !world.isFrozen(counter) })
+        let before = world.count(output) ?? 0
+        #expect(eventually(5) { (world.count(output) ?? 0) > before })
+        #expect(try requests(world.guardian).first?.state == "granted")
+        // A restart keeps the grant's end.
+        world.kill9()
+        try world.start()
+        Thread.sleep(forTimeInterval: 2)
+        #expect(!world.isFrozen(counter), "the grant was lost in the restart")
+        // After the minute, the shield is back.
+        Thread.sleep(until: grantedAt.addingTimeInterval(55))
+        #expect(!world.isFrozen(counter), "frozen before the minute was over")
+        #expect(eventually(15) { world.isFrozen(counter) })
+        #expect(Date().timeIntervalSince(grantedAt) < 66)
+        #expect(try requests(world.guardian).first?.state == "expired")
+        // Denied: nothing changes; asking again at once is refused (the child's asks are limited).
+        let again = try world.cli(
+            as: world.child, "ask", "--app", "org.example.Counter", "--minutes", "5", "--note", "please")
+        #expect(again.status == 0, "\(again.stderr)")
+        let second = try #require(try requests(world.guardian).first { $0.state == "pending" })
+        #expect(second.note == "please" && second.minutes == 5)
+        #expect(try world.cli(as: world.guardian, "deny", "\(second.id)").status == 0)
+        #expect(try requests(world.guardian).first { $0.id == second.id }?.state == "denied")
+        #expect(world.isFrozen(counter))
+        let flood = try world.cli(as: world.child, "ask", "--app", "org.example.Counter")
+        #expect(flood.status == 75, "\(flood.stderr)")
+    }
+
+    @Test func aShieldedSiteLookedUpShowsANoticeAtMostOnceAMinute() throws {
+        var (world, desktop) = try session()
+        defer {
+            desktop.stop()
+            world.tearDown()
+        }
+        try shield(world, "--domain", "blocked.test")
+        func lookUp() throws {
+            _ = try run(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/usr/bin/dig", "+tries=1",
+                    "+time=1", "@127.0.0.1", "www.blocked.test", "A",
+                ])
+        }
+        try lookUp()
+        #expect(eventually(5) { window(desktop, titled: "blocked.test is shielded") != nil })
+        // It closes by itself; looked up again at once, it does not come back.
+        #expect(eventually(15) { window(desktop, titled: "blocked.test is shielded") == nil })
+        try lookUp()
+        Thread.sleep(forTimeInterval: 2)
+        #expect(window(desktop, titled: "blocked.test is shielded") == nil)
+    }
 }

@@ -351,6 +351,33 @@ struct UsageIntegrationTests {
 
     /// The child's client opens a window, gives its connection to a game it starts, and becomes
     /// an allowed program: the window counts for every program holding its connection.
+    @Test func aWindowMovedInsideTheActiveOneCountsToo() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "a game, in disguise"])
+        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        // The child moves the "game" inside the terminal's window and keeps the terminal active.
+        let game = try #require(desktop.window("XMessage"))
+        let terminal = try #require(desktop.window("ChildTerm"))
+        for arguments in [["windowreparent", game, terminal], ["windowmap", game]] {
+            let result = try desktop.runXdotool(arguments)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        }
+        try desktop.activate("ChildTerm")
+        let start = Date()
+        Thread.sleep(forTimeInterval: 5)
+        let usage = try report(world)
+        let inFront = Date().timeIntervalSince(start)
+        #expect(
+            seconds(usage, "org.example.Notes") > inFront - 1.5,
+            "the game inside counted \(seconds(usage, "org.example.Notes")) s")
+        #expect(seconds(usage, "org.example.Terminal") > inFront - 1.5)
+    }
+
     @Test func aWindowWhoseConnectionAnotherProgramHoldsCountsForThatProgramToo() throws {
         let world = try world()
         defer { world.tearDown() }

@@ -70,6 +70,10 @@ size_t cxcb_mapped_windows(cxcb_session *session, uint32_t *windows, size_t capa
 /// Asks the window manager to make `window` active (EWMH's client message, as a taskbar does).
 void cxcb_request_activation(cxcb_session *session, uint32_t window);
 
+/// The viewable windows inside `window` that other clients made (a window reparented into it: what
+/// shows there is theirs too), up to `capacity`; at most 256 windows are looked at.
+size_t cxcb_foreign_windows_inside(cxcb_session *session, uint32_t window, uint32_t *windows, size_t capacity);
+
 /// Asks the IDLETIME counter itself whether idle changed (CXCB_BECAME_IDLE, CXCB_BECAME_ACTIVE or
 /// 0) and sets the alarm again: what a watch does now and then while idle, in case a client of
 /// the display tampered with the alarm.

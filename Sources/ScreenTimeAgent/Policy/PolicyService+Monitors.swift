@@ -145,7 +145,7 @@ extension PolicyService {
             request.items, threshold: request.dailySeconds ?? 60, past: true, resolver: &resolver, what: "the limit")
         let name = try DeviceActivityName(Self.limitName(itemNames))
         let scheduler = try activityScheduler
-        let key = Monitor.Key(uid: account.uid, client: .commandLine, name: name)
+        let key = Monitor.Key(uid: account.uid, client: .agent, name: name)
         let existing = scheduler.entry(key)
         if request.remove {
             guard let existing else {
@@ -155,7 +155,7 @@ extension PolicyService {
             try scheduler.change { try database.deleteMonitors([key]) }
             try liftLimit(existing.monitor, account: account)
             logger.notice("limit removed", metadata: ["user": "\(account.name)", "limit": "\(name)"])
-            return try monitorList(account, client: .commandLine, names: true)
+            return try monitorList(account, client: .agent, names: true)
         }
         guard let daily = request.dailySeconds else {
             throw ScreenTimeIPCError(.invalidArgument, "give the day's time with --daily (45m, 1h30m)")
@@ -166,7 +166,7 @@ extension PolicyService {
         let shield = Monitor.LimitShield(
             store: store, applications: event.applications, categories: event.categories, webDomains: shieldDomains)
         let monitor = try makeMonitor(
-            account: account, client: .commandLine, name: name,
+            account: account, client: .agent, name: name,
             schedule: DeviceActivitySchedule(
                 intervalStart: DateComponents(hour: 0, minute: 0), intervalEnd: DateComponents(hour: 0, minute: 0),
                 repeats: true, warningTime: DateComponents(minute: 5)),
@@ -182,7 +182,7 @@ extension PolicyService {
                 "user": "\(account.name)", "limit": "\(name)", "daily": "\(DurationText.format(daily))",
                 "by": "\(caller.account.name)",
             ])
-        return try monitorList(account, client: .commandLine, names: true)
+        return try monitorList(account, client: .agent, names: true)
     }
 
     func downtime(_ request: DowntimeRequest, _ context: RequestContext) throws -> MonitorListReply {
@@ -190,15 +190,15 @@ extension PolicyService {
         let account = try storeOwner(StoreTarget(user: request.user), caller: caller)
         let scheduler = try activityScheduler
         let name = try DeviceActivityName(Self.downtimeName)
-        let key = Monitor.Key(uid: account.uid, client: .commandLine, name: name)
-        let store = StoreKey(client: .commandLine, name: try StoreName(Self.downtimeStore))
+        let key = Monitor.Key(uid: account.uid, client: .agent, name: name)
+        let store = StoreKey(client: .agent, name: try StoreName(Self.downtimeStore))
         if request.off {
             guard scheduler.entry(key) != nil else {
                 throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no downtime")
             }
             try scheduler.change { try database.deleteMonitors([key]) }
             _ = try changeStore(account, store, by: caller, action: "downtime ended") { $0.clear(store) }
-            return try monitorList(account, client: .commandLine, names: true)
+            return try monitorList(account, client: .agent, names: true)
         }
         guard let from = request.from, let to = request.to else {
             throw ScreenTimeIPCError(.invalidArgument, "give the hours with --from HH:MM --to HH:MM")
@@ -226,7 +226,7 @@ extension PolicyService {
             intervalEnd: DateComponents(hour: to.hour, minute: to.minute ?? 0), repeats: true,
             warningTime: DateComponents(minute: 5))
         let monitor = try makeMonitor(
-            account: account, client: .commandLine, name: name, schedule: schedule, events: [:], weekdays: weekdays,
+            account: account, client: .agent, name: name, schedule: schedule, events: [:], weekdays: weekdays,
             scheduler: scheduler, program: nil, builtIn: .downtime(store: store.name, allowed: allowed),
             itemNames: ["allowed": allowedNames.sorted()])
         // Replaced: the old hours end now; the new ones start at once if they are in progress.
@@ -240,7 +240,7 @@ extension PolicyService {
                 "user": "\(account.name)", "from": "\(from.hour ?? 0):\(from.minute ?? 0)",
                 "to": "\(to.hour ?? 0):\(to.minute ?? 0)", "by": "\(caller.account.name)",
             ])
-        return try monitorList(account, client: .commandLine, names: true)
+        return try monitorList(account, client: .agent, names: true)
     }
 
     /// The agent's own reaction to a callback of a built-in monitor (run by the extension host).
@@ -425,10 +425,11 @@ extension PolicyService {
                     }
                 })
         }
+        // What went wrong names programs and what they printed: for those who may see names.
         let run = runs[monitor.key].map { run in
             MonitorReport.Run(
                 callback: run.callback.callback.rawValue, event: run.callback.event?.rawValue, at: run.at,
-                outcome: run.outcome.rawValue, problem: run.problem)
+                outcome: run.outcome.rawValue, problem: names ? run.problem : nil)
         }
         var builtInName = monitor.builtIn?.name
         if case .downtime = monitor.builtIn, names, let allowed = monitor.itemNames["allowed"], !allowed.isEmpty {

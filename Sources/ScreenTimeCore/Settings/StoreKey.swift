@@ -23,6 +23,9 @@ public struct StoreName: ValidatedString {
 public struct ClientID: ValidatedString {
     /// The command-line tool's own client.
     public static let commandLine = ClientID(validRawValue: "screentime")
+    /// The agent's own limits and downtime: a client of their own, so that no other client's
+    /// extension (the command line's included) can clear their stores or stop their monitors.
+    public static let agent = ClientID(validRawValue: "screentime.agent")
 
     public let rawValue: String
 
