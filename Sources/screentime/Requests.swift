@@ -64,9 +64,15 @@ struct Grant: ParsableCommand {
     @OptionGroup var output: OutputOptions
     @Argument(help: "The ask's number ('screentime requests').") var id: Int64
     @Option(help: "Minutes to grant instead of those asked (1–720).") var minutes: Int?
+    @Option(help: "In the child's session: the guardian granting it in person (the password is asked).")
+    var guardian: String?
 
     func run() throws {
-        let reply = try perform(connection, DecideRequest(id: id, grant: true, minutes: minutes))
+        var request = DecideRequest(id: id, grant: true, minutes: minutes)
+        if try perform(connection, PingRequest()).role != "guardian" {
+            request.guardian = try Terminal.askGuardian(name: guardian)
+        }
+        let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
         print(
             "granted \(reply.user) \(reply.minutes) minutes of \(reply.application ?? reply.webDomain ?? reply.token)")
@@ -78,9 +84,15 @@ struct Deny: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @Argument(help: "The ask's number ('screentime requests').") var id: Int64
+    @Option(help: "In the child's session: the guardian denying it in person (the password is asked).")
+    var guardian: String?
 
     func run() throws {
-        let reply = try perform(connection, DecideRequest(id: id, grant: false))
+        var request = DecideRequest(id: id, grant: false)
+        if try perform(connection, PingRequest()).role != "guardian" {
+            request.guardian = try Terminal.askGuardian(name: guardian)
+        }
+        let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
         print("denied \(reply.user) more time on \(reply.application ?? reply.webDomain ?? reply.token)")
     }

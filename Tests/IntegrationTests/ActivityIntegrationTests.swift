@@ -310,6 +310,11 @@ struct ActivityIntegrationTests {
         #expect(eventually(30) { world.isFrozen(pid) })
         let after = Date().timeIntervalSince(front)
         #expect(after >= 59 && after < 66, "frozen after \(after) s in front")
+        // The child sees why: the shield, saying the day's time is used up.
+        #expect(
+            eventually(5) {
+                (try? desktop.runXdotool(["search", "--onlyvisible", "--name", "^Terminal is shielded$"]))?.status == 0
+            })
         let status = try world.status(of: world.child)
         #expect(status.stores.contains { $0.name == "limits" })
         #expect(status.monitors?.first { $0.builtIn == "limit" }?.events.first?.reached == true)

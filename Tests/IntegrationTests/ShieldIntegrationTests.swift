@@ -321,4 +321,57 @@ struct ShieldIntegrationTests {
         Thread.sleep(forTimeInterval: 2)
         #expect(window(desktop, titled: "blocked.test is shielded") == nil)
     }
+
+    @Test func aGuardianLoggedInGetsTheAskInTheirOwnSessionAndOneInPersonDecidesWithTheirPassword() throws {
+        var (world, desktop) = try session()
+        var guardianDesktop = try XDesktop(world: world, user: world.guardian)
+        defer {
+            guardianDesktop.stop()
+            desktop.stop()
+            world.tearDown()
+        }
+        try shield(world, "--app", "org.example.Counter")
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        #expect(eventually(5) { world.isFrozen(counter) })
+        let asked = try world.cli(as: world.child, "ask", "--app", "org.example.Counter", "--note", "homework done")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        // In the guardian's own session: a window that asks, Grant as its first button.
+        let title = "\(world.child) asks for 15 more minutes"
+        var shown: String?
+        #expect(
+            eventually(8) {
+                shown = window(guardianDesktop, titled: title); return shown != nil
+            })
+        let owner = try run("/usr/bin/pgrep", ["-u", world.guardian, "-f", "screentime-shield"])
+        #expect(owner.status == 0, "the guardian's window is not the guardian's")
+        _ = try guardianDesktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        _ = try guardianDesktop.runXdotool(["key", "--clearmodifiers", "Return"])
+        #expect(eventually(5) { !world.isFrozen(counter) }, "granted from the guardian's window")
+        let listed = try world.cli(as: world.guardian, "requests")
+        #expect(
+            listed.stdout.contains("granted") && listed.stdout.contains("(by \(world.guardian))"), "\(listed.stdout)")
+
+        // In person, in the child's session: a guardian's password decides; a wrong one does not.
+        Thread.sleep(forTimeInterval: 10.5)  // the child's asks are spaced
+        let again = try world.cli(as: world.child, "ask", "--app", "org.example.Counter", "--minutes", "30")
+        #expect(again.status == 0, "\(again.stderr)")
+        let id = try #require(
+            again.stdout.split(separator: "(").last?.split(separator: " ").dropFirst().first.flatMap {
+                Int($0.trimmingCharacters(in: CharacterSet(charactersIn: ");")))
+            })
+        let wrong = try world.cli(
+            as: world.child, "deny", "\(id)", "--guardian", world.guardian, input: "not the password\n")
+        #expect(wrong.status == 77, "\(wrong.stderr)")
+        Thread.sleep(forTimeInterval: 1.5)  // a wrong password costs a wait, as for authorize
+        let right = try world.cli(
+            as: world.child, "deny", "\(id)", "--guardian", world.guardian, input: world.guardianPassword + "\n")
+        #expect(right.status == 0, "\(right.stderr)")
+        let decided = try world.cli(as: world.guardian, "requests")
+        #expect(decided.stdout.contains("denied (by \(world.guardian) (in person))"), "\(decided.stdout)")
+        // Another child's ask cannot be decided in this session.
+        let bystanders = try world.cli(
+            as: world.bystander, "deny", "\(id)", "--guardian", world.guardian, input: world.guardianPassword + "\n")
+        #expect(bystanders.status == 77)
+    }
 }

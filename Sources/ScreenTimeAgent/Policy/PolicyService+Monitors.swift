@@ -270,6 +270,12 @@ extension PolicyService {
         case (.limit, .eventWillReachThresholdWarning):
             logger.notice(
                 "limit in 5 minutes", metadata: ["user": "\(account.name)", "limit": "\(monitor.activity.name)"])
+            let what = monitor.itemNames["limit"]?.joined(separator: ", ") ?? "it"
+            presenter.withLock { $0 }?.tell(
+                .notice(
+                    uid: account.uid, title: "5 minutes left today",
+                    subtitle: "Today's time for \(what) ends in 5 minutes.",
+                    icon: "alarm-symbolic"))
         case (.downtime(let storeName, let allowed), .intervalDidStart):
             let store = StoreKey(client: monitor.client, name: storeName)
             _ = try changeStore(account, store, by: agent, action: "downtime started") { collection in
@@ -282,6 +288,10 @@ extension PolicyService {
             _ = try changeStore(account, store, by: agent, action: "downtime ended") { $0.clear(store) }
         case (.downtime, .intervalWillStartWarning):
             logger.notice("downtime in 5 minutes", metadata: ["user": "\(account.name)"])
+            presenter.withLock { $0 }?.tell(
+                .notice(
+                    uid: account.uid, title: "Downtime in 5 minutes",
+                    subtitle: "From then on, only the apps your guardian allowed run.", icon: "alarm-symbolic"))
         default:
             break
         }

@@ -107,7 +107,19 @@ extension PolicyService {
 
     func decide(_ request: DecideRequest, _ context: RequestContext) throws -> TimeRequestReport {
         let caller = try caller(context)
-        guard caller.isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian grants or denies time") }
+        var decider = caller.account.name
+        if !caller.isGuardian {
+            // In person: a guardian types their password in the child's session.
+            guard let credentials = request.guardian, caller.role == .child || caller.role == .individual else {
+                throw ScreenTimeIPCError(.notAllowed, "only a guardian grants or denies time")
+            }
+            guard let record = try database.timeRequest(id: request.id), record.uid == caller.account.uid else {
+                throw ScreenTimeIPCError(
+                    .notAllowed, "a guardian in person decides the asks of this session's user only")
+            }
+            try checkGuardian(credentials, asker: caller)
+            decider = String(credentials.user.prefix(64)) + " (in person)"
+        }
         if let minutes = request.minutes, !(1...720).contains(minutes) {
             throw ScreenTimeIPCError(.invalidArgument, "grant 1 to 720 minutes, not \(minutes)")
         }
@@ -125,10 +137,10 @@ extension PolicyService {
             record.state = request.grant ? .granted : .denied
             record.until = request.grant ? now.addingTimeInterval(TimeInterval(record.minutes) * 60) : nil
             record.decidedAt = now
-            record.decidedBy = caller.account.name
+            record.decidedBy = decider
             try database.decide(
-                id: request.id, state: record.state, minutes: record.minutes, until: record.until,
-                by: caller.account.name, at: now)
+                id: request.id, state: record.state, minutes: record.minutes, until: record.until, by: decider,
+                at: now)
             // In force before the reply: the app runs again (or, denied, nothing changes).
             _ = publisher.publish()
             return record
@@ -138,7 +150,7 @@ extension PolicyService {
             request.grant ? "more time granted" : "more time denied",
             metadata: [
                 "user": "\(name)", "what": "\(decided.name)", "minutes": "\(decided.minutes)", "id": "\(request.id)",
-                "by": "\(caller.account.name)",
+                "by": "\(decider)",
             ])
         let report = Self.report(decided, user: name, names: true, now: now)
         requestsChanged.withLock { $0 }?(report)

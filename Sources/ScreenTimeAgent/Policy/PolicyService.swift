@@ -261,7 +261,7 @@ public final class PolicyService: Sendable {
 
     /// A guardian's approval given in a child's session: the named user must be a guardian and
     /// the password right (PAM), asked at the pace `GuardianApprovals` allows the asker.
-    private func checkGuardian(_ credentials: GuardianCredentials?, asker: Caller) throws {
+    func checkGuardian(_ credentials: GuardianCredentials?, asker: Caller) throws {
         guard let credentials, !credentials.user.isEmpty else {
             throw ScreenTimeIPCError(
                 .notAllowed, "a guardian must approve: give a guardian's user name and password")

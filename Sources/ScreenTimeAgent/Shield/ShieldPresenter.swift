@@ -33,6 +33,8 @@ final class ShieldPresenter: Sendable {
         case inFront(ShieldedThing)
         case asked(TimeRequestReport)
         case decided(TimeRequestReport)
+        /// A notice in the user's sessions that closes by itself (a limit or downtime is near).
+        case notice(uid: UInt32, title: String, subtitle: String, icon: String)
     }
 
     struct OpenWindow: Sendable {
@@ -131,6 +133,8 @@ final class ShieldPresenter: Sendable {
                 case .met(let thing), .inFront(let thing): show(thing)
                 case .asked(let request): tellGuardians(request)
                 case .decided(let request): tellChild(request)
+                case .notice(let uid, let title, let subtitle, let icon):
+                    notify(uid, title: title, subtitle: subtitle, icon: icon)
                 }
             }
         }
@@ -525,22 +529,34 @@ final class ShieldPresenter: Sendable {
             request.state == "granted"
             ? "A guardian granted \(request.minutes) more minutes of \(what)."
             : "A guardian said no to more time on \(what)."
+        var told = false
         for session in usage.displays(of: request.uid) {
             if let open = state.withLock({ $0.windows[session.key] }), open.token == request.token {
                 send(ShieldWindowUpdate(message: text), to: open)
+                told = true
+            }
+        }
+        if !told {
+            notify(
+                request.uid, title: request.state == "granted" ? "More time: \(what)" : "No more time: \(what)",
+                subtitle: text, icon: request.state == "granted" ? "emblem-ok-symbolic" : "dialog-information")
+        }
+    }
+
+    /// A notice in each of the user's sessions, closing by itself.
+    private func notify(_ uid: UInt32, title: String, subtitle: String, icon: String) {
+        guard let usage = usage.withLock({ $0 }) else { return }
+        let content = ShieldWindowContent(
+            kind: "notice", name: title,
+            configuration: ShieldConfigurationData(
+                icon: icon, title: .init(text: title), subtitle: .init(text: subtitle),
+                primaryButtonLabel: .init(text: "OK")),
+            closesAfter: Self.noticeSeconds)
+        for session in usage.displays(of: uid) {
+            guard let started = start(content, as: uid, environment: session.environment, key: session.key) else {
                 continue
             }
-            let content = ShieldWindowContent(
-                kind: "notice", name: what,
-                configuration: ShieldConfigurationData(
-                    icon: request.state == "granted" ? "emblem-ok-symbolic" : "dialog-information",
-                    title: .init(text: request.state == "granted" ? "More time: \(what)" : "No more time: \(what)"),
-                    subtitle: .init(text: text), primaryButtonLabel: .init(text: "OK")),
-                closesAfter: Self.noticeSeconds)
-            guard let started = start(content, as: request.uid, environment: session.environment, key: session.key)
-            else { continue }
-            let window = OpenWindow(
-                pid: started.pid, token: "notice", kind: "notice", input: started.input, owner: request.uid)
+            let window = OpenWindow(pid: started.pid, token: "notice", kind: "notice", input: started.input, owner: uid)
             let thread = Thread { [self] in
                 nameCurrentThread("screentime.win")
                 drain(started.output, window)

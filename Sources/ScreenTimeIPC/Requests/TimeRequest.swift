@@ -48,11 +48,15 @@ public struct DecideRequest: ControlRequest, Hashable {
     public var id: Int64
     public var grant: Bool
     public var minutes: Int?
+    /// In person, in the child's session: a guardian's name and password (checked as
+    /// `authorize` checks them, wrong ones counted against the child's session).
+    public var guardian: GuardianCredentials?
 
-    public init(id: Int64, grant: Bool, minutes: Int? = nil) {
+    public init(id: Int64, grant: Bool, minutes: Int? = nil, guardian: GuardianCredentials? = nil) {
         self.id = id
         self.grant = grant
         self.minutes = minutes
+        self.guardian = guardian
     }
 }
 
