@@ -97,6 +97,8 @@ bench: deps
 	Benchmarks/focus.sh "$$($(SWIFT) build -c release --show-bin-path)"
 	@echo
 	Benchmarks/scheduler.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	@echo
+	Benchmarks/shield.sh "$$($(SWIFT) build -c release --show-bin-path)"
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)
