@@ -152,18 +152,23 @@ final class ShieldWindow {
     /// The configuration's colours, as CSS on this window only.
     private func style(_ look: ShieldConfigurationData) {
         var css = ""
+        // Text with no colour of its own, on a background that has one: black or white, whichever
+        // reads on it.
+        let contrast = look.backgroundColor.map { Self.isDark($0) ? "#ffffff" : "#1e1e1e" }
         if let background = look.backgroundColor {
             css += "window.screentime-shield { background-color: \(background); }\n"
         }
-        if let color = look.title?.color { css += ".screentime-title { color: \(color); }\n" }
-        if let color = look.subtitle?.color { css += ".screentime-subtitle { color: \(color); }\n" }
+        if let color = look.title?.color ?? contrast { css += ".screentime-title { color: \(color); }\n" }
+        if let color = look.subtitle?.color ?? contrast {
+            css += ".screentime-subtitle, .screentime-message { color: \(color); }\n"
+        }
         if let color = look.primaryButtonBackgroundColor {
             css += "button.screentime-primary { background: \(color); background-image: none; }\n"
         }
         if let color = look.primaryButtonLabel?.color {
             css += "button.screentime-primary label { color: \(color); }\n"
         }
-        if let color = look.secondaryButtonLabel?.color {
+        if let color = look.secondaryButtonLabel?.color ?? contrast {
             css += "button.screentime-secondary label { color: \(color); }\n"
         }
         guard !css.isEmpty, let display = gdk_display_get_default() else { return }
@@ -190,4 +195,14 @@ private let closeRequested: @convention(c) (UnsafeMutableRawPointer?, UnsafeMuta
     let shield = Unmanaged<ShieldWindow>.fromOpaque(data).takeUnretainedValue()
     if !shield.closed { shield.pressed(.primary) }
     return 1
+}
+
+extension ShieldWindow {
+    /// Whether a `#rrggbb` colour is dark (its relative luminance under one half).
+    static func isDark(_ color: String) -> Bool {
+        let hex = color.dropFirst()
+        guard hex.count == 6, let value = UInt32(hex, radix: 16) else { return false }
+        let (red, green, blue) = (Double(value >> 16 & 0xff), Double(value >> 8 & 0xff), Double(value & 0xff))
+        return (0.2126 * red + 0.7152 * green + 0.0722 * blue) / 255 < 0.5
+    }
 }
