@@ -19,6 +19,11 @@ let package = Package(
         .executable(name: "screentimed", targets: ["screentimed"]),
         .executable(name: "screentime", targets: ["screentime"]),
         .executable(name: "screentime-shield", targets: ["screentime-shield"]),
+        // The client API, with Apple's names: guardian apps and their extensions import these.
+        .library(name: "FamilyControls", targets: ["FamilyControls"]),
+        .library(name: "ManagedSettings", targets: ["ManagedSettings"]),
+        .library(name: "ManagedSettingsUI", targets: ["ManagedSettingsUI"]),
+        .library(name: "DeviceActivity", targets: ["DeviceActivity"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
@@ -114,6 +119,28 @@ let package = Package(
             dependencies: ["CLinuxShim", "ScreenTimeIPC"],
             swiftSettings: strictSettings
         ),
+        // The client API (Apple's FamilyControls, ManagedSettings, ManagedSettingsUI, DeviceActivity),
+        // over the typed client: what a Swift guardian app and its extensions import.
+        .target(
+            name: "FamilyControls",
+            dependencies: ["ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ManagedSettings",
+            dependencies: ["ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "ManagedSettingsUI",
+            dependencies: ["ManagedSettings", "ScreenTimeIPC", "ScreenTimeClient"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "DeviceActivity",
+            dependencies: ["ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient"],
+            swiftSettings: strictSettings
+        ),
         // The agent's services: policy and persistence, the control server.
         .target(
             name: "ScreenTimeAgent",
@@ -137,7 +164,7 @@ let package = Package(
         .executableTarget(
             name: "screentime",
             dependencies: [
-                "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient",
+                "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient", "FamilyControls",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -148,6 +175,32 @@ let package = Package(
             dependencies: ["CGTK", "ScreenTimeIPC"],
             swiftSettings: strictSettings
         ),
+        // The seeds' apps, ported (Examples/): each an app and its extensions, built on the client API.
+        .executableTarget(
+            name: "homework",
+            dependencies: ["FamilyControls", "ManagedSettings", "ManagedSettingsUI", "DeviceActivity"],
+            path: "Examples/Homework/Homework"
+        ),
+        .executableTarget(
+            name: "homework-monitor", dependencies: ["DeviceActivity", "FamilyControls", "ManagedSettings"],
+            path: "Examples/Homework/Monitor"
+        ),
+        .executableTarget(
+            name: "homework-shield", dependencies: ["ManagedSettings", "ManagedSettingsUI"],
+            path: "Examples/Homework/ShieldConfiguration"
+        ),
+        .executableTarget(
+            name: "homework-action", dependencies: ["ManagedSettings"], path: "Examples/Homework/ShieldAction"
+        ),
+        .executableTarget(
+            name: "worklog", dependencies: ["FamilyControls", "ManagedSettings", "DeviceActivity"],
+            path: "Examples/Worklog/Worklog"
+        ),
+        .executableTarget(
+            name: "worklog-monitor", dependencies: ["DeviceActivity", "ManagedSettings"],
+            path: "Examples/Worklog/Monitor"
+        ),
+        .executableTarget(name: "worklog-report", dependencies: ["DeviceActivity"], path: "Examples/Worklog/Report"),
         // `make bench`: figures beside baselines, printed, never asserted.
         .executableTarget(
             name: "ScreenTimeBenchmarks",

@@ -45,7 +45,7 @@ public struct ExtensionAuthority: Sendable, Hashable {
     /// The requests an extension may make; any other is refused.
     public static let allowedKinds: Set<String> = [
         "ping", "status", "token", "applications", "categories", "shield", "clear", "filter", "denyInstalls",
-        "monitor.start", "monitor.stop", "monitor.list",
+        "monitor.start", "monitor.stop", "monitor.list", "store.read", "store.write", "notice",
     ]
 }
 

@@ -27,6 +27,9 @@ extension ControlRouter {
         router.register(TimeRequestsRequest.self, policy.timeRequests)
         router.register(DecideRequest.self, policy.decide)
         router.register(ShieldConfigRequest.self, policy.shieldConfig)
+        router.register(StoreReadRequest.self, policy.storeRead)
+        router.register(StoreWriteRequest.self, policy.storeWrite)
+        router.register(NoticeRequest.self, policy.notice)
         router.register(LauncherCheckRequest.self) {
             try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer))
         }

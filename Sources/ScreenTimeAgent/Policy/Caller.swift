@@ -16,6 +16,8 @@ struct Caller: Sendable {
     var role: Role
     /// The only client an extension may act as.
     var authority: ClientID? = nil
+    /// The program the caller runs, as the kernel tells it: its client.
+    var program: ClientProgram? = nil
 
     var isGuardian: Bool { role == .guardian }
 }

@@ -114,7 +114,10 @@ extension PolicyService {
         guard caller.isGuardian || account.uid == caller.account.uid else {
             throw ScreenTimeIPCError(.notAllowed, "you may list only your own monitors")
         }
-        let client = try request.client.map { try self.client($0, caller: caller) } ?? caller.authority
+        let client =
+            request.own == true
+            ? try self.client(nil, caller: caller)
+            : try request.client.map { try self.client($0, caller: caller) } ?? caller.authority
         let authorization = try authorizationReply(account)
         let names =
             caller.isGuardian || caller.role == .individual || caller.role == .extension

@@ -203,4 +203,50 @@ extension PolicyService {
             user: summary(account), client: client.rawValue, configuration: extensions.configuration,
             action: extensions.action)
     }
+
+    // MARK: stores as a whole (ManagedSettingsStore)
+
+    func storeRead(_ request: StoreReadRequest, _ context: RequestContext) throws -> StoreReply {
+        let caller = try caller(context)
+        let account = try storeOwner(request.target, caller: caller)
+        let key = StoreKey(
+            client: try client(request.client, caller: caller),
+            name: try request.store.map { try StoreName($0) } ?? .default)
+        let (collection, updated) = try database.stores(uid: account.uid)
+        let store = StoreReport(
+            client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: updated[key])
+        return StoreReply(user: summary(account), store: store, effective: Self.report(collection.effectivePolicy))
+    }
+
+    func storeWrite(_ request: StoreWriteRequest, _ context: RequestContext) throws -> StoreReply {
+        let caller = try caller(context)
+        let account = try storeOwner(request.target, caller: caller)
+        let key = StoreKey(
+            client: try client(request.client, caller: caller),
+            name: try request.store.map { try StoreName($0) } ?? .default)
+        return try changeStore(account, key, by: caller, action: "store written") { collection in
+            try collection.update(key) { $0 = request.settings }
+        }
+    }
+
+    // MARK: notices
+
+    func notice(_ request: NoticeRequest, _ context: RequestContext) throws -> NoticeReply {
+        let caller = try caller(context)
+        let account = try storeOwner(StoreTarget(user: request.user), caller: caller)
+        func clean(_ text: String, _ limit: Int) -> String {
+            String(
+                String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control })
+                    .prefix(limit))
+        }
+        let title = clean(request.title, 100)
+        guard !title.isEmpty else { throw ScreenTimeIPCError(.invalidArgument, "a notice needs a title") }
+        guard let presenter = presenter.withLock({ $0 }) else { return NoticeReply(shown: false) }
+        let shown = presenter.noticeAllowed(account.uid)
+        if shown {
+            presenter.tell(
+                .notice(uid: account.uid, title: title, subtitle: clean(request.text, 300), icon: "dialog-information"))
+        }
+        return NoticeReply(shown: shown)
+    }
 }

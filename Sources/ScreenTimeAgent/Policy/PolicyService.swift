@@ -148,7 +148,11 @@ public final class PolicyService: Sendable {
 
     /// Who sent a request: the extension a channel was given to, else the connecting process.
     func caller(_ context: RequestContext) throws -> Caller {
-        guard let authority = context.authority else { return try caller(context.peer) }
+        guard let authority = context.authority else {
+            var caller = try caller(context.peer)
+            caller.program = ClientProgram.of(pid: context.peer.pid)
+            return caller
+        }
         guard let account = try? users.user(uid: authority.uid),
             let record = try database.authorization(uid: authority.uid), record.status == .approved
         else {
@@ -391,13 +395,59 @@ public final class PolicyService: Sendable {
         let mayReadNames =
             caller.isGuardian || caller.role == .individual || caller.role == .extension
             || (authorization.member == .child && authorization.showNamesToChild)
+        var report: UsageReport
         do {
-            return try tracker.report(request, user: summary(account), names: mayReadNames)
+            report = try tracker.report(request, user: summary(account), names: mayReadNames)
         } catch let error as ScreenTimeIPCError {
             throw error
         } catch {
             throw ScreenTimeIPCError(.internalError, "cannot read the usage: \(error)")
         }
+        if let program = request.extension {
+            report.rendered = try renderReport(report, with: program)
+        }
+        return report
+    }
+
+    /// A report extension's rendering: run as an extension (10 s, no network), the report on its
+    /// standard input, at most 1 MiB of what it prints back.
+    private func renderReport(_ report: UsageReport, with program: String) throws -> String {
+        if let problem = ExtensionProgram.problem(with: program) {
+            throw ScreenTimeIPCError(.invalidArgument, "the report extension cannot be used: \(problem)")
+        }
+        guard let launcher = launcher.withLock({ $0 }), let client = launcher.client,
+            let account = launcher.extensionAccount
+        else {
+            throw ScreenTimeIPCError(
+                .unavailable, "the agent cannot start extensions (no launcher or extension account)")
+        }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = .sortedKeys
+        let input = Array((try? encoder.encode(report)) ?? Data()) + [10]
+        let request = LaunchRequest(
+            kind: .extension, program: program,
+            environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/"], uid: account.uid,
+            gid: account.gid, network: .none,
+            limits: .init(
+                cpuSeconds: 10, memoryBytes: ExtensionHost.memoryBytes, processes: 64, openFiles: 256, wallSeconds: 10))
+        let outcome: ExtensionProcess.Outcome
+        do {
+            outcome = try ExtensionProcess.run(
+                request, launcher: client, input: input, outputLimit: 1 << 20, channel: nil)
+        } catch {
+            throw ScreenTimeIPCError(.init("extensionFailed"), "the report extension could not start: \(error.message)")
+        }
+        guard !outcome.flooded, !outcome.timedOut, outcome.status == 0 else {
+            let why =
+                outcome.flooded
+                ? "it wrote more than 1 MiB"
+                : outcome.timedOut ? "it ran longer than 10 s" : "it exited with status \(outcome.status ?? -1)"
+            throw ScreenTimeIPCError(
+                .init("extensionFailed"),
+                "the report extension failed: \(why) \(ExtensionHost.printable(outcome.errors))")
+        }
+        return String(decoding: outcome.output, as: UTF8.self)
     }
 
     private func catalogue(for account: UserAccount) -> ApplicationCatalogue {
@@ -488,13 +538,31 @@ public final class PolicyService: Sendable {
 
     /// The client a request acts as: the one it names (the command line's when none), or, for an
     /// extension, its monitor's client only.
+    /// A guardian may name any client (the command line's `--client`); anyone else acts as the
+    /// program it runs (its file name, as the kernel tells it).
     func client(_ named: String?, caller: Caller) throws -> ClientID {
-        let client = try named.map { try ClientID($0) } ?? caller.authority ?? .commandLine
-        if let authority = caller.authority, client != authority {
-            throw ScreenTimeIPCError(
-                .notAllowed, "an extension of \(authority) may not act as client \(client.rawValue.prefix(64))")
+        if let authority = caller.authority {
+            let client = try named.map { try ClientID($0) } ?? authority
+            guard client == authority else {
+                throw ScreenTimeIPCError(
+                    .notAllowed, "an extension of \(authority) may not act as client \(client.rawValue.prefix(64))")
+            }
+            return client
         }
-        return client
+        let program = caller.program.flatMap { try? ClientID($0.name) } ?? .commandLine
+        if let named {
+            let client = try ClientID(named)
+            guard caller.isGuardian || client == program else {
+                throw ScreenTimeIPCError(
+                    .notAllowed,
+                    "a program acts as its own client (\(program)), not as \(client.rawValue.prefix(64)); guardians may name others"
+                )
+            }
+            return client
+        }
+        // (Who may change a user's stores at all is decided by role: a guardian, or an individual
+        // for themself; a program's name only keeps one client's stores apart from another's.)
+        return program
     }
 
     /// The account whose stores a request changes, checked: a guardian for anyone authorized, an

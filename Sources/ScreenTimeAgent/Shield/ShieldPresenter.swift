@@ -52,6 +52,8 @@ final class ShieldPresenter: Sendable {
         var notices: [String: Date] = [:]
         /// What went wrong lately with a user's shield extensions, newest last (for `status`).
         var problems: [UInt32: [String]] = [:]
+        /// Notices asked for lately, per user (a few a minute at most).
+        var asked: [UInt32: [Date]] = [:]
         var stopped = false
     }
 
@@ -115,6 +117,17 @@ final class ShieldPresenter: Sendable {
         }
         for window in windows { close(window.input) }
         signal.signal()
+    }
+
+    /// Whether one more notice may be shown to the user now (6 a minute), counting it.
+    func noticeAllowed(_ uid: UInt32) -> Bool {
+        state.withLock { state in
+            let now = Date()
+            let recent = (state.asked[uid] ?? []).filter { now.timeIntervalSince($0) < 60 }
+            guard recent.count < 6 else { return false }
+            state.asked[uid] = recent + [now]
+            return true
+        }
     }
 
     /// What went wrong lately with the user's shield extensions.

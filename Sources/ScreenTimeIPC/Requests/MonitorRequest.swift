@@ -97,10 +97,13 @@ public struct MonitorListRequest: ControlRequest, Hashable {
     public static let kind = "monitor.list"
     public var user: UserReference?
     public var client: String?
+    /// Only the calling program's own client's (what `DeviceActivityCenter.activities` lists).
+    public var own: Bool?
 
-    public init(user: UserReference?, client: String? = nil) {
+    public init(user: UserReference?, client: String? = nil, own: Bool = false) {
         self.user = user
         self.client = client
+        self.own = own ? true : nil
     }
 }
 

@@ -18,13 +18,20 @@ public struct ReportRequest: ControlRequest, Hashable {
     /// The time zone whose hours and days the segments follow (an identifier such as
     /// `Europe/Paris`; the asker's own).
     public var timeZone: String
+    /// A report extension (an absolute path to a root-owned program) that renders the report: it
+    /// gets the report as JSON on standard input, runs without network, and what it prints (text
+    /// or HTML) comes back in `rendered`.
+    public var `extension`: String?
 
-    public init(user: UserReference?, from: Date, to: Date, segments: Segments, timeZone: String) {
+    public init(
+        user: UserReference?, from: Date, to: Date, segments: Segments, timeZone: String, extension: String? = nil
+    ) {
         self.user = user
         self.from = from
         self.to = to
         self.segments = segments
         self.timeZone = timeZone
+        self.extension = `extension`
     }
 }
 
@@ -109,6 +116,8 @@ public struct UsageReport: Codable, Sendable, Hashable {
     public var segments: [Segment]
     /// Whether names are shown (else tokens alone).
     public var names: Bool
+    /// What a report extension made of it, when one was asked for.
+    public var rendered: String?
 
     public init(
         user: UserSummary, from: Date, to: Date, segmentation: ReportRequest.Segments, timeZone: String,

@@ -139,3 +139,26 @@ public struct ShieldConfigReply: Codable, Sendable, Hashable {
         self.action = action
     }
 }
+
+/// `notice`: a small window in the user's sessions that closes by itself — what a monitor
+/// extension shows (a warning that time is nearly up). Guardians for anyone authorized, an
+/// individual for themself, an extension for its user; a few a minute at most.
+public struct NoticeRequest: ControlRequest, Hashable {
+    public typealias Reply = NoticeReply
+    public static let kind = "notice"
+    public var user: UserReference?
+    public var title: String
+    public var text: String
+
+    public init(user: UserReference? = nil, title: String, text: String) {
+        self.user = user
+        self.title = title
+        self.text = text
+    }
+}
+
+public struct NoticeReply: Codable, Sendable, Hashable {
+    /// Whether it was shown (false: too many lately, or no session to show it in).
+    public var shown: Bool
+    public init(shown: Bool) { self.shown = shown }
+}

@@ -1,0 +1,145 @@
+public import Foundation
+import ScreenTimeClient
+public import ScreenTimeCore
+public import ScreenTimeIPC
+
+/// How a user takes part (Apple's `FamilyControlsMember`): `.child` (a guardian approves and
+/// only a guardian undoes it) or `.individual` (the user restricts themself).
+public typealias FamilyControlsMember = ScreenTimeCore.FamilyControlsMember
+/// Apple's `AuthorizationStatus`: `.notDetermined`, `.denied`, `.approved`.
+public typealias AuthorizationStatus = ScreenTimeCore.AuthorizationStatus
+/// What a guardian picked (Apple's `FamilyActivitySelection`): the same JSON as `screentime pick`.
+public typealias FamilyActivitySelection = ScreenTimeCore.FamilyActivitySelection
+
+/// Authorizing this program's user (Apple's `AuthorizationCenter`).
+///
+/// `requestAuthorization(for: .individual)` restricts the user running the program, with no
+/// guardian; `.child`, run in the child's session, asks a guardian's name and password on the
+/// terminal (as `screentime authorize` does there) — or, run by a guardian, authorizes the `user`
+/// named. `authorizationStatus` is `.notDetermined` until a request in this process succeeds, as
+/// Apple documents; then what the agent answered.
+public final class AuthorizationCenter: @unchecked Sendable {
+    /// The center of this process.
+    public static let shared = AuthorizationCenter()
+
+    private let lock = NSLock()
+    private var status = AuthorizationStatus.notDetermined
+    /// The agent's socket (nil: `$SCREENTIME_SOCKET`, else the default).
+    public var socket: String?
+
+    public init(socket: String? = nil) { self.socket = socket }
+
+    /// `.notDetermined` until a request in this process succeeded.
+    public var authorizationStatus: AuthorizationStatus {
+        lock.lock()
+        defer { lock.unlock() }
+        return status
+    }
+
+    /// Authorizes the user running this program (or, for a guardian, `user`) as `member`. Throws a
+    /// `FamilyControlsError`.
+    public func requestAuthorization(for member: FamilyControlsMember, user: String? = nil) async throws {
+        let client = ScreenTimeClient(socket: socket)
+        var request = AuthorizeRequest(user: user, member: member)
+        do throws(ScreenTimeIPCError) {
+            if member == .child {
+                let me = try client.send(PingRequest())
+                if me.role != "guardian" {
+                    request.user = request.user ?? String(me.callerUID)
+                    request.guardian = GuardianPrompt.ask(name: nil)
+                }
+            }
+            let reply = try client.send(request)
+            record(reply.status)
+        } catch {
+            if error.code == .notAllowed { record(.denied) }
+            throw FamilyControlsError(error)
+        }
+    }
+
+    private func record(_ new: AuthorizationStatus) {
+        lock.lock()
+        status = new
+        lock.unlock()
+    }
+
+    /// Revokes the authorization of the user running this program (an individual's own; a
+    /// child's only as a guardian, with `user`).
+    public func revokeAuthorization(
+        user: String? = nil, completionHandler: @escaping @Sendable (Result<Void, any Error>) -> Void
+    ) {
+        do throws(ScreenTimeIPCError) {
+            _ = try ScreenTimeClient(socket: socket).send(RevokeRequest(user: user))
+            record(.notDetermined)
+            completionHandler(.success(()))
+        } catch {
+            completionHandler(.failure(FamilyControlsError(error)))
+        }
+    }
+}
+
+/// Apple's `FamilyControlsError`, with the agent's message.
+public enum FamilyControlsError: Error, Sendable, Hashable, CustomStringConvertible {
+    case authorizationCanceled(String)
+    case authorizationConflict(String)
+    case invalidAccountType(String)
+    case invalidArgument(String)
+    case networkError(String)
+    case restricted(String)
+    case unavailable(String)
+    case authenticationMethodUnavailable(String)
+
+    init(_ error: ScreenTimeIPCError) {
+        switch error.code {
+        case .authorizationCanceled: self = .authorizationCanceled(error.message)
+        case .authorizationConflict: self = .authorizationConflict(error.message)
+        case .invalidAccountType: self = .invalidAccountType(error.message)
+        case .agentUnreachable, .busy: self = .networkError(error.message)
+        case .notAllowed, .restricted, .authenticationFailed, .tooManyAttempts: self = .restricted(error.message)
+        case .unavailable: self = .unavailable(error.message)
+        default: self = .invalidArgument(error.message)
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .authorizationCanceled(let message), .authorizationConflict(let message),
+            .invalidAccountType(let message), .invalidArgument(let message), .networkError(let message),
+            .restricted(let message), .unavailable(let message), .authenticationMethodUnavailable(let message):
+            message
+        }
+    }
+}
+
+/// A guardian's name and password, asked on the terminal with echo off (or read as two lines
+/// from standard input when there is no terminal: scripts and tests).
+public enum GuardianPrompt {
+    public static func ask(name: String?) -> GuardianCredentials {
+        let interactive = isatty(0) == 1
+        var user = name ?? ""
+        if user.isEmpty {
+            if interactive { say("A guardian must approve. Guardian's user name: ") }
+            user = readLine(strippingNewline: true) ?? ""
+        }
+        if interactive { say("Password for \(user): ") }
+        let password = interactive ? readHidden() : (readLine(strippingNewline: true) ?? "")
+        if interactive { say("\n") }
+        // An empty name or password is the agent's to refuse, with its own words.
+        return GuardianCredentials(user: user.trimmingCharacters(in: .whitespaces), password: password)
+    }
+
+    private static func say(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+    }
+
+    private static func readHidden() -> String {
+        var original = termios()
+        guard tcgetattr(0, &original) == 0 else { return readLine(strippingNewline: true) ?? "" }
+        var silent = original
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(0, TCSANOW, &silent)
+        defer { tcsetattr(0, TCSANOW, &original) }
+        return readLine(strippingNewline: true) ?? ""
+    }
+}
