@@ -3,7 +3,7 @@
 // them: 5 minutes before 30 minutes are used a warning shows, at 30 minutes they are shielded for
 // the rest of the day's work hours; a report extension renders the week.
 //
-//   worklog setup [--app ID]… [--domain D]… [--from 09:00 --to 17:00]
+//   worklog setup [--app ID]… [--domain D]… [--from 09:00 --to 17:00] [--after 30]
 //   worklog report
 //   worklog stop
 import DeviceActivity
@@ -48,7 +48,8 @@ case "setup":
         }
         let distracted = DeviceActivityEvent(
             applications: selection.applicationTokens, categories: selection.categoryTokens,
-            webDomains: selection.webDomainTokens, threshold: DateComponents(minute: 30))
+            webDomains: selection.webDomainTokens,
+            threshold: DateComponents(minute: Int(option("--after", in: arguments).first ?? "30") ?? 30))
         let schedule = DeviceActivitySchedule(
             intervalStart: time(option("--from", in: arguments).first ?? "09:00"),
             intervalEnd: time(option("--to", in: arguments).first ?? "17:00"), repeats: true,
