@@ -241,6 +241,17 @@ let package = Package(
             dependencies: ["ScreenTimeAgent", "ScreenTimeIPC", "LinuxSupport"],
             swiftSettings: strictSettings
         ),
+        // The client API against the real agent's services in the test's own process (no root), and
+        // a file written as for Apple's frameworks that must build unchanged.
+        .testTarget(
+            name: "ClientAPITests",
+            dependencies: [
+                "FamilyControls", "ManagedSettings", "ManagedSettingsUI", "DeviceActivity", "ScreenTimeAgent",
+                "ScreenTimeClient", "ScreenTimeIPC", "ScreenTimeCore", "LinuxSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // Real binaries, real users, real sockets; needs root (CI is root; `make test` fails if
         // these are skipped).
         .testTarget(

@@ -1,12 +1,12 @@
 public import Foundation
 import ScreenTimeClient
-public import ScreenTimeCore
+import ScreenTimeCore
 import ScreenTimeIPC
 
 /// The callbacks of a monitor extension (Apple's `DeviceActivityMonitor`): subclass it, override
 /// what you need, and run the subclass with `DeviceActivityMonitorExtension.main(_:)`. Inside, a
 /// `ManagedSettingsStore` acts for the monitor's user and client, with no password.
-open class DeviceActivityMonitor: @unchecked Sendable {
+open class DeviceActivityMonitor {
     public init() {}
 
     /// The callback being run (its user, client and interval): Linux's addition, set before the

@@ -19,7 +19,7 @@ public enum ShieldActionResponse: String, Sendable, Hashable {
 
 /// Answers the shield's buttons (Apple's `ShieldActionDelegate`): subclass it and run the
 /// subclass as an action extension with `ShieldActionExtension.main(_:)`.
-open class ShieldActionDelegate: @unchecked Sendable {
+open class ShieldActionDelegate {
     public init() {}
 
     /// A button pressed on an application's shield. The default: `.none`.

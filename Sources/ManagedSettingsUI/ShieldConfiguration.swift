@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ManagedSettings
 import ScreenTimeClient
 import ScreenTimeIPC
@@ -94,7 +94,7 @@ public struct ShieldConfiguration: Hashable, Sendable {
 
 /// Gives shields their look (Apple's `ShieldConfigurationDataSource`): subclass it, override the
 /// cases you draw, and run the subclass with `ShieldConfigurationExtension.main(_:)`.
-open class ShieldConfigurationDataSource: @unchecked Sendable {
+open class ShieldConfigurationDataSource {
     public init() {}
 
     /// A shielded application. The default: the default shield.

@@ -66,7 +66,7 @@ struct ExamplesIntegrationTests {
         chmod(library, 0o2775)
         defer { Files.remove("\(library)/\(world.child).json") }
         #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
-        var desktop = try XDesktop(world: world, user: world.child)
+        let desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         #expect(try eventually(15) { try world.status(of: world.child).sessions?.isEmpty == false })
 

@@ -1,0 +1,254 @@
+import DeviceActivity
+import FamilyControls
+import Foundation
+import Glibc
+import LinuxSupport
+import Logging
+import ManagedSettings
+import ManagedSettingsUI
+import ScreenTimeClient
+import ScreenTimeCore
+import ScreenTimeIPC
+import Testing
+
+@testable import ScreenTimeAgent
+
+/// The real agent's policy service, scheduler and control server, in this process, on a state
+/// database and a socket in a temporary directory, with a table of accounts in which the user
+/// running the tests is a guardian ("mum") — no root needed.
+final class AgentDouble: @unchecked Sendable {
+    struct Family: Accounts {
+        static let guardianGroup: UInt32 = 900
+        let me = getuid()
+        var accounts: [UserAccount] {
+            [
+                UserAccount(name: "mum", uid: me, gid: me, home: "/nonexistent/mum"),
+                UserAccount(name: "kid", uid: me == 1001 ? 1002 : 1001, gid: 1001, home: "/nonexistent/kid"),
+            ]
+        }
+
+        func user(_ reference: String) throws(SystemError) -> UserAccount {
+            if let uid = UInt32(reference) { return try user(uid: uid) }
+            guard let account = accounts.first(where: { $0.name == reference }) else {
+                throw SystemError(.noSuchUser, "no user '\(reference)'")
+            }
+            return account
+        }
+
+        func user(uid: UInt32) throws(SystemError) -> UserAccount {
+            guard let account = accounts.first(where: { $0.uid == uid }) else {
+                throw SystemError(.noSuchUser, "no uid \(uid)")
+            }
+            return account
+        }
+
+        func groupID(named name: String) -> UInt32? { name == "st-guardians" ? Self.guardianGroup : nil }
+        func groupIDs(of account: UserAccount) -> Set<UInt32> {
+            account.name == "mum" ? [account.gid, Self.guardianGroup] : [account.gid]
+        }
+        func groupNames(of account: UserAccount) -> Set<String> {
+            account.name == "mum" ? ["st-guardians"] : []
+        }
+    }
+
+    let directory: String
+    let socket: String
+    let minter: TokenMinter
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("st-api-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        socket = directory + "/agent.sock"
+        var configuration = AgentConfiguration()
+        configuration.guardianGroup = "st-guardians"
+        configuration.stateDirectory = directory
+        configuration.subordinateUIDs = directory + "/subuid"
+        configuration.subordinateGIDs = directory + "/subgid"
+        configuration.categoriesDirectory = directory + "/categories"
+        configuration.socket = socket
+        let logger = Logger(label: "test")
+        let accounts = Family()
+        let database = try StateDatabase(path: directory + "/state.sqlite")
+        minter = try TokenMinter(secret: [UInt8](repeating: 9, count: 32))
+        let publisher = PolicyPublisher(
+            database: database, configuration: configuration, logger: logger, users: accounts)
+        let policy = PolicyService(
+            configuration: configuration, database: database, minter: minter,
+            suffixes: try PublicSuffixList(parsing: "com\norg\n"), publisher: publisher, domainShield: nil,
+            processShield: nil, logger: logger, users: accounts, checkPassword: { _, _ in })
+        let scheduler = ActivityScheduler(database: database, logger: logger)
+        policy.scheduler.withLock { $0 = scheduler }
+        publisher.add(scheduler)
+        let server = ControlServer(
+            path: socket,
+            router: .agent(
+                policy: policy,
+                launcher: ProgramLauncher(client: nil, extensionAccount: nil, problem: "none in tests", logger: logger),
+                logger: logger),
+            admission: policy.admission, logger: logger)
+        Task.detached { try await scheduler.run() }
+        Task.detached { try await server.run() }
+        for _ in 0..<500 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
+        _ = try ScreenTimeClient(socket: socket).send(AuthorizeRequest(user: "kid", member: .child))
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: directory) }
+
+    func app(_ id: String) -> ApplicationToken { minter.token(for: .desktopEntry(id)) }
+}
+
+@Suite(.serialized) struct ClientAPITests {
+    let agent: AgentDouble
+
+    init() throws { agent = try AgentDouble() }
+
+    @Test func aStoreWritesAreInForceAndReadBackAsThisClientSetThem() throws {
+        let store = ManagedSettingsStore(named: .school, user: "kid", socket: agent.socket)
+        let chess = agent.app("org.gnome.Chess")
+        store.shield.applications = [chess]
+        #expect(store.lastError == nil, "\(String(describing: store.lastError))")
+        #expect(store.shield.applications == [chess])
+        store.shield.applicationCategories = .all(except: [chess])
+        #expect(store.shield.applicationCategories == .all(except: [chess]))
+        store.webContent.blockedByFilter = .specific([try DomainName("example.com")])
+        #expect(store.webContent.blockedByFilter == .specific([try DomainName("example.com")]))
+        // nil clears a setting.
+        store.shield.applications = nil
+        #expect(store.shield.applications == nil)
+        // Apple's limit: 50 tokens a setting; more is refused and changes nothing.
+        let many = Set((0..<51).map { agent.app("org.example.App\($0)") })
+        store.shield.applications = many
+        #expect(store.lastError != nil)
+        #expect(store.shield.applications == nil)
+        // In force: the agent's merged policy for kid holds it.
+        let status = try ScreenTimeClient(socket: agent.socket).send(StatusRequest(user: "kid"))
+        #expect(status.effective.applicationCategoryShields.contains { $0.policy == "all" })
+        store.clearAllSettings()
+        #expect(try store.read().isEmpty)
+    }
+
+    @Test func oneClientsStoresAreApartFromAnothers() throws {
+        let store = ManagedSettingsStore(named: .school, user: "kid", socket: agent.socket)
+        store.shield.webDomains = [agent.minter.token(for: try DomainName("youtube.com"))]
+        let client = ScreenTimeClient(socket: agent.socket)
+        // This program's own, read as its client; another client's store of the same name is empty.
+        let other = try client.send(
+            StoreReadRequest(StoreTarget(user: "kid", client: "org.example.Other", store: "school")))
+        #expect(other.store.settings.isEmpty)
+        let status = try client.send(StatusRequest(user: "kid"))
+        let mine = try #require(status.stores.first { $0.name == "school" })
+        #expect(mine.client != "screentime" && mine.client != "org.example.Other")
+        // Clearing the other's leaves this one.
+        _ = try client.send(ClearRequest(StoreTarget(user: "kid", client: "org.example.Other", store: "school")))
+        #expect(store.shield.webDomains?.count == 1)
+    }
+
+    @Test func deviceActivityCenterStartsListsAndStopsMonitoringWithApplesErrors() throws {
+        let center = DeviceActivityCenter(user: "kid", socket: agent.socket)
+        let schedule = DeviceActivity.DeviceActivitySchedule(
+            intervalStart: DateComponents(hour: 16, minute: 0), intervalEnd: DateComponents(hour: 18, minute: 0),
+            repeats: true, warningTime: DateComponents(minute: 5))
+        let chess = agent.app("org.gnome.Chess")
+        let event = DeviceActivity.DeviceActivityEvent(applications: [chess], threshold: DateComponents(minute: 30))
+        try center.startMonitoring(.daily, during: schedule, events: [.encouraged: event])
+        #expect(center.activities == [.daily])
+        #expect(center.schedule(for: .daily) == schedule)
+        let events = center.events(for: .daily)
+        #expect(events[.encouraged]?.applications == [chess])
+        #expect(events[.encouraged]?.threshold == DateComponents(minute: 30))
+        // Apple's errors.
+        let short = DeviceActivity.DeviceActivitySchedule(
+            intervalStart: DateComponents(hour: 8, minute: 0), intervalEnd: DateComponents(hour: 8, minute: 10),
+            repeats: true)
+        #expect {
+            try center.startMonitoring(DeviceActivity.DeviceActivityName("short"), during: short)
+        } throws: { error in
+            if case .intervalTooShort = error as? MonitoringError { return true }
+            return false
+        }
+        for index in 1..<20 {
+            try center.startMonitoring(DeviceActivity.DeviceActivityName("a\(index)"), during: schedule)
+        }
+        #expect {
+            try center.startMonitoring(DeviceActivity.DeviceActivityName("one too many"), during: schedule)
+        } throws: { error in
+            if case .excessiveActivities = error as? MonitoringError { return true }
+            return false
+        }
+        center.stopMonitoring()
+        #expect(center.activities.isEmpty)
+    }
+
+    @Test func authorizationIsNotDeterminedUntilARequestSucceeds() async throws {
+        let center = AuthorizationCenter(socket: agent.socket)
+        #expect(center.authorizationStatus == .notDetermined)
+        // A request that fails leaves it undetermined, with Apple's error type.
+        await #expect(throws: FamilyControlsError.self) {
+            try await center.requestAuthorization(for: .child, user: "nobody-by-that-name")
+        }
+        #expect(center.authorizationStatus == .notDetermined)
+        // A guardian authorizes a child by name.
+        try await center.requestAuthorization(for: .child, user: "kid")
+        #expect(center.authorizationStatus == .approved)
+    }
+
+    @Test func thePickerMintsTheSameTokensAsTheCommandLine() throws {
+        let picker = FamilyActivityPicker(user: "kid", socket: agent.socket)
+        let selection = try picker.selection(domains: ["www.YouTube.com"])
+        #expect(selection.webDomainTokens == [agent.minter.token(for: try DomainName("youtube.com"))])
+        #expect(throws: ScreenTimeIPCError.self) { try picker.selection(categories: ["NotACategory"]) }
+    }
+}
+
+/// The examples' extensions, run as the agent runs them: what is shielded on standard input, the
+/// answer on standard output.
+@Suite struct ExtensionEntryPointTests {
+    static let binaries: String = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
+
+    private func run(_ program: String, input: String) throws -> (status: Int32, output: String) {
+        let outcome = try ChildProcess.run(
+            Self.binaries + "/" + program, [], environment: ["PATH=/usr/bin:/bin"], input: Array(input.utf8))
+        return (outcome.status, String(decoding: outcome.output, as: UTF8.self))
+    }
+
+    @Test func aConfigurationExtensionAnswersAShieldConfiguration() throws {
+        let token = try TokenMinter(secret: [UInt8](repeating: 1, count: 32)).token(for: .desktopEntry("a.b")).base64
+        let answer = try run(
+            "homework-shield",
+            input: #"{"application": {"token": "\#(token)", "name": "Chess", "id": "org.gnome.Chess"}}"#)
+        #expect(answer.status == 0)
+        let configuration = try JSONDecoder().decode(ShieldConfigurationData.self, from: Data(answer.output.utf8))
+        #expect(configuration.title?.text == "Homework first")
+        #expect(configuration.subtitle?.text == "Chess waits until homework is done.")
+        #expect(configuration.backgroundColor == "#204a87")
+        #expect(configuration.sanitized().problems.isEmpty)
+        // What it cannot read it says so, and fails.
+        #expect(try run("homework-shield", input: "not json").status != 0)
+    }
+
+    @Test func anActionExtensionAnswersItsResponse() throws {
+        let token = try TokenMinter(secret: [UInt8](repeating: 1, count: 32)).token(for: .desktopEntry("a.b")).base64
+        let secondary = try run(
+            "homework-action", input: #"{"action": "secondaryButtonPressed", "application": {"token": "\#(token)"}}"#)
+        #expect(secondary.status == 0 && secondary.output.trimmingCharacters(in: .whitespacesAndNewlines) == "defer")
+        let primary = try run(
+            "homework-action", input: #"{"action": "primaryButtonPressed", "application": {"token": "\#(token)"}}"#)
+        #expect(primary.output.trimmingCharacters(in: .whitespacesAndNewlines) == "none")
+    }
+
+    @Test func aReportExtensionRendersTheUsage() throws {
+        let report = UsageReport(
+            user: UserSummary(name: "alice", uid: 1001), from: Date(timeIntervalSince1970: 1_900_000_000),
+            to: Date(timeIntervalSince1970: 1_900_604_800), segmentation: .daily, timeZone: "UTC", totalSeconds: 5_400,
+            applications: [
+                .init(id: "org.gnome.Chess", name: "Chess", token: "x", seconds: 5_400, categories: ["Game"])
+            ],
+            categories: [], webDomains: [], segments: [], names: true)
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        let rendered = try run("worklog-report", input: String(decoding: try encoder.encode(report), as: UTF8.self))
+        #expect(rendered.status == 0)
+        #expect(
+            rendered.output.contains("1 h 30 min in front") && rendered.output.contains("Chess"), "\(rendered.output)")
+    }
+}
