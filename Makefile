@@ -51,7 +51,7 @@ DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linu
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
 	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell libgtk-4-dev netpbm
 
-SWIFT_SOURCES := $(shell find Sources Tests Benchmarks -name '*.swift' 2>/dev/null) Package.swift
+SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
 
 .PHONY: all deps build test bench lint format install uninstall clean
 

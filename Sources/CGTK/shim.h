@@ -15,8 +15,22 @@ static inline GtkLabel *screentime_gtk_label(GtkWidget *widget) { return GTK_LAB
 static inline GtkButton *screentime_gtk_button(GtkWidget *widget) { return GTK_BUTTON(widget); }
 static inline GtkImage *screentime_gtk_image(GtkWidget *widget) { return GTK_IMAGE(widget); }
 static inline GtkEditable *screentime_gtk_editable(GtkWidget *widget) { return GTK_EDITABLE(widget); }
+static inline GtkScrolledWindow *screentime_gtk_scrolled(GtkWidget *widget) { return GTK_SCROLLED_WINDOW(widget); }
+static inline GtkEntry *screentime_gtk_entry(GtkWidget *widget) { return GTK_ENTRY(widget); }
+static inline GtkCheckButton *screentime_gtk_check(GtkWidget *widget) { return GTK_CHECK_BUTTON(widget); }
 static inline GApplication *screentime_gtk_gapplication(GtkApplication *application) { return G_APPLICATION(application); }
 static inline GtkStyleProvider *screentime_gtk_style_provider(GtkCssProvider *provider) { return GTK_STYLE_PROVIDER(provider); }
+/// A key (with modifiers) that runs `action` wherever the focus is in `window` (looked at before
+/// the focused widget: Escape cancels even in a search entry).
+static inline void screentime_gtk_add_shortcut(GtkWidget *window, guint key, GdkModifierType modifiers,
+                                               GtkShortcutFunc action, gpointer data) {
+    GtkEventController *controller = gtk_shortcut_controller_new();
+    gtk_event_controller_set_propagation_phase(controller, GTK_PHASE_CAPTURE);
+    gtk_shortcut_controller_add_shortcut(GTK_SHORTCUT_CONTROLLER(controller),
+                                         gtk_shortcut_new(gtk_keyval_trigger_new(key, modifiers),
+                                                          gtk_callback_action_new(action, data, NULL)));
+    gtk_widget_add_controller(window, controller);
+}
 /// The desktop's preference for a dark look (g_object_set is variadic).
 static inline void screentime_gtk_prefer_dark(gboolean dark) {
     g_object_set(gtk_settings_get_default(), "gtk-application-prefer-dark-theme", dark, NULL);

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import ScreenTimeClient
 public import ScreenTimeCore
 public import ScreenTimeIPC
@@ -46,7 +46,10 @@ public final class AuthorizationCenter: @unchecked Sendable {
                 let me = try client.send(PingRequest())
                 if me.role != "guardian" {
                     request.user = request.user ?? String(me.callerUID)
-                    request.guardian = GuardianPrompt.ask(name: nil)
+                    guard let credentials = GuardianPrompt.ask(name: nil) else {
+                        throw ScreenTimeIPCError(.authorizationCanceled, "the guardian cancelled")
+                    }
+                    request.guardian = credentials
                 }
             }
             let reply = try client.send(request)
@@ -111,11 +114,27 @@ public enum FamilyControlsError: Error, Sendable, Hashable, CustomStringConverti
     }
 }
 
-/// A guardian's name and password, asked on the terminal with echo off (or read as two lines
-/// from standard input when there is no terminal: scripts and tests).
+/// A guardian's name and password, asked on the terminal with echo off; with no terminal but a
+/// desktop, in a small window (`screentime-shield --guardian`); else read as two lines from
+/// standard input (scripts and tests).
 public enum GuardianPrompt {
-    public static func ask(name: String?) -> GuardianCredentials {
+    /// nil when the guardian cancelled the dialog.
+    public static func ask(name: String?) -> GuardianCredentials? {
         let interactive = isatty(0) == 1
+        let environment = ProcessInfo.processInfo.environment
+        if !interactive, environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil,
+            environment["SCREENTIME_NO_DIALOG"] == nil,
+            let input = try? JSONEncoder().encode(GuardianDialogRequest(guardian: name))
+        {
+            switch Dialog.run(["--guardian"], input: input) {
+            case .answered(let output):
+                if let credentials = try? JSONDecoder().decode(GuardianCredentials.self, from: output) {
+                    return credentials
+                }
+            case .cancelled: return nil
+            case .unavailable: break
+            }
+        }
         var user = name ?? ""
         if user.isEmpty {
             if interactive { say("A guardian must approve. Guardian's user name: ") }

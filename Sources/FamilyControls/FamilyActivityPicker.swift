@@ -1,3 +1,4 @@
+import Foundation
 import ScreenTimeClient
 public import ScreenTimeCore
 public import ScreenTimeIPC
@@ -20,8 +21,15 @@ public struct FamilyActivityPicker: Sendable {
         client = ScreenTimeClient(socket: socket)
     }
 
-    /// The interactive picker on this terminal (it draws on standard error); nil when cancelled.
+    /// The interactive picker: on this terminal when there is one (it draws on standard error),
+    /// else as a window on the desktop (`DISPLAY` or `WAYLAND_DISPLAY`); nil when cancelled.
     public func present() throws(ScreenTimeIPCError) -> FamilyActivitySelection? {
+        if isatty(0) == 1 { return try presentInTerminal() }
+        return try presentDialog()
+    }
+
+    /// The picker on this terminal; nil when cancelled.
+    public func presentInTerminal() throws(ScreenTimeIPCError) -> FamilyActivitySelection? {
         let categories = try client.send(CategoriesRequest(user: user)).categories
         let applications = try client.send(ApplicationsRequest(user: user)).applications
         guard let picked = TerminalPicker(applications: applications, categories: categories).run() else {
@@ -29,6 +37,31 @@ public struct FamilyActivityPicker: Sendable {
         }
         return try selection(
             applications: picked.apps, categories: picked.categories, domains: picked.domains, known: categories)
+    }
+
+    /// The picker as a window (`screentime-shield --pick`, found on `PATH` or at
+    /// `$SCREENTIME_SHIELD`); nil when cancelled; `unavailable` when there is no desktop or no
+    /// `screentime-shield`.
+    public func presentDialog() throws(ScreenTimeIPCError) -> FamilyActivitySelection? {
+        let categories = try client.send(CategoriesRequest(user: user)).categories
+        let applications = try client.send(ApplicationsRequest(user: user)).applications
+        let items = PickerItems(
+            applications: applications.map { .init(id: $0.id, name: $0.name) },
+            categories: categories.map { .init(name: $0.name, kind: $0.kind) })
+        let input = (try? JSONEncoder().encode(items)) ?? Data()
+        let picked: PickerAnswer
+        switch Dialog.run(["--pick"], input: input) {
+        case .cancelled: return nil
+        case .unavailable(let why): throw ScreenTimeIPCError(.unavailable, "cannot show the picker: \(why)")
+        case .answered(let output):
+            guard let answer = try? JSONDecoder().decode(PickerAnswer.self, from: output) else {
+                throw ScreenTimeIPCError(.unavailable, "the picker answered something that is not a PickerAnswer")
+            }
+            picked = answer
+        }
+        return try selection(
+            applications: picked.applications, categories: picked.categories, domains: picked.domains,
+            known: categories)
     }
 
     /// The selection of these desktop-entry IDs, category names and domains; throws naming the

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import ScreenTimeClient
 public import ScreenTimeCore
 import ScreenTimeIPC
@@ -52,7 +52,7 @@ public final class ManagedSettingsStore: @unchecked Sendable {
 
     /// Unsets every setting of this store (Apple's `clearAllSettings()`).
     public func clearAllSettings() {
-        record { try self.client.send(ClearRequest(self.target)) }
+        record { _ = try self.client.send(ClearRequest(self.target)) }
     }
 
     /// Changes the store's settings in one write; throws what the agent refused (an unknown

@@ -88,6 +88,9 @@ public struct Agent {
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
     public static let keptCapabilities: Set<Capabilities.Name> = [.dacOverride, .kill, .netAdmin, .sysPtrace, .sysNice]
 
+    /// How long the services have to end after SIGTERM before they are cancelled.
+    public static let stopGrace: Duration = .seconds(15)
+
     /// Opens the state and what needs privileges (the proc connector, the cgroups, the exec gate),
     /// drops every capability but `keptCapabilities`, then installs the rules and filters and
     /// judges running processes. Call it on the process's only thread, before anything async
@@ -173,11 +176,14 @@ public struct Agent {
                 server?.serve(extension: connection, authority: authority)
             }
         }
-        let group = ServiceGroup(
-            configuration: ServiceGroupConfiguration(
-                services: Self.failurePolicy(prepared, server: server),
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: Self.failurePolicy(prepared, server: server),
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
+        // A service that does not end when asked is cancelled: a stop never leaves the agent
+        // half-alive (no socket, so not restarted by its supervisor).
+        groupConfiguration.maximumGracefulShutdownDuration = Self.stopGrace
+        let group = ServiceGroup(configuration: groupConfiguration)
         prepared.presenter.start()
         defer { prepared.presenter.stop() }
         logger.notice(

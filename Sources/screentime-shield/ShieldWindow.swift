@@ -103,7 +103,7 @@ final class ShieldWindow {
     func pressed(_ button: Button) {
         let event = ShieldWindowEvent(pressed: button.rawValue)
         if let data = try? JSONEncoder().encode(event) {
-            FileHandle.standardOutput.write(data + Data([10]))
+            Answers.write(data)
         }
         if button == .primary, content.primaryCloses { close() }
     }

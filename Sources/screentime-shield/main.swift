@@ -4,9 +4,30 @@
 // (ShieldWindowContent); later lines update it (ShieldWindowUpdate). Buttons pressed are written
 // as JSON lines on standard output (ShieldWindowEvent). Exit status: 0 closed; 64 no or bad input;
 // 69 no display.
+//
+// `screentime-shield --pick` is the picker dialog (PickerItems in, PickerAnswer out), and
+// `screentime-shield --guardian` asks a guardian's name and password (GuardianDialogRequest in,
+// GuardianCredentials out), for FamilyControls' FamilyActivityPicker and AuthorizationCenter on a
+// desktop; each exits 1 when cancelled.
 import CGTK
 import Foundation
 import ScreenTimeIPC
+
+/// Where this program's answers go: its standard output as given, kept on a descriptor of its own
+/// that no program it starts inherits (GTK may start a D-Bus daemon that lives on): whoever reads
+/// the answers sees their end when this program ends. Standard output itself becomes /dev/null.
+enum Answers {
+    static let handle: FileHandle = {
+        let kept = fcntl(1, F_DUPFD_CLOEXEC, 3)
+        let null = open("/dev/null", O_WRONLY)
+        if kept >= 0, null >= 0 { dup2(null, 1) }
+        if null >= 0 { close(null) }
+        return FileHandle(fileDescriptor: kept >= 0 ? kept : 1, closeOnDealloc: false)
+    }()
+
+    static func write(_ data: Data) { handle.write(data + Data([10])) }
+}
+_ = Answers.handle
 
 /// Reads standard input up to the first newline (at most 64 KiB).
 func firstLine() -> [UInt8]? {
@@ -25,6 +46,32 @@ func firstLine() -> [UInt8]? {
 func fail(_ message: String, _ status: Int32) -> Never {
     FileHandle.standardError.write(Data("screentime-shield: \(message)\n".utf8))
     exit(status)
+}
+
+let mode = CommandLine.arguments.dropFirst().first
+if mode == "--pick" || mode == "--guardian" {
+    guard let line = firstLine() else { fail("expected what to ask as one JSON line on standard input", 64) }
+    guard gtk_init_check() != 0 else { fail("cannot open the display (DISPLAY or WAYLAND_DISPLAY)", 69) }
+    if mode == "--pick" {
+        guard let items = try? JSONDecoder().decode(PickerItems.self, from: Data(line)) else {
+            fail("expected PickerItems as JSON", 64)
+        }
+        let dialog = PickerDialog()
+        dialog.show(items)
+        while !dialog.finished { g_main_context_iteration(nil, 1) }
+        guard let answer = dialog.answer, let data = try? JSONEncoder().encode(answer) else { exit(1) }
+        Answers.write(data)
+    } else {
+        guard let request = try? JSONDecoder().decode(GuardianDialogRequest.self, from: Data(line)) else {
+            fail("expected GuardianDialogRequest as JSON", 64)
+        }
+        let dialog = GuardianDialog()
+        dialog.show(request)
+        while !dialog.finished { g_main_context_iteration(nil, 1) }
+        guard let answer = dialog.answer, let data = try? JSONEncoder().encode(answer) else { exit(1) }
+        Answers.write(data)
+    }
+    exit(0)
 }
 
 guard let line = firstLine(), let decoded = try? JSONDecoder().decode(ShieldWindowContent.self, from: Data(line))

@@ -17,6 +17,8 @@ struct Pick: ParsableCommand {
         discussion: """
             Interactive on a terminal: type to filter, Up/Down to move, Space or Enter to select, \
             type a domain (with a dot) and press Enter to add it, Ctrl-D to finish, Esc to cancel. \
+            Started from a desktop without a terminal, it opens a window (Ctrl-Enter for Done, Esc to \
+            cancel). \
             Or non-interactively: screentime pick --user alice --app org.gnome.Chess --category Game \
             --domain youtube.com > selection.json
             """)
@@ -31,8 +33,10 @@ struct Pick: ParsableCommand {
 
     func run() throws {
         let interactive = applications.isEmpty && categories.isEmpty && domains.isEmpty
-        if interactive && isatty(0) != 1 {
-            throw ValidationError("not on a terminal: give --app, --category or --domain")
+        let environment = ProcessInfo.processInfo.environment
+        let desktop = environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil
+        if interactive && isatty(0) != 1 && !desktop {
+            throw ValidationError("not on a terminal nor on a desktop: give --app, --category or --domain")
         }
         let picker = FamilyActivityPicker(
             user: user, socket: connection.socket, includeEntireCategory: includeEntireCategory)

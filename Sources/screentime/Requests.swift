@@ -9,21 +9,23 @@ struct Ask: ParsableCommand {
     @OptionGroup var output: OutputOptions
     @Option(name: .customLong("app"), help: "The app (its desktop-entry ID).") var application: String?
     @Option(name: .customLong("domain"), help: "The web domain.") var domain: String?
+    @Option(help: "The token of a shielded app or domain (as 'screentime status' lists it).") var token: String?
     @Option(help: "How many minutes (1–240).") var minutes = 15
     @Option(help: "A note for the guardian.") var note: String?
 
     func validate() throws {
-        guard (application == nil) != (domain == nil) else {
-            throw ValidationError("ask for one thing: --app or --domain")
+        guard [application, domain, token].compactMap({ $0 }).count == 1 else {
+            throw ValidationError("ask for one thing: --app, --domain or --token")
         }
     }
 
     func run() throws {
         let reply = try perform(
-            connection, AskRequest(application: application, webDomain: domain, minutes: minutes, note: note))
+            connection,
+            AskRequest(application: application, webDomain: domain, token: token, minutes: minutes, note: note))
         if output.json { return try printJSON(reply) }
         print(
-            "asked for \(reply.minutes) more minutes of \(reply.application ?? reply.webDomain ?? "it") (ask \(reply.id)); a guardian decides"
+            "asked for \(reply.minutes) more minutes of \(reply.application ?? reply.webDomain ?? application ?? domain ?? "it") (ask \(reply.id)); a guardian decides"
         )
     }
 }

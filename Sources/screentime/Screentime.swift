@@ -56,6 +56,13 @@ struct StoreOptions: ParsableArguments {
     var client: String?
 
     var request: StoreTarget { StoreTarget(user: user, client: client, store: store) }
+
+    /// Outside an extension (whose user the agent knows), the user is not guessed.
+    func validate() throws {
+        if user == nil, ProcessInfo.processInfo.environment["SCREENTIME_CHANNEL_FD"] == nil {
+            throw ValidationError("missing --user: whose store is it?")
+        }
+    }
 }
 
 /// Runs a request (with the files it names, opened by us), turning the agent's errors into a

@@ -1,3 +1,4 @@
+import ArgumentParser
 import FamilyControls
 import Glibc
 import ScreenTimeIPC
@@ -31,6 +32,10 @@ enum Terminal {
     }
 
     static func askGuardian(name: String?) throws -> GuardianCredentials {
-        GuardianPrompt.ask(name: name)
+        guard let credentials = GuardianPrompt.ask(name: name) else {
+            error("screentime: cancelled: no guardian approved")
+            throw ExitCode(1)
+        }
+        return credentials
     }
 }

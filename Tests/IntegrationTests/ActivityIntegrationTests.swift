@@ -33,6 +33,16 @@ struct ActivityIntegrationTests {
             return path
         }
 
+        /// The built CLI, copied here: an extension has its own /tmp, where a build may live.
+        func cli() throws -> String {
+            let path = directory + "/screentime"
+            if !FileManager.default.fileExists(atPath: path) {
+                try FileManager.default.copyItem(atPath: AgentWorld.binaries + "/screentime", toPath: path)
+                chmod(path, 0o755)
+            }
+            return path
+        }
+
         func lines(_ file: String) -> [String] {
             ((try? String(contentsOfFile: notes + "/" + file, encoding: .utf8)) ?? "").split(separator: "\n").map(
                 String.init)
@@ -88,7 +98,7 @@ struct ActivityIntegrationTests {
         let installed = try Installed(world)
         defer { installed.remove() }
         try authorize(world, world.child, world.bystander)
-        let cli = AgentWorld.binaries + "/screentime"
+        let cli = try installed.cli()
         let program = try installed.script(
             "monitor",
             """
@@ -116,7 +126,7 @@ struct ActivityIntegrationTests {
         // Nothing before the boundary.
         Thread.sleep(until: start.addingTimeInterval(-3))
         #expect(installed.lines("calls").isEmpty, "\(installed.lines("calls"))")
-        #expect(eventually(20) { installed.lines("calls").contains { $0.hasPrefix("report ") } })
+        #expect(eventually(20) { installed.lines("calls").contains { $0.hasPrefix("socket ") } })
         let lines = installed.lines("calls")
         func value(_ key: String) -> String? {
             lines.first { $0.hasPrefix(key + " ") }.map { String($0.dropFirst(key.count + 1)) }

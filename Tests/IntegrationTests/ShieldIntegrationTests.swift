@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinuxSupport
+import ScreenTimeCore
 import ScreenTimeIPC
 import Testing
 
@@ -80,7 +81,7 @@ struct ShieldIntegrationTests {
     }
 
     @Test func startingAShieldedAppShowsTheShieldWindowWhichClosesOnOKAndComesBack() throws {
-        var (world, desktop) = try session()
+        let (world, desktop) = try session()
         defer {
             desktop.stop()
             world.tearDown()
@@ -135,7 +136,7 @@ struct ShieldIntegrationTests {
     }
 
     @Test func aConfigurationExtensionGivesTheShieldItsLookAndABadOneTheDefault() throws {
-        var (world, desktop) = try session()
+        let (world, desktop) = try session()
         defer {
             desktop.stop()
             world.tearDown()
@@ -199,7 +200,7 @@ struct ShieldIntegrationTests {
     }
 
     @Test func anActionExtensionClosesTheAppOrDefers() throws {
-        var (world, desktop) = try session()
+        let (world, desktop) = try session()
         defer {
             desktop.stop()
             world.tearDown()
@@ -236,7 +237,7 @@ struct ShieldIntegrationTests {
     }
 
     @Test func askingForMoreTimeAGuardianGrantsAMinuteThenTheShieldIsBack() throws {
-        var (world, desktop) = try session()
+        let (world, desktop) = try session()
         defer {
             desktop.stop()
             world.tearDown()
@@ -299,7 +300,7 @@ struct ShieldIntegrationTests {
     }
 
     @Test func aShieldedSiteLookedUpShowsANoticeAtMostOnceAMinute() throws {
-        var (world, desktop) = try session()
+        let (world, desktop) = try session()
         defer {
             desktop.stop()
             world.tearDown()
@@ -323,8 +324,8 @@ struct ShieldIntegrationTests {
     }
 
     @Test func aGuardianLoggedInGetsTheAskInTheirOwnSessionAndOneInPersonDecidesWithTheirPassword() throws {
-        var (world, desktop) = try session()
-        var guardianDesktop = try XDesktop(world: world, user: world.guardian)
+        let (world, desktop) = try session()
+        let guardianDesktop = try XDesktop(world: world, user: world.guardian)
         defer {
             guardianDesktop.stop()
             desktop.stop()
@@ -373,5 +374,213 @@ struct ShieldIntegrationTests {
         let bystanders = try world.cli(
             as: world.bystander, "deny", "\(id)", "--guardian", world.guardian, input: world.guardianPassword + "\n")
         #expect(bystanders.status == 77)
+    }
+
+    /// Attack findings: a guardian's window opened on whatever display a guardian's program named
+    /// (a guardian's `su` in the child's terminal names the child's), where the child pressed
+    /// Grant; an ask asked again opened another window each time; a window still open after a
+    /// decision could overturn it.
+    @Test func aGuardiansWindowOpensOnlyOnTheirOwnDisplayOncePerAskAndGoesWhenDecided() throws {
+        let (world, desktop) = try session()
+        let guardianDesktop = try XDesktop(world: world, user: world.guardian)
+        // The guardian's program in the child's session (su in the child's terminal).
+        let su = try world.launch(
+            as: world.guardian, "/bin/sleep", ["600"], environment: ["DISPLAY=:\(desktop.display)"])
+        defer {
+            kill(su, SIGKILL)
+            guardianDesktop.stop()
+            desktop.stop()
+            world.tearDown()
+        }
+        try shield(world, "--app", "org.example.Counter")
+        let asked = try world.cli(as: world.child, "ask", "--app", "org.example.Counter")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        let title = "\(world.child) asks for 15 more minutes"
+        #expect(eventually(8) { window(guardianDesktop, titled: title) != nil })
+        Thread.sleep(forTimeInterval: 1)
+        #expect(window(desktop, titled: title) == nil, "the guardian's window opened on the child's display")
+        // Asked again (and again) while it waits: still the one window.
+        for _ in 0..<3 {
+            #expect(try world.cli(as: world.child, "ask", "--app", "org.example.Counter").status == 0)
+        }
+        Thread.sleep(forTimeInterval: 2)
+        let found = try guardianDesktop.runXdotool(["search", "--onlyvisible", "--name", "^\(title)$"])
+        #expect(found.stdout.split(separator: "\n").count == 1, "windows: \(found.stdout)")
+        // Denied from the command line: the window goes.
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let listed = try decoder.decode(
+            [TimeRequestReport].self, from: Data(try world.cli(as: world.guardian, "requests", "--json").stdout.utf8))
+        #expect(listed.count == 1)
+        let id = try #require(listed.first?.id)
+        #expect(try world.cli(as: world.guardian, "deny", "\(id)").status == 0)
+        #expect(eventually(8) { window(guardianDesktop, titled: title) == nil }, "the window outlived the decision")
+    }
+
+    /// Attack findings: a child's own desktop entry with a 300,000-character name stopped every
+    /// shield window (the agent blocked writing it); a window the child stopped (SIGSTOP) stayed
+    /// forever, each costing the agent threads and descriptors.
+    @Test func aHugeNameOrAStoppedWindowHoldsNoShieldBack() throws {
+        let (world, desktop) = try session()
+        defer {
+            desktop.stop()
+            world.tearDown()
+        }
+        let home = try world.makeHome(for: world.child)
+        let game = home + "/huge-game"
+        try FileManager.default.copyItem(atPath: world.counter, toPath: game)
+        try """
+        [Desktop Entry]
+        Type=Application
+        Name=\(String(repeating: "Q", count: 300_000))
+        Exec=\(game)
+        Categories=Game;
+        """.write(
+            toFile: home + "/.local/share/applications/org.child.Huge.desktop", atomically: false, encoding: .utf8)
+        try system("/usr/bin/chown", "-R", world.child, home)
+        try shield(world, "--app-category", "Game")
+        let huge = try world.launch(as: world.child, game, [home + "/count-huge"])
+        #expect(eventually(5) { world.isFrozen(huge) })
+        let cut = String(repeating: "Q", count: 120) + " is shielded"
+        #expect(eventually(8) { window(desktop, titled: cut) != nil }, "no shield with the name cut short")
+        let stopped = try #require(
+            try run("/usr/bin/pgrep", ["-u", world.child, "-f", "screentime-shield"]).stdout.split(separator: "\n")
+                .first.flatMap { Int32($0) })
+        kill(stopped, SIGSTOP)
+        // Another shielded app: its shield shows, and the stopped window is ended.
+        let counter = try world.launch(as: world.child, world.counter, [home + "/count"])
+        #expect(eventually(5) { world.isFrozen(counter) })
+        #expect(eventually(8) { window(desktop, titled: "Counter Game is shielded") != nil })
+        #expect(eventually(10) { kill(stopped, 0) != 0 }, "the stopped window is still there")
+    }
+
+    /// Attack finding: a child not shown names asked by a token (from its status) and read the
+    /// domain's name in the reply and in its list of asks.
+    @Test func aChildAskingByTokenLearnsNoNameItMayNotSee() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        try shield(world, "--domain", "hidden-secret.example")
+        let token = try world.cli(as: nil, "token", "domain", "hidden-secret.example").stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let asked = try world.cli(as: world.child, "ask", "--token", token, "--json")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(!asked.stdout.contains("hidden-secret"), "\(asked.stdout)")
+        let mine = try world.cli(as: world.child, "requests", "--json")
+        #expect(mine.status == 0 && mine.stdout.contains(token) && !mine.stdout.contains("hidden-secret"))
+        // The guardian sees the name.
+        #expect(try world.cli(as: world.guardian, "requests").stdout.contains("hidden-secret.example"))
+        // Shown names, the child sees it too.
+        #expect(
+            try world.cli(as: world.guardian, "authorize", "--child", world.child, "--show-names").status == 0)
+        #expect(try world.cli(as: world.child, "requests").stdout.contains("hidden-secret.example"))
+    }
+
+    /// FamilyControls on a desktop without a terminal: the picker and a guardian's approval are
+    /// windows (`screentime-shield --pick`, `--guardian`), driven here with the keyboard.
+    @Test func thePickerAndAGuardiansApprovalAreWindowsOnTheDesktop() throws {
+        let (world, desktop) = try session()
+        let guardianDesktop = try XDesktop(world: world, user: world.guardian)
+        defer {
+            guardianDesktop.stop()
+            desktop.stop()
+            world.tearDown()
+        }
+        func environment(_ desktop: XDesktop) -> [String] {
+            [
+                "DISPLAY=:\(desktop.display)", "SCREENTIME_SOCKET=\(world.socket)",
+                "SCREENTIME_SHIELD=\(AgentWorld.binaries)/screentime-shield", "GSK_RENDERER=cairo",
+                "GSETTINGS_BACKEND=memory", "GTK_A11Y=none", "NO_AT_BRIDGE=1",
+            ]
+        }
+        let cli = AgentWorld.binaries + "/screentime"
+        // The guardian picks for the child: Counter by its name, and a site.
+        let picked = world.directory + "/picked.json"
+        let picker = try world.launch(
+            as: world.guardian, cli, ["pick", "--user", world.child], output: picked,
+            environment: environment(guardianDesktop))
+        let title = "Choose apps, categories and sites"
+        var shown: String?
+        #expect(
+            eventually(10) {
+                shown = window(guardianDesktop, titled: title); return shown != nil
+            })
+        _ = try guardianDesktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        for keys in [
+            ["type", "--delay", "30", "counter"], ["key", "Tab", "space", "Tab"],
+            ["type", "--delay", "30", "youtube.com"], ["key", "Return", "ctrl+Return"],
+        ] {
+            _ = try guardianDesktop.runXdotool(keys)
+            Thread.sleep(forTimeInterval: 0.3)
+        }
+        let waitStart = Date()
+        let pickerEnded = world.wait(picker, seconds: 10)
+        let waitErrno = errno
+        #expect(
+            pickerEnded == 0,
+            "after \(Date().timeIntervalSince(waitStart)) s errno \(waitErrno): \((try? String(contentsOfFile: "/proc/\(picker)/status", encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("State") || $0.hasPrefix("PPid") } ?? [])"
+        )
+        if pickerEnded == nil {
+            _ = try? screenshot(guardianDesktop, to: world.directory + "/picker.png")
+            if let keep = ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] {
+                _ = try? run("/bin/cp", [world.directory + "/picker.png", keep + "/picker-stuck.png"])
+            }
+        }
+        // Its output (and whatever GTK said on standard error before it): the selection, as JSON.
+        let output = (try? String(contentsOfFile: picked, encoding: .utf8)) ?? ""
+        let json = output.range(of: "\n{").map { String(output[output.index(after: $0.lowerBound)...]) } ?? output
+        let selection = try #require(
+            try? JSONDecoder().decode(FamilyActivitySelection.self, from: Data(json.utf8)), "picked: \(output)")
+        let counter = try world.cli(as: nil, "token", "app", "org.example.Counter", "--user", world.child).stdout
+        let youtube = try world.cli(as: nil, "token", "domain", "youtube.com").stdout
+        #expect(selection.applicationTokens.map(\.base64) == [counter.trimmingCharacters(in: .whitespacesAndNewlines)])
+        #expect(selection.webDomainTokens.map(\.base64) == [youtube.trimmingCharacters(in: .whitespacesAndNewlines)])
+
+        // In the child's session, a guardian approves in person: the password in a window.
+        try shield(world, "--app", "org.example.Counter")
+        let asked = try world.cli(as: world.child, "ask", "--app", "org.example.Counter")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let id = try #require(
+            try decoder.decode(
+                [TimeRequestReport].self,
+                from: Data(try world.cli(as: world.guardian, "requests", "--json").stdout.utf8)
+            ).first?.id)
+        func approve(_ keys: [String]) throws -> Int32? {
+            let approving = try world.launch(
+                as: world.child, cli, ["grant", "\(id)", "--guardian", world.guardian],
+                output: world.directory + "/approve.txt", environment: environment(desktop))
+            var dialog: String?
+            #expect(
+                eventually(10) {
+                    dialog = window(desktop, titled: "A guardian must approve"); return dialog != nil
+                })
+            _ = try desktop.runXdotool(["windowactivate", "--sync", try #require(dialog)])
+            for key in keys.split(separator: ["then"]) { _ = try desktop.runXdotool(Array(key)) }
+            let begun = Date()
+            let status = world.wait(approving, seconds: 10)
+            let waitErrno = errno
+            if status == nil {
+                _ = try? screenshot(desktop, to: world.directory + "/approve.png")
+                if let keep = ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] {
+                    _ = try? run("/bin/cp", [world.directory + "/approve.png", keep + "/approve-stuck.png"])
+                }
+                Issue.record(
+                    "after \(Date().timeIntervalSince(begun)) s errno \(waitErrno): \((try? String(contentsOfFile: "/proc/\(approving)/status", encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("State") || $0.hasPrefix("PPid") || $0.hasPrefix("Name") } ?? [])"
+                )
+            }
+            return status
+        }
+        // Escape: nothing decided, no wrong password counted.
+        #expect(try approve(["key", "Escape"]) == 1)
+        #expect(try world.cli(as: world.guardian, "requests").stdout.contains("pending"))
+        // The password typed, Enter: granted, in person.
+        let approved = try approve(["type", "--delay", "20", world.guardianPassword, "then", "key", "Return"])
+        #expect(
+            approved == 0,
+            "\((try? String(contentsOfFile: world.directory + "/approve.txt", encoding: .utf8)) ?? "")")
+        let decided = try world.cli(as: world.guardian, "requests").stdout
+        #expect(decided.contains("granted") && decided.contains("(in person)"), "\(decided)")
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LinuxSupport
 import ScreenTimeIPC
+import Synchronization
 import Testing
 
 /// Usage from window focus, end to end: a real X server (Xvfb) with a real EWMH window manager
@@ -349,6 +350,40 @@ struct UsageIntegrationTests {
         #expect((hidden?.seconds ?? 0) > Date().timeIntervalSince(start) - 1.5, "\(usage.applications)")
     }
 
+    /// Attack finding: SIGTERM with a window in front left the agent half-alive (its socket gone,
+    /// its usage loop flushing for ever), so its supervisor never started it again.
+    @Test func aStopWithAWindowInFrontEndsTheAgentAndKeepsTheTime() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("ChildTerm")
+        let start = Date()
+        Thread.sleep(forTimeInterval: 3)
+        let done = DispatchSemaphore(value: 0)
+        let status = Mutex<Int32?>(nil)
+        nonisolated(unsafe) let stopping = world
+        Thread {
+            let ended = stopping.terminate()
+            status.withLock { $0 = ended }
+            done.signal()
+        }.start()
+        let ended = done.wait(timeout: .now() + 30) == .success
+        #expect(ended, "the agent did not end on SIGTERM with a window in front")
+        if !ended {
+            world.signalAgent(SIGKILL)
+            done.wait()
+        }
+        let inFront = Date().timeIntervalSince(start)
+        #expect(status.withLock { $0 } == 0)
+        try world.start()
+        let usage = try report(world)
+        #expect(seconds(usage, "org.example.Terminal") > inFront - 2, "the time up to the stop was lost")
+    }
+
     /// The child's client opens a window, gives its connection to a game it starts, and becomes
     /// an allowed program: the window counts for every program holding its connection.
     @Test func aWindowMovedInsideTheActiveOneCountsToo() throws {
@@ -363,15 +398,23 @@ struct UsageIntegrationTests {
         // The child moves the "game" inside the terminal's window and keeps the terminal active.
         let game = try #require(desktop.window("XMessage"))
         let terminal = try #require(desktop.window("ChildTerm"))
-        for arguments in [["windowreparent", game, terminal], ["windowmap", game]] {
-            let result = try desktop.runXdotool(arguments)
-            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        // The window manager may still be letting go of the window it framed (and unmap it):
+        // mapped again until it shows inside the terminal.
+        let shown = try eventually(20) {
+            for arguments in [["windowreparent", game, terminal], ["windowmap", game]] {
+                let result = try desktop.runXdotool(arguments)
+                #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            return try desktop.isViewable(game, inside: terminal)
         }
+        #expect(shown, "the game never showed inside the terminal")
         try desktop.activate("ChildTerm")
         let start = Date()
         Thread.sleep(forTimeInterval: 5)
         let usage = try report(world)
         let inFront = Date().timeIntervalSince(start)
+        #expect(try desktop.isViewable(game, inside: terminal), "the game was hidden: nothing to count")
         #expect(
             seconds(usage, "org.example.Notes") > inFront - 1.5,
             "the game inside counted \(seconds(usage, "org.example.Notes")) s")
@@ -1362,6 +1405,16 @@ struct XDesktop {
         let x = Int.random(in: 100...700)
         let result = try runXdotool(["mousemove", "\(x)", "300"])
         guard result.status == 0 else { throw WorldError("mousemove: \(result.stderr)") }
+    }
+
+    /// Whether the server shows `window` (decimal id) as a child of `parent`.
+    func isViewable(_ window: String, inside parent: String) throws -> Bool {
+        let info = try run("/usr/bin/env", ["DISPLAY=:\(display)", "/usr/bin/xwininfo", "-id", window])
+        let tree = try run("/usr/bin/env", ["DISPLAY=:\(display)", "/usr/bin/xwininfo", "-children", "-id", window])
+        guard let parentID = UInt32(parent) else { return false }
+        let parentHex = "0x" + String(parentID, radix: 16)
+        return info.stdout.contains("Map State: IsViewable")
+            && tree.stdout.split(separator: "\n").contains { $0.contains("Parent window id: \(parentHex)") }
     }
 
     func runXdotool(_ arguments: [String]) throws -> CommandResult {

@@ -74,7 +74,9 @@ case "setup":
     } catch {
         fail("\(error)")
     }
-    print("homework hours set for \(child): \(selection.applicationTokens.count) apps, \(selection.categoryTokens.count) categories")
+    print(
+        "homework hours set for \(child): \(selection.applicationTokens.count) apps, \(selection.categoryTokens.count) categories"
+    )
 case "status":
     guard let schedule = center.schedule(for: activity) else {
         print("no homework hours for \(child)")

@@ -8,7 +8,8 @@ final class WorklogMonitor: DeviceActivityMonitor {
 
     override func eventWillReachThresholdWarning(_ event: DeviceActivityEvent.Name, activity: DeviceActivityName) {
         DeviceActivityMonitorExtension.notice(
-            title: "5 minutes of distractions left", text: "Worklog shields them for the rest of the work day at 30 minutes.")
+            title: "5 minutes of distractions left",
+            text: "Worklog shields them for the rest of the work day at 30 minutes.")
     }
 
     override func eventDidReachThreshold(_ event: DeviceActivityEvent.Name, activity: DeviceActivityName) {

@@ -25,7 +25,7 @@ extension ControlRouter {
         router.register(DowntimeRequest.self, policy.downtime)
         router.register(AskRequest.self, policy.ask)
         router.register(TimeRequestsRequest.self, policy.timeRequests)
-        router.register(DecideRequest.self, policy.decide)
+        router.register(DecideRequest.self) { try policy.decide($0, $1) }
         router.register(ShieldConfigRequest.self, policy.shieldConfig)
         router.register(StoreReadRequest.self, policy.storeRead)
         router.register(StoreWriteRequest.self, policy.storeWrite)

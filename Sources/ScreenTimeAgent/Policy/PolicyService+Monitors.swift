@@ -119,9 +119,7 @@ extension PolicyService {
             ? try self.client(nil, caller: caller)
             : try request.client.map { try self.client($0, caller: caller) } ?? caller.authority
         let authorization = try authorizationReply(account)
-        let names =
-            caller.isGuardian || caller.role == .individual || caller.role == .extension
-            || (authorization.member == .child && authorization.showNamesToChild)
+        let names = Self.mayReadNames(caller, authorization)
         return try monitorList(account, client: client, names: names)
     }
 

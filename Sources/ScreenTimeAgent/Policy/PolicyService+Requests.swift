@@ -46,15 +46,11 @@ extension PolicyService {
         default:
             throw ScreenTimeIPCError(.invalidArgument, "ask for one thing: --app or --domain")
         }
-        let note = request.note.map { text in
-            String(
-                String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.generalCategory != .control })
-                    .prefix(200))
-        }
+        let note = request.note.map { DesktopEntry.shown($0, limit: 200) }
         let now = Date()
-        let saved = try changes.withLock { _ -> StateDatabase.TimeRequest in
+        let (saved, isNew) = try changes.withLock { _ -> (StateDatabase.TimeRequest, Bool) in
             let mine = try database.timeRequests(uid: account.uid, limit: 100)
-            if let same = mine.first(where: { $0.state == .pending && $0.token == token }) { return same }
+            if let same = mine.first(where: { $0.state == .pending && $0.token == token }) { return (same, false) }
             if mine.filter({ $0.state == .pending }).count >= Self.pendingLimit {
                 throw ScreenTimeIPCError(
                     .tooManyRequests,
@@ -66,20 +62,24 @@ extension PolicyService {
             if mine.filter({ now.timeIntervalSince($0.createdAt) < 86_400 }).count >= Self.dailyLimit {
                 throw ScreenTimeIPCError(.tooManyRequests, "\(Self.dailyLimit) asks in a day is the most")
             }
-            return try database.addTimeRequest(
+            let added = try database.addTimeRequest(
                 StateDatabase.TimeRequest(
                     id: nil, uid: account.uid, kind: kind, token: token, name: name, minutes: request.minutes,
                     note: note, state: .pending, createdAt: now))
+            return (added, true)
         }
+        // The child sees names only if it may (as in its status); guardians always.
+        let mayName = Self.mayReadNames(caller, try authorizationReply(caller.account))
+        // Asked again while it waits: the same ask, and the guardians are not told again.
+        guard isNew else { return Self.report(saved, user: account.name, names: mayName, now: now) }
         try database.rememberName(token: token, kind: kind == .application ? .app : .domain, name: name)
         logger.notice(
             "more time asked",
             metadata: [
                 "user": "\(account.name)", "what": "\(name)", "minutes": "\(saved.minutes)", "id": "\(saved.id ?? 0)",
             ])
-        let report = Self.report(saved, user: account.name, names: true, now: now)
-        requestsChanged.withLock { $0 }?(report)
-        return report
+        requestsChanged.withLock { $0 }?(Self.report(saved, user: account.name, names: true, now: now))
+        return Self.report(saved, user: account.name, names: mayName, now: now)
     }
 
     func timeRequests(_ request: TimeRequestsRequest, _ context: RequestContext) throws -> TimeRequestsReply {
@@ -95,17 +95,25 @@ extension PolicyService {
             uid = account.uid
         }
         let now = Date()
+        let mayName = Self.mayReadNames(caller, try authorizationReply(caller.account))
         var names: [UInt32: String] = [:]
         let reports = try database.timeRequests(uid: uid).compactMap { record -> TimeRequestReport? in
             if request.pending && record.state != .pending { return nil }
             let name = names[record.uid] ?? (try? users.user(uid: record.uid).name) ?? "uid \(record.uid)"
             names[record.uid] = name
-            return Self.report(record, user: name, names: true, now: now)
+            return Self.report(record, user: name, names: mayName, now: now)
         }
         return TimeRequestsReply(requests: reports)
     }
 
-    func decide(_ request: DecideRequest, _ context: RequestContext) throws -> TimeRequestReport {
+    /// A guardian's decision. `onlyPending`: a decision from a window shown for the ask, which
+    /// does not overturn one made meanwhile (a guardian's own `grant`/`deny` may: ending a grant
+    /// early, or changing their mind).
+    func decide(
+        _ request: DecideRequest, _ context: RequestContext, onlyPending: Bool = false
+    ) throws
+        -> TimeRequestReport
+    {
         let caller = try caller(context)
         var decider = caller.account.name
         if !caller.isGuardian {
@@ -133,6 +141,12 @@ extension PolicyService {
             else {
                 throw ScreenTimeIPCError(.notAuthorized, "the asker is no longer authorized")
             }
+            if onlyPending, record.state != .pending {
+                throw ScreenTimeIPCError(
+                    .invalidArgument,
+                    "ask \(request.id) was \(record.state.rawValue) already\(record.decidedBy.map { " by \($0)" } ?? "")"
+                )
+            }
             record.minutes = request.minutes ?? record.minutes
             record.state = request.grant ? .granted : .denied
             record.until = request.grant ? now.addingTimeInterval(TimeInterval(record.minutes) * 60) : nil
@@ -155,6 +169,14 @@ extension PolicyService {
         let report = Self.report(decided, user: name, names: true, now: now)
         requestsChanged.withLock { $0 }?(report)
         return report
+    }
+
+    /// Whether the names behind tokens (an app's, a domain's) are told to the caller about an
+    /// account with this authorization: guardians, individuals and extensions yes; a child only
+    /// if a guardian chose to show it names.
+    static func mayReadNames(_ caller: Caller, _ authorization: AuthorizationReply) -> Bool {
+        caller.isGuardian || caller.role == .individual || caller.role == .extension
+            || (authorization.member == .child && authorization.showNamesToChild)
     }
 
     static func report(

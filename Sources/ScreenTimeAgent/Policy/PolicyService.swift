@@ -330,9 +330,7 @@ public final class PolicyService: Sendable {
             )
         }
         let effective = Self.report(collection.effectivePolicy)
-        let mayReadNames =
-            caller.isGuardian || caller.role == .individual || caller.role == .extension
-            || (authorization.member == .child && authorization.showNamesToChild)
+        let mayReadNames = Self.mayReadNames(caller, authorization)
         var names = mayReadNames ? try database.tokenNames(Self.tokens(in: stores)) : [:]
         let everyone =
             caller.isGuardian
@@ -392,9 +390,7 @@ public final class PolicyService: Sendable {
         guard let tracker = usageTracker.withLock({ $0 }) else {
             throw ScreenTimeIPCError(.unavailable, "usage is not counted by this agent")
         }
-        let mayReadNames =
-            caller.isGuardian || caller.role == .individual || caller.role == .extension
-            || (authorization.member == .child && authorization.showNamesToChild)
+        let mayReadNames = Self.mayReadNames(caller, authorization)
         var report: UsageReport
         do {
             report = try tracker.report(request, user: summary(account), names: mayReadNames)

@@ -54,6 +54,10 @@ final class ShieldPresenter: Sendable {
         var problems: [UInt32: [String]] = [:]
         /// Notices asked for lately, per user (a few a minute at most).
         var asked: [UInt32: [Date]] = [:]
+        /// Every window started and not ended yet: its user.
+        var alive: [Int32: UInt32] = [:]
+        /// The guardians' windows open for an ask, by its id.
+        var askWindows: [Int64: [OpenWindow]] = [:]
         var stopped = false
     }
 
@@ -179,9 +183,8 @@ final class ShieldPresenter: Sendable {
         guard !sessions.isEmpty else { return }
         let (content, client) = resolve(thing)
         for session in sessions {
-            if let open = state.withLock({ $0.windows[session.key] }) {
-                send(ShieldWindowUpdate(close: true), to: open)
-            }
+            if let open = state.withLock({ $0.windows[session.key] }) { retire(open) }
+            guard mayOpen(for: thing.owner) else { return }
             launch(content, for: thing, in: session, client: client)
         }
     }
@@ -379,10 +382,6 @@ final class ShieldPresenter: Sendable {
             return nil
         }
         for fd in [input[1], output[0]] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        defer {
-            close(input[0])
-            close(output[1])
-        }
         let groups = Array(users.groupIDs(of: account).filter { $0 != 0 && $0 != account.gid }.prefix(60))
         let request = LaunchRequest(
             kind: .session, program: program, environment: environment, directory: "/", uid: uid, gid: account.gid,
@@ -392,12 +391,10 @@ final class ShieldPresenter: Sendable {
         // cannot be opened), bounded.
         var errors: [Int32] = [-1, -1]
         guard pipe(&errors) == 0 else {
-            close(input[1])
-            close(output[0])
+            for fd in input + output { close(fd) }
             return nil
         }
         _ = fcntl(errors[0], F_SETFD, FD_CLOEXEC)
-        defer { close(errors[1]) }
         let logger = logger
         let reading = errors[0]
         let reader = Thread {
@@ -423,14 +420,57 @@ final class ShieldPresenter: Sendable {
             pid = try client.launch(request, files: [input[0], output[1], errors[1]])
         } catch {
             logger.error("cannot show the shield window", metadata: ["session": "\(key)", "error": "\(error.message)"])
-            close(input[1])
-            close(output[0])
+            for fd in [input[0], input[1], output[0], output[1], errors[1]] { close(fd) }
             return nil
         }
+        // The window's ends are the window's alone: when it ends, writing to it fails at once.
+        for fd in [input[0], output[1], errors[1]] { close(fd) }
+        // What it shows is a line the pipe holds whole (names and texts are bounded), written
+        // without waiting: a window that does not read cannot hold the agent.
         var line = Array((try? JSONEncoder().encode(content)) ?? Data())
         line.append(10)
-        _ = line.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) }
+        _ = fcntl(input[1], F_SETFL, fcntl(input[1], F_GETFL) | O_NONBLOCK)
+        let written =
+            line.count <= Self.lineLimit ? line.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) } : -1
+        if written != line.count {
+            logger.error(
+                "the shield window could not be given what to show",
+                metadata: ["session": "\(key)", "bytes": "\(line.count)"])
+            client.stop(pid)
+        }
+        state.withLock { $0.alive[pid] = uid }
         return (pid, input[1], output[0])
+    }
+
+    /// The longest first line a window is given (a pipe holds 64 KiB).
+    static let lineLimit = 32 << 10
+
+    /// How many windows of one user may be open at once (shields, notices, asks).
+    static let windowsPerUser = 8
+
+    /// Whether another window may be opened for the user now.
+    private func mayOpen(for uid: UInt32) -> Bool {
+        let open = state.withLock { $0.alive.values.filter { $0 == uid }.count }
+        if open >= Self.windowsPerUser {
+            logger.warning("too many shield windows open for a user; not opening another", metadata: ["uid": "\(uid)"])
+            return false
+        }
+        return true
+    }
+
+    /// A window's thread ended: it is no longer counted.
+    private func ended(_ window: OpenWindow) {
+        state.withLock { _ = $0.alive.removeValue(forKey: window.pid) }
+    }
+
+    /// Asks a window to close; one that has not ended 3 s later (stopped by the child, say) is
+    /// killed by the launcher, which started it (its pid is not anyone else's until it is reaped).
+    private func retire(_ window: OpenWindow) {
+        send(ShieldWindowUpdate(close: true), to: window)
+        let client = launcher?.client
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { [self] in
+            if state.withLock({ $0.alive[window.pid] != nil }) { client?.stop(window.pid) }
+        }
     }
 
     private func send(_ update: ShieldWindowUpdate, to window: OpenWindow) {
@@ -451,6 +491,7 @@ final class ShieldPresenter: Sendable {
             state.withLock { state in
                 if state.windows[key]?.pid == window.pid { state.windows[key] = nil }
             }
+            ended(window)
         }
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -536,7 +577,10 @@ final class ShieldPresenter: Sendable {
     /// A decision reaches the child: the open shield says it (and closes when the shield is
     /// lifted), or a notice does.
     private func tellChild(_ request: TimeRequestReport) {
-        guard request.state != "pending", let usage = usage.withLock({ $0 }) else { return }
+        guard request.state != "pending" else { return }
+        // Decided: the guardians' windows for it go (a decision is not made twice by windows).
+        for window in state.withLock({ $0.askWindows.removeValue(forKey: request.id) ?? [] }) { retire(window) }
+        guard let usage = usage.withLock({ $0 }) else { return }
         let what = request.application ?? request.webDomain ?? "it"
         let text =
             request.state == "granted"
@@ -566,9 +610,9 @@ final class ShieldPresenter: Sendable {
                 primaryButtonLabel: .init(text: "OK")),
             closesAfter: Self.noticeSeconds)
         for session in usage.displays(of: uid) {
-            guard let started = start(content, as: uid, environment: session.environment, key: session.key) else {
-                continue
-            }
+            guard mayOpen(for: uid),
+                let started = start(content, as: uid, environment: session.environment, key: session.key)
+            else { continue }
             let window = OpenWindow(pid: started.pid, token: "notice", kind: "notice", input: started.input, owner: uid)
             let thread = Thread { [self] in
                 nameCurrentThread("screentime.win")
@@ -583,22 +627,40 @@ final class ShieldPresenter: Sendable {
     private func tellGuardians(_ request: TimeRequestReport) {
         guard let policy = policy.withLock({ $0 }) else { return }
         var sessions: [String: (uid: UInt32, environment: [String: String])] = [:]
-        for pid in inspector.pids() where sessions.count < 4 {
+        var looked: Set<String> = []
+        var guardians: [UInt32: [Int32]] = [:]
+        let pids = inspector.pids()
+        for pid in pids {
             guard let uid = inspector.status(pid: pid)?.uid, uid >= LaunchRequest.firstPersonUID, uid < 60_000,
                 policy.isGuardian(PeerCredentials(pid: pid, uid: uid, gid: 0))
             else { continue }
-            let environment = inspector.sessionEnvironment(pid: pid)
-            var found: [String: String] = [:]
-            if let display = environment["DISPLAY"], X11Display(display) != nil {
-                found["DISPLAY"] = display
-                if let cookie = environment["XAUTHORITY"] { found["XAUTHORITY"] = cookie }
-            } else if let wayland = environment["WAYLAND_DISPLAY"], let runtime = environment["XDG_RUNTIME_DIR"] {
-                found = ["WAYLAND_DISPLAY": wayland, "XDG_RUNTIME_DIR": runtime]
-            } else {
-                continue
+            guardians[uid, default: []].append(pid)
+        }
+        for (uid, mine) in guardians.sorted(by: { $0.key < $1.key }) {
+            for pid in mine where sessions.count < 4 {
+                let environment = inspector.sessionEnvironment(pid: pid)
+                var found: [String: String] = [:]
+                if let display = environment["DISPLAY"], X11Display(display) != nil {
+                    found["DISPLAY"] = display
+                    if let cookie = environment["XAUTHORITY"] { found["XAUTHORITY"] = cookie }
+                } else if let wayland = environment["WAYLAND_DISPLAY"], let runtime = environment["XDG_RUNTIME_DIR"] {
+                    found = ["WAYLAND_DISPLAY": wayland, "XDG_RUNTIME_DIR": runtime]
+                } else {
+                    continue
+                }
+                let key = "\(uid) \(found["DISPLAY"] ?? found["WAYLAND_DISPLAY"] ?? "")"
+                // Each display looked at once; it must be the guardian's own, not one a child runs
+                // (a guardian's `su` in a child's terminal, a display name left over): there a child
+                // would press the guardian's buttons.
+                guard sessions[key] == nil, looked.insert(key).inserted else { continue }
+                if Self.isServed(by: uid, found, programs: mine) {
+                    sessions[key] = (uid, found)
+                } else {
+                    logger.notice(
+                        "a guardian's display is not served by them: no window there",
+                        metadata: ["uid": "\(uid)", "display": "\(key)"])
+                }
             }
-            let key = "\(uid) \(found["DISPLAY"] ?? found["WAYLAND_DISPLAY"] ?? "")"
-            if sessions[key] == nil { sessions[key] = (uid, found) }
         }
         let what = request.application ?? request.webDomain ?? "something"
         let content = ShieldWindowContent(
@@ -609,11 +671,12 @@ final class ShieldPresenter: Sendable {
                 primaryButtonLabel: .init(text: "Grant \(request.minutes) minutes"),
                 secondaryButtonLabel: .init(text: "Deny")))
         for (key, session) in sessions {
-            guard let started = start(content, as: session.uid, environment: session.environment, key: key) else {
-                continue
-            }
+            guard mayOpen(for: session.uid),
+                let started = start(content, as: session.uid, environment: session.environment, key: key)
+            else { continue }
             let window = OpenWindow(
                 pid: started.pid, token: request.token, kind: "request", input: started.input, owner: session.uid)
+            state.withLock { $0.askWindows[request.id, default: []].append(window) }
             let thread = Thread { [self] in
                 nameCurrentThread("screentime.win")
                 decide(started.output, window: window, request: request)
@@ -622,11 +685,33 @@ final class ShieldPresenter: Sendable {
         }
     }
 
+    /// Whether a display is served by `uid`: their own X server or compositor, or root's X server
+    /// (a display manager's) with one of their `programs` as its client.
+    static func isServed(by uid: UInt32, _ environment: [String: String], programs: [Int32]) -> Bool {
+        if let name = environment["DISPLAY"], let display = X11Display(name) {
+            guard let server = try? X11FocusWatch.server(of: display, timeout: .seconds(1)) else { return false }
+            if server.uid == uid { return true }
+            guard server.uid == 0 else { return false }
+            let addresses: Set<String> = [display.socketPath, "@" + display.socketPath]
+            return (try? UnixPeers.clients(of: server.pid, among: programs, listening: addresses))?.isEmpty == false
+        }
+        if let name = environment["WAYLAND_DISPLAY"], let runtime = environment["XDG_RUNTIME_DIR"] {
+            let path = name.hasPrefix("/") ? name : runtime + "/" + name
+            return (try? UnixPeers.server(of: path, timeout: .seconds(1)))?.uid == uid
+        }
+        return false
+    }
+
     /// A guardian's window: the first button pressed decides, as that guardian.
     private func decide(_ output: Int32, window: OpenWindow, request: TimeRequestReport) {
         defer {
             close(output)
             close(window.input)
+            state.withLock { state in
+                state.askWindows[request.id]?.removeAll { $0.pid == window.pid }
+                if state.askWindows[request.id]?.isEmpty == true { state.askWindows[request.id] = nil }
+            }
+            ended(window)
         }
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1024)
@@ -640,7 +725,8 @@ final class ShieldPresenter: Sendable {
             else { continue }
             let grant = event.pressed == "primary"
             let context = RequestContext(peer: PeerCredentials(pid: 0, uid: window.owner, gid: 0))
-            _ = try? policy.withLock({ $0 })?.decide(DecideRequest(id: request.id, grant: grant), context)
+            _ = try? policy.withLock({ $0 })?.decide(
+                DecideRequest(id: request.id, grant: grant), context, onlyPending: true)
             send(ShieldWindowUpdate(close: true), to: window)
             return
         }
@@ -655,5 +741,6 @@ final class ShieldPresenter: Sendable {
         }
         close(output)
         close(window.input)
+        ended(window)
     }
 }

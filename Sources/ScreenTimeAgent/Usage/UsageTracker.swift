@@ -211,11 +211,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             let path = configuration.focusSocket
             startThread("screentime.shells") { [self] in serveShellReports(path, stopping) }
         }
-        await withGracefulShutdownHandler {
-            await flushLoop()
-        } onGracefulShutdown: { [self] in
-            flushContinuation.finish()
-        }
+        // Stopping ends the loop even while a window is in front (it would flush every
+        // `checkpoint` for ever); what is open is ended and written below.
+        await cancelWhenGracefulShutdown { [self] in await flushLoop() }
         processes.programStarted.withLock { $0 = nil }
         stopping?.raise()
         hints.withLock { $0.stopped = true }

@@ -39,13 +39,26 @@ public struct DesktopEntry: Hashable, Sendable {
         guard !values.isEmpty else { return nil }
         self.id = id
         self.type = values["Type"] ?? ""
-        self.name = Self.unescape(values["Name"] ?? id)
-        self.categories = Self.list(values["Categories"] ?? "")
+        // A name is shown to people (the shield, a guardian's window, reports): a child's own entry
+        // may not make it long, or turn text around with control or direction characters.
+        self.name = Self.shown(Self.unescape(values["Name"] ?? id), limit: Self.nameLimit)
+        self.categories = Array(Self.list(values["Categories"] ?? "").prefix(64).map { String($0.prefix(64)) })
         self.exec = values["Exec"].map(Self.unescape)
         self.tryExec = values["TryExec"].map(Self.unescape)
         self.noDisplay = values["NoDisplay"] == "true"
         self.hidden = values["Hidden"] == "true"
         self.icon = values["Icon"].map(Self.unescape)
+    }
+
+    /// The longest name kept, in characters.
+    public static let nameLimit = 120
+
+    /// Text without control or format characters (direction overrides), at most `limit` long.
+    public static func shown(_ text: String, limit: Int) -> String {
+        let kept = text.unicodeScalars.filter {
+            $0.properties.generalCategory != .control && $0.properties.generalCategory != .format
+        }
+        return String(String(String.UnicodeScalarView(kept)).prefix(limit))
     }
 
     /// The entry's application identity.

@@ -151,3 +151,62 @@ public struct ShieldWindowEvent: Codable, Sendable, Hashable {
 
     public init(pressed: String) { self.pressed = pressed }
 }
+
+/// What the picker dialog (`screentime-shield --pick`) lists: its first line of standard input.
+public struct PickerItems: Codable, Sendable, Hashable {
+    public struct Application: Codable, Sendable, Hashable {
+        public var id: String
+        public var name: String
+        public init(id: String, name: String) {
+            self.id = id
+            self.name = name
+        }
+    }
+
+    public struct Category: Codable, Sendable, Hashable {
+        public var name: String
+        /// `app` or `web`.
+        public var kind: String
+        public init(name: String, kind: String) {
+            self.name = name
+            self.kind = kind
+        }
+    }
+
+    public var title: String?
+    public var applications: [Application]
+    public var categories: [Category]
+
+    public init(title: String? = nil, applications: [Application], categories: [Category]) {
+        self.title = title
+        self.applications = applications
+        self.categories = categories
+    }
+}
+
+/// What the picker dialog answers: desktop-entry IDs, category names and domains, as picked.
+public struct PickerAnswer: Codable, Sendable, Hashable {
+    public var applications: [String]
+    public var categories: [String]
+    public var domains: [String]
+
+    public init(applications: [String], categories: [String], domains: [String]) {
+        self.applications = applications
+        self.categories = categories
+        self.domains = domains
+    }
+}
+
+/// What the guardian dialog (`screentime-shield --guardian`) says: its first line of standard input.
+public struct GuardianDialogRequest: Codable, Sendable, Hashable {
+    public var title: String?
+    public var text: String?
+    /// A guardian's name already given (the password is then asked alone).
+    public var guardian: String?
+
+    public init(title: String? = nil, text: String? = nil, guardian: String? = nil) {
+        self.title = title
+        self.text = text
+        self.guardian = guardian
+    }
+}
