@@ -44,16 +44,20 @@ SWIFT       ?= swift
 #   gnome-shell     GNOME's compositor (headless), with the screentime-focus extension
 #   libgtk-4-dev    GTK 4, the shield window's toolkit
 #   netpbm          xwdtopnm and pnmtopng: the tests' screenshots of the shield window
+#   dpkg-dev        dpkg-shlibdeps: the package's dependencies, computed from its binaries
+#   debootstrap     the clean Debian 12 root the package test installs the package into
+#   lintian         the package's checks (make lint-deb)
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools \
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell libgtk-4-dev netpbm
+	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell libgtk-4-dev netpbm \
+	dpkg-dev debootstrap lintian
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
 
-.PHONY: all deps build test bench lint format install uninstall clean
+.PHONY: all deps build docs stage test package-test lint-deb bench lint format install uninstall deb clean
 
 all: build
 
@@ -76,29 +80,38 @@ deps:
 	fi
 
 build: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE)
 
 test: deps
 	$(SWIFT) build --build-tests
 	scripts/run-tests
+	$(MAKE) --no-print-directory package-test
+
+# The package, built and installed into a clean Debian 12 root, then purged (Tests/Package/run).
+package-test: deb
+	Tests/Package/run $(DEB)/screentime_$(VERSION)_$(ARCH).deb
+
+# lintian's view of the package (its remaining warnings are explained in README's packaging notes).
+lint-deb: deb
+	lintian --no-tag-display-limit $(DEB)/screentime_$(VERSION)_$(ARCH).deb
 
 bench: deps
-	$(SWIFT) build -c release
-	$(SWIFT) run -c release ScreenTimeBenchmarks
+	$(SWIFT) build $(RELEASE)
+	$(SWIFT) run $(RELEASE) ScreenTimeBenchmarks
 	@echo
-	Benchmarks/dns-filter.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	Benchmarks/dns-filter.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
-	Benchmarks/process-shield.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	Benchmarks/process-shield.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
-	Benchmarks/proc-connector.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	Benchmarks/proc-connector.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
-	Benchmarks/connections.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	Benchmarks/connections.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
-	Benchmarks/focus.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	Benchmarks/focus.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
-	Benchmarks/scheduler.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	Benchmarks/scheduler.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
-	Benchmarks/shield.sh "$$($(SWIFT) build -c release --show-bin-path)"
+	Benchmarks/shield.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 
 lint:
 	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)
@@ -111,66 +124,122 @@ GUARDIAN_GROUP ?= screentime-guardians
 EXTENSION_USER ?= screentime-ext
 # The GNOME Shell extension that tells the agent the window in front (packaging/gnome-shell).
 SHELL_EXTENSION := screentime-focus@screentime.local
-BINARIES := screentimed screentime screentime-shield
+# Release builds carry the Swift runtime inside (no Swift on the machines they are installed on).
+RELEASE := -c release --static-swift-stdlib
+VERSION := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/ScreenTimeAgent/Policy/PolicyService.swift)
+ARCH := $(shell dpkg --print-architecture)
+# Where the unit and zsh's completions go: `make install`'s places; the package's differ.
+UNITDIR ?= /etc/systemd/system
+ZSH_COMPLETIONS ?= $(PREFIX)/share/zsh/site-functions
+DOCS := .build/docs
+DEB := .build/deb
 
-# Installs the binaries, configuration defaults (never overwriting a guardian's edits), the PAM
-# stack, the guardian group, the state and run directories, and starts the agent: through systemd
-# where systemd runs, else under packaging/screentimed-supervise (pid file, restart on crash).
-install: build
-	@bin=$$($(SWIFT) build -c release --show-bin-path); \
-	for b in $(BINARIES); do install -D -m 0755 "$$bin/$$b" "$(DESTDIR)$(PREFIX)/bin/$$b"; done
-	install -D -m 0755 packaging/screentimed-supervise $(DESTDIR)$(PREFIX)/sbin/screentimed-supervise
-	install -d $(DESTDIR)$(SYSCONFDIR)/screentime/categories
-	@for f in $$(cd etc/screentime && find . -type f | sed "s,^\./,,"); do \
-	  if [ -e "$(DESTDIR)$(SYSCONFDIR)/screentime/$$f" ]; then \
-	    echo "keeping $(SYSCONFDIR)/screentime/$$f"; \
-	  else \
-	    install -D -m 0644 "etc/screentime/$$f" "$(DESTDIR)$(SYSCONFDIR)/screentime/$$f"; \
-	  fi; \
-	done
-	install -D -m 0644 packaging/pam.d/screentime $(DESTDIR)$(SYSCONFDIR)/pam.d/screentime
+# Man pages and completions, made from the binaries themselves: swift-argument-parser writes the
+# completions and screentime(1) and screentimed(8) from the commands' own definitions, and
+# screentimed.json(5) comes from the configuration's key list, so none of them can drift.
+docs: build
+	@bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); \
+	rm -rf $(DOCS) && mkdir -p $(DOCS)/man $(DOCS)/completions && \
+	for shell in bash zsh fish; do \
+	  "$$bin/screentime" --generate-completion-script $$shell > $(DOCS)/completions/screentime.$$shell || exit 1; \
+	done && \
+	"$$bin/screentimed" --configuration-manual > $(DOCS)/man/screentimed.json.5 && \
+	$(SWIFT) package plugin --allow-writing-to-directory $(DOCS)/man generate-manual \
+	  --product screentime --product screentimed --output-directory $(DOCS)/man \
+	  --authors "the screentime developers" >/dev/null && \
+	mv $(DOCS)/man/screentimed.1 $(DOCS)/man/screentimed.8 && \
+	sed -i -e 's/^\.Dt SCREENTIMED 1/.Dt SCREENTIMED 8/' $(DOCS)/man/screentimed.8 && \
+	ls $(DOCS)/man $(DOCS)/completions
+
+# Everything screentime installs, into $(DESTDIR)$(PREFIX): the one list `make install` and
+# `make deb` share. Each file put in place is written to lib/screentime/installed, which
+# `make uninstall` removes. Configuration files a guardian edited are kept (DESTDIR empty).
+stage:
+	@set -e; bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); root="$(DESTDIR)"; \
+	list=$$(mktemp); \
+	put() { mode=$$1; from=$$2; to=$$3; install -D -m $$mode "$$from" "$$root$$to"; echo "$$to" >> $$list; }; \
+	put 0755 "$$bin/screentime" $(PREFIX)/bin/screentime; \
+	put 0755 "$$bin/screentime-shield" $(PREFIX)/bin/screentime-shield; \
+	put 0755 "$$bin/screentimed" $(PREFIX)/sbin/screentimed; \
+	put 0755 "$$bin/screentime-pam" $(PREFIX)/sbin/screentime-pam; \
+	put 0755 packaging/screentimed-supervise $(PREFIX)/sbin/screentimed-supervise; \
+	put 0755 packaging/screentime-setup $(PREFIX)/lib/screentime/screentime-setup; \
+	for f in $$(cd etc/screentime && find . -type f | sed "s,^\./,," | sort); do \
+	  if [ -z "$(DESTDIR)" ] && [ -e "$(SYSCONFDIR)/screentime/$$f" ]; then echo "keeping $(SYSCONFDIR)/screentime/$$f"; \
+	  else put 0644 "etc/screentime/$$f" $(SYSCONFDIR)/screentime/$$f; fi; \
+	done; \
+	put 0644 packaging/pam.d/screentime $(SYSCONFDIR)/pam.d/screentime; \
+	sed 's,@SBINDIR@,$(PREFIX)/sbin,' packaging/pam-configs/screentime > $(DOCS)/pam-configs; \
+	put 0644 $(DOCS)/pam-configs /usr/share/pam-configs/screentime; \
+	sed 's,@SBINDIR@,$(PREFIX)/sbin,' packaging/screentimed.service > $(DOCS)/screentimed.service; \
+	put 0644 $(DOCS)/screentimed.service $(UNITDIR)/screentimed.service; \
 	for f in metadata.json extension.js; do \
-	  install -D -m 0644 "packaging/gnome-shell/$(SHELL_EXTENSION)/$$f" \
-	    "$(DESTDIR)$(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)/$$f"; \
-	done
-	sed 's,/usr/local/bin/,$(PREFIX)/bin/,' packaging/screentimed.service > screentimed.service.tmp && \
-	  install -D -m 0644 screentimed.service.tmp $(DESTDIR)/etc/systemd/system/screentimed.service; \
-	  rm -f screentimed.service.tmp
-	install -d -m 0700 $(DESTDIR)/var/lib/screentime
-	@if [ -z "$(DESTDIR)" ]; then \
-	  getent group $(GUARDIAN_GROUP) >/dev/null || groupadd --system $(GUARDIAN_GROUP); \
-	  getent passwd $(EXTENSION_USER) >/dev/null || \
-	    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin $(EXTENSION_USER); \
-	  install -d -m 0755 /run/screentime; \
-	  if [ -d /run/systemd/system ]; then \
-	    systemctl daemon-reload && systemctl enable screentimed.service && systemctl restart screentimed.service; \
-	    echo "screentimed runs under systemd (systemctl status screentimed)"; \
-	  else \
-	    SCREENTIMED=$(PREFIX)/bin/screentimed $(PREFIX)/sbin/screentimed-supervise restart; \
-	  fi; \
-	  echo "installed. Guardians are root and members of $(GUARDIAN_GROUP): sudo usermod -aG $(GUARDIAN_GROUP) YOU"; \
-	fi
+	  put 0644 "packaging/gnome-shell/$(SHELL_EXTENSION)/$$f" $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)/$$f; \
+	done; \
+	for page in screentime.1 screentimed.8 screentimed.json.5; do \
+	  section=$${page##*.}; gzip -9n < $(DOCS)/man/$$page > $(DOCS)/$$page.gz; \
+	  put 0644 $(DOCS)/$$page.gz $(PREFIX)/share/man/man$$section/$$page.gz; \
+	done; \
+	put 0644 $(DOCS)/completions/screentime.bash $(PREFIX)/share/bash-completion/completions/screentime; \
+	put 0644 $(DOCS)/completions/screentime.zsh $(ZSH_COMPLETIONS)/_screentime; \
+	put 0644 $(DOCS)/completions/screentime.fish $(PREFIX)/share/fish/vendor_completions.d/screentime.fish; \
+	put 0644 README.md $(PREFIX)/share/doc/screentime/README.md; \
+	put 0644 packaging/debian/copyright $(PREFIX)/share/doc/screentime/copyright; \
+	echo $(PREFIX)/lib/screentime/installed >> $$list; \
+	install -D -m 0644 $$list "$$root$(PREFIX)/lib/screentime/installed"; rm -f $$list
 
-# Stops the agent and removes what install put in place; keeps the state, the configuration and
-# the guardian group unless PURGE=1. The agent's firewall chains go with it (stopping the agent
-# alone leaves them, so that the children's DNS fails closed).
+# From a source tree: system packages, the release build, man pages and completions, every file
+# in place (`stage`), then what the package's postinst does too (packaging/screentime-setup):
+# the accounts, the state directory, the PAM hooks, and the agent started (through systemd where
+# systemd runs, else under screentimed-supervise: pid file, restart on crash).
+install: docs
+	$(MAKE) --no-print-directory stage DESTDIR=
+	@# An older install kept the agent in bin/.
+	@rm -f $(PREFIX)/bin/screentimed
+	SBINDIR=$(PREFIX)/sbin GUARDIAN_GROUP=$(GUARDIAN_GROUP) EXTENSION_USER=$(EXTENSION_USER) \
+	  $(PREFIX)/lib/screentime/screentime-setup configure
+	@echo "installed. Guardians are root and members of $(GUARDIAN_GROUP): sudo usermod -aG $(GUARDIAN_GROUP) YOU"
+
+# Stops the agent (its firewall chains, browser policies and PAM hooks go with it) and removes
+# every file `stage` put in place; keeps the state, the configuration and the accounts unless
+# PURGE=1.
 uninstall:
-	@if [ -z "$(DESTDIR)" ]; then \
-	  if [ -d /run/systemd/system ]; then systemctl disable --now screentimed.service 2>/dev/null || true; \
-	  elif [ -x $(PREFIX)/sbin/screentimed-supervise ]; then $(PREFIX)/sbin/screentimed-supervise stop; fi; \
-	  if [ -x $(PREFIX)/bin/screentimed ]; then $(PREFIX)/bin/screentimed --remove-firewall || true; fi; \
+	@if [ -x $(PREFIX)/lib/screentime/screentime-setup ]; then \
+	  SBINDIR=$(PREFIX)/sbin $(PREFIX)/lib/screentime/screentime-setup stop; fi
+	@if [ -f $(PREFIX)/lib/screentime/installed ]; then \
+	  for f in $$(cat $(PREFIX)/lib/screentime/installed); do \
+	    case "$$f" in $(SYSCONFDIR)/screentime/*) [ "$(PURGE)" = "1" ] && rm -f "$$f";; *) rm -f "$$f";; esac; \
+	  done; \
+	  rmdir $(PREFIX)/lib/screentime $(PREFIX)/share/doc/screentime \
+	    $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION) 2>/dev/null || true; \
 	fi
-	for b in $(BINARIES); do rm -f $(DESTDIR)$(PREFIX)/bin/$$b; done
-	rm -f $(DESTDIR)$(PREFIX)/sbin/screentimed-supervise $(DESTDIR)/etc/systemd/system/screentimed.service
-	rm -f $(DESTDIR)$(SYSCONFDIR)/pam.d/screentime
-	rm -rf $(DESTDIR)$(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)
 	@if [ "$(PURGE)" = "1" ]; then \
-	  rm -rf $(DESTDIR)$(SYSCONFDIR)/screentime $(DESTDIR)/var/lib/screentime $(DESTDIR)/var/log/screentime; \
-	  if [ -z "$(DESTDIR)" ]; then groupdel $(GUARDIAN_GROUP) 2>/dev/null || true; userdel $(EXTENSION_USER) 2>/dev/null || true; fi; \
+	  rm -rf $(SYSCONFDIR)/screentime; \
+	  GUARDIAN_GROUP=$(GUARDIAN_GROUP) EXTENSION_USER=$(EXTENSION_USER) sh packaging/screentime-setup purge; \
 	  echo "removed screentime, its state and configuration"; \
 	else \
 	  echo "removed screentime; kept /var/lib/screentime and $(SYSCONFDIR)/screentime (make uninstall PURGE=1 removes them)"; \
 	fi
+
+# The Debian package, from the same list: staged under /usr, its dependencies computed from the
+# binaries (dpkg-shlibdeps), every file under /etc a conffile.
+deb: docs
+	@set -e; rm -rf $(DEB) && mkdir -p $(DEB)/root/DEBIAN $(DEB)/debian; \
+	$(MAKE) --no-print-directory stage DESTDIR=$(CURDIR)/$(DEB)/root PREFIX=/usr \
+	  UNITDIR=/lib/systemd/system ZSH_COMPLETIONS=/usr/share/zsh/vendor-completions >/dev/null; \
+	root=$(DEB)/root; \
+	gzip -9n < packaging/debian/changelog > $$root/usr/share/doc/screentime/changelog.Debian.gz; \
+	chmod 0644 $$root/usr/share/doc/screentime/changelog.Debian.gz; \
+	(cd $$root && find etc -type f | sed 's,^,/,' | sort) > $$root/DEBIAN/conffiles; \
+	for script in postinst prerm postrm; do install -m 0755 packaging/debian/$$script $$root/DEBIAN/$$script; done; \
+	printf 'Source: screentime\n\nPackage: screentime\nArchitecture: any\n' > $(DEB)/debian/control; \
+	shlibs=$$(cd $(DEB) && dpkg-shlibdeps -O -e root/usr/bin/screentime -e root/usr/bin/screentime-shield \
+	  -e root/usr/sbin/screentimed -e root/usr/sbin/screentime-pam 2>/dev/null | sed -n 's/^shlibs:Depends=//p'); \
+	size=$$(du -sk --exclude=DEBIAN $$root | cut -f1); \
+	sed -e "s/@VERSION@/$(VERSION)/" -e "s/@ARCH@/$(ARCH)/" -e "s/@SIZE@/$$size/" -e "s/@SHLIBS@/$$shlibs/" \
+	  packaging/debian/control.in > $$root/DEBIAN/control; \
+	dpkg-deb --root-owner-group -Zxz --build $$root $(DEB)/screentime_$(VERSION)_$(ARCH).deb >/dev/null; \
+	echo "$(CURDIR)/$(DEB)/screentime_$(VERSION)_$(ARCH).deb"
 
 clean:
 	rm -rf .build

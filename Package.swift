@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "screentimed", targets: ["screentimed"]),
         .executable(name: "screentime", targets: ["screentime"]),
         .executable(name: "screentime-shield", targets: ["screentime-shield"]),
+        .executable(name: "screentime-pam", targets: ["screentime-pam"]),
         // The client API, with Apple's names: guardian apps and their extensions import these.
         .library(name: "FamilyControls", targets: ["FamilyControls"]),
         .library(name: "ManagedSettings", targets: ["ManagedSettings"]),
@@ -170,6 +171,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // The shield window the child sees (GTK 4), started by the agent in the child's session.
+        // The PAM hook (pam_exec): tells the agent of logins, and refuses a child's when it must.
+        .executableTarget(
+            name: "screentime-pam", dependencies: ["ScreenTimeClient", "ScreenTimeIPC"],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "screentime-shield",
             dependencies: ["CGTK", "ScreenTimeIPC"],

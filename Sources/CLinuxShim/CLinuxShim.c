@@ -143,3 +143,16 @@ int screentime_name_thread(const char *name) {
     truncated[sizeof truncated - 1] = 0;
     return prctl(PR_SET_NAME, truncated, 0, 0, 0);
 }
+
+int screentime_open_pty(int *number) {
+    int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+    if (master < 0) return -1;
+    int unlock = 0;
+    if (ioctl(master, TIOCSPTLCK, &unlock) != 0 || ioctl(master, TIOCGPTN, number) != 0) {
+        int saved = errno;
+        close(master);
+        errno = saved;
+        return -1;
+    }
+    return master;
+}

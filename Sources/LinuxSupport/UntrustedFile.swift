@@ -12,6 +12,7 @@ public struct FileStatus: Sendable, Hashable {
 
     public var isRegular: Bool { mode & S_IFMT == S_IFREG }
     public var isDirectory: Bool { mode & S_IFMT == S_IFDIR }
+    public var isCharacterDevice: Bool { mode & S_IFMT == S_IFCHR }
 
     init(_ info: stat, generation: UInt32) {
         key = FileKey(info, generation: generation)

@@ -83,6 +83,7 @@ public struct Agent {
         let scheduler: ActivityScheduler
         let extensions: ExtensionHost
         let presenter: ShieldPresenter
+        let logins: LoginSessions
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
@@ -134,6 +135,18 @@ public struct Agent {
         scheduler.apply(snapshot)
         publisher.add(scheduler)
         scheduler.republish.withLock { $0 = { [weak publisher] in _ = publisher?.publish() } }
+        var loginLogger = logger
+        loginLogger[metadataKey: "component"] = "login"
+        let logins = LoginSessions(stateDirectory: configuration.stateDirectory, logger: loginLogger)
+        logins.textSessionStarted.withLock {
+            $0 = { [weak usage] uid, key, kind, tty in
+                usage?.textSessionStarted(uid: uid, key: key, kind: kind, tty: tty)
+            }
+        }
+        logins.textSessionEnded.withLock { $0 = { [weak usage] key in usage?.textSessionEnded(key: key) } }
+        logins.apply(snapshot)
+        publisher.add(logins)
+        policy.loginSessions.withLock { $0 = logins }
         var extensionLogger = logger
         extensionLogger[metadataKey: "component"] = "extensions"
         let users = UserDirectory()
@@ -163,7 +176,7 @@ public struct Agent {
             publisher: publisher, files: [configuration.subordinateUIDs, configuration.subordinateGIDs], logger: logger)
         return Prepared(
             policy: policy, domains: domains, processes: processes, subordinateIDs: watch, launcher: launcher,
-            usage: usage, scheduler: scheduler, extensions: extensions, presenter: presenter)
+            usage: usage, scheduler: scheduler, extensions: extensions, presenter: presenter, logins: logins)
     }
 
     public func run(_ prepared: Prepared) async throws {
@@ -185,7 +198,10 @@ public struct Agent {
         groupConfiguration.maximumGracefulShutdownDuration = Self.stopGrace
         let group = ServiceGroup(configuration: groupConfiguration)
         prepared.presenter.start()
-        defer { prepared.presenter.stop() }
+        defer {
+            prepared.presenter.stop()
+            prepared.logins.stop()
+        }
         logger.notice(
             "screentimed \(AgentVersion.current) started",
             metadata: ["state": "\(configuration.stateDirectory)", "socket": "\(configuration.socket)"])
@@ -234,6 +250,15 @@ public struct Agent {
             throw AgentError(.firewall, "cannot remove the firewall chains: \(error.message)", cause: error)
         }
         logger.notice("firewall chains removed", metadata: ["chain": "\(configuration.firewallChain)"])
+        // The browsers' managed policies go too: an agent that is gone filters no one.
+        guard !configuration.browserPolicies.isEmpty else { return }
+        do {
+            try BrowserPolicies(
+                root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json"
+            ).remove()
+        } catch {
+            throw AgentError(.firewall, "cannot remove the browser policies: \(error.message)", cause: error)
+        }
     }
 
     /// Debian's Public Suffix List; without it, every name's registrable domain is its last two

@@ -177,7 +177,12 @@ struct Limit: ParsableCommand {
         discussion: """
             screentime limit --user alice --app-category Game --daily 1h
             screentime limit --user alice --app-category Game --remove
-            A warning comes 5 minutes before. The limit counts the whole day's foreground time.
+            screentime limit --user alice --screen-time 2h --no-login
+            screentime limit --user alice --screen-time off
+            A warning comes 5 minutes before. The limit counts the whole day's foreground time. \
+            --screen-time limits the whole day's screen time (every app, site and text login); \
+            once used up every app is shielded until midnight, and with --no-login the child's \
+            sessions are locked and logins refused until then.
             """)
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
@@ -187,12 +192,35 @@ struct Limit: ParsableCommand {
     var applicationCategories: [String] = []
     @Option(name: .customLong("domain"), help: "A web domain.") var domains: [String] = []
     @Option(help: "The day's time: 45m, 1h30m.") var daily: String?
+    @Option(
+        name: .customLong("screen-time"),
+        help: ArgumentHelp("The whole day's screen time: 2h; off removes it.", valueName: "duration"))
+    var screenTime: String?
+    @Flag(
+        name: .customLong("no-login"),
+        help: "With --screen-time: once used up, lock the sessions and refuse logins until midnight.")
+    var noLogin = false
     @Option(help: "The store the shield goes in (default: limits).") var store: String?
     @Flag(help: "Remove the limit on exactly these.") var remove = false
 
+    private var isScreenTime: Bool { screenTime != nil }
+    private var removesScreenTime: Bool { screenTime == "off" }
+
     func validate() throws {
+        if isScreenTime {
+            guard applications.isEmpty, applicationCategories.isEmpty, domains.isEmpty, daily == nil, store == nil,
+                !remove
+            else {
+                throw ValidationError(
+                    "--screen-time is the whole day's time: no --app, --domain, --daily, --store or --remove (--screen-time off removes it)"
+                )
+            }
+            guard !(removesScreenTime && noLogin) else { throw ValidationError("--screen-time off takes no --no-login") }
+            return
+        }
+        guard !noLogin else { throw ValidationError("--no-login goes with --screen-time DURATION") }
         guard !(applications.isEmpty && applicationCategories.isEmpty && domains.isEmpty) else {
-            throw ValidationError("give what the limit is on: --app, --app-category or --domain")
+            throw ValidationError("give what the limit is on: --app, --app-category or --domain, or --screen-time")
         }
         guard remove != (daily != nil) else {
             throw ValidationError(
@@ -203,9 +231,17 @@ struct Limit: ParsableCommand {
     func run() throws {
         let items = ActivityItems(
             applications: applications, applicationCategories: applicationCategories, webDomains: domains)
-        let request = LimitRequest(
-            user: user, items: items, dailySeconds: try daily.map { try duration($0, "--daily") }, store: store,
-            remove: remove)
+        let request: LimitRequest
+        if isScreenTime {
+            request = LimitRequest(
+                user: user, items: ActivityItems(applications: [], applicationCategories: [], webDomains: []),
+                dailySeconds: removesScreenTime ? nil : try screenTime.map { try duration($0, "--screen-time") },
+                remove: removesScreenTime, screenTime: true, noLogin: noLogin)
+        } else {
+            request = LimitRequest(
+                user: user, items: items, dailySeconds: try daily.map { try duration($0, "--daily") }, store: store,
+                remove: remove)
+        }
         let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
         print(MonitorText.render(reply), terminator: "")
@@ -218,6 +254,9 @@ struct Downtime: ParsableCommand {
         discussion: """
             screentime downtime --user alice --from 21:00 --to 07:00 --allow org.gnome.Calculator
             screentime downtime --user alice --off
+            With --no-login, the child's sessions are locked during downtime (a warning comes 5 \
+            minutes before) and logins are refused with a message saying until when. A guardian's \
+            'screentime grant --user alice --screen-time --minutes 30' lifts it for that long.
             """)
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
@@ -228,10 +267,14 @@ struct Downtime: ParsableCommand {
     @Option(name: .customLong("allow"), help: "An app still allowed (desktop-entry ID); repeat for more.")
     var allowed: [String] = []
     @Flag(help: "End downtime.") var off = false
+    @Flag(name: .customLong("no-login"), help: "Lock the sessions and refuse logins during downtime.")
+    var noLogin = false
 
     func validate() throws {
         if off {
-            guard from == nil, to == nil, allowed.isEmpty else { throw ValidationError("--off takes nothing else") }
+            guard from == nil, to == nil, allowed.isEmpty, !noLogin else {
+                throw ValidationError("--off takes nothing else")
+            }
         } else {
             guard from != nil, to != nil else { throw ValidationError("give the hours: --from HH:MM --to HH:MM") }
         }
@@ -241,7 +284,7 @@ struct Downtime: ParsableCommand {
         let request = DowntimeRequest(
             user: user, from: try from.map { try timeOfDay($0, "--from") },
             to: try to.map { try timeOfDay($0, "--to") },
-            weekdays: try weekdays(days), allow: allowed, off: off)
+            weekdays: try weekdays(days), allow: allowed, off: off, noLogin: noLogin)
         let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
         print(MonitorText.render(reply), terminator: "")

@@ -61,15 +61,43 @@ struct Requests: ParsableCommand {
 
 struct Grant: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Grant an ask for more time: the shield is lifted for its minutes (guardians).")
+        abstract: "Grant an ask for more time: the shield is lifted for its minutes (guardians).",
+        discussion: """
+            screentime grant 12 --minutes 30
+            screentime grant --user alice --screen-time --minutes 30
+            With --screen-time, downtime's and the day's screen time's lock (--no-login) is lifted \
+            for the minutes: the child may log in and its sessions thaw.
+            """)
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
-    @Argument(help: "The ask's number ('screentime requests').") var id: Int64
+    @Argument(help: "The ask's number ('screentime requests').") var id: Int64?
     @Option(help: "Minutes to grant instead of those asked (1–720).") var minutes: Int?
     @Option(help: "In the child's session: the guardian granting it in person (the password is asked).")
     var guardian: String?
+    @Option(help: "With --screen-time: the user (name or uid).") var user: String?
+    @Flag(name: .customLong("screen-time"), help: "More screen time now: lifts a login lock for --minutes.")
+    var screenTime = false
+
+    func validate() throws {
+        if screenTime {
+            guard id == nil, user != nil, minutes != nil, guardian == nil else {
+                throw ValidationError("--screen-time takes --user and --minutes, and no ask number")
+            }
+        } else {
+            guard id != nil, user == nil else {
+                throw ValidationError("give the ask's number ('screentime requests'), or --screen-time --user U")
+            }
+        }
+    }
 
     func run() throws {
+        if screenTime, let user, let minutes {
+            let reply = try perform(connection, ScreenTimeGrantRequest(user: user, minutes: minutes))
+            if output.json { return try printJSON(reply) }
+            print("granted \(reply.user) \(reply.minutes) minutes of screen time")
+            return
+        }
+        guard let id else { return }
         var request = DecideRequest(id: id, grant: true, minutes: minutes)
         if try perform(connection, PingRequest()).role != "guardian" {
             request.guardian = try Terminal.askGuardian(name: guardian)

@@ -77,6 +77,23 @@ struct StatusText {
                 if let problem = session.problem { out += "    problem: \(problem)\n" }
             }
         }
+        if let logins = reply.logins {
+            out += "Logins (told by the PAM hook):\n"
+            for login in logins {
+                var line = "  \(login.kind) \(login.tty.isEmpty ? "-" : login.tty) via \(login.service)"
+                if let host = login.remoteHost, !host.isEmpty { line += " from \(host)" }
+                out += line + "  since \(Self.format(login.since))\n"
+            }
+        }
+        if let lock = reply.loginLock {
+            if let granted = lock.grantedUntil {
+                out +=
+                    "Login lock (\(lock.reason) until \(Self.format(lock.until))) lifted by a grant until \(Self.format(granted))\n"
+            } else {
+                out +=
+                    "Locked: \(lock.reason) until \(Self.format(lock.until)); sessions are held and logins refused\n"
+            }
+        }
         if let monitors = reply.monitors, !monitors.isEmpty {
             out += "Monitors (screentime monitor list for more):\n"
             for monitor in monitors {

@@ -12,11 +12,8 @@ struct Screentimed: ParsableCommand {
         commandName: "screentimed",
         abstract: "The screentime agent: enforces what guardians set, for every authorized user.",
         discussion: """
-            Configuration keys (JSON, every key optional): guardianGroup, stateDirectory, socket, \
-            pamService, adminGroups, categoriesDirectory, publicSuffixList, bypassList, dnsQueue, \
-            firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs, eventRetentionDays, \
-            execGate, connectionMark, dnsRateLimit, connectionRateLimit, browserPolicies, idleTimeout, \
-            logindBus, focusSocket. \
+            Configuration keys (JSON, every key optional; man screentimed.json tells each): \
+            \(AgentConfiguration.keys.map(\.key).joined(separator: ", ")). \
             Flags override the file. SIGHUP reloads the web lists.
             """,
         version: AgentVersion.current)
@@ -42,8 +39,12 @@ struct Screentimed: ParsableCommand {
 
     @Flag(
         name: .customLong("remove-firewall"),
-        help: "Remove the agent's firewall chains and exit (make uninstall; the agent must be stopped).")
+        help: "Remove the agent's firewall chains and browser policies and exit (on removal; stop the agent first).")
     var removeFirewall = false
+
+    /// Prints the manual page screentimed.json(5), made from the configuration's own key list.
+    @Flag(name: .customLong("configuration-manual"), help: .hidden)
+    var configurationManual = false
 
     /// The agent starts itself with this, before it drops its capabilities: the launcher (see
     /// `Launcher`), serving the socket on this descriptor.
@@ -64,6 +65,10 @@ struct Screentimed: ParsableCommand {
         // A peer that goes away mid-reply is an error on that write, not the end of the agent.
         signal(SIGPIPE, SIG_IGN)
         if let launcherSocket { throw ExitCode(Launcher.serve(socket: launcherSocket, extensionUID: extensionUID)) }
+        if configurationManual {
+            print(ConfigurationManual.page(version: AgentVersion.current), terminator: "")
+            return
+        }
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

@@ -55,7 +55,7 @@ final class AgentDouble: @unchecked Sendable {
     let socket: String
     let minter: TokenMinter
 
-    init() throws {
+    init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("st-api-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         socket = directory + "/agent.sock"
@@ -89,8 +89,11 @@ final class AgentDouble: @unchecked Sendable {
         Task.detached { try await scheduler.run() }
         Task.detached { try await server.run() }
         // Tasks start when the cooperative pool has a thread free; on two cores, other suites'
-        // synchronous tests may hold both for a while.
-        for _ in 0..<12_000 where !FileManager.default.fileExists(atPath: socket) { usleep(10_000) }
+        // synchronous tests may hold both for minutes. Waiting by sleeping the task (not the
+        // thread) gives the server this one.
+        for _ in 0..<30_000 where !FileManager.default.fileExists(atPath: socket) {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         _ = try ScreenTimeClient(socket: socket).send(AuthorizeRequest(user: "kid", member: .child))
     }
 
@@ -102,7 +105,7 @@ final class AgentDouble: @unchecked Sendable {
 @Suite(.serialized) struct ClientAPITests {
     let agent: AgentDouble
 
-    init() throws { agent = try AgentDouble() }
+    init() async throws { agent = try await AgentDouble() }
 
     @Test func aStoreWritesAreInForceAndReadBackAsThisClientSetThem() throws {
         let store = ManagedSettingsStore(named: .school, user: "kid", socket: agent.socket)

@@ -501,14 +501,12 @@ final class AgentWorld {
     }
 
     /// Compiles a C fixture (`Fixtures/NAME.c`) into the world's bin directory.
-    func compile(_ name: String, static linked: Bool = false) throws -> String {
+    func compile(_ name: String, static linked: Bool = false, libraries: [String] = []) throws -> String {
         let output = directory + "/bin/" + name
         let source = Self.fixture(name + ".c")
-        if linked {
-            try system("/usr/bin/cc", "-O1", "-static", "-o", output, source)
-        } else {
-            try system("/usr/bin/cc", "-O1", "-o", output, source)
-        }
+        let arguments = ["-O1"] + (linked ? ["-static"] : []) + ["-o", output, source] + libraries.map { "-l" + $0 }
+        let result = try run("/usr/bin/cc", arguments)
+        guard result.status == 0 else { throw WorldError("cc \(arguments.joined(separator: " ")): \(result.stderr)") }
         return output
     }
 

@@ -20,6 +20,28 @@ final class TemporaryDirectory {
         #expect(configuration.guardianGroup == "screentime-guardians")
     }
 
+    /// The manual page and `--help` are made from `keys`: it names exactly the keys the decoder
+    /// reads, each once, and each default is what a configuration without the key gets.
+    @Test func theDocumentedKeysAreTheDecodedOnes() throws {
+        let documented = AgentConfiguration.keys.map(\.key)
+        #expect(Set(documented).count == documented.count)
+        #expect(documented.sorted() == AgentConfiguration.decodedKeys.sorted())
+        let defaults = try JSONSerialization.jsonObject(with: JSONEncoder().encode(AgentConfiguration()))
+        let values = try #require(defaults as? [String: Any])
+        for entry in AgentConfiguration.keys {
+            let value = try #require(values[entry.key], "\(entry.key) is encoded")
+            let text =
+                if let list = value as? [String] {
+                    "[" + list.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
+                } else if let flag = value as? Bool {
+                    flag ? "true" : "false"
+                } else {
+                    "\(value)"
+                }
+            #expect(text == entry.default, "\(entry.key): documented \(entry.default), is \(text)")
+        }
+    }
+
     @Test func missingNamedFileIsAnError() {
         #expect(throws: AgentError.self) { try AgentConfiguration.load(path: "/nonexistent/x.json", required: true) }
     }

@@ -51,6 +51,10 @@ int screentime_filesystem_type(int fd, long *type);
 int screentime_pidfd_open(int pid);
 int screentime_pidfd_send_signal(int pidfd, int signal);
 
+/// A new pseudo-terminal (/dev/ptmx, unlocked; ioctl is variadic): its master, non-blocking and
+/// close-on-exec, and the number N of its /dev/pts/N. Returns the master, or -1 with errno set.
+int screentime_open_pty(int *number);
+
 /// The most descriptors one message carries.
 #define SCREENTIME_MAX_DESCRIPTORS 16
 

@@ -22,13 +22,27 @@ struct Monitor: Codable, Sendable, Hashable {
         /// When the day's usage reaches the threshold, these are shielded in `store` until the
         /// next interval (the next day) starts.
         case limit(LimitShield)
-        /// While an interval lasts, every application but the allowed ones is shielded in `store`.
-        case downtime(store: StoreName, allowed: Set<ApplicationToken>)
+        /// While an interval lasts, every application but the allowed ones is shielded in `store`;
+        /// with `noLogin`, the user's sessions are locked and logins refused too.
+        case downtime(store: StoreName, allowed: Set<ApplicationToken>, noLogin: Bool? = nil)
+        /// When the day's whole screen time reaches the threshold, every application is shielded
+        /// in `store` until the next day; with `noLogin`, sessions are locked and logins refused.
+        case screenTime(store: StoreName, noLogin: Bool)
 
         var name: String {
             switch self {
             case .limit: "limit"
             case .downtime: "downtime"
+            case .screenTime: "screen time"
+            }
+        }
+
+        /// Whether it locks sessions and refuses logins while in force.
+        var noLogin: Bool {
+            switch self {
+            case .limit: false
+            case .downtime(_, _, let noLogin): noLogin ?? false
+            case .screenTime(_, let noLogin): noLogin
             }
         }
     }

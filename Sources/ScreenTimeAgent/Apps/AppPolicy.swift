@@ -11,9 +11,12 @@ struct UserApps: Sendable {
     /// `application.denyAppInstallation`: only programs a guardian installed run.
     var denyInstalls: Bool
     var installed: InstalledProgram
+    /// The user's sessions are locked (downtime or the day's screen time, with `--no-login`):
+    /// every process is held but the display servers and the shield windows.
+    var locked = false
 
     /// Whether nothing about this user's processes needs a look.
-    var isEmpty: Bool { filter.isEmpty && !denyInstalls }
+    var isEmpty: Bool { filter.isEmpty && !denyInstalls && !locked }
 }
 
 /// A file the exec gate watches, named as the kernel names it to the gate.

@@ -11,6 +11,15 @@ extension ProcessShield {
     /// Puts the verdict on one tracked process in force: hold, kill, or let it (go) run.
     func enforce(_ pid: Int32, _ table: inout Table, policy: AppPolicy) {
         guard let tracked = table.processes[pid], let apps = policy.users[tracked.owner] else { return }
+        // Locked: everything is held but what shows the lock (display servers, shield windows).
+        if apps.locked, !Self.runsWhileLocked(tracked.kernel) {
+            if tracked.hold == nil {
+                hold(pid, &table, reason: .locked, stopFirst: true, waiting: false)
+            } else if tracked.judged, tracked.hold?.reason.token == nil {
+                table.processes[pid]?.hold?.reason = .locked
+            }
+            return
+        }
         var verdict = apps.filter.verdict(for: tracked.identities)
         if tracked.judged, apps.denyInstalls, let refusal = tracked.installRefusal, verdict?.action != .block {
             verdict = nil
@@ -42,6 +51,23 @@ extension ProcessShield {
         case nil:
             if tracked.judged, tracked.hold != nil { release(pid, &table, reason: "not shielded") }
         }
+    }
+
+    /// Programs a locked user's processes may still run: what draws the screen the lock is shown
+    /// on (display servers and compositors), sshd's session process (which carries the message
+    /// to an ssh client), and the shield window. Only root's files no one else may change: a
+    /// child's copy of one, or a program of its own named so, is held like the rest.
+    static let passLock: Set<String> = [
+        "Xorg", "Xvfb", "Xwayland", "Xephyr", "Xvnc", "Xnest", "sway", "weston", "gnome-shell", "kwin_wayland",
+        "kwin_x11", "mutter", "labwc", "wayfire", "Hyprland", "xkbcomp", "sshd", "screentime-shield",
+    ]
+
+    static func runsWhileLocked(_ kernel: KernelEvidence) -> Bool {
+        guard let path = kernel.executablePath, !kernel.executableDeleted, let status = kernel.executable,
+            status.owner == 0, status.mode & 0o022 == 0, kernel.rootIsHost,
+            let name = path.split(separator: "/").last
+        else { return false }
+        return passLock.contains(String(name))
     }
 
     /// Holds a tracked process (see `ProcessHolder`).

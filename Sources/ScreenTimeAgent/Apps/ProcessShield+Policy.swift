@@ -66,7 +66,7 @@ extension ProcessShield {
             let person = InstalledProgram.Person(uids: user.uids, groups: groups)
             let apps = UserApps(
                 uid: uid, name: user.name, filter: filter, denyInstalls: !user.policy.appInstallationDenied.isEmpty,
-                installed: InstalledProgram(person: person))
+                installed: InstalledProgram(person: person), locked: user.isLocked)
             users[uid] = apps
             var verdicts = filter.programVerdicts
             for (path, hash) in learnedNow where verdicts[path] == nil {

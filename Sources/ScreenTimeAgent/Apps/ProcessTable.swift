@@ -11,6 +11,8 @@ enum HoldReason: Sendable, Equatable {
     case judging
     /// Its judgement could not be made (the reads did not come back); it waits until they do.
     case unjudged
+    /// Its user's sessions are locked (downtime or the day's screen time, with `--no-login`).
+    case locked
 
     var token: ApplicationToken? {
         if case .shield(let token) = self { return token }
@@ -22,6 +24,7 @@ enum HoldReason: Sendable, Equatable {
         case .shield: "shielded"
         case .judging: "being judged"
         case .unjudged: "could not be judged"
+        case .locked: "locked: downtime or the day's screen time"
         }
     }
 }

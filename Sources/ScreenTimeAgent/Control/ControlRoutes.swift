@@ -30,6 +30,8 @@ extension ControlRouter {
         router.register(StoreReadRequest.self, policy.storeRead)
         router.register(StoreWriteRequest.self, policy.storeWrite)
         router.register(NoticeRequest.self, policy.notice)
+        router.register(LoginRequest.self, policy.login)
+        router.register(ScreenTimeGrantRequest.self, policy.screenTimeGrant)
         router.register(LauncherCheckRequest.self) {
             try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer))
         }

@@ -11,6 +11,8 @@ extension PolicyService {
     static let limitStore = "limits"
     static let downtimeStore = "downtime"
     static let downtimeName = "downtime"
+    static let screenTimeStore = "screen-time"
+    static let screenTimeName = "screen time"
     static let limitPrefix = "limit: "
 
     private var activityScheduler: ActivityScheduler {
@@ -137,6 +139,10 @@ extension PolicyService {
     func limit(_ request: LimitRequest, _ context: RequestContext) throws -> MonitorListReply {
         let caller = try caller(context)
         let account = try storeOwner(StoreTarget(user: request.user), caller: caller)
+        if request.screenTime == true { return try screenTimeLimit(request, account: account, caller: caller) }
+        guard request.noLogin != true else {
+            throw ScreenTimeIPCError(.invalidArgument, "--no-login goes with --screen-time (the whole day's time)")
+        }
         guard !request.items.isEmpty else {
             throw ScreenTimeIPCError(.invalidArgument, "a limit needs --app, --app-category or --domain")
         }
@@ -186,6 +192,61 @@ extension PolicyService {
         return try monitorList(account, client: .agent, names: true)
     }
 
+    /// The whole day's screen time: every application, web domain and text login counts, once.
+    /// Reached, every application is shielded until midnight; with `noLogin`, the child's
+    /// sessions are locked and logins refused until then too.
+    private func screenTimeLimit(_ request: LimitRequest, account: UserAccount, caller: Caller) throws
+        -> MonitorListReply
+    {
+        guard request.items.isEmpty, request.store == nil else {
+            throw ScreenTimeIPCError(
+                .invalidArgument, "--screen-time is the whole day's time: it takes no --app, --domain or --store")
+        }
+        let name = try DeviceActivityName(Self.screenTimeName)
+        let scheduler = try activityScheduler
+        let key = Monitor.Key(uid: account.uid, client: .agent, name: name)
+        let store = StoreKey(client: .agent, name: try StoreName(Self.screenTimeStore))
+        if request.remove {
+            guard scheduler.entry(key) != nil else {
+                throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no screen-time limit")
+            }
+            try scheduler.change { try database.deleteMonitors([key]) }
+            _ = try changeStore(account, store, by: caller, action: "screen-time limit removed") { $0.clear(store) }
+            try unlock(account, .screenTime)
+            return try monitorList(account, client: .agent, names: true)
+        }
+        guard let daily = request.dailySeconds else {
+            throw ScreenTimeIPCError(.invalidArgument, "give the day's screen time: --screen-time 2h")
+        }
+        guard daily >= 60, daily < 86_400 else {
+            throw ScreenTimeIPCError(.invalidArgument, "the day's screen time is from 1 minute to less than a day")
+        }
+        var event = DeviceActivityEvent(
+            threshold: DateComponents(second: Int(daily.rounded())), includesPastActivity: true)
+        event.allActivity = true
+        let monitor = try makeMonitor(
+            account: account, client: .agent, name: name,
+            schedule: DeviceActivitySchedule(
+                intervalStart: DateComponents(hour: 0, minute: 0), intervalEnd: DateComponents(hour: 0, minute: 0),
+                repeats: true, warningTime: DateComponents(minute: 5)),
+            events: [try DeviceActivityEvent.Name("limit"): event], weekdays: nil, scheduler: scheduler,
+            program: nil, builtIn: .screenTime(store: store.name, noLogin: request.noLogin == true),
+            itemNames: ["limit": ["screen time"]])
+        // Replaced: it starts over, and shields again at once if the day is already past it.
+        if scheduler.entry(key) != nil {
+            _ = try changeStore(account, store, by: caller, action: "screen-time limit replaced") { $0.clear(store) }
+            try unlock(account, .screenTime)
+        }
+        try scheduler.change { try database.saveMonitor(monitor, names: [:]) }
+        logger.notice(
+            "screen-time limit set",
+            metadata: [
+                "user": "\(account.name)", "daily": "\(DurationText.format(daily))",
+                "noLogin": "\(request.noLogin == true)", "by": "\(caller.account.name)",
+            ])
+        return try monitorList(account, client: .agent, names: true)
+    }
+
     func downtime(_ request: DowntimeRequest, _ context: RequestContext) throws -> MonitorListReply {
         let caller = try caller(context)
         let account = try storeOwner(StoreTarget(user: request.user), caller: caller)
@@ -199,6 +260,7 @@ extension PolicyService {
             }
             try scheduler.change { try database.deleteMonitors([key]) }
             _ = try changeStore(account, store, by: caller, action: "downtime ended") { $0.clear(store) }
+            try unlock(account, .downtime)
             return try monitorList(account, client: .agent, names: true)
         }
         guard let from = request.from, let to = request.to else {
@@ -228,18 +290,21 @@ extension PolicyService {
             warningTime: DateComponents(minute: 5))
         let monitor = try makeMonitor(
             account: account, client: .agent, name: name, schedule: schedule, events: [:], weekdays: weekdays,
-            scheduler: scheduler, program: nil, builtIn: .downtime(store: store.name, allowed: allowed),
+            scheduler: scheduler, program: nil,
+            builtIn: .downtime(store: store.name, allowed: allowed, noLogin: request.noLogin ? true : nil),
             itemNames: ["allowed": allowedNames.sorted()])
         // Replaced: the old hours end now; the new ones start at once if they are in progress.
         if scheduler.entry(key) != nil {
             _ = try changeStore(account, store, by: caller, action: "downtime replaced") { $0.clear(store) }
+            try unlock(account, .downtime)
         }
         try scheduler.change { try database.saveMonitor(monitor, names: resolver.names) }
         logger.notice(
             "downtime set",
             metadata: [
                 "user": "\(account.name)", "from": "\(from.hour ?? 0):\(from.minute ?? 0)",
-                "to": "\(to.hour ?? 0):\(to.minute ?? 0)", "by": "\(caller.account.name)",
+                "to": "\(to.hour ?? 0):\(to.minute ?? 0)", "noLogin": "\(request.noLogin)",
+                "by": "\(caller.account.name)",
             ])
         return try monitorList(account, client: .agent, names: true)
     }
@@ -277,22 +342,48 @@ extension PolicyService {
                     uid: account.uid, title: "5 minutes left today",
                     subtitle: "Today's time for \(what) ends in 5 minutes.",
                     icon: "alarm-symbolic"))
-        case (.downtime(let storeName, let allowed), .intervalDidStart):
+        case (.downtime(let storeName, let allowed, let noLogin), .intervalDidStart):
             let store = StoreKey(client: monitor.client, name: storeName)
+            if noLogin == true { try lock(account, .downtime, until: callback.interval.end) }
             _ = try changeStore(account, store, by: agent, action: "downtime started") { collection in
                 try collection.update(store) { settings in
                     settings.shield.applicationCategories = .all(except: allowed)
                 }
             }
-        case (.downtime(let storeName, _), .intervalDidEnd):
+        case (.downtime(let storeName, _, _), .intervalDidEnd):
             let store = StoreKey(client: monitor.client, name: storeName)
+            try unlock(account, .downtime, publish: false)
             _ = try changeStore(account, store, by: agent, action: "downtime ended") { $0.clear(store) }
-        case (.downtime, .intervalWillStartWarning):
+        case (.downtime(_, _, let noLogin), .intervalWillStartWarning):
             logger.notice("downtime in 5 minutes", metadata: ["user": "\(account.name)"])
+            let subtitle =
+                noLogin == true
+                ? "Then this session is locked until downtime ends. Save your work."
+                : "From then on, only the apps your guardian allowed run."
             presenter.withLock { $0 }?.tell(
-                .notice(
-                    uid: account.uid, title: "Downtime in 5 minutes",
-                    subtitle: "From then on, only the apps your guardian allowed run.", icon: "alarm-symbolic"))
+                .notice(uid: account.uid, title: "Downtime in 5 minutes", subtitle: subtitle, icon: "alarm-symbolic"))
+            if noLogin == true { loginSessions.withLock { $0 }?.warn(uid: account.uid, "Downtime in 5 minutes. \(subtitle)") }
+        case (.screenTime(let storeName, let noLogin), .eventDidReachThreshold):
+            let store = StoreKey(client: monitor.client, name: storeName)
+            if noLogin { try lock(account, .screenTime, until: callback.interval.end) }
+            _ = try changeStore(account, store, by: agent, action: "screen time used up: shielded until midnight") {
+                collection in
+                try collection.update(store) { settings in settings.shield.applicationCategories = .all(except: []) }
+            }
+        case (.screenTime(let storeName, _), .intervalDidStart):
+            // A new day: yesterday's shield and lock go.
+            let store = StoreKey(client: monitor.client, name: storeName)
+            try unlock(account, .screenTime, publish: false)
+            _ = try changeStore(account, store, by: agent, action: "a new day's screen time") { $0.clear(store) }
+        case (.screenTime(_, let noLogin), .eventWillReachThresholdWarning):
+            logger.notice("screen time ends in 5 minutes", metadata: ["user": "\(account.name)"])
+            let subtitle =
+                noLogin
+                ? "Today's screen time ends in 5 minutes; then this session is locked until tomorrow. Save your work."
+                : "Today's screen time ends in 5 minutes."
+            presenter.withLock { $0 }?.tell(
+                .notice(uid: account.uid, title: "5 minutes left today", subtitle: subtitle, icon: "alarm-symbolic"))
+            if noLogin { loginSessions.withLock { $0 }?.warn(uid: account.uid, subtitle) }
         default:
             break
         }
@@ -445,6 +536,9 @@ extension PolicyService {
         var builtInName = monitor.builtIn?.name
         if case .downtime = monitor.builtIn, names, let allowed = monitor.itemNames["allowed"], !allowed.isEmpty {
             builtInName = "downtime (allowed: \(allowed.joined(separator: ", ")))"
+        }
+        if let builtIn = monitor.builtIn, builtIn.noLogin {
+            builtInName = (builtInName ?? builtIn.name) + ", no login"
         }
         return MonitorReport(
             client: monitor.client.rawValue, name: activity.name.rawValue, schedule: activity.schedule,

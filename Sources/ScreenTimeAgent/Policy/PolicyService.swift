@@ -32,6 +32,8 @@ public final class PolicyService: Sendable {
     let scheduler = Mutex<ActivityScheduler?>(nil)
     /// The shield presenter, once the agent made it (its extensions' problems in `status`).
     let presenter = Mutex<ShieldPresenter?>(nil)
+    /// The login sessions the PAM hook told of, once the agent made them.
+    let loginSessions = Mutex<LoginSessions?>(nil)
     /// Told of each new ask for more time and each decision (the shield presenter).
     let requestsChanged = Mutex<(@Sendable (TimeRequestReport) -> Void)?>(nil)
 
@@ -372,6 +374,11 @@ public final class PolicyService: Sendable {
             }
             let pending = try database.timeRequests(uid: account.uid, limit: 50).filter { $0.state == .pending }
             reply.pendingAsks = pending.isEmpty ? nil : pending.count
+            let logins = loginSessions.withLock { $0 }?.report(uid: account.uid) ?? []
+            reply.logins = logins.isEmpty ? nil : logins
+            reply.loginLock = publisher.current.users[account.uid]?.loginLock.map {
+                LoginLockReport(reason: $0.reason, until: $0.until, grantedUntil: $0.grantedUntil)
+            }
         }
         return reply
     }

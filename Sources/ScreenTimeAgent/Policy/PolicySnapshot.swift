@@ -22,8 +22,21 @@ struct PolicySnapshot: Sendable {
         /// Its groups and its subordinate gids.
         var groups: Set<UInt32>
         var subordinateGIDs: UIDRanges
-        /// When the first of the grants in force ends (the policy changes then); nil: none.
+        /// When the first of the grants or login locks in force ends (the policy changes then);
+        /// nil: none.
         var grantsEnd: Date? = nil
+        /// Why the user's sessions are locked and logins refused (downtime or the day's screen
+        /// time, with `--no-login`), and a guardian's grant of screen time that lifts it for now.
+        var loginLock: LoginLock? = nil
+
+        /// Whether the user's sessions are locked now (a lock no grant lifts).
+        var isLocked: Bool { loginLock.map { $0.grantedUntil == nil } ?? false }
+    }
+
+    struct LoginLock: Sendable, Hashable {
+        var reason: String
+        var until: Date
+        var grantedUntil: Date?
     }
 
     var generation: UInt64

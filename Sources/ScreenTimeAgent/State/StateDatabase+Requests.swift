@@ -34,7 +34,9 @@ extension StateDatabase {
     }
 
     struct TimeRequest: Hashable, Sendable {
-        enum Kind: String, Sendable { case application, webDomain }
+        /// `screenTime`: more screen time for a child whose logins downtime or the day's screen
+        /// time refuse (token `screen-time`).
+        enum Kind: String, Sendable { case application, webDomain, screenTime }
         enum State: String, Sendable { case pending, granted, denied }
 
         var id: Int64?

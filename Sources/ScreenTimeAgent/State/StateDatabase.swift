@@ -134,6 +134,7 @@ final class StateDatabase: Sendable {
         registerActivityMigration(&migrator)
         registerWebActivityMigration(&migrator)
         registerRequestMigration(&migrator)
+        registerLoginMigration(&migrator)
         return migrator
     }
 

@@ -27,6 +27,10 @@ public struct DeviceActivityEvent: Hashable, Sendable, Codable {
     public var threshold: DateComponents
     /// Whether usage in the interval from before monitoring started counts.
     public var includesPastActivity: Bool
+    /// Whether every use counts: any application, web domain and login session, once however
+    /// many are in use at once (the whole day's screen time). Not Apple's: the agent's own
+    /// screen-time limit uses it; the items above are then empty.
+    public var allActivity = false
 
     public init(
         applications: Set<ApplicationToken> = [],
@@ -47,7 +51,8 @@ public struct DeviceActivityEvent: Hashable, Sendable, Codable {
 
     /// What usage counts toward the event.
     public var usageFilter: UsageFilter {
-        UsageFilter(applications: applications, categories: categories, webDomains: webDomains)
+        if allActivity { return .everything }
+        return UsageFilter(applications: applications, categories: categories, webDomains: webDomains)
     }
 
     /// Checks the threshold (a positive duration of at most a week) and the token limits.
@@ -71,7 +76,7 @@ public struct DeviceActivityEvent: Hashable, Sendable, Codable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case applications, categories, webDomains, threshold, includesPastActivity
+        case applications, categories, webDomains, threshold, includesPastActivity, allActivity
     }
 
     public init(from decoder: any Decoder) throws {
@@ -81,6 +86,7 @@ public struct DeviceActivityEvent: Hashable, Sendable, Codable {
         webDomains = try container.decodeIfPresent(Set.self, forKey: .webDomains) ?? []
         threshold = try container.decode(CodableComponents.self, forKey: .threshold).components
         includesPastActivity = try container.decodeIfPresent(Bool.self, forKey: .includesPastActivity) ?? false
+        allActivity = try container.decodeIfPresent(Bool.self, forKey: .allActivity) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -90,5 +96,6 @@ public struct DeviceActivityEvent: Hashable, Sendable, Codable {
         try container.encode(webDomains.sorted(), forKey: .webDomains)
         try container.encode(CodableComponents(threshold), forKey: .threshold)
         try container.encode(includesPastActivity, forKey: .includesPastActivity)
+        if allActivity { try container.encode(true, forKey: .allActivity) }
     }
 }

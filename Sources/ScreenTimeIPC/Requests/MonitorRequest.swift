@@ -120,15 +120,25 @@ public struct LimitRequest: ControlRequest, Hashable {
     /// The store the shield goes in (default `limits`).
     public var store: String?
     public var remove: Bool
+    /// The whole day's screen time instead of items: every application, web domain and text
+    /// login counts (once, however many at once). Reached, every application is shielded until
+    /// midnight.
+    public var screenTime: Bool?
+    /// With `screenTime`: reached, the child's sessions are locked and logins refused until
+    /// midnight (the PAM hooks ask).
+    public var noLogin: Bool?
 
     public init(
-        user: UserReference?, items: ActivityItems, dailySeconds: Double?, store: String? = nil, remove: Bool = false
+        user: UserReference?, items: ActivityItems, dailySeconds: Double?, store: String? = nil, remove: Bool = false,
+        screenTime: Bool = false, noLogin: Bool = false
     ) {
         self.user = user
         self.items = items
         self.dailySeconds = dailySeconds
         self.store = store
         self.remove = remove
+        self.screenTime = screenTime ? true : nil
+        self.noLogin = noLogin ? true : nil
     }
 }
 
@@ -144,10 +154,12 @@ public struct DowntimeRequest: ControlRequest, Hashable {
     /// Applications still allowed (desktop-entry IDs, `snap:NAME`).
     public var allow: [String]
     public var off: Bool
+    /// During downtime the child's sessions are locked and logins refused (the PAM hooks ask).
+    public var noLogin: Bool
 
     public init(
         user: UserReference?, from: DateComponents?, to: DateComponents?, weekdays: [Int]? = nil, allow: [String] = [],
-        off: Bool = false
+        off: Bool = false, noLogin: Bool = false
     ) {
         self.user = user
         self.from = from
@@ -155,9 +167,10 @@ public struct DowntimeRequest: ControlRequest, Hashable {
         self.weekdays = weekdays
         self.allow = allow
         self.off = off
+        self.noLogin = noLogin
     }
 
-    private enum CodingKeys: String, CodingKey { case user, from, to, weekdays, allow, off }
+    private enum CodingKeys: String, CodingKey { case user, from, to, weekdays, allow, off, noLogin }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -167,6 +180,7 @@ public struct DowntimeRequest: ControlRequest, Hashable {
         weekdays = try container.decodeIfPresent([Int].self, forKey: .weekdays)
         allow = try container.decodeIfPresent([String].self, forKey: .allow) ?? []
         off = try container.decodeIfPresent(Bool.self, forKey: .off) ?? false
+        noLogin = try container.decodeIfPresent(Bool.self, forKey: .noLogin) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -177,6 +191,7 @@ public struct DowntimeRequest: ControlRequest, Hashable {
         try container.encodeIfPresent(weekdays, forKey: .weekdays)
         try container.encode(allow, forKey: .allow)
         try container.encode(off, forKey: .off)
+        if noLogin { try container.encode(true, forKey: .noLogin) }
     }
 
     /// An hour and minute on the wire: `{"hour": 21, "minute": 0}`.

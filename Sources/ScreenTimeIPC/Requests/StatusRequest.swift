@@ -38,6 +38,10 @@ public struct StatusReply: Codable, Sendable, Hashable {
     public var shieldProblems: [String]?
     /// Asks for more time waiting for a guardian.
     public var pendingAsks: Int?
+    /// The user's login sessions the PAM hook told of (graphical, tty, ssh, su).
+    public var logins: [LoginReport]?
+    /// Why the user's sessions are locked and logins refused now; nil when they are not.
+    public var loginLock: LoginLockReport?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,

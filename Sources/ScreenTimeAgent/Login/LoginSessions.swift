@@ -1,0 +1,241 @@
+import CLinuxShim
+import Foundation
+import Glibc
+import LinuxSupport
+import Logging
+import ScreenTimeIPC
+import Synchronization
+
+/// The login sessions of authorized users the PAM session hook tells of (`screentime-pam`): each
+/// lives while its leader does (login, sshd's worker, su, the display manager's worker — the
+/// hook's parent), watched through a pidfd by one thread, so a session that ends without its
+/// close hook (a killed sshd) ends all the same.
+///
+/// Text sessions (tty, ssh, su) count as screen time while they last (the usage tracker makes
+/// them a session of their own); graphical ones are listed only: their time is what is in front.
+/// When a user's sessions are locked (downtime or the day's screen time, with `--no-login`) or
+/// about to be, text sessions are told on their terminal.
+final class LoginSessions: PolicyConsumer, Sendable {
+    struct Login: Sendable, Hashable {
+        var uid: UInt32
+        var kind: String
+        var service: String
+        var tty: String
+        var remoteHost: String?
+        var since: Date
+        var leader: Int32
+        var leaderStart: UInt64
+    }
+
+    static let perUser = 64
+    static let total = 1024
+
+    private let logger: Logger
+    private let stateDirectory: String
+    private let inspector = ProcessInspector()
+    private let state = Mutex(State())
+    private let wake: Int32
+    /// Told when a text session starts (uid, key, kind, tty) or ends (key): the usage tracker.
+    let textSessionStarted = Mutex<(@Sendable (_ uid: UInt32, _ key: String, _ kind: String, _ tty: String) -> Void)?>(
+        nil)
+    let textSessionEnded = Mutex<(@Sendable (_ key: String) -> Void)?>(nil)
+
+    private struct State {
+        var logins: [Int32: Entry] = [:]
+        var stopped = false
+        /// Who was locked at the last policy, and the children the cache file lists.
+        var locked: [UInt32: String] = [:]
+        var children: [UInt32: String]?
+    }
+
+    private struct Entry {
+        var login: Login
+        var pidfd: Int32
+    }
+
+    init(stateDirectory: String, logger: Logger) {
+        self.stateDirectory = stateDirectory
+        self.logger = logger
+        wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        let thread = Thread { [self] in watch() }
+        thread.name = "screentime.logins"
+        thread.start()
+    }
+
+    func stop() {
+        state.withLock { $0.stopped = true }
+        poke()
+    }
+
+    private func poke() {
+        var one: UInt64 = 1
+        _ = Glibc.write(wake, &one, 8)
+    }
+
+    static func key(_ login: Login) -> String { "login:\(login.leader):\(login.leaderStart)" }
+
+    /// A session opened; its leader is `leader`. Refused past the caps (the login goes on; it is
+    /// just not listed, and its time not counted as a text session's).
+    func open(uid: UInt32, request: LoginRequest, leader: Int32) {
+        guard let start = inspector.startTime(pid: leader) else { return }
+        let fd = screentime_pidfd_open(leader)
+        guard fd >= 0 else { return }
+        let login = Login(
+            uid: uid, kind: request.loginKind, service: String(request.service.prefix(64)),
+            tty: String(request.tty.prefix(64)), remoteHost: request.remoteHost.map { String($0.prefix(255)) },
+            since: Date(), leader: leader, leaderStart: start)
+        let added = state.withLock { state -> Bool in
+            if let old = state.logins[leader] { Glibc.close(old.pidfd) }
+            guard state.logins.count < Self.total,
+                state.logins.values.filter({ $0.login.uid == uid }).count < Self.perUser
+            else { return false }
+            state.logins[leader] = Entry(login: login, pidfd: fd)
+            return true
+        }
+        guard added else {
+            Glibc.close(fd)
+            logger.warning("too many login sessions to list", metadata: ["uid": "\(uid)"])
+            return
+        }
+        logger.info(
+            "login session opened",
+            metadata: ["uid": "\(uid)", "kind": "\(login.kind)", "tty": "\(login.tty)", "service": "\(login.service)"])
+        if login.kind != "graphical" {
+            textSessionStarted.withLock { $0 }?(uid, Self.key(login), login.kind, login.tty)
+        }
+        poke()
+    }
+
+    /// A session closed (its close hook ran in its leader).
+    func close(leader: Int32) {
+        guard let entry = state.withLock({ $0.logins.removeValue(forKey: leader) }) else { return }
+        ended(entry)
+        poke()
+    }
+
+    private func ended(_ entry: Entry) {
+        Glibc.close(entry.pidfd)
+        logger.info("login session closed", metadata: ["uid": "\(entry.login.uid)", "tty": "\(entry.login.tty)"])
+        if entry.login.kind != "graphical" { textSessionEnded.withLock { $0 }?(Self.key(entry.login)) }
+    }
+
+    func report(uid: UInt32) -> [LoginReport] {
+        state.withLock { state in
+            state.logins.values.map(\.login).filter { $0.uid == uid }.sorted { $0.since < $1.since }.map {
+                LoginReport(
+                    kind: $0.kind, service: $0.service, tty: $0.tty, remoteHost: $0.remoteHost, since: $0.since,
+                    leader: $0.leader)
+            }
+        }
+    }
+
+    /// Tells the user's text sessions, on their terminals (warnings before a lock, the lock).
+    func warn(uid: UInt32, _ text: String) {
+        let ttys = state.withLock { state in
+            state.logins.values.map(\.login).filter { $0.uid == uid && $0.kind != "graphical" }.map(\.tty)
+        }
+        for tty in Set(ttys) { Self.write(text, toTerminal: tty) }
+    }
+
+    /// Writes a line to a terminal named as PAM names it (`tty1`, `/dev/pts/3`), never blocking:
+    /// only a character device under /dev, opened without becoming anyone's controlling terminal.
+    static func write(_ text: String, toTerminal tty: String) {
+        let path = tty.hasPrefix("/dev/") ? tty : "/dev/" + tty
+        let allowed = path.hasPrefix("/dev/pts/") || path.dropFirst(5).hasPrefix("tty")
+        guard allowed, !path.contains(".."), let status = FileStatus.of(path: path, followingSymlinks: false),
+            status.isCharacterDevice
+        else { return }
+        let fd = Glibc.open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return }
+        defer { Glibc.close(fd) }
+        let bytes = Array("\r\n*** screentime: \(text) ***\r\n".utf8)
+        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+
+    // MARK: the policy: locks told, and the children the PAM hooks fail closed for
+
+    func apply(_ snapshot: PolicySnapshot) {
+        var locked: [UInt32: String] = [:]
+        var children: [UInt32: String] = [:]
+        for user in snapshot.users.values {
+            if user.member == .child { children[user.uid] = user.name }
+            if user.isLocked, let lock = user.loginLock { locked[user.uid] = LoginText.lockMessage(lock, user: nil) }
+        }
+        let (newlyLocked, writeCache) = state.withLock { state -> ([UInt32: String], Bool) in
+            let newly = locked.filter { state.locked[$0.key] == nil }
+            state.locked = locked
+            let write = state.children != children
+            if write { state.children = children }
+            return (newly, write)
+        }
+        for (uid, message) in newlyLocked { warn(uid: uid, "This session is locked. " + message) }
+        if writeCache { writeChildren(children) }
+    }
+
+    /// The file the PAM hooks read when the agent does not answer: the children they refuse
+    /// (`uid name` lines), root's alone, replaced whole.
+    static let childrenFile = "login-children"
+
+    private func writeChildren(_ children: [UInt32: String]) {
+        let text =
+            "# authorized children: the PAM hooks refuse their logins while the agent does not answer\n"
+            + children.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\n" }.joined()
+        let path = stateDirectory + "/" + Self.childrenFile
+        do {
+            try Files.writeAtomically(Array(text.utf8), to: path, mode: 0o600)
+        } catch {
+            logger.error(
+                "cannot write the children the login hooks refuse while the agent is down",
+                metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: the watch
+
+    private func watch() {
+        nameCurrentThread("st-logins")
+        while true {
+            let entries = state.withLock { state -> [Entry]? in
+                state.stopped ? nil : Array(state.logins.values)
+            }
+            guard let entries else { return }
+            var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+            fds += entries.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&fds, nfds_t(fds.count), -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                logger.error("cannot watch login sessions", metadata: ["errno": "\(errno)"])
+                return
+            }
+            if fds[0].revents != 0 {
+                var count: UInt64 = 0
+                _ = Glibc.read(wake, &count, 8)
+            }
+            for (index, entry) in entries.enumerated() where fds[index + 1].revents != 0 {
+                let gone = state.withLock { state -> Entry? in
+                    guard state.logins[entry.login.leader]?.pidfd == entry.pidfd else { return nil }
+                    return state.logins.removeValue(forKey: entry.login.leader)
+                }
+                if let gone { ended(gone) }
+            }
+        }
+    }
+}
+
+/// What a refused login and a locked session are told.
+enum LoginText {
+    static func lockMessage(_ lock: PolicySnapshot.LoginLock, user: String?, now: Date = Date()) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_GB")
+        let sameDay = Calendar.current.isDate(lock.until, inSameDayAs: now)
+        formatter.dateFormat = sameDay ? "HH:mm" : "EEEE 'at' HH:mm"
+        let when = formatter.string(from: lock.until)
+        let who = user.map { "\($0) may" } ?? "You may"
+        switch lock.reason {
+        case "downtime":
+            return "It is downtime until \(when). \(who) log in again then."
+        default:
+            return "Today's screen time is used up. \(who) log in again \(sameDay ? "at" : "on") \(when)."
+        }
+    }
+}

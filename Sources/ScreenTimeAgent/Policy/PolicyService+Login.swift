@@ -1,0 +1,94 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+import ScreenTimeIPC
+
+/// Logins: what the PAM hooks ask and tell (`screentime-pam`, as root), the locks downtime and
+/// the day's screen time put on a child's sessions with `--no-login`, and a guardian's grant of
+/// more screen time, which lifts a lock for its minutes.
+extension PolicyService {
+    func login(_ request: LoginRequest, _ context: RequestContext) throws -> LoginReply {
+        // Only root's hooks: a child telling of sessions, or asking about others, is refused.
+        guard context.peer.uid == 0 else {
+            throw ScreenTimeIPCError(.notAllowed, "only the PAM hooks (root) tell of logins")
+        }
+        guard !request.user.isEmpty, request.user.utf8.count <= 256, !request.user.contains("\0") else {
+            throw ScreenTimeIPCError(.invalidArgument, "a login names its user (PAM_USER)")
+        }
+        // Someone the agent does not know is not its business: their login goes on.
+        guard let account = try? users.user(request.user), UInt32(request.user) == nil || account.name == request.user,
+            let user = publisher.current.users[account.uid]
+        else { return LoginReply(allowed: true) }
+        let leader = ProcessInspector().status(pid: context.peer.pid)?.parent
+        switch request.phase {
+        case .account, .open:
+            if user.isLocked, let lock = user.loginLock {
+                logger.notice(
+                    "login refused",
+                    metadata: [
+                        "user": "\(account.name)", "why": "\(lock.reason)", "service": "\(request.service)",
+                        "tty": "\(request.tty)",
+                    ])
+                return LoginReply(
+                    allowed: false, message: LoginText.lockMessage(lock, user: account.name), until: lock.until)
+            }
+            if request.phase == .open, let leader, leader > 1 {
+                loginSessions.withLock { $0 }?.open(uid: account.uid, request: request, leader: leader)
+            }
+        case .close:
+            if let leader { loginSessions.withLock { $0 }?.close(leader: leader) }
+        }
+        return LoginReply(allowed: true)
+    }
+
+    /// Locks a user's sessions and refuses their logins until `until` (a built-in monitor's
+    /// reaction; the policy is published by the store change that goes with it).
+    func lock(_ account: UserAccount, _ reason: StateDatabase.LoginLock.Reason, until: Date) throws {
+        try database.setLoginLock(
+            StateDatabase.LoginLock(uid: account.uid, reason: reason, until: until, since: Date()))
+        logger.notice(
+            "sessions locked and logins refused",
+            metadata: ["user": "\(account.name)", "why": "\(reason.rawValue)", "until": "\(until)"])
+    }
+
+    func unlock(_ account: UserAccount, _ reason: StateDatabase.LoginLock.Reason, publish: Bool = true) throws {
+        guard try database.clearLoginLock(uid: account.uid, reason: reason) else { return }
+        logger.notice("login lock lifted", metadata: ["user": "\(account.name)", "why": "\(reason.rawValue)"])
+        if publish { publisher.publish() }
+    }
+
+    /// A guardian gives a child more screen time now: a lock (downtime's or the day's screen
+    /// time's) is lifted for the minutes, logins go through, and the sessions thaw.
+    func screenTimeGrant(_ request: ScreenTimeGrantRequest, _ context: RequestContext) throws -> TimeRequestReport {
+        let caller = try caller(context)
+        guard caller.isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian grants screen time") }
+        let account = try target(request.user, caller: caller)
+        guard let authorization = try database.authorization(uid: account.uid), authorization.status == .approved
+        else {
+            throw ScreenTimeIPCError(.notAuthorized, "\(account.name) is not authorized")
+        }
+        guard (1...720).contains(request.minutes) else {
+            throw ScreenTimeIPCError(.invalidArgument, "grant 1 to 720 minutes, not \(request.minutes)")
+        }
+        let now = Date()
+        let granted = try changes.withLock { _ -> StateDatabase.TimeRequest in
+            var record = try database.addTimeRequest(
+                StateDatabase.TimeRequest(
+                    id: nil, uid: account.uid, kind: .screenTime, token: "screen-time", name: "screen time",
+                    minutes: request.minutes, note: nil, state: .pending, createdAt: now))
+            record.state = .granted
+            record.until = now.addingTimeInterval(TimeInterval(request.minutes) * 60)
+            record.decidedAt = now
+            record.decidedBy = caller.account.name
+            try database.decide(
+                id: record.id ?? 0, state: .granted, minutes: request.minutes, until: record.until,
+                by: caller.account.name, at: now)
+            publisher.publish()
+            return record
+        }
+        logger.notice(
+            "more screen time granted",
+            metadata: ["user": "\(account.name)", "minutes": "\(request.minutes)", "by": "\(caller.account.name)"])
+        return Self.report(granted, user: account.name, names: true, now: now)
+    }
+}

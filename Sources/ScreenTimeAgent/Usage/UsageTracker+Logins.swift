@@ -1,0 +1,39 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+
+/// Text logins (tty, ssh, su) as sessions of their own: the PAM session hook tells of them, and
+/// their whole time counts as screen time — under a pseudo-application per kind, "Text session
+/// (ssh)" — until they close or their leader exits. Graphical logins count what is in front.
+extension UsageTracker {
+    func textSessionStarted(uid: UInt32, key: String, kind: String, tty: String) {
+        guard let identity = try? ApplicationIdentity.desktopEntry(id: "screentime-text-session-\(kind).desktop"),
+            let stop = try? StopSignal()
+        else { return }
+        let application = ForegroundApplication(
+            owner: uid, identity: identity, token: minter.token(for: identity), name: "Text session (\(kind))",
+            categories: [])
+        state.withLock { state in
+            guard state.sessions[key] == nil,
+                state.sessions.values.filter({ $0.owner == uid }).count < Self.sessionsPerUser
+            else { return }
+            var session = Session(
+                kind: kind, display: tty.isEmpty ? kind : tty, owner: uid, stop: stop, authorityFiles: [])
+            session.source = "PAM login: the whole session counts"
+            session.connected = true
+            state.sessions[key] = session
+            Self.beginFront(&state, key, [application])
+        }
+        // The flush tells the scheduler the user now has something in front.
+        flushContinuation.yield()
+    }
+
+    func textSessionEnded(key: String) {
+        state.withLock { state in
+            guard state.sessions[key] != nil else { return }
+            Self.endFront(&state, key, at: .now)
+            state.sessions[key] = nil
+        }
+        flushContinuation.yield()
+    }
+}
