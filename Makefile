@@ -144,11 +144,13 @@ docs: build
 	  "$$bin/screentime" --generate-completion-script $$shell > $(DOCS)/completions/screentime.$$shell || exit 1; \
 	done && \
 	"$$bin/screentimed" --configuration-manual > $(DOCS)/man/screentimed.json.5 && \
-	$(SWIFT) package plugin --allow-writing-to-directory $(DOCS)/man generate-manual \
-	  --product screentime --product screentimed --output-directory $(DOCS)/man \
-	  --authors "the screentime developers" >/dev/null && \
-	mv $(DOCS)/man/screentimed.1 $(DOCS)/man/screentimed.8 && \
-	sed -i -e 's/^\.Dt SCREENTIMED 1/.Dt SCREENTIMED 8/' $(DOCS)/man/screentimed.8 && \
+	$(SWIFT) package plugin generate-manual --help >/dev/null && \
+	tool=$$(find .build -path '*/debug/generate-manual' -type f | head -n 1) && \
+	"$$tool" "$$bin/screentime" --section 1 --authors "the screentime developers" -o $(DOCS)/man && \
+	"$$tool" "$$bin/screentimed" --section 8 --authors "the screentime developers" -o $(DOCS)/man && \
+	sed -i 's/^$$/.Pp/' $(DOCS)/man/screentime.1 $(DOCS)/man/screentimed.8 && \
+	sed -i '1{/^#!/d}' $(DOCS)/completions/screentime.bash && \
+	cp packaging/man/* $(DOCS)/man/ && \
 	ls $(DOCS)/man $(DOCS)/completions
 
 # Everything screentime installs, into $(DESTDIR)$(PREFIX): the one list `make install` and
@@ -158,10 +160,11 @@ stage:
 	@set -e; bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); root="$(DESTDIR)"; \
 	list=$$(mktemp); \
 	put() { mode=$$1; from=$$2; to=$$3; install -D -m $$mode "$$from" "$$root$$to"; echo "$$to" >> $$list; }; \
-	put 0755 "$$bin/screentime" $(PREFIX)/bin/screentime; \
-	put 0755 "$$bin/screentime-shield" $(PREFIX)/bin/screentime-shield; \
-	put 0755 "$$bin/screentimed" $(PREFIX)/sbin/screentimed; \
-	put 0755 "$$bin/screentime-pam" $(PREFIX)/sbin/screentime-pam; \
+	program() { put 0755 "$$bin/$$1" $$2; strip --strip-unneeded "$$root$$2"; }; \
+	program screentime $(PREFIX)/bin/screentime; \
+	program screentime-shield $(PREFIX)/bin/screentime-shield; \
+	program screentimed $(PREFIX)/sbin/screentimed; \
+	program screentime-pam $(PREFIX)/sbin/screentime-pam; \
 	put 0755 packaging/screentimed-supervise $(PREFIX)/sbin/screentimed-supervise; \
 	put 0755 packaging/screentime-setup $(PREFIX)/lib/screentime/screentime-setup; \
 	for f in $$(cd etc/screentime && find . -type f | sed "s,^\./,," | sort); do \
@@ -176,7 +179,7 @@ stage:
 	for f in metadata.json extension.js; do \
 	  put 0644 "packaging/gnome-shell/$(SHELL_EXTENSION)/$$f" $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)/$$f; \
 	done; \
-	for page in screentime.1 screentimed.8 screentimed.json.5; do \
+	for page in $$(ls $(DOCS)/man); do \
 	  section=$${page##*.}; gzip -9n < $(DOCS)/man/$$page > $(DOCS)/$$page.gz; \
 	  put 0644 $(DOCS)/$$page.gz $(PREFIX)/share/man/man$$section/$$page.gz; \
 	done; \
@@ -228,8 +231,8 @@ deb: docs
 	$(MAKE) --no-print-directory stage DESTDIR=$(CURDIR)/$(DEB)/root PREFIX=/usr \
 	  UNITDIR=/lib/systemd/system ZSH_COMPLETIONS=/usr/share/zsh/vendor-completions >/dev/null; \
 	root=$(DEB)/root; \
-	gzip -9n < packaging/debian/changelog > $$root/usr/share/doc/screentime/changelog.Debian.gz; \
-	chmod 0644 $$root/usr/share/doc/screentime/changelog.Debian.gz; \
+	gzip -9n < packaging/debian/changelog > $$root/usr/share/doc/screentime/changelog.gz; \
+	chmod 0644 $$root/usr/share/doc/screentime/changelog.gz; \
 	(cd $$root && find etc -type f | sed 's,^,/,' | sort) > $$root/DEBIAN/conffiles; \
 	for script in postinst prerm postrm; do install -m 0755 packaging/debian/$$script $$root/DEBIAN/$$script; done; \
 	printf 'Source: screentime\n\nPackage: screentime\nArchitecture: any\n' > $(DEB)/debian/control; \

@@ -17,23 +17,56 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ("adminGroups", "[\"sudo\", \"wheel\", \"admin\"]", "members may not be authorized as children"),
         ("categoriesDirectory", "/etc/screentime/categories", "web-category lists, `NAME.list`"),
         ("publicSuffixList", "/usr/share/publicsuffix/public_suffix_list.dat", "Debian's list"),
-        ("bypassList", "/etc/screentime/doh.list", "DNS-over-HTTPS servers: names and addresses refused to filtered users"),
+        (
+            "bypassList", "/etc/screentime/doh.list",
+            "DNS-over-HTTPS servers: names and addresses refused to filtered users"
+        ),
         ("dnsQueue", "53", "the NFQUEUE number the filtered users' DNS goes to (0–65535)"),
         ("firewallChain", "screentime", "the agent's iptables/ip6tables chain (and `<chain>-filter`)"),
         ("freezerGroup", "screentime", "the agent's cgroup; shielded processes are held in `<group>/frozen`"),
-        ("freezer", "auto", "how shielded processes are held: `v2` (cgroup.freeze), `v1` (the freezer controller), `signal` (SIGSTOP alone), `auto` (the first of these that works)"),
+        (
+            "freezer", "auto",
+            "how shielded processes are held: `v2` (cgroup.freeze), `v1` (the freezer controller), `signal` (SIGSTOP alone), `auto` (the first of these that works)"
+        ),
         ("subordinateUIDs", "/etc/subuid", "the subordinate uids of users: a child's are the child"),
         ("subordinateGIDs", "/etc/subgid", "likewise for gids"),
         ("eventRetentionDays", "30", "how long shielded lookups and process events are kept (1–3650)"),
-        ("execGate", "true", "ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec)"),
-        ("connectionMark", "83", "the byte (1–252) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next three values mark their other connections as passed, pending and refused"),
-        ("dnsRateLimit", "200", "DNS packets per second each filtered user may send (bursts of five times that); more are dropped"),
-        ("connectionRateLimit", "2000", "packets of not yet judged connections per second each filtered user may send to the queue (bursts of five times that); more are dropped and resent by TCP"),
-        ("browserPolicies", "/", "where the managed browser policies go while a child is authorized (`etc/firefox/policies`, `etc/chromium/policies/managed` under it); empty: none"),
-        ("idleTimeout", "300", "seconds without keyboard or mouse input after which a session's time stops counting (2–86400); it counts again at the next input"),
-        ("focusSocket", "/run/screentime/focus.socket", "where compositors' focus extensions (GNOME Shell's screentime-focus) tell the window in front; empty: not listened for"),
-        ("logindBus", "unix:path=/run/dbus/system_bus_socket", "the D-Bus address of the system bus where logind's sessions are read (their idle, locked and active hints stop the clock); empty: logind is not asked"),
-        ("extensionUser", "screentime-ext", "the account extensions run as (made by `make install`; without it no extension starts)"),
+        (
+            "execGate", "true",
+            "ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec)"
+        ),
+        (
+            "connectionMark", "83",
+            "the byte (1–252) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next three values mark their other connections as passed, pending and refused"
+        ),
+        (
+            "dnsRateLimit", "200",
+            "DNS packets per second each filtered user may send (bursts of five times that); more are dropped"
+        ),
+        (
+            "connectionRateLimit", "2000",
+            "packets of not yet judged connections per second each filtered user may send to the queue (bursts of five times that); more are dropped and resent by TCP"
+        ),
+        (
+            "browserPolicies", "/",
+            "where the managed browser policies go while a child is authorized (`etc/firefox/policies`, `etc/chromium/policies/managed` under it); empty: none"
+        ),
+        (
+            "idleTimeout", "300",
+            "seconds without keyboard or mouse input after which a session's time stops counting (2–86400); it counts again at the next input"
+        ),
+        (
+            "focusSocket", "/run/screentime/focus.socket",
+            "where compositors' focus extensions (GNOME Shell's screentime-focus) tell the window in front; empty: not listened for"
+        ),
+        (
+            "logindBus", "unix:path=/run/dbus/system_bus_socket",
+            "the D-Bus address of the system bus where logind's sessions are read (their idle, locked and active hints stop the clock); empty: logind is not asked"
+        ),
+        (
+            "extensionUser", "screentime-ext",
+            "the account extensions run as (made by `make install`; without it no extension starts)"
+        ),
     ]
 
     /// The keys the decoder knows.

@@ -215,7 +215,9 @@ struct Limit: ParsableCommand {
                     "--screen-time is the whole day's time: no --app, --domain, --daily, --store or --remove (--screen-time off removes it)"
                 )
             }
-            guard !(removesScreenTime && noLogin) else { throw ValidationError("--screen-time off takes no --no-login") }
+            guard !(removesScreenTime && noLogin) else {
+                throw ValidationError("--screen-time off takes no --no-login")
+            }
             return
         }
         guard !noLogin else { throw ValidationError("--no-login goes with --screen-time DURATION") }

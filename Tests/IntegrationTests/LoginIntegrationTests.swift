@@ -135,8 +135,9 @@ struct LoginIntegrationTests {
         #expect(eventually { !world.isFrozen(counter) }, "a grant thaws the session")
         status = try world.status(of: world.child)
         #expect(status.loginLock?.grantedUntil != nil)
-        #expect(try world.cli(as: world.child, "grant", "--user", world.child, "--screen-time", "--minutes", "600")
-            .status != 0, "a child grants itself nothing")
+        #expect(
+            try world.cli(as: world.child, "grant", "--user", world.child, "--screen-time", "--minutes", "600")
+                .status != 0, "a child grants itself nothing")
 
         #expect(try world.cli(as: world.guardian, "downtime", "--user", world.child, "--off").status == 0)
         #expect(try world.status(of: world.child).loginLock == nil)

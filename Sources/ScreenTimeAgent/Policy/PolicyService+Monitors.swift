@@ -195,7 +195,9 @@ extension PolicyService {
     /// The whole day's screen time: every application, web domain and text login counts, once.
     /// Reached, every application is shielded until midnight; with `noLogin`, the child's
     /// sessions are locked and logins refused until then too.
-    private func screenTimeLimit(_ request: LimitRequest, account: UserAccount, caller: Caller) throws
+    private func screenTimeLimit(
+        _ request: LimitRequest, account: UserAccount, caller: Caller
+    ) throws
         -> MonitorListReply
     {
         guard request.items.isEmpty, request.store == nil else {
@@ -362,7 +364,9 @@ extension PolicyService {
                 : "From then on, only the apps your guardian allowed run."
             presenter.withLock { $0 }?.tell(
                 .notice(uid: account.uid, title: "Downtime in 5 minutes", subtitle: subtitle, icon: "alarm-symbolic"))
-            if noLogin == true { loginSessions.withLock { $0 }?.warn(uid: account.uid, "Downtime in 5 minutes. \(subtitle)") }
+            if noLogin == true {
+                loginSessions.withLock { $0 }?.warn(uid: account.uid, "Downtime in 5 minutes. \(subtitle)")
+            }
         case (.screenTime(let storeName, let noLogin), .eventDidReachThreshold):
             let store = StoreKey(client: monitor.client, name: storeName)
             if noLogin { try lock(account, .screenTime, until: callback.interval.end) }

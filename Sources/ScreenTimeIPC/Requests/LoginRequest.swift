@@ -38,9 +38,11 @@ public struct LoginRequest: ControlRequest, Hashable {
     /// manager, or an X display as tty), `ssh`, `su` (su, sudo, runuser) or `tty`.
     public var loginKind: String {
         let service = service.lowercased()
-        if tty.hasPrefix(":") || ["gdm", "lightdm", "sddm", "xdm", "lxdm", "slim", "greetd"].contains(where: {
-            service.hasPrefix($0)
-        }) {
+        if tty.hasPrefix(":")
+            || ["gdm", "lightdm", "sddm", "xdm", "lxdm", "slim", "greetd"].contains(where: {
+                service.hasPrefix($0)
+            })
+        {
             return "graphical"
         }
         if service.hasPrefix("sshd") || tty == "ssh" { return "ssh" }
