@@ -136,3 +136,16 @@ import Testing
         #expect(!ScreenTimeIPCError.Code("tooManyTokens").isRefusal)
     }
 }
+
+@Suite struct LoginKindTests {
+    /// What PAM tells (service and tty) makes the kind; only text sessions on a terminal count as
+    /// screen time, a job without one (cron) never does.
+    @Test(arguments: [
+        ("lightdm", ":0", "graphical"), ("gdm-password", "", "graphical"), ("login", ":1", "graphical"),
+        ("sshd", "ssh", "ssh"), ("sshd", "", "ssh"), ("su", "/dev/pts/3", "su"), ("su-l", "pts/0", "su"),
+        ("login", "tty2", "tty"), ("login", "/dev/tty2", "tty"), ("cron", "", "other"), ("su", "", "other"),
+    ])
+    func theKindComesFromTheServiceAndTheTerminal(service: String, tty: String, kind: String) {
+        #expect(LoginRequest(phase: .open, user: "alice", service: service, tty: tty).loginKind == kind)
+    }
+}

@@ -74,6 +74,10 @@ final class LoginSessions: PolicyConsumer, Sendable {
 
     static func key(_ login: Login) -> String { "login:\(login.leader):\(login.leaderStart)" }
 
+    /// Whether a login's whole time counts as screen time: a text session on a terminal (a
+    /// graphical one counts what is in front; one without a terminal, a cron job, nothing).
+    static func counts(_ login: Login) -> Bool { ["tty", "ssh", "su"].contains(login.kind) }
+
     /// A session opened; its leader is `leader`. Refused past the caps (the login goes on; it is
     /// just not listed, and its time not counted as a text session's).
     func open(uid: UInt32, request: LoginRequest, leader: Int32) {
@@ -100,7 +104,7 @@ final class LoginSessions: PolicyConsumer, Sendable {
         logger.info(
             "login session opened",
             metadata: ["uid": "\(uid)", "kind": "\(login.kind)", "tty": "\(login.tty)", "service": "\(login.service)"])
-        if login.kind != "graphical" {
+        if Self.counts(login) {
             textSessionStarted.withLock { $0 }?(uid, Self.key(login), login.kind, login.tty)
         }
         poke()
@@ -116,7 +120,7 @@ final class LoginSessions: PolicyConsumer, Sendable {
     private func ended(_ entry: Entry) {
         Glibc.close(entry.pidfd)
         logger.info("login session closed", metadata: ["uid": "\(entry.login.uid)", "tty": "\(entry.login.tty)"])
-        if entry.login.kind != "graphical" { textSessionEnded.withLock { $0 }?(Self.key(entry.login)) }
+        if Self.counts(entry.login) { textSessionEnded.withLock { $0 }?(Self.key(entry.login)) }
     }
 
     func report(uid: UInt32) -> [LoginReport] {
@@ -132,7 +136,7 @@ final class LoginSessions: PolicyConsumer, Sendable {
     /// Tells the user's text sessions, on their terminals (warnings before a lock, the lock).
     func warn(uid: UInt32, _ text: String) {
         let ttys = state.withLock { state in
-            state.logins.values.map(\.login).filter { $0.uid == uid && $0.kind != "graphical" }.map(\.tty)
+            state.logins.values.map(\.login).filter { $0.uid == uid && Self.counts($0) }.map(\.tty)
         }
         for tty in Set(ttys) { Self.write(text, toTerminal: tty) }
     }

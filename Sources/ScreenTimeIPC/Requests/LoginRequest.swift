@@ -35,7 +35,9 @@ public struct LoginRequest: ControlRequest, Hashable {
     }
 
     /// What kind of login this is, from the service and the tty: `graphical` (a display
-    /// manager, or an X display as tty), `ssh`, `su` (su, sudo, runuser) or `tty`.
+    /// manager, or an X display as tty), `ssh`, `su` (su, sudo, runuser) or `tty` — or `other`
+    /// when there is no terminal (a cron job, `su -c` from a script): listed, never counted as
+    /// screen time.
     public var loginKind: String {
         let service = service.lowercased()
         if tty.hasPrefix(":")
@@ -46,6 +48,7 @@ public struct LoginRequest: ControlRequest, Hashable {
             return "graphical"
         }
         if service.hasPrefix("sshd") || tty == "ssh" { return "ssh" }
+        guard !tty.isEmpty else { return "other" }
         if ["su", "su-l", "sudo", "sudo-i", "runuser", "runuser-l"].contains(service) { return "su" }
         return "tty"
     }
