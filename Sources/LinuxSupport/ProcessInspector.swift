@@ -129,6 +129,26 @@ public struct ProcessInspector: Sendable {
         return found
     }
 
+    /// Whether the environment asks the dynamic loader to load code of the caller's choosing into
+    /// the program (`LD_PRELOAD`, `LD_AUDIT`, `LD_LIBRARY_PATH`); nil when it cannot be read.
+    public func loadsOwnCode(pid: Int32) -> Bool? {
+        guard let environment = bytes("\(root)/\(pid)/environ") else { return nil }
+        return environment.split(separator: 0).contains { entry in
+            Self.loaderKeys.contains { entry.starts(with: $0) }
+        }
+    }
+
+    static let loaderKeys = ["LD_PRELOAD=", "LD_AUDIT=", "LD_LIBRARY_PATH="].map { Array($0.utf8) }
+
+    /// The mount namespace a process is in (`mnt:[4026531841]`), as its `ns/mnt` link names it.
+    public func mountNamespace(pid: Int32) -> String? { link("\(root)/\(pid)/ns/mnt") }
+
+    /// The pid of the process tracing it (`TracerPid:` in status), 0 when none.
+    public func tracer(pid: Int32) -> Int32? {
+        guard let status = KernelRecord.read("\(root)/\(pid)/status") else { return nil }
+        return KernelRecord.number(KernelRecord.field(status, "TracerPid:"), as: Int32.self)
+    }
+
     /// The variables of the environment that name a graphical session (`DISPLAY`, `XAUTHORITY`,
     /// `WAYLAND_DISPLAY`, `SWAYSOCK`, `XDG_RUNTIME_DIR`): hints the process's own memory gives,
     /// to be checked before they are believed.

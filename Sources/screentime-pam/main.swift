@@ -12,9 +12,10 @@ import ScreenTimeIPC
 //   open_session   the same answer, and the agent lists the session and counts a text session
 //   close_session  always allowed
 //
-// When the agent does not answer within `timeout` seconds, it fails closed for the children the
-// agent last listed (`<stateDirectory>/login-children`, root's) and open for everyone else: a
-// broken agent never locks out a guardian or root.
+// It asks the agent only about the authorized users the agent last listed
+// (`<stateDirectory>/login-children`, root's): anyone else's login goes on at once. When the agent
+// does not answer within `timeout` seconds, it fails closed for the children listed and open for
+// everyone else: a broken agent never locks out a guardian or root.
 //
 //   screentime-pam [--config FILE] [--socket PATH] [--state-dir DIR] [--timeout SECONDS]
 
@@ -60,6 +61,23 @@ func configured(_ key: String, options: [String: String]) -> String? {
 let socket = options["--socket"] ?? configured("socket", options: options) ?? ScreenTimeClient.defaultSocket
 let stateDirectory = options["--state-dir"] ?? configured("stateDirectory", options: options) ?? "/var/lib/screentime"
 
+/// The authorized users the agent last listed (`uid name child|individual`), root's alone; nil
+/// when it cannot be read (no agent ever ran, or the hook is not root).
+let listed: [(uid: String, name: String, member: String)]? = {
+    guard let text = try? String(contentsOfFile: stateDirectory + "/login-children", encoding: .utf8) else {
+        return nil
+    }
+    return text.split(separator: "\n").compactMap { line in
+        let fields = line.split(separator: " ").map(String.init)
+        guard fields.count >= 2, !line.hasPrefix("#") else { return nil }
+        return (fields[0], fields[1], fields.count > 2 ? fields[2] : "child")
+    }
+}()
+let uid = getpwnam(user).map { String($0.pointee.pw_uid) }
+let entry = listed?.first { $0.name == user || $0.uid == uid }
+// Not authorized: nothing to ask or tell, and no one waits on the agent (a guardian, a sibling).
+if listed != nil, entry == nil { exit(0) }
+
 var client = ScreenTimeClient(socket: socket)
 client.timeout = Int32(options["--timeout"] ?? "") ?? 5
 let request = LoginRequest(
@@ -72,16 +90,8 @@ do {
     print(reply.message ?? "screentime: \(user) may not log in now.")
     exit(1)
 } catch {
-    if phase == .close { exit(0) }
     // The agent does not answer: closed for its children, open for everyone else.
-    let listed = (try? String(contentsOfFile: stateDirectory + "/login-children", encoding: .utf8)) ?? ""
-    let uid = getpwnam(user).map { String($0.pointee.pw_uid) }
-    let isChild = listed.split(separator: "\n").contains { line in
-        let fields = line.split(separator: " ", maxSplits: 1).map(String.init)
-        guard fields.count == 2, !line.hasPrefix("#") else { return false }
-        return fields[1] == user || fields[0] == uid
-    }
-    guard isChild else { exit(0) }
+    guard phase != .close, entry?.member == "child" else { exit(0) }
     // Said to the person logging in; what went wrong is the agent's log's to tell (or its absence).
     print("Screen Time is not answering, so \(user) cannot log in now. Ask a guardian to look at it.")
     _ = error

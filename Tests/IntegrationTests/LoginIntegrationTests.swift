@@ -152,7 +152,7 @@ struct LoginIntegrationTests {
         #expect(try logins.login(world.child).status == 0, "allowed while the agent answers")
         // The list the hook falls back on: root's alone.
         let listed = world.directory + "/state/login-children"
-        #expect(contents(listed).contains(" \(world.child)\n"))
+        #expect(contents(listed).contains(" \(world.child) child\n"), "\(contents(listed))")
         #expect(try Files.mode(of: listed) == 0o600)
 
         // Hung: the hook waits no longer than its timeout, then fails closed for the child.
@@ -163,7 +163,10 @@ struct LoginIntegrationTests {
         let waited = Date().timeIntervalSince(started)
         #expect(hung.status == 1 && hung.stdout.contains("Screen Time is not answering"), "\(hung.stdout)")
         #expect(waited < 10, "waited \(waited) s")
+        let guardianStarted = Date()
         #expect(try logins.login(world.guardian).status == 0, "the guardian is never locked out")
+        // Not an authorized user: the hook does not even ask the agent.
+        #expect(Date().timeIntervalSince(guardianStarted) < 2, "the guardian waited for a hung agent")
         kill(agent, SIGCONT)
         #expect(try logins.login(world.child).status == 0)
 
@@ -213,5 +216,41 @@ struct LoginIntegrationTests {
         let off = try world.cli(as: world.guardian, "limit", "--user", world.child, "--screen-time", "off")
         #expect(off.status == 0, "\(off.stderr)")
         #expect(try world.status(of: world.child).loginLock == nil)
+    }
+
+    /// Only what draws the screen runs on while locked, as the system installed it: a copy of a
+    /// program named as a display server, a real one that preloads the child's code, and a
+    /// program bind-mounted over a compositor's path in a namespace of the child's are held.
+    @Test func whileLockedOnlyTheSystemsOwnDisplayServerRunsNothingDressedAsOne() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let home = try world.childDirectory()
+        let display = Int.random(in: 200...900)
+        let server = try world.launch(as: world.child, "/usr/bin/Xvfb", [":\(display)", "-nolisten", "tcp"])
+        let preloading = try world.launch(
+            as: world.child, "/usr/bin/Xvfb", [":\(display + 1)", "-nolisten", "tcp"],
+            environment: ["LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6"])
+        try world.giveChild(copyOf: "/bin/sleep", at: home + "/Xvfb")
+        let copy = try world.launch(as: world.child, home + "/Xvfb", ["600"])
+        let mounted = try world.launch(
+            as: world.child, "/usr/bin/unshare",
+            ["-r", "-m", "/bin/sh", "-c", "mount --bind /bin/sleep /usr/bin/sway && exec /usr/bin/sway 600"])
+        Thread.sleep(forTimeInterval: 1)
+        let now = Date()
+        let set = try world.cli(
+            as: world.guardian, "downtime", "--user", world.child, "--from", clock(now.addingTimeInterval(-60)), "--to",
+            clock(now.addingTimeInterval(30 * 60)), "--no-login")
+        #expect(set.status == 0, "\(set.stderr)")
+        for (pid, what) in [
+            (preloading, "a display server preloading the child's code"), (copy, "a copy named Xvfb"),
+            (mounted, "a program mounted over sway's path"),
+        ] {
+            #expect(eventually { world.isFrozen(pid) }, "\(what) runs on while locked")
+        }
+        Thread.sleep(forTimeInterval: 1)
+        #expect(!world.isFrozen(server), "the system's Xvfb draws the lock")
+        #expect(try world.cli(as: world.guardian, "downtime", "--user", world.child, "--off").status == 0)
+        #expect(eventually { !world.isFrozen(copy) })
     }
 }

@@ -40,6 +40,9 @@ struct JudgeReads: Sendable {
     var scriptHash: String?
     var executableHash: String?
     var launchedDesktopFile: String?
+    /// Whether its environment loads code of its own into the program (`LD_PRELOAD`, …).
+    var loadsOwnCode: Bool?
+    var mountNamespace: String?
     var flatpakID: String?
     /// Set when `installed` was needed: nil when installed, else why not.
     var installRefusal: String?

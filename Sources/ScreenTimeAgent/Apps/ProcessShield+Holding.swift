@@ -12,7 +12,7 @@ extension ProcessShield {
     func enforce(_ pid: Int32, _ table: inout Table, policy: AppPolicy) {
         guard let tracked = table.processes[pid], let apps = policy.users[tracked.owner] else { return }
         // Locked: everything is held but what shows the lock (display servers, shield windows).
-        if apps.locked, !Self.runsWhileLocked(tracked.kernel) {
+        if apps.locked, !runsWhileLocked(pid, tracked) {
             if tracked.hold == nil {
                 hold(pid, &table, reason: .locked, stopFirst: true, waiting: false)
             } else if tracked.judged, tracked.hold?.reason.token == nil {
@@ -55,20 +55,38 @@ extension ProcessShield {
 
     /// Programs a locked user's processes may still run: what draws the screen the lock is shown
     /// on (display servers and compositors), sshd's session process (which carries the message
-    /// to an ssh client), and the shield window. Only root's files no one else may change: a
-    /// child's copy of one, or a program of its own named so, is held like the rest.
+    /// to an ssh client), and the shield window.
     static let passLock: Set<String> = [
         "Xorg", "Xvfb", "Xwayland", "Xephyr", "Xvnc", "Xnest", "sway", "weston", "gnome-shell", "kwin_wayland",
-        "kwin_x11", "mutter", "labwc", "wayfire", "Hyprland", "xkbcomp", "sshd", "screentime-shield",
+        "kwin_x11", "mutter", "labwc", "wayfire", "Hyprland", "sshd", "sshd-session", "screentime-shield",
+    ]
+    static let systemDirectories = [
+        "/usr/bin/", "/usr/sbin/", "/usr/libexec/", "/usr/lib/", "/bin/", "/sbin/", "/usr/local/bin/",
+        "/usr/local/sbin/", "/usr/local/libexec/",
     ]
 
-    static func runsWhileLocked(_ kernel: KernelEvidence) -> Bool {
-        guard let path = kernel.executablePath, !kernel.executableDeleted, let status = kernel.executable,
-            status.owner == 0, status.mode & 0o022 == 0, kernel.rootIsHost,
-            let name = path.split(separator: "/").last
+    /// Whether a locked user's process runs on: one of `passLock` as the system installed it, and
+    /// nothing of the child's in it. Checked, once judged: the program is a root-owned file no
+    /// one else may change, in a system directory, and the very file the agent finds at that path
+    /// in its own mount namespace (a copy, or a bind mount in a namespace of the child's, is not);
+    /// the process is in the agent's mount namespace, its environment loaded no code of its own
+    /// (`LD_PRELOAD`, `LD_AUDIT`, `LD_LIBRARY_PATH`), and nothing traces it. Anything else is held.
+    func runsWhileLocked(_ pid: Int32, _ tracked: Tracked) -> Bool {
+        let kernel = tracked.kernel
+        guard tracked.judged, tracked.loadsOwnCode == false, let namespace = tracked.mountNamespace,
+            namespace == Self.ownMountNamespace,
+            let path = kernel.executablePath, !kernel.executableDeleted, let status = kernel.executable,
+            status.owner == 0, status.mode & 0o022 == 0, kernel.rootIsHost, !path.contains("/../"),
+            Self.systemDirectories.contains(where: path.hasPrefix),
+            let name = path.split(separator: "/").last, Self.passLock.contains(String(name)),
+            let here = FileStatus.of(path: path), here.key.device == status.key.device,
+            here.key.inode == status.key.inode, inspector.tracer(pid: pid) == 0
         else { return false }
-        return passLock.contains(String(name))
+        return true
     }
+
+    /// The agent's own mount namespace.
+    static let ownMountNamespace = ProcessInspector().mountNamespace(pid: getpid())
 
     /// Holds a tracked process (see `ProcessHolder`).
     func hold(_ pid: Int32, _ table: inout Table, reason: HoldReason, stopFirst: Bool, waiting: Bool) {

@@ -155,7 +155,11 @@ extension ProcessShield {
                 }
             }
         }
-        if job.needs.contains(.environment) { reads.launchedDesktopFile = inspector.launchedDesktopFile(pid: pid) }
+        if job.needs.contains(.environment) {
+            reads.launchedDesktopFile = inspector.launchedDesktopFile(pid: pid)
+            reads.loadsOwnCode = inspector.loadsOwnCode(pid: pid)
+            reads.mountNamespace = inspector.mountNamespace(pid: pid)
+        }
         if job.needs.contains(.sandbox) { reads.flatpakID = inspector.flatpakID(pid: pid) }
         if job.needs.contains(.installed), reads.installRefusal == nil {
             reads.installRefusal =
@@ -214,6 +218,8 @@ extension ProcessShield {
             if let hash = reads.scriptHash { tracked.evidence.scriptHash = hash }
             if let file = reads.launchedDesktopFile { tracked.evidence.launchedDesktopFile = file }
             if let id = reads.flatpakID { tracked.evidence.flatpakID = id }
+            tracked.loadsOwnCode = reads.loadsOwnCode
+            tracked.mountNamespace = reads.mountNamespace
             tracked.installRefusal = reads.installRefusal
             let before = Set(tracked.identities)
             tracked.identities = apps.filter.index.identities(of: tracked.evidence, inherited: tracked.inherited)

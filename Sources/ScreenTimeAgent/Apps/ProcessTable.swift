@@ -72,6 +72,10 @@ struct Tracked: Sendable {
     var identities: [ApplicationIdentity] = []
     /// Whether the judges' reads for the current program are in (or none were needed).
     var judged = false
+    /// Whether its environment loaded code of its own into the program (`LD_PRELOAD`, …), and
+    /// its mount namespace: what a lock's exemption asks (nil until judged).
+    var loadsOwnCode: Bool?
+    var mountNamespace: String?
     /// Why the program may not run as a guardian installed it, when `denyAppInstallation` holds.
     var installRefusal: String?
     /// What the last verdict said (nil: let it run).

@@ -162,7 +162,7 @@ final class LoginSessions: PolicyConsumer, Sendable {
         var locked: [UInt32: String] = [:]
         var children: [UInt32: String] = [:]
         for user in snapshot.users.values {
-            if user.member == .child { children[user.uid] = user.name }
+            children[user.uid] = user.name + " " + user.member.rawValue
             if user.isLocked, let lock = user.loginLock { locked[user.uid] = LoginText.lockMessage(lock, user: nil) }
         }
         let (newlyLocked, writeCache) = state.withLock { state -> ([UInt32: String], Bool) in
@@ -176,13 +176,14 @@ final class LoginSessions: PolicyConsumer, Sendable {
         if writeCache { writeChildren(children) }
     }
 
-    /// The file the PAM hooks read when the agent does not answer: the children they refuse
-    /// (`uid name` lines), root's alone, replaced whole.
+    /// The file the PAM hooks read first: the authorized users (`uid name child|individual`
+    /// lines), root's alone, replaced whole at every change. Anyone else's login goes on without
+    /// the agent being asked; a child's is refused while the agent does not answer.
     static let childrenFile = "login-children"
 
     private func writeChildren(_ children: [UInt32: String]) {
         let text =
-            "# authorized children: the PAM hooks refuse their logins while the agent does not answer\n"
+            "# authorized users: the PAM hooks ask the agent about these only, and refuse children while it does not answer\n"
             + children.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)\n" }.joined()
         let path = stateDirectory + "/" + Self.childrenFile
         do {
