@@ -76,7 +76,8 @@ final class LoginSessions: PolicyConsumer, Sendable {
 
     /// Whether a login's whole time counts as screen time: a text session on a terminal (a
     /// graphical one counts what is in front; one without a terminal, a cron job, nothing).
-    static func counts(_ login: Login) -> Bool { ["tty", "ssh", "su"].contains(login.kind) }
+    static func counts(_ login: Login) -> Bool { textKinds.contains(login.kind) }
+    static let textKinds: Set<String> = ["tty", "ssh", "su"]
 
     /// A session opened; its leader is `leader`. Refused past the caps (the login goes on; it is
     /// just not listed, and its time not counted as a text session's).

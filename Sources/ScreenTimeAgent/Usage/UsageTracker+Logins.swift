@@ -14,9 +14,9 @@ extension UsageTracker {
             owner: uid, identity: identity, token: minter.token(for: identity), name: "Text session (\(kind))",
             categories: [])
         state.withLock { state in
-            guard state.sessions[key] == nil,
-                state.sessions.values.filter({ $0.owner == uid }).count < Self.sessionsPerUser
-            else { return }
+            // Not under the displays' cap (a child's fake displays cannot keep it out): the
+            // PAM hook's logins are bounded by `LoginSessions.perUser` already.
+            guard state.sessions[key] == nil else { return }
             var session = Session(
                 kind: kind, display: tty.isEmpty ? kind : tty, owner: uid, stop: stop, authorityFiles: [])
             session.source = "PAM login: the whole session counts"

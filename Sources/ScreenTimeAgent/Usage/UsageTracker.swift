@@ -523,7 +523,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 // Never one read on root's server (the child cannot make another such server, and
                 // a brief failure of the real one must not let fakes take its place); first one
                 // never read, then one failing now, then one on a server of the user's own.
-                let candidates = theirs.filter { $0.value.serverUID != 0 }
+                // Nor a text login's (the PAM hook's): fake displays cannot end its count.
+                let candidates = theirs.filter {
+                    $0.value.serverUID != 0 && !LoginSessions.textKinds.contains($0.value.kind)
+                }
                 guard
                     let failing = candidates.first(where: { $0.value.server == nil && !$0.value.connected })
                         ?? candidates.first(where: { $0.value.problem != nil || !$0.value.connected })
