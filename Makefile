@@ -145,7 +145,9 @@ docs: build
 	done && \
 	"$$bin/screentimed" --configuration-manual > $(DOCS)/man/screentimed.json.5 && \
 	$(SWIFT) package plugin generate-manual --help >/dev/null && \
-	tool=$$(find .build -path '*/debug/generate-manual' -type f | head -n 1) && \
+	tool=$$(find .build \( -path '*/debug/generate-manual-tool' -o -path '*/debug/generate-manual' \) \
+	  -type f -perm -u+x | head -n 1) && \
+	{ [ -x "$$tool" ] || { echo "swift-argument-parser's generate-manual tool was not built"; exit 1; }; } && \
 	"$$tool" "$$bin/screentime" --section 1 --authors "the screentime developers" -o $(DOCS)/man && \
 	"$$tool" "$$bin/screentimed" --section 8 --authors "the screentime developers" -o $(DOCS)/man && \
 	sed -i 's/^$$/.Pp/' $(DOCS)/man/screentime.1 $(DOCS)/man/screentimed.8 && \
