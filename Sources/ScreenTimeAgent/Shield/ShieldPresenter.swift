@@ -87,11 +87,18 @@ final class ShieldPresenter: Sendable {
         processes = Mutex(nil)
     }
 
-    /// The shield window's program: `screentime-shield` beside the agent's own.
+    /// The shield window's program: `screentime-shield` beside the agent's own (a build
+    /// directory), or in the `bin` beside its `sbin` (installed: `/usr/sbin/screentimed`,
+    /// `/usr/bin/screentime-shield`).
     static func defaultProgram() -> String {
-        let agent = Files.readLink("/proc/self/exe") ?? "/usr/local/bin/screentimed"
-        let directory = agent.split(separator: "/").dropLast().joined(separator: "/")
-        return "/" + directory + "/screentime-shield"
+        let agent = Files.readLink("/proc/self/exe") ?? "/usr/sbin/screentimed"
+        let directory = "/" + agent.split(separator: "/").dropLast().joined(separator: "/")
+        let beside = directory + "/screentime-shield"
+        if directory.hasSuffix("/sbin") {
+            let installed = String(directory.dropLast(4)) + "bin/screentime-shield"
+            if Files.exists(installed) || !Files.exists(beside) { return installed }
+        }
+        return beside
     }
 
     // MARK: events (any thread; they return at once)
@@ -107,6 +114,11 @@ final class ShieldPresenter: Sendable {
 
     /// Starts the presenter's thread.
     func start() {
+        if Files.exists(program) {
+            logger.info("shield windows from \(program)")
+        } else {
+            logger.error("no shield window: \(program) is missing; shielded apps are frozen without one")
+        }
         let thread = Thread { [self] in
             nameCurrentThread("screentime.show")
             loop()
