@@ -90,6 +90,19 @@ struct LoginIntegrationTests {
         let sessionLog = world.directory + "/session.log"
         _ = try logins.open(world.child, tty: tty, output: sessionLog)
         #expect(eventually { contents(sessionLog).contains("session: ok") }, "\(contents(sessionLog))")
+        // Terminal names leading to a file of the child's (PAM_TTY comes from the login program,
+        // but nothing of it is trusted): the lock's message is written to terminals only.
+        let bait = try world.childDirectory() + "/bait"
+        try system(
+            "/usr/bin/setpriv", "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/usr/bin/touch", bait
+        )
+        let fifo = try world.childDirectory() + "/fifo"
+        try system(
+            "/usr/bin/setpriv", "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/usr/bin/mkfifo",
+            fifo)
+        for (index, name) in ["/dev/pts/../..\(bait)", bait, "../..\(bait)", fifo].enumerated() {
+            _ = try logins.open(world.child, tty: name, output: world.directory + "/bait\(index).log")
+        }
         let output = try world.childDirectory() + "/count"
         let counter = try world.launch(as: world.child, world.counter, [output])
         #expect(eventually { world.count(output) != nil })
@@ -117,6 +130,8 @@ struct LoginIntegrationTests {
         #expect(status.loginLock?.reason == "downtime")
         #expect(eventually { world.isFrozen(counter) }, "the open session's programs are held")
         #expect(eventually { drain(master).contains("This session is locked. It is downtime until") })
+        #expect(contents(bait).isEmpty, "the agent wrote to a file the child named as its terminal")
+        #expect(try world.status(of: world.child).loginLock != nil, "the agent answers after a FIFO as terminal")
 
         let refused = try logins.login(world.child)
         #expect(refused.status == 1, "\(refused.stdout)")

@@ -174,9 +174,7 @@ extension PolicyService {
             store: store, applications: event.applications, categories: event.categories, webDomains: shieldDomains)
         let monitor = try makeMonitor(
             account: account, client: .agent, name: name,
-            schedule: DeviceActivitySchedule(
-                intervalStart: DateComponents(hour: 0, minute: 0), intervalEnd: DateComponents(hour: 0, minute: 0),
-                repeats: true, warningTime: DateComponents(minute: 5)),
+            schedule: Self.everyDay,
             events: [try DeviceActivityEvent.Name("limit"): event], weekdays: nil, scheduler: scheduler,
             program: nil, builtIn: .limit(shield), itemNames: ["limit": itemNames])
         // A limit replaced starts over: what the old one shielded is lifted, and the new one,
@@ -213,8 +211,7 @@ extension PolicyService {
                 throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no screen-time limit")
             }
             try scheduler.change { try database.deleteMonitors([key]) }
-            _ = try changeStore(account, store, by: caller, action: "screen-time limit removed") { $0.clear(store) }
-            try unlock(account, .screenTime)
+            try lift(account, store, .screenTime, by: caller, action: "screen-time limit removed")
             return try monitorList(account, client: .agent, names: true)
         }
         guard let daily = request.dailySeconds else {
@@ -228,16 +225,13 @@ extension PolicyService {
         event.allActivity = true
         let monitor = try makeMonitor(
             account: account, client: .agent, name: name,
-            schedule: DeviceActivitySchedule(
-                intervalStart: DateComponents(hour: 0, minute: 0), intervalEnd: DateComponents(hour: 0, minute: 0),
-                repeats: true, warningTime: DateComponents(minute: 5)),
+            schedule: Self.everyDay,
             events: [try DeviceActivityEvent.Name("limit"): event], weekdays: nil, scheduler: scheduler,
             program: nil, builtIn: .screenTime(store: store.name, noLogin: request.noLogin == true),
             itemNames: ["limit": ["screen time"]])
         // Replaced: it starts over, and shields again at once if the day is already past it.
         if scheduler.entry(key) != nil {
-            _ = try changeStore(account, store, by: caller, action: "screen-time limit replaced") { $0.clear(store) }
-            try unlock(account, .screenTime)
+            try lift(account, store, .screenTime, by: caller, action: "screen-time limit replaced")
         }
         try scheduler.change { try database.saveMonitor(monitor, names: [:]) }
         logger.notice(
@@ -261,8 +255,7 @@ extension PolicyService {
                 throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no downtime")
             }
             try scheduler.change { try database.deleteMonitors([key]) }
-            _ = try changeStore(account, store, by: caller, action: "downtime ended") { $0.clear(store) }
-            try unlock(account, .downtime)
+            try lift(account, store, .downtime, by: caller, action: "downtime ended")
             return try monitorList(account, client: .agent, names: true)
         }
         guard let from = request.from, let to = request.to else {
@@ -297,8 +290,7 @@ extension PolicyService {
             itemNames: ["allowed": allowedNames.sorted()])
         // Replaced: the old hours end now; the new ones start at once if they are in progress.
         if scheduler.entry(key) != nil {
-            _ = try changeStore(account, store, by: caller, action: "downtime replaced") { $0.clear(store) }
-            try unlock(account, .downtime)
+            try lift(account, store, .downtime, by: caller, action: "downtime replaced")
         }
         try scheduler.change { try database.saveMonitor(monitor, names: resolver.names) }
         logger.notice(
@@ -394,6 +386,21 @@ extension PolicyService {
     }
 
     // MARK: helpers
+
+    /// Every day from midnight to midnight, warned 5 minutes before: a daily limit's schedule.
+    static let everyDay = DeviceActivitySchedule(
+        intervalStart: DateComponents(hour: 0, minute: 0), intervalEnd: DateComponents(hour: 0, minute: 0),
+        repeats: true, warningTime: DateComponents(minute: 5))
+
+    /// What a built-in's store shields, and the login lock it put on, go (it was removed or
+    /// replaced): one publication, by the store's change, puts both in force.
+    private func lift(
+        _ account: UserAccount, _ store: StoreKey, _ lock: StateDatabase.LoginLock.Reason, by caller: Caller,
+        action: String
+    ) throws {
+        try unlock(account, lock, publish: false)
+        _ = try changeStore(account, store, by: caller, action: action) { $0.clear(store) }
+    }
 
     /// What a limit shielded goes (it is only there once it was reached today).
     private func liftLimit(_ monitor: Monitor, account: UserAccount, by caller: Caller? = nil) throws {
