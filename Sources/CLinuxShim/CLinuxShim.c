@@ -156,3 +156,7 @@ int screentime_open_pty(int *number) {
     }
     return master;
 }
+
+int screentime_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}

@@ -80,6 +80,9 @@ public enum ChildProcess {
         for (fd, target) in [(stdio.0, Int32(0)), (stdio.1, 1), (stdio.2, 2)] + descriptors {
             posix_spawn_file_actions_adddup2(&actions, fd, target)
         }
+        // Nothing else the caller has open goes on: not what it inherited itself (a test
+        // harness's descriptor that tells it when the agent ended, kept open by the launcher).
+        screentime_spawn_close_from(&actions, (descriptors.map(\.at).max() ?? 2) + 1)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -19,7 +19,9 @@ public enum ExtensionProcess {
         public var timedOut: Bool
         /// Connections it opened on its channel.
         public var connections: Int
+        /// From the call to its end, and of that, until the launcher had started it.
         public var seconds: Double
+        public var launchSeconds: Double
     }
 
     /// Connections one run may open on its channel.
@@ -56,17 +58,20 @@ public enum ExtensionProcess {
             defer { for fd in files { close(fd) } }
             pid = try launcher.launch(request, files: files)
         }
+        let launched = ContinuousClock.now
         for fd in [ours[0], ours[3]] where fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
         var outcome = Outcome(
-            status: nil, output: [], errors: [], flooded: false, timedOut: false, connections: 0, seconds: 0)
+            status: nil, output: [], errors: [], flooded: false, timedOut: false, connections: 0, seconds: 0,
+            launchSeconds: Self.seconds(launched - started))
         var written = 0
         if input.isEmpty {
             close(ours[0])
             ours[0] = -1
         }
         let wall = request.limits.wallSeconds ?? 10
-        // The launcher kills it at its wall time; past that and a margin it is asked again.
-        let deadline = started + .seconds(wall + 2)
+        // The launcher kills it at its wall time, counted from its start (a launch slowed by a busy
+        // machine takes none of it); past that and a margin it is asked again.
+        let deadline = launched + .seconds(wall + 2)
         var stopped = false
         while outcome.status == nil {
             var fds = [
@@ -122,10 +127,16 @@ public enum ExtensionProcess {
             }
             if outcome.status == nil, ContinuousClock.now > deadline + .seconds(5) { break }
         }
-        let (seconds, attoseconds) = (ContinuousClock.now - started).components
-        outcome.seconds = Double(seconds) + Double(attoseconds) / 1e18
-        outcome.timedOut = !outcome.flooded && outcome.status == 128 + SIGKILL && outcome.seconds >= Double(wall) - 0.5
+        outcome.seconds = Self.seconds(ContinuousClock.now - started)
+        outcome.timedOut =
+            !outcome.flooded && outcome.status == 128 + SIGKILL
+            && outcome.seconds - outcome.launchSeconds >= Double(wall) - 0.5
         return outcome
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// A datagram on the channel asks for a connection: one end of a new pair goes back with the

@@ -109,6 +109,10 @@ public struct Agent {
         // the agent has one thread and every capability.
         let launcher = ProgramLauncher.start(extensionUser: configuration.extensionUser, logger: logger)
         policy.launcher.withLock { $0 = launcher }
+        if let client = launcher.client {
+            let own = FileStatus.of(path: "/proc/self/exe").map { FileIdentity($0.key) }
+            processes.launcher.withLock { $0 = (client.pid, own) }
+        }
         // What needs capabilities the agent then drops: the proc connector, the cgroups, the
         // exec gate and its file system marks. No thread runs yet.
         processes.open(snapshot: snapshot, keeping: Self.keptCapabilities)

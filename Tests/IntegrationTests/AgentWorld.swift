@@ -69,6 +69,8 @@ final class AgentWorld {
     /// The agent's `freezer` setting (nil: its default, `auto`).
     let freezer: String?
     private let extraConfiguration: [String: String]
+    /// The agent's log level (debug when SCREENTIME_KEEP_LOGS is set), for a test that reads it.
+    private let logLevel: String?
     private var agent: Process?
     private var started: [Int32] = []
     private var madeUsers: [String] = []
@@ -81,9 +83,11 @@ final class AgentWorld {
     /// - Parameter queue: the DNS queue number (nil: a random one).
     /// - Parameter configuration: more keys of the agent's configuration, as JSON values.
     init(
-        network: Bool = false, freezer: String? = nil, queue: Int? = nil, configuration extra: [String: String] = [:]
+        network: Bool = false, freezer: String? = nil, queue: Int? = nil, configuration extra: [String: String] = [:],
+        logLevel: String? = nil
     ) throws {
         self.freezer = freezer
+        self.logLevel = logLevel
         self.extraConfiguration = extra
         directory = "/tmp/screentime-test-\(id)"
         socket = directory + "/run/screentimed.sock"
@@ -310,7 +314,9 @@ final class AgentWorld {
         var agentArguments = [
             "--config", directory + "/screentimed.json", "--state-dir", directory + "/state", "--socket", socket,
         ]
-        if ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] != nil {
+        if let logLevel {
+            agentArguments += ["--log-level", logLevel]
+        } else if ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] != nil {
             agentArguments += ["--log-level", "debug"]
         }
         if let namespace {
@@ -348,17 +354,33 @@ final class AgentWorld {
     func kill9() {
         guard let agent, agent.isRunning else { return }
         kill(agent.processIdentifier, SIGKILL)
-        agent.waitUntilExit()
+        _ = Self.ended(agent, within: 30)
         self.agent = nil
     }
 
-    /// SIGTERM; returns the agent's exit status.
+    /// SIGTERM; returns the agent's exit status (nil if it did not end in time).
     func terminate() -> Int32? {
         guard let agent, agent.isRunning else { return nil }
         kill(agent.processIdentifier, SIGTERM)
-        agent.waitUntilExit()
+        guard Self.ended(agent, within: 60) else {
+            kill(agent.processIdentifier, SIGKILL)
+            self.agent = nil
+            return nil
+        }
         self.agent = nil
         return agent.terminationStatus
+    }
+
+    /// Waits for `process` to end, a while at most: Foundation learns of the end from a
+    /// descriptor the program inherited, and a descendant that kept it open (it should not) would
+    /// otherwise hold the whole test run up; a test then fails on what follows, not hangs.
+    static func ended(_ process: Process, within seconds: Double) -> Bool {
+        let end = Date().addingTimeInterval(seconds)
+        while process.isRunning {
+            if Date() > end { return false }
+            usleep(5_000)
+        }
+        return true
     }
 
     /// Sends the agent a signal (SIGHUP reloads its lists).
@@ -516,6 +538,14 @@ final class AgentWorld {
     func giveChild(copyOf file: String, at path: String) throws {
         try system("/usr/bin/cp", file, path)
         try system("/usr/bin/chown", child, path)
+    }
+
+    /// The agent's log lines naming any of `words` (the last `count`), for a failing test to say
+    /// what the agent did.
+    func agentLog(naming words: [String] = ["shield", "error", "warning"], last count: Int = 20) -> String {
+        let log = (try? String(contentsOfFile: directory + "/agent.log", encoding: .utf8)) ?? ""
+        let lines = log.split(separator: "\n").filter { line in words.contains { line.contains($0) } }
+        return lines.suffix(count).joined(separator: "\n")
     }
 
     func tearDown() {

@@ -218,6 +218,26 @@ struct LauncherIntegrationTests {
         #expect(throws: SystemError.self) { _ = try client.launch(bad, files: [input[1], input[1], input[1]]) }
     }
 
+    /// A descriptor the agent inherited and left open (as a test harness's, which tells it when
+    /// the agent ended) is not the launcher's: kept open there, by a program the launcher held
+    /// between its fork and its exec, it once hid the agent's end from the harness for good.
+    @Test func theLauncherInheritsNoneOfTheAgentsDescriptors() throws {
+        let path = "/tmp/screentime-inherited-\(getpid())"
+        let fd = open(path, O_RDWR | O_CREAT, 0o600)  // no O_CLOEXEC: inherited by what it runs
+        try #require(fd > 2)
+        defer {
+            close(fd)
+            unlink(path)
+        }
+        var launcher: LauncherClient? = try startLauncher()
+        defer { stop(&launcher) }
+        let client = try #require(launcher)
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(client.pid)/fd")
+        let targets = descriptors.compactMap { Files.readLink("/proc/\(client.pid)/fd/\($0)") }
+        #expect(!descriptors.isEmpty)
+        #expect(!targets.contains(path), "the launcher has \(targets)")
+    }
+
     @Test func whenTheLauncherIsKilledWhatItStartedDiesWithIt() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

@@ -25,6 +25,11 @@ static inline int screentime_msg_dontwait(void) { return MSG_DONTWAIT; }
 int screentime_open_path(const char *path, int follow_symlinks);
 static inline int screentime_msg_nosignal(void) { return MSG_NOSIGNAL; }
 
+/// A spawn's file action closing every descriptor from `from` up (glibc declares it only with
+/// _GNU_SOURCE).
+#include <spawn.h>
+int screentime_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
+
 /// Names the calling thread for ps, top and /proc (at most 15 bytes are kept); 0 or -1 with errno.
 int screentime_name_thread(const char *name);
 

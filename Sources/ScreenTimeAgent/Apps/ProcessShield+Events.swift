@@ -119,6 +119,9 @@ extension ProcessShield {
             }
             if let owner, let tell = programStarted.withLock({ $0 }) { tell(pid, owner) }
         case .uid(let pid, let real, _):
+            // The launcher's child taking a user's ids before it runs their program: judged at
+            // that exec (judging the agent's own executable first would only hold the window up).
+            if isLaunchersOwn(pid) { return }
             table.withLock { table in
                 let policy = currentPolicy()
                 if policy.owner(ofKernelUID: real) != nil || table.processes[pid] != nil {
@@ -168,5 +171,17 @@ extension ProcessShield {
         for (pid, tracked) in table.processes where tracked.judged {
             enforce(pid, &table, policy: policy)
         }
+    }
+
+    /// Whether `pid` is the agent's launcher's child that has not run its program yet: its parent
+    /// is the launcher and it still runs the agent's own executable. A user cannot make either so:
+    /// only the launcher forks children of the launcher, and such a child is not the user's to
+    /// trace (its ids changed from root's, so it is not dumpable).
+    func isLaunchersOwn(_ pid: Int32) -> Bool {
+        guard let launcher = launcher.withLock({ $0 }), let own = launcher.executable,
+            inspector.status(pid: pid)?.parent == launcher.pid,
+            let running = inspector.executableStatus(pid: pid)
+        else { return false }
+        return FileIdentity(running.key) == own
     }
 }

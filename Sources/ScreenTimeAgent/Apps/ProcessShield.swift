@@ -63,6 +63,10 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     let shieldMet = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
     /// Signalled when the gate's thread ends.
     let gateThreadDone = Mutex<DispatchSemaphore?>(nil)
+    /// The agent's launcher, and the agent's own executable: a process of the launcher's still
+    /// running that executable (between the fork and the exec of a program it starts as a user)
+    /// is the agent's, not the user's; its exec is what is judged.
+    let launcher = Mutex<(pid: Int32, executable: FileIdentity?)?>(nil)
 
     struct Table {
         var processes: [Int32: Tracked] = [:]

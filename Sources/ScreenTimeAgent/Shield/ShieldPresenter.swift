@@ -124,6 +124,15 @@ final class ShieldPresenter: Sendable {
             loop()
         }
         thread.start()
+        // The window's program is hashed now, not at its first start: a child's program the
+        // process shield has not hashed waits at exec until it is, and so would the first window.
+        if let hashes = processes.withLock({ $0?.hashes }) {
+            let warm = Thread { [program] in
+                nameCurrentThread("screentime.warm")
+                _ = try? hashes.sha256(of: program)
+            }
+            warm.start()
+        }
     }
 
     func stop() {
@@ -307,6 +316,13 @@ final class ShieldPresenter: Sendable {
         } catch {
             return .failure(Failure("it could not start: \(error.message)"))
         }
+        // Slow ones at info: what made a window late is then in the log.
+        logger.log(
+            level: outcome.seconds > 1 ? .info : .debug, "a shield extension ran",
+            metadata: [
+                "what": "\(what)", "seconds": "\(outcome.seconds)", "launch": "\(outcome.launchSeconds)",
+                "status": "\(outcome.status.map(String.init) ?? "none")",
+            ])
         if outcome.flooded { return .failure(Failure("it wrote more than 64 KiB and was stopped")) }
         if outcome.timedOut {
             return .failure(Failure("it took longer than \(Self.extensionSeconds) s and was stopped"))
