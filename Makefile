@@ -42,6 +42,7 @@ SWIFT       ?= swift
 #   libsystemd-dev  sd-bus, through which the agent reads logind's sessions and their hints
 #   dbus-daemon python3-dbusmock  the tests' own system bus, with a mock of logind on it
 #   gnome-shell     GNOME's compositor (headless), with the screentime-focus extension
+#   kwin-wayland    KDE's compositor (headless, --virtual), with the screentime-focus script
 #   libgtk-4-dev    GTK 4, the shield window's toolkit
 #   netpbm          xwdtopnm and pnmtopng: the tests' screenshots of the shield window
 #   dpkg-dev        dpkg-shlibdeps: the package's dependencies, computed from its binaries
@@ -52,7 +53,7 @@ DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linu
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools \
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell libgtk-4-dev netpbm \
+	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland libgtk-4-dev netpbm \
 	dpkg-dev debootstrap lintian
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
@@ -124,6 +125,8 @@ GUARDIAN_GROUP ?= screentime-guardians
 EXTENSION_USER ?= screentime-ext
 # The GNOME Shell extension that tells the agent the window in front (packaging/gnome-shell).
 SHELL_EXTENSION := screentime-focus@screentime.local
+# KWin's script that tells the same, through the agent's relay (packaging/kwin).
+KWIN_SCRIPT := screentime-focus
 # Release builds carry the Swift runtime inside (no Swift on the machines they are installed on).
 RELEASE := -c release --static-swift-stdlib
 VERSION := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/ScreenTimeAgent/Policy/PolicyService.swift)
@@ -181,6 +184,9 @@ stage:
 	for f in metadata.json extension.js; do \
 	  put 0644 "packaging/gnome-shell/$(SHELL_EXTENSION)/$$f" $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)/$$f; \
 	done; \
+	for f in metadata.json contents/code/main.js; do \
+	  put 0644 "packaging/kwin/$(KWIN_SCRIPT)/$$f" $(PREFIX)/share/kwin/scripts/$(KWIN_SCRIPT)/$$f; \
+	done; \
 	for page in $$(ls $(DOCS)/man); do \
 	  section=$${page##*.}; gzip -9n < $(DOCS)/man/$$page > $(DOCS)/$$page.gz; \
 	  put 0644 $(DOCS)/$$page.gz $(PREFIX)/share/man/man$$section/$$page.gz; \
@@ -216,7 +222,9 @@ uninstall:
 	    case "$$f" in $(SYSCONFDIR)/screentime/*) [ "$(PURGE)" = "1" ] && rm -f "$$f";; *) rm -f "$$f";; esac; \
 	  done; \
 	  rmdir $(PREFIX)/lib/screentime $(PREFIX)/share/doc/screentime \
-	    $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION) 2>/dev/null || true; \
+	    $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION) \
+	    $(PREFIX)/share/kwin/scripts/$(KWIN_SCRIPT)/contents/code $(PREFIX)/share/kwin/scripts/$(KWIN_SCRIPT)/contents \
+	    $(PREFIX)/share/kwin/scripts/$(KWIN_SCRIPT) 2>/dev/null || true; \
 	fi
 	@if [ "$(PURGE)" = "1" ]; then \
 	  rm -rf $(SYSCONFDIR)/screentime; \

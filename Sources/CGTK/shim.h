@@ -5,6 +5,10 @@
 
 #include <gtk/gtk.h>
 #include <glib-unix.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 static inline gulong screentime_gtk_connect(gpointer instance, const char *signal, GCallback handler, gpointer data) {
     return g_signal_connect_data(instance, signal, handler, data, NULL, (GConnectFlags)0);
@@ -53,6 +57,121 @@ static inline int screentime_gtk_desktop_prefers_dark(void) {
     }
     g_settings_schema_unref(schema);
     return dark;
+}
+
+// MARK: the focus relay (`screentime-shield --focus-relay`)
+//
+// KWin's scripts can reach nothing but D-Bus: the screentime-focus script (packaging/kwin) calls
+// org.screentime.Focus.Activated(pid as a string) on the session bus at each change of the
+// window in front. This relay, started by the agent as the session's user, owns that name and
+// writes each call as a line on `out`, with the caller's pid as the bus says it (the agent counts
+// it only when that is the session's compositor): {"sender":S,"focus":{"pid":N}} or
+// {"sender":S,"focus":null}. It says {"ready":true} once it owns the name, or {"error":"…"} and
+// ends; it ends when its standard input closes (the agent's end) or the bus goes.
+
+static inline void screentime_relay_say(int out, const char *line) {
+    size_t length = strlen(line), done = 0;
+    while (done < length) {
+        ssize_t wrote = write(out, line + done, length - done);
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) return;
+        done += (size_t)wrote;
+    }
+}
+
+static inline void screentime_relay_call(GDBusConnection *bus, const gchar *sender, const gchar *path,
+                                         const gchar *interface, const gchar *method, GVariant *parameters,
+                                         GDBusMethodInvocation *invocation, gpointer data) {
+    (void)path;
+    (void)interface;
+    int out = GPOINTER_TO_INT(data);
+    if (g_strcmp0(method, "Activated") != 0) {
+        g_dbus_method_invocation_return_dbus_error(invocation, "org.freedesktop.DBus.Error.UnknownMethod", "no such method");
+        return;
+    }
+    guint32 caller = 0;
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
+        g_variant_new("(s)", sender), G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, 1000, NULL, NULL);
+    if (reply != NULL) {
+        g_variant_get(reply, "(u)", &caller);
+        g_variant_unref(reply);
+    }
+    const gchar *text = NULL;
+    g_variant_get(parameters, "(&s)", &text);
+    // Digits only, and a pid's size: anything else is no window.
+    long pid = 0;
+    int digits = 0;
+    for (const gchar *c = text; c != NULL && *c != 0; c++) {
+        if (*c < '0' || *c > '9' || ++digits > 9) {
+            pid = 0;
+            break;
+        }
+        pid = pid * 10 + (*c - '0');
+    }
+    char line[96];
+    if (pid > 0) snprintf(line, sizeof line, "{\"sender\":%u,\"focus\":{\"pid\":%ld}}\n", caller, pid);
+    else snprintf(line, sizeof line, "{\"sender\":%u,\"focus\":null}\n", caller);
+    screentime_relay_say(out, line);
+    g_dbus_method_invocation_return_value(invocation, NULL);
+}
+
+static inline gboolean screentime_relay_input(gint fd, GIOCondition condition, gpointer loop) {
+    char chunk[256];
+    ssize_t got = (condition & G_IO_IN) ? read(fd, chunk, sizeof chunk) : 0;
+    if (got < 0 && errno == EINTR) return G_SOURCE_CONTINUE;
+    if (got > 0) return G_SOURCE_CONTINUE;
+    g_main_loop_quit((GMainLoop *)loop);
+    return G_SOURCE_REMOVE;
+}
+
+static inline void screentime_relay_closed(GDBusConnection *bus, gboolean remote, GError *error, gpointer loop) {
+    (void)bus;
+    (void)remote;
+    (void)error;
+    g_main_loop_quit((GMainLoop *)loop);
+}
+
+/// Runs the relay, writing to `out`; its exit status (0 when the agent's end closed).
+static inline int screentime_focus_relay(int out) {
+    GError *error = NULL;
+    GDBusConnection *bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
+    if (bus == NULL) {
+        screentime_relay_say(out, "{\"error\":\"no session bus\"}\n");
+        return 69;
+    }
+    g_dbus_connection_set_exit_on_close(bus, FALSE);
+    GDBusNodeInfo *node = g_dbus_node_info_new_for_xml(
+        "<node><interface name='org.screentime.Focus'><method name='Activated'>"
+        "<arg type='s' name='pid' direction='in'/></method></interface></node>",
+        NULL);
+    static const GDBusInterfaceVTable vtable = {screentime_relay_call, NULL, NULL, {0}};
+    if (node == NULL || g_dbus_connection_register_object(bus, "/org/screentime/Focus", node->interfaces[0], &vtable,
+                                                          GINT_TO_POINTER(out), NULL, NULL) == 0) {
+        screentime_relay_say(out, "{\"error\":\"cannot serve /org/screentime/Focus\"}\n");
+        return 70;
+    }
+    // The name, or nothing (DO_NOT_QUEUE): a program of the user's that took it first keeps it,
+    // and the agent counts the session the conservative way.
+    guint32 owned = 0;
+    GVariant *reply = g_dbus_connection_call_sync(
+        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "RequestName",
+        g_variant_new("(su)", "org.screentime.Focus", 4u), G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, 5000, NULL,
+        NULL);
+    if (reply != NULL) {
+        g_variant_get(reply, "(u)", &owned);
+        g_variant_unref(reply);
+    }
+    if (owned != 1) {
+        screentime_relay_say(out, "{\"error\":\"the name org.screentime.Focus is taken\"}\n");
+        return 75;
+    }
+    screentime_relay_say(out, "{\"ready\":true}\n");
+    GMainLoop *loop = g_main_loop_new(NULL, FALSE);
+    g_unix_fd_add(0, (GIOCondition)(G_IO_IN | G_IO_HUP | G_IO_ERR), screentime_relay_input, loop);
+    g_signal_connect_data(bus, "closed", G_CALLBACK(screentime_relay_closed), loop, NULL, (GConnectFlags)0);
+    g_main_loop_run(loop);
+    return 0;
 }
 
 #endif

@@ -156,7 +156,7 @@ public struct ProcessInspector: Sendable {
         guard let environment = bytes("\(root)/\(pid)/environ") else { return [:] }
         var found: [String: String] = [:]
         for entry in environment.split(separator: 0) {
-            guard let equals = entry.firstIndex(of: UInt8(ascii: "=")), equals - entry.startIndex <= 16 else {
+            guard let equals = entry.firstIndex(of: UInt8(ascii: "=")), equals - entry.startIndex <= 24 else {
                 continue
             }
             let key = String(decoding: entry[..<equals], as: UTF8.self)

@@ -167,6 +167,13 @@ public struct Agent {
         presenter.usage.withLock { $0 = usage }
         presenter.policy.withLock { $0 = policy }
         presenter.processes.withLock { $0 = processes }
+        usage.relays.withLock {
+            $0 = FocusRelays(
+                start: { [weak presenter] uid, environment, key in
+                    presenter?.startRelay(as: uid, environment: environment, key: key)
+                },
+                stop: { [weak presenter] pid in presenter?.stopProgram(pid) })
+        }
         processes.shieldMet.withLock { $0 = { [weak presenter] thing in presenter?.tell(.met(thing)) } }
         domains.shieldMet.withLock { $0 = { [weak presenter] thing in presenter?.tell(.met(thing)) } }
         usage.shieldInFront.withLock { $0 = { [weak presenter] thing in presenter?.tell(.inFront(thing)) } }

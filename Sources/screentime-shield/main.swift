@@ -8,7 +8,8 @@
 // `screentime-shield --pick` is the picker dialog (PickerItems in, PickerAnswer out), and
 // `screentime-shield --guardian` asks a guardian's name and password (GuardianDialogRequest in,
 // GuardianCredentials out), for FamilyControls' FamilyActivityPicker and AuthorizationCenter on a
-// desktop; each exits 1 when cancelled.
+// desktop; each exits 1 when cancelled. `screentime-shield --focus-relay` relays what KWin's
+// screentime-focus script tells of the window in front, for the agent (no window).
 import CGTK
 import Foundation
 import ScreenTimeIPC
@@ -49,6 +50,10 @@ func fail(_ message: String, _ status: Int32) -> Never {
 }
 
 let mode = CommandLine.arguments.dropFirst().first
+if mode == "--focus-relay" {
+    // KWin's focus, from its script over the session bus, relayed to the agent (see CGTK).
+    exit(screentime_focus_relay(Answers.handle.fileDescriptor))
+}
 if mode == "--pick" || mode == "--guardian" {
     guard let line = firstLine() else { fail("expected what to ask as one JSON line on standard input", 64) }
     guard gtk_init_check() != 0 else { fail("cannot open the display (DISPLAY or WAYLAND_DISPLAY)", 69) }

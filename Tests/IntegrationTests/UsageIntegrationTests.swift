@@ -816,6 +816,80 @@ struct UsageIntegrationTests {
         #expect(seconds(try report(world), firstID) - seconds(closed, firstID) < 0.5)
     }
 
+    /// KWin's screentime-focus script, through the agent's relay on the session bus: the window in
+    /// front counts, not every connected app; a program of the child's calling the relay is not
+    /// the compositor and is not listened to; the relay killed and its name taken, the session
+    /// counts every app until the relay is back, and then the window brought to the front counts.
+    @Test func kwinsScriptTellsTheWindowInFrontThroughTheRelay() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try KWinDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        func session() -> SessionReport? { (try? world.status(of: world.child).sessions?.first) ?? nil }
+        let shm = try desktop.open(as: world.child, "/usr/bin/weston-simple-shm", [])
+        // The session found, its relay started: the next window KWin activates is told.
+        #expect(
+            eventually(30) { world.agentLog(naming: ["a focus relay serves"]).isEmpty == false },
+            "\(String(describing: session())) \(world.agentLog())")
+        let paint = try desktop.open(as: world.child, world.directory + "/bin/paint", [])
+        // Brought to the front (again, until its window is there to be).
+        #expect(
+            eventually(15) {
+                try? desktop.activate(pid: paint, as: world.child)
+                Thread.sleep(forTimeInterval: 0.3)
+                return session()?.focusSource.contains("relayed") == true && session()?.inFrontName == "Paint"
+            },
+            "\(String(describing: session())) \(world.agentLog()) kwin: \(desktop.log())")
+        // Idle is KWin's to tell, over its Wayland socket (ext_idle_notifier_v1).
+        #expect(eventually(5) { session()?.focusSource.contains("idle from the compositor") == true })
+        let before = try report(world)
+        let start = Date()
+        // The child's own program tells the relay that Shm is in front: not the compositor.
+        let liar = try world.launch(
+            as: world.child, "/bin/sh",
+            [
+                "-c",
+                "for i in $(seq 40); do gdbus call --session --dest org.screentime.Focus --object-path "
+                    + "/org/screentime/Focus --method org.screentime.Focus.Activated \(shm) >/dev/null; sleep 0.1; done",
+            ],
+            environment: ["DBUS_SESSION_BUS_ADDRESS=\(desktop.bus)", "PATH=/usr/bin:/bin"])
+        _ = world.wait(liar, seconds: 20)
+        let both = try report(world)
+        let elapsed = Date().timeIntervalSince(start)
+        let paintSeconds = seconds(both, "org.example.Paint") - seconds(before, "org.example.Paint")
+        let shmSeconds = seconds(both, "org.example.Shm") - seconds(before, "org.example.Shm")
+        #expect(paintSeconds > elapsed - 1.5, "Paint in front: \(paintSeconds) s of \(elapsed) s")
+        #expect(shmSeconds < 0.5, "Shm, connected, named by the child's program: \(shmSeconds) s")
+        #expect(!world.agentLog(naming: ["not from the compositor was ignored"]).isEmpty)
+        // The relay killed (it is the child's process), and the name taken by a program of the
+        // child's queued for it: every connected app counts until the squatter is gone and the
+        // relay is back; then the window brought to the front is told.
+        let squatter = try world.launch(
+            as: world.child, "/usr/bin/python3",
+            [
+                "-c",
+                "import dbus, time\nbus = dbus.SessionBus()\nbus.request_name('org.screentime.Focus', 0)\n"
+                    + "time.sleep(120)\n",
+            ],
+            environment: ["DBUS_SESSION_BUS_ADDRESS=\(desktop.bus)"])
+        Thread.sleep(forTimeInterval: 1)
+        _ = try run("/usr/bin/pkill", ["-KILL", "-u", world.child, "-f", "focus-relay"])
+        #expect(eventually(10) { session()?.focusSource.contains("cannot be read") == true })
+        #expect(
+            eventually(15) { !world.agentLog(naming: ["org.screentime.Focus is taken"]).isEmpty },
+            "\(world.agentLog(naming: ["relay"]))")
+        kill(squatter, SIGKILL)
+        _ = world.wait(squatter, seconds: 5)
+        #expect(eventually(20) { world.agentLog(naming: ["a focus relay serves"]).split(separator: "\n").count >= 2 })
+        #expect(
+            eventually(15) {
+                try? desktop.activate(pid: shm, as: world.child)
+                Thread.sleep(forTimeInterval: 0.3)
+                return session()?.focusSource.contains("relayed") == true && session()?.inFrontName == "Shm"
+            },
+            "\(String(describing: session()))")
+    }
+
     /// GNOME Shell's extension tells idle too (mutter's idle monitor, at the agent's timeout):
     /// no input, and the clock stops.
     @Test func gnomeShellsExtensionTellsIdle() throws {
@@ -1193,6 +1267,101 @@ struct GnomeDesktop {
         }
         for pid in pids { _ = world.wait(pid, seconds: 5) }
         _ = try? run("/usr/bin/pkill", ["-KILL", "-f", "wayland-display=wayland-gs"])
+    }
+}
+
+/// KDE's compositor, headless (`kwin_wayland --virtual`), as the user, on a session bus of its
+/// own (dbus-run-session), with the screentime-focus script from packaging/kwin enabled (by its
+/// metadata) from a data directory of the test's. kwin_wayland carries a file capability
+/// (cap_sys_resource) some machines' bounding sets lack, which makes its exec fail there: a copy
+/// without it runs, the compositor all the same.
+struct KWinDesktop {
+    let world: AgentWorld
+    let runtime: String
+    let data: String
+    /// The session bus's address (kwin's, the relay's).
+    let bus: String
+    private var pids: [Int32] = []
+    private var scripts = 0
+
+    init(world: AgentWorld, user: String) throws {
+        self.world = world
+        let account = try UserDirectory().user(user)
+        runtime = world.directory + "/kwin-\(account.uid)"
+        data = world.directory + "/kwin-data"
+        try Files.makeDirectory(runtime, mode: 0o700)
+        _ = try run("/usr/bin/chown", ["-R", user, runtime])
+        let source =
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path + "/packaging/kwin/screentime-focus"
+        try Files.makeDirectory(data + "/kwin/scripts", mode: 0o755)
+        _ = try run("/bin/cp", ["-r", source, data + "/kwin/scripts/"])
+        _ = try run("/bin/cp", ["/usr/bin/kwin_wayland", world.directory + "/bin/kwin_wayland"])
+        _ = try run("/bin/chmod", ["-R", "a+rX", data, world.directory + "/bin/kwin_wayland"])
+        let started = try world.launch(
+            as: user, "/usr/bin/dbus-run-session",
+            [
+                "--", "/bin/sh", "-c",
+                "echo \"$DBUS_SESSION_BUS_ADDRESS\" > \(runtime)/bus.address; exec \(world.directory)/bin/kwin_wayland "
+                    + "--virtual --no-lockscreen --no-global-shortcuts --socket wayland-kw",
+            ],
+            output: world.directory + "/kwin.log",
+            environment: ["XDG_RUNTIME_DIR=\(runtime)", "HOME=\(runtime)", "XDG_DATA_DIRS=\(data):/usr/share"])
+        pids.append(started)
+        for _ in 0..<1500 where !Files.exists(runtime + "/wayland-kw") { Thread.sleep(forTimeInterval: 0.02) }
+        let address = (try? String(contentsOfFile: runtime + "/bus.address", encoding: .utf8)) ?? ""
+        bus = address.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard Files.exists(runtime + "/wayland-kw"), !bus.isEmpty else {
+            let log = (try? String(contentsOfFile: world.directory + "/kwin.log", encoding: .utf8)) ?? ""
+            stop()
+            throw WorldError("kwin_wayland did not start: \(log.suffix(800))")
+        }
+    }
+
+    /// A Wayland client of the user's, with the session's environment; returns its pid.
+    @discardableResult
+    mutating func open(as user: String, _ program: String, _ arguments: [String]) throws -> Int32 {
+        let pid = try world.launch(
+            as: user, program, arguments,
+            environment: ["XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-kw", "HOME=\(runtime)"])
+        pids.append(pid)
+        return pid
+    }
+
+    /// Brings the window of `pid` to the front as the user would: a one-line KWin script loaded
+    /// and started over the session bus (a new window does not always take the focus in KWin).
+    mutating func activate(pid: Int32, as user: String) throws {
+        scripts += 1
+        let path = runtime + "/activate-\(scripts).js"
+        let script =
+            "var list = workspace.clientList(); for (var i = 0; i < list.length; i++) "
+            + "{ if (list[i].pid == \(pid)) { workspace.activeClient = list[i]; } }\n"
+        try Files.writeAtomically(Array(script.utf8), to: path, mode: 0o644)
+        for call in [
+            ["--object-path", "/Scripting", "--method", "org.kde.kwin.Scripting.loadScript", path, "activate\(scripts)"],
+            ["--object-path", "/Scripting", "--method", "org.kde.kwin.Scripting.start"],
+        ] {
+            let result = try run(
+                "/usr/bin/setpriv",
+                ["--reuid=\(user)", "--regid=users", "--init-groups", "--", "/usr/bin/gdbus", "call", "--session",
+                 "--dest", "org.kde.KWin"] + call,
+                environment: ["DBUS_SESSION_BUS_ADDRESS": bus, "PATH": "/usr/bin:/bin"])
+            guard result.status == 0 else { throw WorldError("KWin's scripting: \(result.stderr)") }
+        }
+    }
+
+    /// The end of what kwin_wayland said.
+    func log() -> String {
+        String(((try? String(contentsOfFile: world.directory + "/kwin.log", encoding: .utf8)) ?? "").suffix(1500))
+    }
+
+    func stop() {
+        for pid in pids.reversed() {
+            kill(-pid, SIGKILL)
+            kill(pid, SIGKILL)
+        }
+        for pid in pids { _ = world.wait(pid, seconds: 5) }
+        _ = try? run("/usr/bin/pkill", ["-KILL", "-f", "socket wayland-kw"])
     }
 }
 

@@ -344,6 +344,25 @@ struct ProcConnectorTests {
         #expect(inspector.evidence(pid: 7) == nil)
     }
 
+    /// The session's variables from a process's environment, the longest name among them too
+    /// (DBUS_SESSION_BUS_ADDRESS, once cut off by a bound shorter than it), and nothing else.
+    @Test func aSessionsVariablesAreReadFromTheEnvironment() throws {
+        let fixture = try Fixture()
+        let process = fixture.root + "/proc/90"
+        try Files.makeDirectory(fixture.root + "/proc", mode: 0o755)
+        try Files.makeDirectory(process, mode: 0o755)
+        let environment =
+            "HOME=/home/kid\0WAYLAND_DISPLAY=wayland-0\0XDG_RUNTIME_DIR=/run/user/1002\0"
+            + "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1002/bus\0DISPLAYS=:9\0=x\0DISPLAY\0"
+        try Files.writeAtomically(Array(environment.utf8), to: process + "/environ", mode: 0o644)
+        let found = ProcessInspector(root: fixture.root + "/proc").sessionEnvironment(pid: 90)
+        #expect(
+            found == [
+                "WAYLAND_DISPLAY": "wayland-0", "XDG_RUNTIME_DIR": "/run/user/1002",
+                "DBUS_SESSION_BUS_ADDRESS": "unix:path=/run/user/1002/bus",
+            ])
+    }
+
     @Test func kernelRecordsAreReadAsTheKernelWritesThem() throws {
         let fixture = try Fixture()
         let process = fixture.root + "/proc/77"

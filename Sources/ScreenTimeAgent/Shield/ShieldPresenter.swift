@@ -376,6 +376,44 @@ final class ShieldPresenter: Sendable {
     private func start(
         _ content: ShieldWindowContent, as uid: UInt32, environment session: [String: String], key: String
     ) -> (pid: Int32, input: Int32, output: Int32)? {
+        guard let client = launcher?.client, let (pid, input, output) = spawn(as: uid, session, key: key) else {
+            return nil
+        }
+        // What it shows is a line the pipe holds whole (names and texts are bounded), written
+        // without waiting: a window that does not read cannot hold the agent.
+        var line = Array((try? JSONEncoder().encode(content)) ?? Data())
+        line.append(10)
+        _ = fcntl(input, F_SETFL, fcntl(input, F_GETFL) | O_NONBLOCK)
+        let written =
+            line.count <= Self.lineLimit ? line.withUnsafeBytes { write(input, $0.baseAddress, $0.count) } : -1
+        if written != line.count {
+            logger.error(
+                "the shield window could not be given what to show",
+                metadata: ["session": "\(key)", "bytes": "\(line.count)"])
+            client.stop(pid)
+        }
+        state.withLock { $0.alive[pid] = uid }
+        return (pid, input, output)
+    }
+
+    /// Starts the focus relay (`screentime-shield --focus-relay`) as `uid` in a session, on the
+    /// session's bus; its pid, the write end of its input (closed: it ends) and the read end of
+    /// its output. Not a window: not counted among them.
+    func startRelay(
+        as uid: UInt32, environment session: [String: String], key: String
+    ) -> (pid: Int32, input: Int32, output: Int32)? {
+        guard Files.exists(program) else { return nil }
+        return spawn(as: uid, session, key: key, arguments: ["--focus-relay"])
+    }
+
+    /// Ends a program started by `startRelay`, at once.
+    func stopProgram(_ pid: Int32) { launcher?.client?.stop(pid) }
+
+    /// `screentime-shield` started through the launcher as `uid` in a session (its display, its
+    /// bus); its pid, the write end of its input and the read end of its output.
+    private func spawn(
+        as uid: UInt32, _ session: [String: String], key: String, arguments: [String] = []
+    ) -> (pid: Int32, input: Int32, output: Int32)? {
         guard let launcher, let client = launcher.client else {
             logger.warning("no launcher: the shield window cannot be shown")
             return nil
@@ -412,7 +450,8 @@ final class ShieldPresenter: Sendable {
         for fd in [input[1], output[0]] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let groups = Array(users.groupIDs(of: account).filter { $0 != 0 && $0 != account.gid }.prefix(60))
         let request = LaunchRequest(
-            kind: .session, program: program, environment: environment, directory: "/", uid: uid, gid: account.gid,
+            kind: .session, program: program, arguments: arguments, environment: environment, directory: "/", uid: uid,
+            gid: account.gid,
             groups: groups, network: .inherit,
             limits: .init(memoryBytes: 4 << 30, openFiles: 1024, wallSeconds: 6 * 3600), descriptors: [0, 1, 2])
         // What it says on standard error goes to the agent's log (GTK's warnings, a display that
@@ -453,20 +492,6 @@ final class ShieldPresenter: Sendable {
         }
         // The window's ends are the window's alone: when it ends, writing to it fails at once.
         for fd in [input[0], output[1], errors[1]] { close(fd) }
-        // What it shows is a line the pipe holds whole (names and texts are bounded), written
-        // without waiting: a window that does not read cannot hold the agent.
-        var line = Array((try? JSONEncoder().encode(content)) ?? Data())
-        line.append(10)
-        _ = fcntl(input[1], F_SETFL, fcntl(input[1], F_GETFL) | O_NONBLOCK)
-        let written =
-            line.count <= Self.lineLimit ? line.withUnsafeBytes { write(input[1], $0.baseAddress, $0.count) } : -1
-        if written != line.count {
-            logger.error(
-                "the shield window could not be given what to show",
-                metadata: ["session": "\(key)", "bytes": "\(line.count)"])
-            client.stop(pid)
-        }
-        state.withLock { $0.alive[pid] = uid }
         return (pid, input[1], output[0])
     }
 

@@ -20,6 +20,8 @@ extension UsageTracker {
         var focus: Int32??
         var idle = false
         var lines = 0
+        /// The relay it came through (KWin's), if not straight from the compositor.
+        var relay: Int32?
     }
 
     /// Lines longer than this end the connection.
@@ -117,6 +119,116 @@ extension UsageTracker {
         }
     }
 
+    /// KWin's focus: its screentime-focus script calls org.screentime.Focus on the session bus,
+    /// where a relay the agent starts as the session's user (`screentime-shield --focus-relay`,
+    /// through the launcher) owns the name and writes each call, with the caller's pid as the bus
+    /// says it, on a pipe only the agent reads. A call counts only when that caller is the
+    /// session's compositor (or its child: Plasma's wrapper serves the socket for the kwin_wayland
+    /// it starts); the pid it names counts only if it is the user's (as the extension's). The relay killed, its name taken or the bus gone: the session is counted the
+    /// conservative way while the relay is started again (after 1 s, doubling up to a minute).
+    func relayFocus(_ key: String, _ mine: StopSignal, compositor: Int32, startTime: UInt64?, uid: UInt32) {
+        var delay: Duration = .seconds(1)
+        while !mine.isRaised, inspector.startTime(pid: compositor) == startTime,
+            state.withLock({ $0.sessions[key]?.stop === mine })
+        {
+            // The compositor's own bus: where its script's calls go.
+            let environment = inspector.sessionEnvironment(pid: compositor)
+            guard let relays = relays.withLock({ $0 }), let bus = environment["DBUS_SESSION_BUS_ADDRESS"] else {
+                logger.notice(
+                    "KWin's focus cannot be relayed: no relay program or no session bus",
+                    metadata: ["session": "\(key)"])
+                return
+            }
+            var session = ["DBUS_SESSION_BUS_ADDRESS": bus]
+            if let runtime = environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") {
+                session["XDG_RUNTIME_DIR"] = runtime
+            }
+            let began = ContinuousClock.now
+            if let relay = relays.start(uid, session, key) {
+                readRelay(relay, key, mine, compositor: compositor, startTime: startTime, uid: uid)
+                relays.stop(relay.pid)
+                close(relay.input)
+                close(relay.output)
+                shellReports.withLock { reports in
+                    if reports[compositor]?.relay == relay.pid { reports[compositor] = nil }
+                }
+                nudgeSession(key)
+            }
+            delay = ContinuousClock.now - began > .seconds(60) ? .seconds(1) : min(delay * 2, .seconds(60))
+            mine.wait(for: delay)
+        }
+    }
+
+    /// Reads one relay's lines until it ends, its session or compositor does, or it says wrong.
+    private func readRelay(
+        _ relay: (pid: Int32, input: Int32, output: Int32), _ key: String, _ mine: StopSignal, compositor: Int32,
+        startTime: UInt64?, uid: UInt32
+    ) {
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var refused = 0
+        while !mine.isRaised, inspector.startTime(pid: compositor) == startTime {
+            var poller = pollfd(fd: relay.output, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 1000)
+            if ready < 0, errno != EINTR { return }
+            if ready <= 0 { continue }
+            let got = read(relay.output, &chunk, chunk.count)
+            if got < 0, errno == EINTR { continue }
+            if got <= 0 {
+                logger.notice("KWin's focus relay ended", metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
+                return
+            }
+            buffer += chunk[..<got]
+            while let newline = buffer.firstIndex(of: 10) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                guard let message = try? JSONDecoder().decode(RelayMessage.self, from: Data(line)) else {
+                    logger.notice(
+                        "a focus relay's line is not understood",
+                        metadata: ["relay": "pid \(relay.pid)", "line": "\(String(decoding: line.prefix(80), as: UTF8.self))"])
+                    continue
+                }
+                if let problem = message.error {
+                    logger.notice(
+                        "KWin's focus cannot be relayed", metadata: ["session": "\(key)", "problem": "\(problem.prefix(200))"])
+                    return
+                }
+                if message.ready == true {
+                    logger.info(
+                        "a focus relay serves KWin's script", metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
+                    continue
+                }
+                guard let focus = message.focus else { continue }
+                // The compositor, or its child: Plasma's kwin_wayland_wrapper listens on the
+                // socket and hands it to the kwin_wayland it starts, where the script runs.
+                guard let sender = message.sender, sender > 0,
+                    sender == compositor || inspector.status(pid: sender)?.parent == compositor
+                else {
+                    // Someone on the bus who is not the compositor: not listened to (said once in a while).
+                    refused += 1
+                    if refused == 1 || refused % 100 == 0 {
+                        logger.notice(
+                            "a focus call not from the compositor was ignored",
+                            metadata: ["session": "\(key)", "caller": "pid \(message.sender ?? 0)", "calls": "\(refused)"])
+                    }
+                    continue
+                }
+                shellReports.withLock { reports in
+                    var report = reports[compositor] ?? ShellReport(uid: uid, startTime: startTime, relay: relay.pid)
+                    report.relay = relay.pid
+                    report.focus = .some(focus?.pid)
+                    report.lines += 1
+                    reports[compositor] = report
+                }
+                nudgeSession(key)
+            }
+            if buffer.count > Self.reportLineLimit {
+                logger.notice("a focus relay's line is too long", metadata: ["relay": "pid \(relay.pid)"])
+                return
+            }
+        }
+    }
+
     /// Wakes a Wayland session's watch (a report came, or its reporter went).
     private func nudgeSession(_ key: String) {
         let nudge = nudges.withLock { nudges in nudges.values.lazy.compactMap { $0[key] }.first }
@@ -130,6 +242,37 @@ extension UsageTracker {
             guard let report = reports[pid], report.startTime == startTime, report.focus != nil else { return nil }
             return report
         }
+    }
+}
+
+/// What starts a session's focus relay and ends it (the shield presenter, through the launcher).
+struct FocusRelays: Sendable {
+    var start: @Sendable (_ uid: UInt32, _ environment: [String: String], _ key: String) -> (
+        pid: Int32, input: Int32, output: Int32
+    )?
+    var stop: @Sendable (_ pid: Int32) -> Void
+}
+
+/// A relay's line: `{"sender": S, "focus": {"pid": N}}`, `{"sender": S, "focus": null}`,
+/// `{"ready": true}`, `{"error": "…"}`.
+struct RelayMessage: Decodable {
+    var sender: Int32?
+    var focus: ShellMessage.Focus??
+    var ready: Bool?
+    var error: String?
+
+    enum CodingKeys: String, CodingKey { case sender, focus, ready, error }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        sender = try container.decodeIfPresent(Int32.self, forKey: .sender)
+        if container.contains(.focus) {
+            focus = .some(
+                try container.decodeNil(forKey: .focus)
+                    ? nil : try container.decode(ShellMessage.Focus.self, forKey: .focus))
+        }
+        ready = try container.decodeIfPresent(Bool.self, forKey: .ready)
+        error = try container.decodeIfPresent(String.self, forKey: .error)
     }
 }
 

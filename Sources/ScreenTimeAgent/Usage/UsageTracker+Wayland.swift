@@ -44,6 +44,7 @@ extension UsageTracker {
         var delay: Duration = .milliseconds(500)
         var failingSince: ContinuousClock.Instant?
         var idleStarted = false
+        var relayed: Int32?
         while let session = state.withLock({ $0.sessions[key] }), session.stop === mine, !mine.isRaised {
             do throws(SystemError) {
                 let server = try UnixPeers.server(of: path, timeout: .seconds(2))
@@ -76,6 +77,14 @@ extension UsageTracker {
                         watchWaylandIdle(key, path, mine, compositor: server.pid)
                     }
                 }
+                // KWin tells its focus through a script and the agent's relay on the session bus.
+                if name?.hasPrefix("kwin_wayland") == true, relayed != server.pid {
+                    relayed = server.pid
+                    let uid = server.uid
+                    startThread("screentime.relay") { [self] in
+                        relayFocus(key, mine, compositor: server.pid, startTime: started, uid: uid)
+                    }
+                }
                 let conservativeSource =
                     "Wayland compositor \(name ?? "?") (pid \(server.pid)), whose focus cannot be read: "
                     + "every app connected to it counts"
@@ -96,9 +105,15 @@ extension UsageTracker {
                             shown = nil
                             state.withLock { state in
                                 state.sessions[key]?.conservative = false
+                                // A relay tells focus only: idle is still the compositor's to say.
+                                let idle =
+                                    report.relay != nil
+                                        && state.sessions[key]?.source.hasSuffix("; idle from the compositor") == true
                                 state.sessions[key]?.source =
-                                    "Wayland compositor \(name ?? "?") (pid \(server.pid)): focus and idle from its "
-                                    + "screentime-focus extension, the pid checked to be the user's"
+                                    "Wayland compositor \(name ?? "?") (pid \(server.pid)): "
+                                    + (report.relay.map { "focus from its screentime-focus script, relayed by pid \($0)" }
+                                        ?? "focus and idle from its screentime-focus extension")
+                                    + ", the pid checked to be the user's" + (idle ? "; idle from the compositor" : "")
                             }
                         }
                         let pids = (report.focus ?? nil).map { [$0] } ?? []

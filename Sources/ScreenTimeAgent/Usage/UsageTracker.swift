@@ -43,6 +43,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// Told when a window of a shielded (held) app comes to the front in a session: the shield
     /// window shows again.
     let shieldInFront = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
+    /// Starts and stops the focus relay of a KWin session (the shield presenter's launcher).
+    let relays = Mutex<FocusRelays?>(nil)
     private let usersInFront = Mutex<Set<UInt32>>([])
     let flushSignal: AsyncStream<Void>
     let flushContinuation: AsyncStream<Void>.Continuation
