@@ -1338,13 +1338,18 @@ struct KWinDesktop {
             + "{ if (list[i].pid == \(pid)) { workspace.activeClient = list[i]; } }\n"
         try Files.writeAtomically(Array(script.utf8), to: path, mode: 0o644)
         for call in [
-            ["--object-path", "/Scripting", "--method", "org.kde.kwin.Scripting.loadScript", path, "activate\(scripts)"],
+            [
+                "--object-path", "/Scripting", "--method", "org.kde.kwin.Scripting.loadScript", path,
+                "activate\(scripts)",
+            ],
             ["--object-path", "/Scripting", "--method", "org.kde.kwin.Scripting.start"],
         ] {
             let result = try run(
                 "/usr/bin/setpriv",
-                ["--reuid=\(user)", "--regid=users", "--init-groups", "--", "/usr/bin/gdbus", "call", "--session",
-                 "--dest", "org.kde.KWin"] + call,
+                [
+                    "--reuid=\(user)", "--regid=users", "--init-groups", "--", "/usr/bin/gdbus", "call", "--session",
+                    "--dest", "org.kde.KWin",
+                ] + call,
                 environment: ["DBUS_SESSION_BUS_ADDRESS": bus, "PATH": "/usr/bin:/bin"])
             guard result.status == 0 else { throw WorldError("KWin's scripting: \(result.stderr)") }
         }

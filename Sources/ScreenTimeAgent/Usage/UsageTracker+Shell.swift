@@ -185,17 +185,21 @@ extension UsageTracker {
                 guard let message = try? JSONDecoder().decode(RelayMessage.self, from: Data(line)) else {
                     logger.notice(
                         "a focus relay's line is not understood",
-                        metadata: ["relay": "pid \(relay.pid)", "line": "\(String(decoding: line.prefix(80), as: UTF8.self))"])
+                        metadata: [
+                            "relay": "pid \(relay.pid)", "line": "\(String(decoding: line.prefix(80), as: UTF8.self))",
+                        ])
                     continue
                 }
                 if let problem = message.error {
                     logger.notice(
-                        "KWin's focus cannot be relayed", metadata: ["session": "\(key)", "problem": "\(problem.prefix(200))"])
+                        "KWin's focus cannot be relayed",
+                        metadata: ["session": "\(key)", "problem": "\(problem.prefix(200))"])
                     return
                 }
                 if message.ready == true {
                     logger.info(
-                        "a focus relay serves KWin's script", metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
+                        "a focus relay serves KWin's script",
+                        metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
                     continue
                 }
                 guard let focus = message.focus else { continue }
@@ -209,7 +213,9 @@ extension UsageTracker {
                     if refused == 1 || refused % 100 == 0 {
                         logger.notice(
                             "a focus call not from the compositor was ignored",
-                            metadata: ["session": "\(key)", "caller": "pid \(message.sender ?? 0)", "calls": "\(refused)"])
+                            metadata: [
+                                "session": "\(key)", "caller": "pid \(message.sender ?? 0)", "calls": "\(refused)",
+                            ])
                     }
                     continue
                 }
@@ -247,9 +253,10 @@ extension UsageTracker {
 
 /// What starts a session's focus relay and ends it (the shield presenter, through the launcher).
 struct FocusRelays: Sendable {
-    var start: @Sendable (_ uid: UInt32, _ environment: [String: String], _ key: String) -> (
-        pid: Int32, input: Int32, output: Int32
-    )?
+    var start:
+        @Sendable (_ uid: UInt32, _ environment: [String: String], _ key: String) -> (
+            pid: Int32, input: Int32, output: Int32
+        )?
     var stop: @Sendable (_ pid: Int32) -> Void
 }
 

@@ -108,10 +108,12 @@ extension UsageTracker {
                                 // A relay tells focus only: idle is still the compositor's to say.
                                 let idle =
                                     report.relay != nil
-                                        && state.sessions[key]?.source.hasSuffix("; idle from the compositor") == true
+                                    && state.sessions[key]?.source.hasSuffix("; idle from the compositor") == true
                                 state.sessions[key]?.source =
                                     "Wayland compositor \(name ?? "?") (pid \(server.pid)): "
-                                    + (report.relay.map { "focus from its screentime-focus script, relayed by pid \($0)" }
+                                    + (report.relay.map {
+                                        "focus from its screentime-focus script, relayed by pid \($0)"
+                                    }
                                         ?? "focus and idle from its screentime-focus extension")
                                     + ", the pid checked to be the user's" + (idle ? "; idle from the compositor" : "")
                             }
