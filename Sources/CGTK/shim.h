@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 
 static inline gulong screentime_gtk_connect(gpointer instance, const char *signal, GCallback handler, gpointer data) {
     return g_signal_connect_data(instance, signal, handler, data, NULL, (GConnectFlags)0);
@@ -134,6 +135,9 @@ static inline void screentime_relay_closed(GDBusConnection *bus, gboolean remote
 
 /// Runs the relay, writing to `out`; its exit status (0 when the agent's end closed).
 static inline int screentime_focus_relay(int out) {
+    // Not the child's to trace or take descriptors from (pidfd_getfd): the pipe to the agent is
+    // the relay's alone.
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     GError *error = NULL;
     GDBusConnection *bus = g_bus_get_sync(G_BUS_TYPE_SESSION, NULL, &error);
     if (bus == NULL) {

@@ -30,6 +30,26 @@ struct HostileChildIntegrationTests {
     /// Finding 9: forty connections trickling a byte at a time kept every slot. Now the child gets
     /// four, the rest are told "busy", the guardian is answered meanwhile, and each trickled frame
     /// is dropped at its deadline however many bytes came.
+    /// Thousands of programs started at once, each judged: judgements run late, and the agent's
+    /// judge timer and the process shield once waited on each other for good (status and a
+    /// guardian's shield hung; a new program ran unshielded). The agent answers through it, and
+    /// after it a newly shielded program is held.
+    @Test func anExecStormLeavesTheAgentAnsweringAndShielding() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let storm = try world.launch(
+            as: world.child, "/bin/sh",
+            ["-c", "for j in $(seq 30); do (for i in $(seq 200); do /bin/true; done) & done; wait"])
+        #expect(world.wait(storm, seconds: 120) == 0)
+        let asked = Date()
+        let status = try world.cli(as: world.guardian, "status", "--user", world.child)
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(Date().timeIntervalSince(asked) < 10, "status took \(Date().timeIntervalSince(asked)) s")
+        let again = try world.launch(as: world.child, world.counter, [world.directory + "/after-storm"])
+        #expect(eventually { world.isFrozen(again) })
+    }
+
     @Test func theChildCannotTieUpTheControlSocket() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

@@ -823,7 +823,26 @@ struct UsageIntegrationTests {
     @Test func kwinsScriptTellsTheWindowInFrontThroughTheRelay() throws {
         let world = try world()
         defer { world.tearDown() }
-        var desktop = try KWinDesktop(world: world, user: world.child)
+        // A program KWin itself starts (its child, as a compositor of the child's choosing could
+        // start any): once told, it calls the relay naming whatever pid it is given.
+        let liarScript = world.directory + "/kwin-child-liar.py"
+        let trigger = world.directory + "/kwin-child-liar.pid"
+        let liarSource = """
+            import dbus, os, time
+            while not os.path.exists('\(trigger)'):
+                time.sleep(0.1)
+            pid = open('\(trigger)').read().strip()
+            bus = dbus.SessionBus()
+            focus = bus.get_object('org.screentime.Focus', '/org/screentime/Focus')
+            for _ in range(40):
+                focus.Activated(pid, dbus_interface='org.screentime.Focus')
+                time.sleep(0.1)
+            time.sleep(3600)
+
+            """
+        try Files.writeAtomically(Array(liarSource.utf8), to: liarScript, mode: 0o644)
+        var desktop = try KWinDesktop(
+            world: world, user: world.child, sessionProgram: "/usr/bin/python3 \(liarScript)")
         defer { desktop.stop() }
         func session() -> SessionReport? { (try? world.status(of: world.child).sessions?.first) ?? nil }
         let shm = try desktop.open(as: world.child, "/usr/bin/weston-simple-shm", [])
@@ -849,18 +868,32 @@ struct UsageIntegrationTests {
             as: world.child, "/bin/sh",
             [
                 "-c",
-                "for i in $(seq 40); do gdbus call --session --dest org.screentime.Focus --object-path "
-                    + "/org/screentime/Focus --method org.screentime.Focus.Activated \(shm) >/dev/null; sleep 0.1; done",
+                "for i in $(seq 10); do gdbus call --session --dest org.screentime.Focus --object-path "
+                    + "/org/screentime/Focus --method org.screentime.Focus.Activated \(shm) >/dev/null; sleep 0.4; done",
             ],
             environment: ["DBUS_SESSION_BUS_ADDRESS=\(desktop.bus)", "PATH=/usr/bin:/bin"])
         _ = world.wait(liar, seconds: 20)
+        // And KWin's own child says so: not the compositor either.
+        try Files.writeAtomically(Array("\(shm)".utf8), to: trigger, mode: 0o644)
+        Thread.sleep(forTimeInterval: 5)
         let both = try report(world)
         let elapsed = Date().timeIntervalSince(start)
         let paintSeconds = seconds(both, "org.example.Paint") - seconds(before, "org.example.Paint")
         let shmSeconds = seconds(both, "org.example.Shm") - seconds(before, "org.example.Shm")
         #expect(paintSeconds > elapsed - 1.5, "Paint in front: \(paintSeconds) s of \(elapsed) s")
         #expect(shmSeconds < 0.5, "Shm, connected, named by the child's program: \(shmSeconds) s")
-        #expect(!world.agentLog(naming: ["not from the compositor was ignored"]).isEmpty)
+        let ignored = world.agentLog(naming: ["not from the compositor was ignored"])
+        let kwinChild =
+            (try run("/usr/bin/pgrep", ["-u", world.child, "-f", "^/usr/bin/python3 .*kwin-child-liar"])).stdout
+            .split(separator: "\n").first.map(String.init) ?? "?"
+        #expect(!ignored.isEmpty)
+        #expect(
+            try run("/bin/sh", ["-c", "grep -q '^PPid:\t\(desktop.compositor ?? 0)$' /proc/\(kwinChild)/status"]).status
+                == 0,
+            "the liar is KWin's child")
+        #expect(
+            world.agentLog(naming: ["caller=pid \(kwinChild) "]).isEmpty == false,
+            "KWin's child (pid \(kwinChild)): \(ignored) kwin: \(desktop.log())")
         // The relay killed (it is the child's process), and the name taken by a program of the
         // child's queued for it: every connected app counts until the squatter is gone and the
         // relay is back; then the window brought to the front is told.
@@ -1284,7 +1317,8 @@ struct KWinDesktop {
     private var pids: [Int32] = []
     private var scripts = 0
 
-    init(world: AgentWorld, user: String) throws {
+    /// `sessionProgram`: a program kwin_wayland starts as its own child (`--exit-with-session`).
+    init(world: AgentWorld, user: String, sessionProgram: String? = nil) throws {
         self.world = world
         let account = try UserDirectory().user(user)
         runtime = world.directory + "/kwin-\(account.uid)"
@@ -1303,7 +1337,8 @@ struct KWinDesktop {
             [
                 "--", "/bin/sh", "-c",
                 "echo \"$DBUS_SESSION_BUS_ADDRESS\" > \(runtime)/bus.address; exec \(world.directory)/bin/kwin_wayland "
-                    + "--virtual --no-lockscreen --no-global-shortcuts --socket wayland-kw",
+                    + "--virtual --no-lockscreen --no-global-shortcuts --socket wayland-kw"
+                    + (sessionProgram.map { " --exit-with-session '\($0)'" } ?? ""),
             ],
             output: world.directory + "/kwin.log",
             environment: ["XDG_RUNTIME_DIR=\(runtime)", "HOME=\(runtime)", "XDG_DATA_DIRS=\(data):/usr/share"])
@@ -1353,6 +1388,12 @@ struct KWinDesktop {
                 environment: ["DBUS_SESSION_BUS_ADDRESS": bus, "PATH": "/usr/bin:/bin"])
             guard result.status == 0 else { throw WorldError("KWin's scripting: \(result.stderr)") }
         }
+    }
+
+    /// kwin_wayland's pid (its session bus's grandchild).
+    var compositor: Int32? {
+        let found = try? run("/usr/bin/pgrep", ["-f", "^\(world.directory)/bin/kwin_wayland "])
+        return found?.stdout.split(separator: "\n").first.flatMap { Int32($0) }
     }
 
     /// The end of what kwin_wayland said.

@@ -279,8 +279,15 @@ final class ProcessJudges: Sendable {
             }
             if stopping { return }
             for _ in 0..<replace { spawn() }
-            for (job, stuck) in fire { overdue(job, stuck) }
-            if !fire.isEmpty { continue }
+            if !fire.isEmpty {
+                // Told with the timer's lock let go: `overdue` takes the process shield's table,
+                // whose holder may be submitting a job (which takes this lock): held across the
+                // call, the two waited on each other for good (a child's exec storm did it).
+                timerCondition.unlock()
+                for (job, stuck) in fire { overdue(job, stuck) }
+                timerCondition.lock()
+                continue
+            }
             if let next {
                 _ = timerCondition.wait(
                     until: Date().addingTimeInterval(ContinuousClock.now.duration(to: next).seconds))

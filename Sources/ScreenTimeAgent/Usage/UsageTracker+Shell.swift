@@ -123,10 +123,12 @@ extension UsageTracker {
     /// where a relay the agent starts as the session's user (`screentime-shield --focus-relay`,
     /// through the launcher) owns the name and writes each call, with the caller's pid as the bus
     /// says it, on a pipe only the agent reads. A call counts only when that caller is the
-    /// session's compositor (or its child: Plasma's wrapper serves the socket for the kwin_wayland
-    /// it starts); the pid it names counts only if it is the user's (as the extension's). The relay killed, its name taken or the bus gone: the session is counted the
+    /// session's compositor (or holds its socket: Plasma's wrapper hands it to the kwin_wayland it
+    /// starts); the pid it names counts only if it is the user's (as the extension's). The relay killed, its name taken or the bus gone: the session is counted the
     /// conservative way while the relay is started again (after 1 s, doubling up to a minute).
-    func relayFocus(_ key: String, _ mine: StopSignal, compositor: Int32, startTime: UInt64?, uid: UInt32) {
+    func relayFocus(
+        _ key: String, _ mine: StopSignal, socket: String, compositor: Int32, startTime: UInt64?, uid: UInt32
+    ) {
         var delay: Duration = .seconds(1)
         while !mine.isRaised, inspector.startTime(pid: compositor) == startTime,
             state.withLock({ $0.sessions[key]?.stop === mine })
@@ -145,7 +147,7 @@ extension UsageTracker {
             }
             let began = ContinuousClock.now
             if let relay = relays.start(uid, session, key) {
-                readRelay(relay, key, mine, compositor: compositor, startTime: startTime, uid: uid)
+                readRelay(relay, key, mine, socket: socket, compositor: compositor, startTime: startTime, uid: uid)
                 relays.stop(relay.pid)
                 close(relay.input)
                 close(relay.output)
@@ -161,16 +163,25 @@ extension UsageTracker {
 
     /// Reads one relay's lines until it ends, its session or compositor does, or it says wrong.
     private func readRelay(
-        _ relay: (pid: Int32, input: Int32, output: Int32), _ key: String, _ mine: StopSignal, compositor: Int32,
-        startTime: UInt64?, uid: UInt32
+        _ relay: (pid: Int32, input: Int32, output: Int32), _ key: String, _ mine: StopSignal, socket: String,
+        compositor: Int32, startTime: UInt64?, uid: UInt32
     ) {
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         var refused = 0
+        var verified: (pid: Int32, startTime: UInt64?)?
+        var refusedCallers: Set<Int32> = []
         while !mine.isRaised, inspector.startTime(pid: compositor) == startTime {
             var poller = pollfd(fd: relay.output, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, 1000)
             if ready < 0, errno != EINTR { return }
+            // A relay stopped (SIGSTOP) tells nothing while what it last told stands: ended, and
+            // started again.
+            if inspector.state(pid: relay.pid) == "T" || inspector.state(pid: relay.pid) == "t" {
+                logger.notice(
+                    "KWin's focus relay was stopped", metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
+                return
+            }
             if ready <= 0 { continue }
             let got = read(relay.output, &chunk, chunk.count)
             if got < 0, errno == EINTR { continue }
@@ -183,12 +194,13 @@ extension UsageTracker {
                 let line = Array(buffer[..<newline])
                 buffer.removeSubrange(...newline)
                 guard let message = try? JSONDecoder().decode(RelayMessage.self, from: Data(line)) else {
+                    // The relay writes only what it makes: a line not understood ends it.
                     logger.notice(
-                        "a focus relay's line is not understood",
+                        "a focus relay's line is not understood: it is ended",
                         metadata: [
                             "relay": "pid \(relay.pid)", "line": "\(String(decoding: line.prefix(80), as: UTF8.self))",
                         ])
-                    continue
+                    return
                 }
                 if let problem = message.error {
                     logger.notice(
@@ -203,14 +215,19 @@ extension UsageTracker {
                     continue
                 }
                 guard let focus = message.focus else { continue }
-                // The compositor, or its child: Plasma's kwin_wayland_wrapper listens on the
-                // socket and hands it to the kwin_wayland it starts, where the script runs.
+                // The compositor: the process that listens on the session's socket, or one that
+                // holds it (Plasma's kwin_wayland_wrapper listens and hands the socket to the
+                // kwin_wayland it starts, where the script runs). Not merely a child of it: a
+                // compositor of the child's choosing may start any program.
                 guard let sender = message.sender, sender > 0,
-                    sender == compositor || inspector.status(pid: sender)?.parent == compositor
+                    sender == compositor || holds(sender, socket: socket, &verified)
                 else {
-                    // Someone on the bus who is not the compositor: not listened to (said once in a while).
+                    // Someone on the bus who is not the compositor: not listened to (said for each
+                    // new caller, a few dozen at most, and then once in a while).
                     refused += 1
-                    if refused == 1 || refused % 100 == 0 {
+                    let caller = message.sender ?? 0
+                    let new = refusedCallers.count < 32 && refusedCallers.insert(caller).inserted
+                    if new || refused % 100 == 0 {
                         logger.notice(
                             "a focus call not from the compositor was ignored",
                             metadata: [
@@ -233,6 +250,18 @@ extension UsageTracker {
                 return
             }
         }
+    }
+
+    /// Whether `pid` holds a Unix socket bound to `socket` (the listening one, or a connection
+    /// accepted on it): the kernel's answer (sock_diag), remembered for that process.
+    private func holds(_ pid: Int32, socket: String, _ verified: inout (pid: Int32, startTime: UInt64?)?) -> Bool {
+        let started = inspector.startTime(pid: pid)
+        if let known = verified, known.pid == pid, known.startTime == started { return true }
+        guard let sockets = try? UnixPeers.sockets() else { return false }
+        let bound = Set(sockets.filter { $0.value.name == socket }.keys)
+        guard !bound.isEmpty, !UnixPeers.socketInodes(pid: pid).isDisjoint(with: bound) else { return false }
+        verified = (pid, started)
+        return true
     }
 
     /// Wakes a Wayland session's watch (a report came, or its reporter went).

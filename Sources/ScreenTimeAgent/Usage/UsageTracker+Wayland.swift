@@ -82,7 +82,7 @@ extension UsageTracker {
                     relayed = server.pid
                     let uid = server.uid
                     startThread("screentime.relay") { [self] in
-                        relayFocus(key, mine, compositor: server.pid, startTime: started, uid: uid)
+                        relayFocus(key, mine, socket: path, compositor: server.pid, startTime: started, uid: uid)
                     }
                 }
                 let conservativeSource =
