@@ -921,6 +921,30 @@ struct UsageIntegrationTests {
                 return session()?.focusSource.contains("relayed") == true && session()?.inFrontName == "Shm"
             },
             "\(String(describing: session()))")
+        // The relay's pipe to the agent is not the child's to take (pidfd_getfd needs what a
+        // tracer needs; the relay is not dumpable).
+        let relay = try #require(
+            (try run("/usr/bin/pgrep", ["-u", world.child, "-f", "focus-relay"])).stdout.split(separator: "\n").first
+                .flatMap { Int32($0) })
+        let taking = try run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/usr/bin/python3", "-c",
+                "import ctypes, os, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+                    + "pidfd = libc.syscall(434, int(sys.argv[1]), 0)\n"
+                    + "fd = libc.syscall(438, pidfd, 3, 0)\n"
+                    + "print(fd, os.strerror(ctypes.get_errno()))\n",
+                "\(relay)",
+            ])
+        #expect(taking.stdout.hasPrefix("-1 Operation not permitted"), "\(taking.stdout) \(taking.stderr)")
+        // Stopped, it tells nothing while what it last told stands: ended and started again.
+        let serving = world.agentLog(naming: ["a focus relay serves"]).split(separator: "\n").count
+        kill(relay, SIGSTOP)
+        #expect(eventually(10) { !world.agentLog(naming: ["KWin's focus relay was stopped"]).isEmpty })
+        #expect(
+            eventually(20) {
+                world.agentLog(naming: ["a focus relay serves"]).split(separator: "\n").count > serving
+            })
     }
 
     /// GNOME Shell's extension tells idle too (mutter's idle monitor, at the agent's timeout):
