@@ -171,6 +171,7 @@ extension UsageTracker {
         var refused = 0
         var verified: (pid: Int32, startTime: UInt64?)?
         var refusedCallers: Set<Int32> = []
+        var notHolding: [Int32: UInt64?] = [:]
         while !mine.isRaised, inspector.startTime(pid: compositor) == startTime {
             var poller = pollfd(fd: relay.output, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, 1000)
@@ -220,7 +221,7 @@ extension UsageTracker {
                 // kwin_wayland it starts, where the script runs). Not merely a child of it: a
                 // compositor of the child's choosing may start any program.
                 guard let sender = message.sender, sender > 0,
-                    sender == compositor || holds(sender, socket: socket, &verified)
+                    sender == compositor || holds(sender, socket: socket, &verified, &notHolding)
                 else {
                     // Someone on the bus who is not the compositor: not listened to (said for each
                     // new caller, a few dozen at most, and then once in a while).
@@ -254,12 +255,22 @@ extension UsageTracker {
 
     /// Whether `pid` holds a Unix socket bound to `socket` (the listening one, or a connection
     /// accepted on it): the kernel's answer (sock_diag), remembered for that process.
-    private func holds(_ pid: Int32, socket: String, _ verified: inout (pid: Int32, startTime: UInt64?)?) -> Bool {
+    /// Processes found not to hold it are remembered too (a few dozen): a caller repeating its
+    /// calls costs no more dumps.
+    private func holds(
+        _ pid: Int32, socket: String, _ verified: inout (pid: Int32, startTime: UInt64?)?,
+        _ refused: inout [Int32: UInt64?]
+    ) -> Bool {
         let started = inspector.startTime(pid: pid)
         if let known = verified, known.pid == pid, known.startTime == started { return true }
+        if let known = refused[pid], known == started { return false }
         guard let sockets = try? UnixPeers.sockets() else { return false }
         let bound = Set(sockets.filter { $0.value.name == socket }.keys)
-        guard !bound.isEmpty, !UnixPeers.socketInodes(pid: pid).isDisjoint(with: bound) else { return false }
+        guard !bound.isEmpty, !UnixPeers.socketInodes(pid: pid).isDisjoint(with: bound) else {
+            if refused.count >= 64 { refused.removeAll() }
+            refused[pid] = started
+            return false
+        }
         verified = (pid, started)
         return true
     }
