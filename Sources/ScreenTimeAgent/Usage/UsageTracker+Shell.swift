@@ -177,8 +177,8 @@ extension UsageTracker {
             let ready = poll(&poller, 1, 1000)
             if ready < 0, errno != EINTR { return }
             // A relay stopped (SIGSTOP) tells nothing while what it last told stands: ended, and
-            // started again.
-            if inspector.state(pid: relay.pid) == "T" || inspector.state(pid: relay.pid) == "t" {
+            // started again. Looked at when it has been quiet a second, not at each line.
+            if ready == 0, let state = inspector.state(pid: relay.pid), state == "T" || state == "t" {
                 logger.notice(
                     "KWin's focus relay was stopped", metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
                 return
