@@ -13,7 +13,8 @@ public import ScreenTimeCore
 /// The user's files are read as a hostile user's: no symbolic link is followed below the home
 /// (not even one in the middle of the path), every file is opened without blocking and read
 /// only when it is a regular file on a kernel file system, and the walk stops at `maximumFiles`
-/// files or `maximumBytes` bytes.
+/// files or `maximumBytes` bytes, or when the time given for the user's files is up (a child's
+/// hundred thousand entries make its own additions incomplete, never the system's late).
 public struct ApplicationCatalogue: Sendable {
     /// Where an entry was found, for display.
     public struct Entry: Hashable, Sendable {
@@ -52,8 +53,9 @@ public struct ApplicationCatalogue: Sendable {
     /// What could not be read, in words (a FIFO planted as an entry, a file too large, a limit).
     public let problems: [String]
 
-    /// Reads the entries for a user with this home (nil: the system's only).
-    public init(home: String?, systemDataDirectories: [String]) {
+    /// Reads the entries for a user with this home (nil: the system's only); the user's own are
+    /// read for `userTime` at most, after the system's.
+    public init(home: String?, systemDataDirectories: [String], userTime: Duration = .seconds(1)) {
         var reader = EntryReader()
         var entries: [String: Entry] = [:]
         var deleted: Set<String> = []
@@ -75,9 +77,15 @@ public struct ApplicationCatalogue: Sendable {
         }
         var additions: [String: Entry] = [:]
         if let home {
+            reader.deadline = .now + userTime
             for directory in Self.userDataDirectories {
                 let applications = directory + "/applications"
                 for (relative, bytes) in reader.files(below: applications, userOwned: true, home: home) {
+                    // Parsing counts in the user's time too.
+                    if reader.outOfTime {
+                        reader.problems.append("\(home)/\(applications): stopped reading at \(relative): out of time")
+                        break
+                    }
                     let id = DesktopEntry.id(forRelativePath: relative)
                     // Hidden in a user's file hides nothing; it defines nothing either.
                     guard let entry = DesktopEntry(id: id, parsing: String(decoding: bytes, as: UTF8.self)),
@@ -124,6 +132,10 @@ private struct EntryReader {
     var files = 0
     var bytes = 0
     var problems: [String] = []
+    /// When reading stops (the user's files only).
+    var deadline: ContinuousClock.Instant?
+
+    var outOfTime: Bool { deadline.map { .now >= $0 } ?? false }
 
     /// The files below `directory`: for a user-owned one, `directory` is relative to `home` and
     /// reached from it without following any link.
@@ -150,13 +162,22 @@ private struct EntryReader {
     private mutating func walk(_ top: Int32, userOwned: Bool, name: String) -> [(String, [UInt8])] {
         var found: [(String, [UInt8])] = []
         var pending: [(fd: Int32, relative: String, depth: Int)] = [(top, "", 0)]
+        func stop(_ stream: OpaquePointer?, _ problems: inout [String], _ files: Int) -> [(String, [UInt8])] {
+            problems.append("\(name): stopped reading after \(files) entries: out of time")
+            if let stream { closedir(stream) }
+            for item in pending { close(item.fd) }
+            return found
+        }
         while let (fd, relative, depth) = pending.popLast() {
             guard let stream = fdopendir(fd) else {
                 close(fd)
                 continue
             }
             var names: [(String, UInt8)] = []
+            var listed = 0
             while let item = readdir(stream) {
+                listed += 1
+                if listed & 255 == 0, outOfTime { return stop(stream, &problems, files) }
                 let entryName = withUnsafeBytes(of: item.pointee.d_name) { raw in
                     String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
                 }
@@ -174,6 +195,7 @@ private struct EntryReader {
                     let child = Self.openDirectory(entryName, below: dirfd(stream), followingLinks: !userOwned)
                     if child >= 0 { pending.append((child, path, depth + 1)) }
                 } else if entryName.hasSuffix(".desktop") {
+                    if outOfTime { return stop(stream, &problems, files) }
                     guard files < ApplicationCatalogue.maximumFiles, bytes < ApplicationCatalogue.maximumBytes else {
                         problems.append("\(name): stopped reading at \(files) entries, \(bytes) bytes")
                         closedir(stream)
@@ -239,7 +261,8 @@ extension ApplicationCatalogue {
                 return (
                     entry: item.entry,
                     programs: paths.sorted().map {
-                        ApplicationIndex.Program(path: $0, sha256: item.isUsers ? nil : try? hashes.sha256(of: $0))
+                        ApplicationIndex.Program(
+                            path: $0, sha256: item.isUsers ? nil : try? hashes.sha256(of: $0), isUsers: item.isUsers)
                     }
                 )
             })

@@ -344,6 +344,67 @@ struct ProcessShieldIntegrationTests {
         kill(pid, SIGKILL)
     }
 
+    /// The child fills its applications directory (20,000 entries of its own, all naming one
+    /// program). Once, reading them took longer than the 2 s given (adding each was quadratic),
+    /// which left the index empty after an authorization or a restart: the system's apps were
+    /// unknown, and a blocked app ran. And a copy of a blocked program learned while a guardian's
+    /// change was read lost its marks when the change came in.
+    @Test func aChildsThousandsOfEntriesHideNoAppAndLoseNoCopyLearned() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let home = try world.makeHome(for: world.child)
+        let made = try world.inNetwork(
+            as: world.child, "/bin/sh",
+            [
+                "-c",
+                """
+                cd \(home)/.local/share/applications && i=0
+                while [ $i -lt 20000 ]; do
+                  i=$((i+1)); printf '[Desktop Entry]\\nType=Application\\nName=Note %s\\nExec=/bin/true %s\\n' $i $i > n$i.desktop
+                done
+                """,
+            ])
+        #expect(made.status == 0, "\(made.stderr)")
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
+        let refused = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
+        #expect(refused.status == 126, "\(refused.stderr)\n\(world.agentLog(naming: ["applications", "entry"]))")
+        // After a restart too: the index is read again, from nothing.
+        world.kill9()
+        try world.start()
+        let again = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
+        #expect(again.status == 126, "\(again.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: home + "/count"))
+        #expect(world.agentLog(naming: ["entry"]).contains("stopped reading"))
+
+        let copy = home + "/homework"
+        try world.giveChild(copyOf: world.counter, at: copy)
+
+        // The guardian's change is read while the child runs the copy for the first time.
+        let started = Date()
+        let change = Process()
+        change.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        change.arguments = [
+            "--reuid=\(world.guardian)", "--regid=users", "--init-groups", "--", AgentWorld.binaries + "/screentime",
+            "shield", "--user", world.child, "--domain", "x.test",
+        ]
+        change.environment = ["SCREENTIME_SOCKET": world.socket, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"]
+        try change.run()
+        Thread.sleep(forTimeInterval: 0.3)
+        let first = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(copy) \(home)/count-copy"])
+        #expect(first.status == 137, "killed at exec: \(first.stderr)")
+        let ranFirst = Date().timeIntervalSince(started)
+        change.waitUntilExit()
+        #expect(change.terminationStatus == 0)
+        let tookChange = Date().timeIntervalSince(started)
+        // The race this is about: the copy was killed (and learned) while the change was read.
+        #expect(ranFirst < tookChange, "first exec done after \(ranFirst) s, the change after \(tookChange) s")
+
+        let second = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(copy) \(home)/count-again"])
+        #expect(second.status == 126, "refused: \(second.stderr)\n\(world.agentLog(naming: ["homework", "gate"]))")
+        #expect(!FileManager.default.fileExists(atPath: home + "/count-again"))
+    }
+
     @Test func afterAKillTheAgentThawsWhatIsNoLongerShieldedAndKeepsTheRest() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

@@ -64,6 +64,25 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
             ])
     }
 
+    /// The user's own entries are read for the time given them, after the system's: out of time,
+    /// the system's are all there and the reason is told.
+    @Test func theUsersEntriesAreReadForTheTimeGivenAndTheSystemsAlways() throws {
+        let fixture = try Fixture()
+        try fixture.write("system/applications/org.example.Game.desktop", entry("Game", "Game;"))
+        for number in 0..<300 {
+            try fixture.write("home/.local/share/applications/n\(number).desktop", entry("Note \(number)"))
+        }
+        let late = ApplicationCatalogue(
+            home: fixture.root + "/home", systemDataDirectories: [fixture.root + "/system"], userTime: .zero)
+        #expect(late.entry(id: "org.example.Game")?.entry.name == "Game")
+        #expect(late.entries.count == 1)
+        #expect(late.problems.contains { $0.hasSuffix("out of time") }, "\(late.problems)")
+        let whole = ApplicationCatalogue(
+            home: fixture.root + "/home", systemDataDirectories: [fixture.root + "/system"])
+        #expect(whole.entries.count == 301)
+        #expect(whole.problems.isEmpty)
+    }
+
     /// Finding 2 of the hardening issue: a child's copy of a shielded app's entry with
     /// Hidden=true, NoDisplay=true or other categories changes nothing a shield relies on.
     @Test func aUsersCopyOfAnEntryCannotUnlistOrRecategoriseIt() throws {

@@ -84,6 +84,24 @@ import Testing
         #expect(Self.script.commandWords == ["python3", "/opt/s/main.py"])
     }
 
+    /// A child's thousands of entries naming one program give it a few applications, never
+    /// crowding out the system's (whose ID sorts after all of them here).
+    @Test func aChildsThousandsOfEntriesForOneProgramGiveItAFew() {
+        let shell = "/usr/bin/true"
+        var entries: [(entry: DesktopEntry, programs: [ApplicationIndex.Program])] = (0..<5000).map { number in
+            (
+                Self.entry("a.kid.Note\(number)", "Name=N\nExec=\(shell)\n"),
+                [.init(path: shell, sha256: nil, isUsers: true)]
+            )
+        }
+        entries.append((Self.entry("z.system.Shell", "Name=Shell\nExec=\(shell)\n"), [.init(path: shell, sha256: nil)]))
+        let index = ApplicationIndex(entries: entries)
+        let found = index.identities(of: ProcessEvidence(executablePath: shell, executableHash: nil))
+        #expect(found.contains(.desktopEntry("z.system.Shell")))
+        #expect(found.filter { $0.description.contains("a.kid.Note") }.count == ApplicationIndex.maximumUserIdentities)
+        #expect(index.count == 5001)
+    }
+
     @Test func aCopyIsKnownByItsContent() {
         let copy = ProcessEvidence(
             executablePath: "/home/kid/homework", executableHash: String(repeating: "a", count: 64))

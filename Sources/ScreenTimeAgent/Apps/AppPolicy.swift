@@ -20,6 +20,12 @@ struct UserApps: Sendable {
 }
 
 /// A file the exec gate watches, named as the kernel names it to the gate.
+/// A program known by content to be a shielded or blocked one (a copy), found at its exec.
+struct LearnedProgram: Equatable, Sendable {
+    var hash: String
+    var file: FileIdentity?
+}
+
 struct FileIdentity: Hashable, Sendable {
     var device: UInt64
     var inode: UInt64

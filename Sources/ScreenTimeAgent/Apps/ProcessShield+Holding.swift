@@ -205,11 +205,12 @@ extension ProcessShield {
             filter.verdict(
                 for: filter.index.identities(of: ProcessEvidence(executablePath: path, executableHash: hash)))
                 != nil,
-            learned.withLock({ $0[path] }) != hash
+            learned.withLock({ $0[path]?.hash }) != hash
         else { return }
         // Through /proc/PID/exe: the very file it runs, even if renamed since.
         if (try? gate.mark("\(inspector.root)/\(pid)/exe")) != nil {
-            learned.withLock { $0[path] = hash }
+            let file = tracked.kernel.executable.map { FileIdentity($0.key) }
+            learned.withLock { $0[path] = LearnedProgram(hash: hash, file: file) }
             if let status = tracked.kernel.executable {
                 policy.withLock { policy in
                     policy.marked[FileIdentity(status.key), default: [:]][tracked.owner] = verdict

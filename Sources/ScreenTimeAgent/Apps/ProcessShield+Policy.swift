@@ -13,13 +13,19 @@ extension ProcessShield {
     /// returns once that is done (processes whose judgement is still out are held by then).
     func apply(_ snapshot: PolicySnapshot) { apply(snapshot, reconciling: false) }
 
-    func apply(_ snapshot: PolicySnapshot, reconciling: Bool) {
+    /// `snapshot` nil: the one in force, again (a user's applications read late are in).
+    func apply(_ given: PolicySnapshot?, reconciling: Bool) {
         applying.withLock { _ in
             let previous = currentPolicy()
-            let next = makePolicy(snapshot, previous: previous)
+            let snapshot = given ?? previous.snapshot
+            let learnedBefore = learned.withLock { $0 }
+            var next = makePolicy(snapshot, previous: previous, learned: learnedBefore)
             let batch = judges.makeBatch()
             let records = reconciling ? (try? database.frozenProcesses()) ?? [] : []
             table.withLock { table in
+                // A copy learned while the policy was made (under this lock, as here) keeps its
+                // marks: without this, the swap and the gate's refresh drop them.
+                addLearned(since: learnedBefore, to: &next)
                 // Swapped under the table's lock: an event handled with the table sees the old
                 // policy and is caught by the scan below, or the new one.
                 policy.withLock { $0 = next }
@@ -53,11 +59,14 @@ extension ProcessShield {
     /// Each user's rules from a snapshot: their catalogue read (with a deadline: a home that does
     /// not answer keeps the last index), the filter, whether only installed programs run, and
     /// the programs the gate marks.
-    func makePolicy(_ snapshot: PolicySnapshot, previous: AppPolicy) -> AppPolicy {
+    func makePolicy(
+        _ snapshot: PolicySnapshot, previous: AppPolicy, learned learnedNow: [String: LearnedProgram]
+    )
+        -> AppPolicy
+    {
         var users: [UInt32: UserApps] = [:]
         var marked: [FileIdentity: [UInt32: ApplicationFilter.Verdict]] = [:]
         var paths: Set<String> = []
-        let learnedNow = learned.withLock { $0 }
         for (uid, user) in snapshot.users {
             let index = readIndex(user)
             let filter = ApplicationFilter(policy: user.policy, index: index, minter: minter)
@@ -69,9 +78,9 @@ extension ProcessShield {
                 installed: InstalledProgram(person: person), locked: user.isLocked)
             users[uid] = apps
             var verdicts = filter.programVerdicts
-            for (path, hash) in learnedNow where verdicts[path] == nil {
+            for (path, program) in learnedNow where verdicts[path] == nil {
                 let identities = filter.index.identities(
-                    of: ProcessEvidence(executablePath: path, executableHash: hash))
+                    of: ProcessEvidence(executablePath: path, executableHash: program.hash))
                 if let verdict = filter.verdict(for: identities) { verdicts[path] = verdict }
             }
             for (path, verdict) in verdicts {
@@ -85,33 +94,91 @@ extension ProcessShield {
             markedPaths: paths.sorted())
     }
 
-    /// A user's application index: the catalogue read on a thread of its own, given two seconds;
-    /// late, the last index read stays (and the late read is dropped).
+    /// The copies learned after `before` was read, judged by the new rules and marked by the file
+    /// each was (no file is read here: this runs under the table's lock).
+    func addLearned(since before: [String: LearnedProgram], to next: inout AppPolicy) {
+        let late = learned.withLock { $0 }.filter { before[$0.key] != $0.value }
+        for (path, program) in late {
+            guard let file = program.file else { continue }
+            var marks = false
+            for (uid, apps) in next.users {
+                let identities = apps.filter.index.identities(
+                    of: ProcessEvidence(executablePath: path, executableHash: program.hash))
+                guard let verdict = apps.filter.verdict(for: identities) else { continue }
+                next.marked[file, default: [:]][uid] = verdict
+                marks = true
+            }
+            if marks, !next.markedPaths.contains(path) { next.markedPaths.append(path) }
+        }
+    }
+
+    /// A user's application index: the catalogue read on a thread of its own, given two seconds,
+    /// fifteen the first time (the user's own entries one of them: a child's files never make the
+    /// system's late). Late
+    /// (a cold disk hashing the system's programs), the last index read stays in force until the
+    /// read is done; then the rules are made again with it.
     func readIndex(_ user: PolicySnapshot.User) -> ApplicationIndex {
-        let box = Mutex<ApplicationIndex?>(nil)
+        // Whether the read is still waited for (else, when done, it asks for the rules again).
+        let box = Mutex<(index: ApplicationIndex?, waited: Bool)>((nil, true))
+        let serial = indexReads.add(1, ordering: .relaxed).newValue
         let done = DispatchSemaphore(value: 0)
         let home = user.home
         let directories = systemDataDirectories
         let hashes = hashes
         let logger = logger
-        let thread = Thread {
+        let thread = Thread { [weak self] in
+            let started = ContinuousClock.now
             let catalogue = ApplicationCatalogue(home: home, systemDataDirectories: directories)
             for problem in catalogue.problems.prefix(5) {
                 logger.notice("a desktop entry was not read", metadata: ["user": "\(user.name)", "why": "\(problem)"])
             }
-            box.withLock { $0 = catalogue.index(hashes: hashes) }
+            let index = catalogue.index(hashes: hashes)
+            logger.debug(
+                "applications read",
+                metadata: [
+                    "user": "\(user.name)", "entries": "\(catalogue.entries.count + catalogue.additions.count)",
+                    "took": "\(ContinuousClock.now - started)",
+                ])
+            let waited = box.withLock { box in
+                box.index = index
+                return box.waited
+            }
             done.signal()
+            guard !waited, let self, store(index, of: user.uid, serial: serial) else { return }
+            logger.notice(
+                "the applications of a user were read late; the rules are made again",
+                metadata: ["user": "\(user.name)"])
+            DispatchQueue.global().async { self.apply(nil, reconciling: false) }
         }
         thread.name = "screentime.catalogue"
         thread.start()
-        if done.wait(timeout: .now() + 2) == .success, let index = box.withLock({ $0 }) {
-            indexes.withLock { $0[user.uid] = index }
+        // With no index read before (an authorization, the agent's start), nothing of the user's
+        // would be known: waited for longer (the user's own entries are read for a second at most;
+        // only the system's programs, hashed once, take more).
+        let known = indexes.withLock { $0[user.uid] != nil }
+        _ = done.wait(timeout: .now() + (known ? 2 : 15))
+        let read = box.withLock { box in
+            box.waited = false
+            return box.index
+        }
+        if let index = read {
+            store(index, of: user.uid, serial: serial)
             return index
         }
         logger.error(
-            "the applications of a user could not be read in time; the last ones read stay in force",
+            "the applications of a user could not be read in time; the last ones read stay in force until they are",
             metadata: ["user": "\(user.name)"])
-        return indexes.withLock { $0[user.uid] } ?? ApplicationIndex()
+        return indexes.withLock { $0[user.uid]?.index } ?? ApplicationIndex()
+    }
+
+    /// Keeps a user's index unless a later read is already kept; returns whether it was kept.
+    @discardableResult
+    func store(_ index: ApplicationIndex, of uid: UInt32, serial: UInt64) -> Bool {
+        indexes.withLock { indexes in
+            if let kept = indexes[uid], kept.serial > serial { return false }
+            indexes[uid] = (serial, index)
+            return true
+        }
     }
 
     /// Puts the gate's marks in step with the policy: marks added for new programs, removed for

@@ -33,7 +33,7 @@ extension ProcessShield {
         guard let (owner, identities, startTime) = found, inspector.startTime(pid: pid) == startTime else {
             return []
         }
-        let index = indexes.withLock { $0[owner] } ?? ApplicationIndex()
+        let index = indexes.withLock { $0[owner]?.index } ?? ApplicationIndex()
         var chosen = identities.filter { index.application($0) != nil }
         if chosen.isEmpty, let first = identities.first { chosen = [first] }
         // A program with no desktop entry is named by its file (the kernel's word), beside its hash.

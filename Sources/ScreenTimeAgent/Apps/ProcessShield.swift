@@ -47,10 +47,13 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     let connector: Mutex<ProcConnector?> = Mutex(nil)
     let gate: Mutex<ExecGate?> = Mutex(nil)
     let gateState = Mutex(GateState())
-    /// Executables killed or frozen as themselves (known by content), marked for the gate too.
-    let learned = Mutex<[String: String]>([:])
+    /// Executables killed or frozen as themselves (known by content), marked for the gate too:
+    /// by path, their content's hash and the file they were (changed under the table's lock).
+    let learned = Mutex<[String: LearnedProgram]>([:])
     /// The last index read for each user: a catalogue that could not be read in time keeps it.
-    let indexes = Mutex<[UInt32: ApplicationIndex]>([:])
+    /// With the serial of the read that made it: a late read never replaces a later one.
+    let indexes = Mutex<[UInt32: (serial: UInt64, index: ApplicationIndex)]>([:])
+    let indexReads = Atomic<UInt64>(0)
     let status = Mutex(StatusState())
     let restopSignal: AsyncStream<Void>
     let restopContinuation: AsyncStream<Void>.Continuation

@@ -55,12 +55,20 @@ public struct ApplicationIndex: Sendable {
     public struct Program: Sendable, Hashable {
         public var path: String
         public var sha256: String?
+        /// Named by one of the user's own entries (a child's file): such entries give a program
+        /// at most `maximumUserIdentities` applications, so that ten thousand entries naming
+        /// `/bin/sh` neither slow every shell's judgement nor crowd out the system's.
+        public var isUsers: Bool
 
-        public init(path: String, sha256: String?) {
+        public init(path: String, sha256: String?, isUsers: Bool = false) {
             self.path = path
             self.sha256 = sha256
+            self.isUsers = isUsers
         }
     }
+
+    /// How many applications the user's own entries may give one program.
+    public static let maximumUserIdentities = 8
 
     /// Programs that start other applications rather than being one (`flatpak run ID`).
     public static let launchers: Set<String> = [
@@ -87,6 +95,14 @@ public struct ApplicationIndex: Sendable {
         let ordered = entries.enumerated().sorted {
             ($0.element.entry.id, $0.offset) < ($1.element.entry.id, $1.offset)
         }
+        // Kept beside the lists so that adding is not quadratic in a child's thousand entries.
+        struct Pair: Hashable {
+            var key: String
+            var identity: ApplicationIdentity
+        }
+        var seenPaths: Set<Pair> = []
+        var seenHashes: Set<Pair> = []
+        var usersByPath: [String: Int] = [:]
         for (entry, programs) in ordered.map(\.element) {
             let identity = entry.identity
             if applications[identity] == nil {
@@ -98,11 +114,15 @@ public struct ApplicationIndex: Sendable {
             for program in programs {
                 let name = String(program.path.split(separator: "/").last ?? "")
                 if Self.launchers.contains(name) || Interpreter.isInterpreter(name) { continue }
-                if !(byPath[program.path] ?? []).contains(identity) {
-                    byPath[program.path, default: []].append(identity)
+                guard !seenPaths.contains(Pair(key: program.path, identity: identity)) else { continue }
+                if program.isUsers {
+                    guard usersByPath[program.path, default: 0] < Self.maximumUserIdentities else { continue }
+                    usersByPath[program.path, default: 0] += 1
                 }
+                seenPaths.insert(Pair(key: program.path, identity: identity))
+                byPath[program.path, default: []].append(identity)
                 if programsByPath[program.path]?.sha256 == nil { programsByPath[program.path] = program }
-                if let hash = program.sha256, !(byHash[hash] ?? []).contains(identity) {
+                if let hash = program.sha256, seenHashes.insert(Pair(key: hash, identity: identity)).inserted {
                     byHash[hash, default: []].append(identity)
                 }
             }
@@ -123,8 +143,9 @@ public struct ApplicationIndex: Sendable {
     public func identities(of evidence: ProcessEvidence, inherited: [ApplicationIdentity] = []) -> [ApplicationIdentity]
     {
         var found: [ApplicationIdentity] = []
+        var seen: Set<ApplicationIdentity> = []
         func add(_ identity: ApplicationIdentity?) {
-            if let identity, !found.contains(identity) { found.append(identity) }
+            if let identity, seen.insert(identity).inserted { found.append(identity) }
         }
         if let cgroup = evidence.cgroup { add(ApplicationIdentity.fromCgroup(cgroup)) }
         if let id = evidence.flatpakID { add(try? ApplicationIdentity.flatpak(id: id)) }
