@@ -68,7 +68,18 @@ static inline int screentime_gtk_desktop_prefers_dark(void) {
 // writes each call as a line on `out`, with the caller's pid as the bus says it (the agent counts
 // it only when that is the session's compositor): {"sender":S,"focus":{"pid":N}} or
 // {"sender":S,"focus":null}. It says {"ready":true} once it owns the name, or {"error":"…"} and
-// ends; it ends when its standard input closes (the agent's end) or the bus goes.
+// ends; it ends when its standard input closes (the agent's end) or the bus goes. Every
+// `SCREENTIME_SCRIPT_CHECK` seconds it asks KWin whether the script is still loaded (a script
+// turned off tells nothing, and its last word would stand): {"script":false} when it is not (or
+// KWin does not answer), {"script":true} when it is again.
+
+#define SCREENTIME_SCRIPT_CHECK 10
+
+struct screentime_relay_state {
+    GDBusConnection *bus;
+    int out;
+    int loaded;  // 1 loaded, 0 not, -1 not asked yet
+};
 
 static inline void screentime_relay_say(int out, const char *line) {
     size_t length = strlen(line), done = 0;
@@ -115,6 +126,29 @@ static inline void screentime_relay_call(GDBusConnection *bus, const gchar *send
     else snprintf(line, sizeof line, "{\"sender\":%u,\"focus\":null}\n", caller);
     screentime_relay_say(out, line);
     g_dbus_method_invocation_return_value(invocation, NULL);
+}
+
+static inline void screentime_relay_script_answer(GObject *source, GAsyncResult *result, gpointer data) {
+    struct screentime_relay_state *state = data;
+    gboolean loaded = FALSE;
+    GVariant *reply = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), result, NULL);
+    if (reply != NULL) {
+        g_variant_get(reply, "(b)", &loaded);
+        g_variant_unref(reply);
+    }
+    int now = loaded ? 1 : 0;
+    if (now != state->loaded) {
+        state->loaded = now;
+        screentime_relay_say(state->out, now ? "{\"script\":true}\n" : "{\"script\":false}\n");
+    }
+}
+
+static inline gboolean screentime_relay_check_script(gpointer data) {
+    struct screentime_relay_state *state = data;
+    g_dbus_connection_call(state->bus, "org.kde.KWin", "/Scripting", "org.kde.kwin.Scripting", "isScriptLoaded",
+                           g_variant_new("(s)", "screentime-focus"), G_VARIANT_TYPE("(b)"), G_DBUS_CALL_FLAGS_NONE,
+                           2000, NULL, screentime_relay_script_answer, state);
+    return G_SOURCE_CONTINUE;
 }
 
 static inline gboolean screentime_relay_input(gint fd, GIOCondition condition, gpointer loop) {
@@ -174,6 +208,12 @@ static inline int screentime_focus_relay(int out) {
     GMainLoop *loop = g_main_loop_new(NULL, FALSE);
     g_unix_fd_add(0, (GIOCondition)(G_IO_IN | G_IO_HUP | G_IO_ERR), screentime_relay_input, loop);
     g_signal_connect_data(bus, "closed", G_CALLBACK(screentime_relay_closed), loop, NULL, (GConnectFlags)0);
+    static struct screentime_relay_state state;
+    state.bus = bus;
+    state.out = out;
+    state.loaded = -1;
+    screentime_relay_check_script(&state);
+    g_timeout_add_seconds(SCREENTIME_SCRIPT_CHECK, screentime_relay_check_script, &state);
     g_main_loop_run(loop);
     return 0;
 }

@@ -945,6 +945,39 @@ struct UsageIntegrationTests {
             eventually(20) {
                 world.agentLog(naming: ["a focus relay serves"]).split(separator: "\n").count > serving
             })
+
+        // A script of the child's own, inside KWin, names pid 1 (no window of hers) as in front:
+        // not a client of the compositor, so both connected apps count.
+        #expect(
+            eventually(15) {
+                try? desktop.activate(pid: shm, as: world.child)
+                Thread.sleep(forTimeInterval: 0.3)
+                return session()?.inFrontName == "Shm"
+            })
+        try desktop.runScript(
+            "callDBus('org.screentime.Focus', '/org/screentime/Focus', 'org.screentime.Focus', 'Activated', '1');\n",
+            as: world.child)
+        Thread.sleep(forTimeInterval: 1)
+        let lied = try report(world)
+        Thread.sleep(forTimeInterval: 3)
+        let afterLie = try report(world)
+        for app in ["org.example.Paint", "org.example.Shm"] {
+            #expect(seconds(afterLie, app) - seconds(lied, app) > 2, "\(app) counts while pid 1 is named")
+        }
+        // Her script names Shm again; then she unloads the screentime-focus script (which would
+        // otherwise leave that last word standing): within the relay's 10 s check, every connected
+        // app counts again.
+        try desktop.activate(pid: shm, as: world.child)
+        #expect(eventually(10) { session()?.inFrontName == "Shm" }, "\(String(describing: session()))")
+        try desktop.scripting(["unloadScript", "screentime-focus"], as: world.child)
+        #expect(
+            eventually(15) { !world.agentLog(naming: ["script is not loaded"]).isEmpty },
+            "\(world.agentLog(naming: ["relay", "script"]))")
+        let unloaded = try report(world)
+        Thread.sleep(forTimeInterval: 3)
+        let afterUnload = try report(world)
+        #expect(seconds(afterUnload, "org.example.Paint") - seconds(unloaded, "org.example.Paint") > 2)
+        #expect(seconds(afterUnload, "org.example.Shm") - seconds(unloaded, "org.example.Shm") > 2)
     }
 
     /// GNOME Shell's extension tells idle too (mutter's idle monitor, at the agent's timeout):
@@ -1390,28 +1423,31 @@ struct KWinDesktop {
     /// Brings the window of `pid` to the front as the user would: a one-line KWin script loaded
     /// and started over the session bus (a new window does not always take the focus in KWin).
     mutating func activate(pid: Int32, as user: String) throws {
-        scripts += 1
-        let path = runtime + "/activate-\(scripts).js"
-        let script =
+        try runScript(
             "var list = workspace.clientList(); for (var i = 0; i < list.length; i++) "
-            + "{ if (list[i].pid == \(pid)) { workspace.activeClient = list[i]; } }\n"
-        try Files.writeAtomically(Array(script.utf8), to: path, mode: 0o644)
-        for call in [
+                + "{ if (list[i].pid == \(pid)) { workspace.activeClient = list[i]; } }\n", as: user)
+    }
+
+    /// Loads a KWin script of the user's and starts it, as a child can over the session bus.
+    mutating func runScript(_ source: String, as user: String) throws {
+        scripts += 1
+        let path = runtime + "/script-\(scripts).js"
+        try Files.writeAtomically(Array(source.utf8), to: path, mode: 0o644)
+        try scripting(["loadScript", path, "script\(scripts)"], as: user)
+        try scripting(["start"], as: user)
+    }
+
+    /// Calls a method of KWin's /Scripting as the user (`unloadScript screentime-focus`).
+    func scripting(_ call: [String], as user: String) throws {
+        let result = try run(
+            "/usr/bin/setpriv",
             [
-                "--object-path", "/Scripting", "--method", "org.kde.kwin.Scripting.loadScript", path,
-                "activate\(scripts)",
-            ],
-            ["--object-path", "/Scripting", "--method", "org.kde.kwin.Scripting.start"],
-        ] {
-            let result = try run(
-                "/usr/bin/setpriv",
-                [
-                    "--reuid=\(user)", "--regid=users", "--init-groups", "--", "/usr/bin/gdbus", "call", "--session",
-                    "--dest", "org.kde.KWin",
-                ] + call,
-                environment: ["DBUS_SESSION_BUS_ADDRESS": bus, "PATH": "/usr/bin:/bin"])
-            guard result.status == 0 else { throw WorldError("KWin's scripting: \(result.stderr)") }
-        }
+                "--reuid=\(user)", "--regid=users", "--init-groups", "--", "/usr/bin/gdbus", "call", "--session",
+                "--dest", "org.kde.KWin", "--object-path", "/Scripting", "--method",
+                "org.kde.kwin.Scripting.\(call[0])",
+            ] + call.dropFirst(),
+            environment: ["DBUS_SESSION_BUS_ADDRESS": bus, "PATH": "/usr/bin:/bin"])
+        guard result.status == 0 else { throw WorldError("KWin's scripting \(call[0]): \(result.stderr)") }
     }
 
     /// kwin_wayland's pid (its session bus's grandchild).

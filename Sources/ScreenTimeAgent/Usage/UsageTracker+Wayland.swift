@@ -115,10 +115,16 @@ extension UsageTracker {
                                         "focus from its screentime-focus script, relayed by pid \($0)"
                                     }
                                         ?? "focus and idle from its screentime-focus extension")
-                                    + ", the pid checked to be the user's" + (idle ? "; idle from the compositor" : "")
+                                    + ", the pid checked to be the user's and a client of the compositor "
+                                    + "(else every connected app counts)" + (idle ? "; idle from the compositor" : "")
                             }
                         }
-                        let pids = (report.focus ?? nil).map { [$0] } ?? []
+                        // Believed only when it names a client of this compositor: no window
+                        // told, none, or a process that is not a client (pid 1, a program with
+                        // no window) — every connected app counts, as without a script.
+                        let all = try connectedClients(session.owner, server.pid, path)
+                        var pids = (report.focus ?? nil).map { [$0] } ?? []
+                        if pids.isEmpty || !all.contains(pids[0]) { pids = apps(all) }
                         if pids != shown {
                             shown = pids
                             focused(key, pids: pids)
@@ -143,12 +149,7 @@ extension UsageTracker {
                             state.sessions[key]?.source = conservativeSource
                         }
                     }
-                    let candidates = processes.trackedProcesses().filter { $0.owner == session.owner }.map(\.pid)
-                    let clients = try UnixPeers.clients(of: server.pid, among: candidates, listening: [path]).filter {
-                        pid in
-                        guard let executable = inspector.executable(pid: pid) else { return true }
-                        return !(executable.hasPrefix("/usr/libexec/") || executable.hasPrefix("/usr/lib/"))
-                    }.sorted()
+                    let clients = apps(try connectedClients(session.owner, server.pid, path))
                     if clients != shown {
                         shown = clients
                         focused(key, pids: clients)
@@ -170,6 +171,20 @@ extension UsageTracker {
                 mine.wait(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }
+        }
+    }
+
+    /// The user's processes connected to the compositor's socket (the kernel's pairing).
+    private func connectedClients(_ owner: UInt32, _ compositor: Int32, _ path: String) throws(SystemError) -> [Int32] {
+        let candidates = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
+        return try UnixPeers.clients(of: compositor, among: candidates, listening: [path]).sorted()
+    }
+
+    /// Clients that are apps: the system's helpers (portals, input methods) left out.
+    private func apps(_ clients: [Int32]) -> [Int32] {
+        clients.filter { pid in
+            guard let executable = inspector.executable(pid: pid) else { return true }
+            return !(executable.hasPrefix("/usr/libexec/") || executable.hasPrefix("/usr/lib/"))
         }
     }
 
