@@ -68,18 +68,42 @@ static inline int screentime_gtk_desktop_prefers_dark(void) {
 // writes each call as a line on `out`, with the caller's pid as the bus says it (the agent counts
 // it only when that is the session's compositor): {"sender":S,"focus":{"pid":N}} or
 // {"sender":S,"focus":null}. It says {"ready":true} once it owns the name, or {"error":"…"} and
-// ends; it ends when its standard input closes (the agent's end) or the bus goes. Every
-// `SCREENTIME_SCRIPT_CHECK` seconds it asks KWin whether the script is still loaded (a script
-// turned off tells nothing, and its last word would stand): {"script":false} when it is not (or
-// KWin does not answer), {"script":true} when it is again.
-
-#define SCREENTIME_SCRIPT_CHECK 10
+// ends; it ends when its standard input closes (the agent's end) or the bus goes.
 
 struct screentime_relay_state {
     GDBusConnection *bus;
     int out;
-    int loaded;  // 1 loaded, 0 not, -1 not asked yet
+    // The unique name owning org.kde.KWin (NULL while none does).
+    gchar *kwin;
+    // Each caller's pid as the bus said it, asked once per unique name (names are never reused).
+    GHashTable *pids;
+    // When each caller other than KWin's name was last passed on (monotonic µs): once a second
+    // at most, so that a flood of calls costs neither the relay a bus round trip each nor KWin's
+    // own calls their turn (the agent refuses such callers anyway).
+    GHashTable *passed;
 };
+
+static inline struct screentime_relay_state *screentime_relay_shared(void) {
+    static struct screentime_relay_state state;
+    return &state;
+}
+
+static inline void screentime_relay_kwin_appeared(GDBusConnection *bus, const gchar *name, const gchar *owner,
+                                                  gpointer data) {
+    (void)bus;
+    (void)name;
+    (void)data;
+    g_free(screentime_relay_shared()->kwin);
+    screentime_relay_shared()->kwin = g_strdup(owner);
+}
+
+static inline void screentime_relay_kwin_vanished(GDBusConnection *bus, const gchar *name, gpointer data) {
+    (void)bus;
+    (void)name;
+    (void)data;
+    g_free(screentime_relay_shared()->kwin);
+    screentime_relay_shared()->kwin = NULL;
+}
 
 static inline void screentime_relay_say(int out, const char *line) {
     size_t length = strlen(line), done = 0;
@@ -101,13 +125,35 @@ static inline void screentime_relay_call(GDBusConnection *bus, const gchar *send
         g_dbus_method_invocation_return_dbus_error(invocation, "org.freedesktop.DBus.Error.UnknownMethod", "no such method");
         return;
     }
+    struct screentime_relay_state *state = screentime_relay_shared();
+    if (sender == NULL || g_strcmp0(sender, state->kwin) != 0) {
+        gint64 now = g_get_monotonic_time();
+        gpointer last = g_hash_table_lookup(state->passed, sender ? sender : "");
+        if (last != NULL && now - *(gint64 *)last < G_USEC_PER_SEC) {
+            g_dbus_method_invocation_return_value(invocation, NULL);
+            return;
+        }
+        // Bounded: a child opening connection after connection is forgotten in bulk.
+        if (g_hash_table_size(state->passed) > 4096) g_hash_table_remove_all(state->passed);
+        gint64 *stamp = g_new(gint64, 1);
+        *stamp = now;
+        g_hash_table_replace(state->passed, g_strdup(sender ? sender : ""), stamp);
+    }
     guint32 caller = 0;
-    GVariant *reply = g_dbus_connection_call_sync(
-        bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetConnectionUnixProcessID",
-        g_variant_new("(s)", sender), G_VARIANT_TYPE("(u)"), G_DBUS_CALL_FLAGS_NONE, 1000, NULL, NULL);
-    if (reply != NULL) {
-        g_variant_get(reply, "(u)", &caller);
-        g_variant_unref(reply);
+    gpointer known = sender ? g_hash_table_lookup(state->pids, sender) : NULL;
+    if (known != NULL) {
+        caller = GPOINTER_TO_UINT(known);
+    } else if (sender != NULL) {
+        GVariant *reply = g_dbus_connection_call_sync(
+            bus, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+            "GetConnectionUnixProcessID", g_variant_new("(s)", sender), G_VARIANT_TYPE("(u)"),
+            G_DBUS_CALL_FLAGS_NONE, 1000, NULL, NULL);
+        if (reply != NULL) {
+            g_variant_get(reply, "(u)", &caller);
+            g_variant_unref(reply);
+            if (g_hash_table_size(state->pids) > 4096) g_hash_table_remove_all(state->pids);
+            if (caller > 0) g_hash_table_replace(state->pids, g_strdup(sender), GUINT_TO_POINTER(caller));
+        }
     }
     const gchar *text = NULL;
     g_variant_get(parameters, "(&s)", &text);
@@ -126,29 +172,6 @@ static inline void screentime_relay_call(GDBusConnection *bus, const gchar *send
     else snprintf(line, sizeof line, "{\"sender\":%u,\"focus\":null}\n", caller);
     screentime_relay_say(out, line);
     g_dbus_method_invocation_return_value(invocation, NULL);
-}
-
-static inline void screentime_relay_script_answer(GObject *source, GAsyncResult *result, gpointer data) {
-    struct screentime_relay_state *state = data;
-    gboolean loaded = FALSE;
-    GVariant *reply = g_dbus_connection_call_finish(G_DBUS_CONNECTION(source), result, NULL);
-    if (reply != NULL) {
-        g_variant_get(reply, "(b)", &loaded);
-        g_variant_unref(reply);
-    }
-    int now = loaded ? 1 : 0;
-    if (now != state->loaded) {
-        state->loaded = now;
-        screentime_relay_say(state->out, now ? "{\"script\":true}\n" : "{\"script\":false}\n");
-    }
-}
-
-static inline gboolean screentime_relay_check_script(gpointer data) {
-    struct screentime_relay_state *state = data;
-    g_dbus_connection_call(state->bus, "org.kde.KWin", "/Scripting", "org.kde.kwin.Scripting", "isScriptLoaded",
-                           g_variant_new("(s)", "screentime-focus"), G_VARIANT_TYPE("(b)"), G_DBUS_CALL_FLAGS_NONE,
-                           2000, NULL, screentime_relay_script_answer, state);
-    return G_SOURCE_CONTINUE;
 }
 
 static inline gboolean screentime_relay_input(gint fd, GIOCondition condition, gpointer loop) {
@@ -208,12 +231,13 @@ static inline int screentime_focus_relay(int out) {
     GMainLoop *loop = g_main_loop_new(NULL, FALSE);
     g_unix_fd_add(0, (GIOCondition)(G_IO_IN | G_IO_HUP | G_IO_ERR), screentime_relay_input, loop);
     g_signal_connect_data(bus, "closed", G_CALLBACK(screentime_relay_closed), loop, NULL, (GConnectFlags)0);
-    static struct screentime_relay_state state;
-    state.bus = bus;
-    state.out = out;
-    state.loaded = -1;
-    screentime_relay_check_script(&state);
-    g_timeout_add_seconds(SCREENTIME_SCRIPT_CHECK, screentime_relay_check_script, &state);
+    struct screentime_relay_state *state = screentime_relay_shared();
+    state->bus = bus;
+    state->out = out;
+    state->pids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+    state->passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+    g_bus_watch_name_on_connection(bus, "org.kde.KWin", G_BUS_NAME_WATCHER_FLAGS_NONE, screentime_relay_kwin_appeared,
+                                   screentime_relay_kwin_vanished, NULL, NULL);
     g_main_loop_run(loop);
     return 0;
 }

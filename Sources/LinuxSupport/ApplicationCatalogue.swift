@@ -52,6 +52,8 @@ public struct ApplicationCatalogue: Sendable {
     public let additions: [String: Entry]
     /// What could not be read, in words (a FIFO planted as an entry, a file too large, a limit).
     public let problems: [String]
+    /// When the user's time is up: their entries' programs are found on the path until then.
+    let userDeadline: ContinuousClock.Instant?
 
     /// Reads the entries for a user with this home (nil: the system's only); the user's own are
     /// read for `userTime` at most, after the system's.
@@ -76,8 +78,9 @@ public struct ApplicationCatalogue: Sendable {
             }
         }
         var additions: [String: Entry] = [:]
+        userDeadline = home == nil ? nil : .now + userTime
         if let home {
-            reader.deadline = .now + userTime
+            reader.deadline = userDeadline
             for directory in Self.userDataDirectories {
                 let applications = directory + "/applications"
                 for (relative, bytes) in reader.files(below: applications, userOwned: true, home: home) {
@@ -252,12 +255,29 @@ extension ApplicationCatalogue {
     /// user's own are known by path only — hashing files a child controls would let it make every
     /// policy change slow, and a copy of a system program is found by the system's hash anyway.
     /// An entry whose program is missing is still indexed by ID and categories.
+    /// The user's entries' programs are found within the user's time (a chain of links can make
+    /// each `realpath` slow), each distinct one once; past it, such an entry keeps its ID only.
     public func index(hashes: ExecutableHashes) -> ApplicationIndex {
         let items =
             entries.values.sorted { $0.entry.id < $1.entry.id } + additions.values.sorted { $0.entry.id < $1.entry.id }
+        var located: [String: String?] = [:]
+        var late = false
+        func locate(_ program: String, users: Bool) -> String? {
+            if let known = located[program] { return known }
+            if users, late || userDeadline.map({ .now >= $0 }) == true {
+                late = true
+                return nil
+            }
+            let found = Self.locate(program)
+            located[program] = found
+            return found
+        }
         return ApplicationIndex(
             entries: items.map { item in
-                let paths = Set([item.entry.program, item.entry.tryExec].compactMap { $0 }.compactMap(Self.locate))
+                let paths = Set(
+                    [item.entry.program, item.entry.tryExec].compactMap { $0 }.compactMap {
+                        locate($0, users: item.isUsers)
+                    })
                 return (
                     entry: item.entry,
                     programs: paths.sorted().map {

@@ -405,6 +405,52 @@ struct ProcessShieldIntegrationTests {
         #expect(!FileManager.default.fileExists(atPath: home + "/count-again"))
     }
 
+    /// Entries of the child's that are slow to take in, not many: each naming its own path
+    /// through a chain of 39 links padded with "a/.." (each `realpath` about 40 ms), and eight of
+    /// 1 MB whose `Exec=` is 250,000 `NAME=value` words. Finding their programs once took minutes
+    /// after the user's second was up, and the index stayed empty: a blocked app ran.
+    @Test func aChildsSlowEntriesHideNoApp() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let home = try world.makeHome(for: world.child)
+        let made = try world.inNetwork(
+            as: world.child, "/bin/sh",
+            [
+                "-c",
+                """
+                set -e
+                mkdir -p \(home)/c/a && cd \(home)/c
+                pad=$(i=0; while [ $i -lt 816 ]; do printf 'a/../'; i=$((i+1)); done)
+                printf '#!/bin/sh\\n' > target && chmod +x target
+                prev=target; i=38
+                while [ $i -ge 0 ]; do ln -s "$pad$prev" l$i; prev=l$i; i=$((i-1)); done
+                cd \(home)/.local/share/applications && i=0 && dots=
+                while [ $i -lt 1500 ]; do
+                  i=$((i+1)); dots="$dots./"
+                  printf '[Desktop Entry]\\nType=Application\\nName=N%s\\nExec=%s\\n' $i "\(home)/c/${dots}l0" > n$i.desktop
+                done
+                """,
+            ])
+        #expect(made.status == 0, "\(made.stderr)")
+        let words = try world.inNetwork(
+            as: world.child, "/usr/bin/python3",
+            [
+                "-c",
+                "for i in range(8): open('\(home)/.local/share/applications/x%d.desktop' % i, 'w').write("
+                    + "'[Desktop Entry]\\nType=Application\\nName=X\\nExec=' + 'a=b ' * 250000 + '/usr/bin/true\\n')",
+            ])
+        #expect(words.status == 0, "\(words.stderr)")
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
+        let refused = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
+        #expect(refused.status == 126, "\(refused.stderr)\n\(world.agentLog(naming: ["applications", "entry"]))")
+        world.kill9()
+        try world.start()
+        let again = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
+        #expect(again.status == 126, "\(again.stderr)\n\(world.agentLog(naming: ["applications", "entry"]))")
+        #expect(!FileManager.default.fileExists(atPath: home + "/count"))
+    }
+
     @Test func afterAKillTheAgentThawsWhatIsNoLongerShieldedAndKeepsTheRest() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

@@ -49,6 +49,24 @@ extension ProcessShield {
         }
     }
 
+    /// Whether a process is one of the system's helpers rather than an app (a portal, an input
+    /// method): its program is in `/usr/lib` or `/usr/libexec`, is not a dynamic loader, and
+    /// the process is no application with a desktop entry (`/usr/lib/firefox/firefox` is one).
+    func isSystemHelper(pid: Int32) -> Bool {
+        guard let executable = inspector.executable(pid: pid),
+            executable.hasPrefix("/usr/libexec/") || executable.hasPrefix("/usr/lib/")
+        else { return false }
+        if let status = inspector.executableStatus(pid: pid),
+            loaders.withLock({ $0.files.contains(FileIdentity(status.key)) })
+        {
+            return false
+        }
+        return !foregroundApplications(pid: pid).contains { application in
+            if case .desktopEntry = application.identity { return true }
+            return false
+        }
+    }
+
     /// Every process of an authorized user now known, with its owner.
     func trackedProcesses() -> [(pid: Int32, owner: UInt32)] {
         table.withLock { table in table.processes.map { ($0.key, $0.value.owner) } }

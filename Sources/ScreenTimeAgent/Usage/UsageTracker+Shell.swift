@@ -215,27 +215,6 @@ extension UsageTracker {
                         metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
                     continue
                 }
-                if let loaded = message.script {
-                    // Turned off, the script's last word would stand: no window is believed in
-                    // front until it is loaded again and tells one (every connected app counts).
-                    logger.log(
-                        level: loaded ? .info : .notice,
-                        loaded
-                            ? "KWin's screentime-focus script is loaded"
-                            : "KWin's screentime-focus script is not loaded: every connected app counts",
-                        metadata: ["session": "\(key)"])
-                    if !loaded {
-                        shellReports.withLock { reports in
-                            var report =
-                                reports[compositor] ?? ShellReport(uid: uid, startTime: startTime, relay: relay.pid)
-                            report.relay = relay.pid
-                            report.focus = .some(nil)
-                            reports[compositor] = report
-                        }
-                        nudgeSession(key)
-                    }
-                    continue
-                }
                 guard let focus = message.focus else { continue }
                 // The compositor: the process that listens on the session's socket, or one that
                 // holds it (Plasma's kwin_wayland_wrapper listens and hands the socket to the
@@ -322,16 +301,14 @@ struct FocusRelays: Sendable {
 }
 
 /// A relay's line: `{"sender": S, "focus": {"pid": N}}`, `{"sender": S, "focus": null}`,
-/// `{"ready": true}`, `{"error": "…"}`, `{"script": false}`.
+/// `{"ready": true}`, `{"error": "…"}`.
 struct RelayMessage: Decodable {
     var sender: Int32?
     var focus: ShellMessage.Focus??
     var ready: Bool?
     var error: String?
-    /// Whether KWin has the screentime-focus script loaded (the relay asks every 10 s).
-    var script: Bool?
 
-    enum CodingKeys: String, CodingKey { case sender, focus, ready, error, script }
+    enum CodingKeys: String, CodingKey { case sender, focus, ready, error }
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -343,7 +320,6 @@ struct RelayMessage: Decodable {
         }
         ready = try container.decodeIfPresent(Bool.self, forKey: .ready)
         error = try container.decodeIfPresent(String.self, forKey: .error)
-        script = try container.decodeIfPresent(Bool.self, forKey: .script)
     }
 }
 

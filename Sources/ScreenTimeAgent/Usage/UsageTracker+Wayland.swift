@@ -122,9 +122,18 @@ extension UsageTracker {
                         // Believed only when it names a client of this compositor: no window
                         // told, none, or a process that is not a client (pid 1, a program with
                         // no window) — every connected app counts, as without a script.
-                        let all = try connectedClients(session.owner, server.pid, path)
+                        // Every process holding the named one's connection counts with it (the
+                        // compositor names the process that connected, which may have handed
+                        // its socket to the app it started), as on X11.
+                        let (all, candidates) = try connectedClients(session.owner, server.pid, path)
                         var pids = (report.focus ?? nil).map { [$0] } ?? []
-                        if pids.isEmpty || !all.contains(pids[0]) { pids = apps(all) }
+                        if let named = pids.first, all.contains(named) {
+                            let shared = try UnixPeers.sharers(
+                                of: named, server: server.pid, among: candidates, listening: [path])
+                            pids = ([named] + shared.sharers).sorted()
+                        } else {
+                            pids = apps(all)
+                        }
                         if pids != shown {
                             shown = pids
                             focused(key, pids: pids)
@@ -149,7 +158,7 @@ extension UsageTracker {
                             state.sessions[key]?.source = conservativeSource
                         }
                     }
-                    let clients = apps(try connectedClients(session.owner, server.pid, path))
+                    let clients = apps(try connectedClients(session.owner, server.pid, path).clients)
                     if clients != shown {
                         shown = clients
                         focused(key, pids: clients)
@@ -174,18 +183,22 @@ extension UsageTracker {
         }
     }
 
-    /// The user's processes connected to the compositor's socket (the kernel's pairing).
-    private func connectedClients(_ owner: UInt32, _ compositor: Int32, _ path: String) throws(SystemError) -> [Int32] {
+    /// The user's processes connected to the compositor's socket (the kernel's pairing), and the
+    /// user's processes they were looked for among.
+    private func connectedClients(
+        _ owner: UInt32, _ compositor: Int32, _ path: String
+    ) throws(SystemError) -> (
+        clients: [Int32], candidates: [Int32]
+    ) {
         let candidates = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
-        return try UnixPeers.clients(of: compositor, among: candidates, listening: [path]).sorted()
+        return (try UnixPeers.clients(of: compositor, among: candidates, listening: [path]).sorted(), candidates)
     }
 
-    /// Clients that are apps: the system's helpers (portals, input methods) left out.
+    /// Clients that are apps: the system's helpers (portals, input methods) left out — a program
+    /// of `/usr/lib` or `/usr/libexec` that is no desktop app and not the dynamic loader (which
+    /// runs whatever program it is given: `ld-linux-x86-64.so.2 ~/game`).
     private func apps(_ clients: [Int32]) -> [Int32] {
-        clients.filter { pid in
-            guard let executable = inspector.executable(pid: pid) else { return true }
-            return !(executable.hasPrefix("/usr/libexec/") || executable.hasPrefix("/usr/lib/"))
-        }
+        clients.filter { !processes.isSystemHelper(pid: $0) }
     }
 
     /// Whether a sway session of the same user reads this compositor (its focus, not the

@@ -90,13 +90,17 @@ public struct DesktopEntry: Hashable, Sendable {
         }
         if inWord { words.append(word) }
         words.removeAll { $0.count == 2 && $0.hasPrefix("%") }
-        while let first = words.first,
-            first == "env" || first.hasSuffix("/env") || (first.contains("=") && !first.hasPrefix("/"))
-        {
-            words.removeFirst()
-        }
-        return words
+        // Dropped as a prefix, once (a child's entry of 250,000 assignments made a word-by-word
+        // removal quadratic), and no more words than `maximumCommandWords` kept.
+        let start =
+            words.firstIndex { word in
+                !(word == "env" || word.hasSuffix("/env") || (word.contains("=") && !word.hasPrefix("/")))
+            } ?? words.endIndex
+        return Array(words[start...].prefix(Self.maximumCommandWords))
     }
+
+    /// The words of `Exec=` looked at (a program and its arguments; no launcher needs more).
+    public static let maximumCommandWords = 256
 
     /// The program `Exec=` starts: its first word, field codes and quotes aside.
     public var executable: String? { commandWords.first }
