@@ -951,24 +951,32 @@ struct UsageIntegrationTests {
                 world.agentLog(naming: ["a focus relay serves"]).split(separator: "\n").count > serving
             })
 
-        // A script of the child's own, inside KWin, names pid 1 (no window of hers) as in front:
-        // not a client of the compositor, so both connected apps count.
+        // She replaces the screentime-focus script by her own, which names pid 1 (no window of
+        // hers) every second: not a client of the compositor, so both connected apps count.
         #expect(
             eventually(15) {
                 try? desktop.activate(pid: shm, as: world.child)
                 Thread.sleep(forTimeInterval: 0.3)
                 return session()?.inFrontName == "Shm"
             })
-        try desktop.runScript(
-            "callDBus('org.screentime.Focus', '/org/screentime/Focus', 'org.screentime.Focus', 'Activated', '1');\n",
+        try desktop.scripting(["unloadScript", "screentime-focus"], as: world.child)
+        let liarName = try desktop.runScript(
+            "var t = new QTimer(); t.interval = 1000; t.timeout.connect(function () { callDBus('org.screentime.Focus', "
+                + "'/org/screentime/Focus', 'org.screentime.Focus', 'Activated', '1'); }); t.start();\n",
             as: world.child)
-        Thread.sleep(forTimeInterval: 1)
+        Thread.sleep(forTimeInterval: 2)
         let lied = try report(world)
         Thread.sleep(forTimeInterval: 3)
         let afterLie = try report(world)
         for app in ["org.example.Paint", "org.example.Shm"] {
             #expect(seconds(afterLie, app) - seconds(lied, app) > 2, "\(app) counts while pid 1 is named")
         }
+        // Hers unloaded, ours loaded again (as a guardian's login would).
+        try desktop.scripting(["unloadScript", liarName], as: world.child)
+        try desktop.scripting(
+            ["loadScript", desktop.data + "/kwin/scripts/screentime-focus/contents/code/main.js", "screentime-focus"],
+            as: world.child)
+        try desktop.scripting(["start"], as: world.child)
 
         // Three more ways she tried, each once enough: a window whose connection another program
         // made and handed on (KWin names the one that connected); a flood of calls to the relay,
@@ -998,11 +1006,11 @@ struct UsageIntegrationTests {
                     Thread.sleep(forTimeInterval: 0.3)
                     return session()?.focusSource.contains("relayed") == true && session()?.inFrontName != "Shm"
                 }, "\(String(describing: session()))")
-            var before = try report(world)
-            var start = Date()
+            let before = try report(world)
+            let start = Date()
             Thread.sleep(forTimeInterval: 4)
-            var after = try report(world)
-            var elapsed = Date().timeIntervalSince(start)
+            let after = try report(world)
+            let elapsed = Date().timeIntervalSince(start)
             let handedOn = seconds(after, "org.example.Paint") - seconds(before, "org.example.Paint")
             #expect(handedOn > elapsed - 1.5, "Paint on a handed-on connection: \(handedOn) s of \(elapsed) s")
             #expect(seconds(after, "org.example.Shm") - seconds(before, "org.example.Shm") < 0.5)
@@ -1032,30 +1040,35 @@ struct UsageIntegrationTests {
             #expect(eventually(5) { session()?.inFrontName == "Shm" }, "\(String(describing: session()))")
             for pid in flooders { kill(pid, SIGKILL) }
 
-            // A script of hers names pid 1 (every connected app counts): the app the dynamic loader
-            // runs counts too, though its program is in /usr/lib as the system's helpers are.
+            // Paint run through the dynamic loader: its program is in /usr/lib, as the system's
+            // helpers' are (counted below, once every connected app counts).
             _ = try run("/usr/bin/pkill", ["-KILL", "-u", world.child, "-f", "cover.py"])
             kill(paint, SIGKILL)
-            let loaded = try desktop.open(
-                as: world.child, "/lib64/ld-linux-x86-64.so.2", [world.directory + "/bin/paint"])
-            try desktop.runScript(
-                "callDBus('org.screentime.Focus', '/org/screentime/Focus', 'org.screentime.Focus', 'Activated', '1');\n",
-                as: world.child)
-            Thread.sleep(forTimeInterval: 2)
-            before = try report(world)
-            start = Date()
-            Thread.sleep(forTimeInterval: 4)
-            after = try report(world)
-            elapsed = Date().timeIntervalSince(start)
-            func apps(_ report: UsageReport) -> String {
-                report.applications.map { "\($0.id)=\($0.seconds)" }.joined(separator: " ")
-            }
-            let throughLoader = seconds(after, "org.example.Paint") - seconds(before, "org.example.Paint")
-            #expect(
-                throughLoader > elapsed - 1.5,
-                "Paint through the loader (pid \(loaded)): \(throughLoader) s of \(elapsed) s; \(apps(after)) \(String(describing: session()))"
-            )
-            #expect(seconds(after, "org.example.Shm") - seconds(before, "org.example.Shm") > elapsed - 1.5)
+            _ = try desktop.open(as: world.child, "/lib64/ld-linux-x86-64.so.2", [world.directory + "/bin/paint"])
+        }
+
+        // Shm told in front, then she unloads the screentime-focus script: its word stands 15 s
+        // at most (it says it every 5 s), then every connected app counts again, Paint run by
+        // the loader too.
+        #expect(
+            eventually(15) {
+                try? desktop.activate(pid: shm, as: world.child)
+                Thread.sleep(forTimeInterval: 0.3)
+                return session()?.inFrontName == "Shm"
+            })
+        // Told again and again while it runs: still Shm after longer than a word stands.
+        Thread.sleep(forTimeInterval: 17)
+        #expect(session()?.inFrontName == "Shm", "\(String(describing: session()))")
+        #expect(world.agentLog(naming: ["has not told its focus"]).isEmpty)
+        try desktop.scripting(["unloadScript", "screentime-focus"], as: world.child)
+        #expect(
+            eventually(25) { !world.agentLog(naming: ["has not told its focus"]).isEmpty },
+            "\(world.agentLog(naming: ["relay", "focus"]))")
+        let unloaded = try report(world)
+        Thread.sleep(forTimeInterval: 3)
+        let afterUnload = try report(world)
+        for app in ["org.example.Paint", "org.example.Shm"] {
+            #expect(seconds(afterUnload, app) - seconds(unloaded, app) > 2, "\(app) counts once the script is gone")
         }
     }
 
@@ -1507,13 +1520,16 @@ struct KWinDesktop {
                 + "{ if (list[i].pid == \(pid)) { workspace.activeClient = list[i]; } }\n", as: user)
     }
 
-    /// Loads a KWin script of the user's and starts it, as a child can over the session bus.
-    mutating func runScript(_ source: String, as user: String) throws {
+    /// Loads a KWin script of the user's and starts it, as a child can over the session bus;
+    /// returns the name it was loaded by.
+    @discardableResult
+    mutating func runScript(_ source: String, as user: String) throws -> String {
         scripts += 1
         let path = runtime + "/script-\(scripts).js"
         try Files.writeAtomically(Array(source.utf8), to: path, mode: 0o644)
         try scripting(["loadScript", path, "script\(scripts)"], as: user)
         try scripting(["start"], as: user)
+        return "script\(scripts)"
     }
 
     /// Calls a method of KWin's /Scripting as the user.

@@ -24,6 +24,9 @@ extension UsageTracker {
         var relay: Int32?
     }
 
+    /// How long a focus relayed from KWin's script stands without being told again.
+    static let relayedFocusLife = Duration.seconds(15)
+
     /// Lines longer than this end the connection.
     static let reportLineLimit = 4096
 
@@ -170,6 +173,9 @@ extension UsageTracker {
         var chunk = [UInt8](repeating: 0, count: 4096)
         var refused = 0
         var verified: (pid: Int32, startTime: UInt64?)?
+        // When the compositor last told its focus: the script says it every 5 s, so a word older
+        // than `relayedFocusLife` is a script turned off (or unloaded), and stands no more.
+        var lastTold: ContinuousClock.Instant?
         var refusedCallers: Set<Int32> = []
         var notHolding: [Int32: UInt64?] = [:]
         while !mine.isRaised, inspector.startTime(pid: compositor) == startTime {
@@ -182,6 +188,17 @@ extension UsageTracker {
                 logger.notice(
                     "KWin's focus relay was stopped", metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
                 return
+            }
+            if let told = lastTold, ContinuousClock.now - told > Self.relayedFocusLife {
+                lastTold = nil
+                logger.notice(
+                    "KWin's script has not told its focus for \(Self.relayedFocusLife): every connected app counts",
+                    metadata: ["session": "\(key)"])
+                shellReports.withLock { reports in
+                    guard reports[compositor] != nil else { return }
+                    reports[compositor]?.focus = .some(nil)
+                }
+                nudgeSession(key)
             }
             if ready <= 0 { continue }
             let got = read(relay.output, &chunk, chunk.count)
@@ -237,6 +254,7 @@ extension UsageTracker {
                     }
                     continue
                 }
+                lastTold = .now
                 shellReports.withLock { reports in
                     var report = reports[compositor] ?? ShellReport(uid: uid, startTime: startTime, relay: relay.pid)
                     report.relay = relay.pid
