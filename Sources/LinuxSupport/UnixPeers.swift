@@ -40,6 +40,9 @@ public enum UnixPeers {
     public struct Socket: Sendable, Hashable {
         public var peer: UInt32?
         public var name: String?
+        /// The inode of the file a path socket was bound to (which its connections share): the
+        /// same after the file is renamed, when the name above still says the old path.
+        public var fileInode: UInt32?
     }
 
     /// Every connected Unix socket's peer, by inode.
@@ -66,7 +69,7 @@ public enum UnixPeers {
         request += [UInt8(AF_UNIX), 0, 0, 0]
         append(UInt32.max)
         append(UInt32(0))
-        append(UInt32(0x4 | 0x1))  // UDIAG_SHOW_PEER | UDIAG_SHOW_NAME
+        append(UInt32(0x4 | 0x2 | 0x1))  // UDIAG_SHOW_PEER | UDIAG_SHOW_VFS | UDIAG_SHOW_NAME
         append(UInt32.max)
         append(UInt32.max)
         // Unconnected, a netlink socket sends to the kernel.
@@ -95,6 +98,10 @@ public enum UnixPeers {
                         let kind = UInt16(buffer[attribute + 2]) | UInt16(buffer[attribute + 3]) << 8
                         guard size >= 4, attribute + size <= offset + length else { break }
                         if kind == 2, size >= 8 { peers[inode, default: Socket()].peer = word(buffer, attribute + 4) }
+                        // UNIX_DIAG_VFS: the bound file's inode, then its device.
+                        if kind == 1, size >= 12 {
+                            peers[inode, default: Socket()].fileInode = word(buffer, attribute + 4)
+                        }
                         if kind == 0, size > 4 {  // UNIX_DIAG_NAME: sun_path, a NUL first when abstract
                             let path = buffer[(attribute + 4)..<(attribute + size)]
                             let abstract = path.first == 0
@@ -152,10 +159,24 @@ public enum UnixPeers {
         let serverSockets = socketInodes(pid: server, root: root)
         guard !serverSockets.isEmpty else { return [] }
         let all = try sockets()
+        // A socket file renamed (or reached by another spelling of its path) keeps the name it
+        // was bound by: its inode is what the path names now.
+        let files = Set(
+            (listening ?? []).compactMap { path -> UInt32? in
+                var status = stat()
+                guard path.hasPrefix("/"), stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else {
+                    return nil
+                }
+                return UInt32(truncatingIfNeeded: status.st_ino)
+            })
         return Set(
             serverSockets.compactMap { inode in
                 guard let socket = all[inode] else { return nil }
-                if let listening, !listening.contains(socket.name ?? "") { return nil }
+                if let listening, !listening.contains(socket.name ?? ""),
+                    !(socket.fileInode.map(files.contains) ?? false)
+                {
+                    return nil
+                }
                 return socket.peer
             })
     }

@@ -732,6 +732,39 @@ struct UsageIntegrationTests {
     /// A compositor the agent cannot read focus from (weston here; GNOME's and KDE's alike):
     /// every app connected to it counts, so such a desktop never means free time; the
     /// compositor's own helpers do not count; an app that quits stops counting.
+    /// KWin's socket file renamed before any client (its listening socket keeps the name it was
+    /// bound by), her apps told the new name: they are still found, by the file's inode. Once,
+    /// nothing was counted at all.
+    @Test func aCompositorWhoseSocketWasRenamedStillCountsItsClients() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try KWinDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        let moved = try run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/bin/mv",
+                desktop.runtime + "/wayland-kw", desktop.runtime + "/wayland-mv",
+            ])
+        #expect(moved.status == 0, "\(moved.stderr)")
+        let shm = try world.launch(
+            as: world.child, "/usr/bin/weston-simple-shm", [],
+            environment: [
+                "XDG_RUNTIME_DIR=\(desktop.runtime)", "WAYLAND_DISPLAY=wayland-mv", "HOME=\(desktop.runtime)",
+            ])
+        defer { kill(shm, SIGKILL) }
+        #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.kind == "wayland" })
+        Thread.sleep(forTimeInterval: 3)
+        let before = try report(world)
+        let start = Date()
+        Thread.sleep(forTimeInterval: 4)
+        let counted = seconds(try report(world), "org.example.Shm") - seconds(before, "org.example.Shm")
+        #expect(
+            counted > Date().timeIntervalSince(start) - 1.5,
+            "Shm on the renamed socket: \(counted) s; \(String(describing: try? world.status(of: world.child).sessions))"
+        )
+    }
+
     @Test func aCompositorWhoseFocusCannotBeReadCountsEveryConnectedApp() throws {
         let world = try world()
         defer { world.tearDown() }
@@ -1368,12 +1401,17 @@ struct WestonDesktop {
         }
     }
 
-    /// A Wayland client of the user's, with the session's environment; returns its pid.
+    /// A Wayland client of the user's, with the session's environment (its socket by another
+    /// name, when given); returns its pid.
     @discardableResult
-    mutating func open(as user: String, _ program: String, _ arguments: [String]) throws -> Int32 {
+    mutating func open(
+        as user: String, _ program: String, _ arguments: [String], display: String = "wayland-st"
+    )
+        throws -> Int32
+    {
         let pid = try world.launch(
             as: user, program, arguments,
-            environment: ["XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=wayland-st", "HOME=\(runtime)"])
+            environment: ["XDG_RUNTIME_DIR=\(runtime)", "WAYLAND_DISPLAY=\(display)", "HOME=\(runtime)"])
         pids.append(pid)
         return pid
     }
