@@ -365,16 +365,7 @@ struct ProcessShieldIntegrationTests {
                 """,
             ])
         #expect(made.status == 0, "\(made.stderr)")
-        try guardian(world, "authorize", "--child", world.child)
-        try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
-        let refused = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
-        #expect(refused.status == 126, "\(refused.stderr)\n\(world.agentLog(naming: ["applications", "entry"]))")
-        // After a restart too: the index is read again, from nothing.
-        world.kill9()
-        try world.start()
-        let again = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
-        #expect(again.status == 126, "\(again.stderr)")
-        #expect(!FileManager.default.fileExists(atPath: home + "/count"))
+        try blockCounterAndSeeItRefusedThroughARestart(world, home: home)
         #expect(world.agentLog(naming: ["entry"]).contains("stopped reading"))
 
         let copy = home + "/homework"
@@ -440,14 +431,24 @@ struct ProcessShieldIntegrationTests {
                     + "'[Desktop Entry]\\nType=Application\\nName=X\\nExec=' + 'a=b ' * 250000 + '/usr/bin/true\\n')",
             ])
         #expect(words.status == 0, "\(words.stderr)")
+        try blockCounterAndSeeItRefusedThroughARestart(world, home: home)
+    }
+
+    /// The guardian authorizes the child and blocks the counter; its exec is refused, and again
+    /// after kill -9 and a restart (the index read again, from nothing).
+    private func blockCounterAndSeeItRefusedThroughARestart(_ world: AgentWorld, home: String) throws {
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "block", "--user", world.child, "--app", "org.example.Counter")
-        let refused = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
-        #expect(refused.status == 126, "\(refused.stderr)\n\(world.agentLog(naming: ["applications", "entry"]))")
-        world.kill9()
-        try world.start()
-        let again = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
-        #expect(again.status == 126, "\(again.stderr)\n\(world.agentLog(naming: ["applications", "entry"]))")
+        for restarted in [false, true] {
+            if restarted {
+                world.kill9()
+                try world.start()
+            }
+            let run = try world.inNetwork(as: world.child, "/bin/sh", ["-c", "\(world.counter) \(home)/count"])
+            #expect(
+                run.status == 126,
+                "restarted: \(restarted) \(run.stderr)\n\(world.agentLog(naming: ["applications", "entry"]))")
+        }
         #expect(!FileManager.default.fileExists(atPath: home + "/count"))
     }
 
