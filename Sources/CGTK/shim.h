@@ -71,8 +71,6 @@ static inline int screentime_gtk_desktop_prefers_dark(void) {
 // ends; it ends when its standard input closes (the agent's end) or the bus goes.
 
 struct screentime_relay_state {
-    GDBusConnection *bus;
-    int out;
     // The unique name owning org.kde.KWin (NULL while none does).
     gchar *kwin;
     // Each caller's pid as the bus said it, asked once per unique name (names are never reused).
@@ -232,8 +230,6 @@ static inline int screentime_focus_relay(int out) {
     g_unix_fd_add(0, (GIOCondition)(G_IO_IN | G_IO_HUP | G_IO_ERR), screentime_relay_input, loop);
     g_signal_connect_data(bus, "closed", G_CALLBACK(screentime_relay_closed), loop, NULL, (GConnectFlags)0);
     struct screentime_relay_state *state = screentime_relay_shared();
-    state->bus = bus;
-    state->out = out;
     state->pids = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
     state->passed = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
     g_bus_watch_name_on_connection(bus, "org.kde.KWin", G_BUS_NAME_WATCHER_FLAGS_NONE, screentime_relay_kwin_appeared,

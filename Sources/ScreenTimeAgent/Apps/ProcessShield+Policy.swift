@@ -114,9 +114,8 @@ extension ProcessShield {
 
     /// A user's application index: the catalogue read on a thread of its own, given two seconds,
     /// fifteen the first time (the user's own entries one of them: a child's files never make the
-    /// system's late). Late
-    /// (a cold disk hashing the system's programs), the last index read stays in force until the
-    /// read is done; then the rules are made again with it.
+    /// system's late). Late (a cold disk hashing the system's programs), the last index read stays
+    /// in force until the read is done; then the rules are made again with it.
     func readIndex(_ user: PolicySnapshot.User) -> ApplicationIndex {
         // Whether the read is still waited for (else, when done, it asks for the rules again).
         let box = Mutex<(index: ApplicationIndex?, waited: Bool)>((nil, true))
