@@ -275,10 +275,12 @@ int cxcb_check_idle(cxcb_session *session) {
 
 int cxcb_is_idle(const cxcb_session *session) { return session->idle; }
 
-int cxcb_drain(cxcb_session *session) {
+/// Takes the events libxcb holds (and, unless `queued_only`, those waiting on the socket).
+static int drain(cxcb_session *session, int queued_only) {
     int seen = 0, check_alarm = 0, create_alarm = 0;
     xcb_generic_event_t *event;
-    while ((event = xcb_poll_for_event(session->connection))) {
+    while ((event = queued_only ? xcb_poll_for_queued_event(session->connection)
+                                : xcb_poll_for_event(session->connection))) {
         uint8_t type = event->response_type & 0x7f;
         if (type == XCB_PROPERTY_NOTIFY) {
             xcb_property_notify_event_t *property = (xcb_property_notify_event_t *)event;
@@ -304,12 +306,17 @@ int cxcb_drain(cxcb_session *session) {
         }
         free(event);
     }
-    // Everything received so far is read: the relay may pass on as many again.
-    atomic_store(&session->relay->unread, 0);
+    // Everything received so far is read: the relay may pass on as many again (not after taking
+    // only the queue: the socket may still hold some).
+    if (!queued_only) atomic_store(&session->relay->unread, 0);
     if (create_alarm || check_alarm) seen |= check_idle(session, create_alarm);
     if (xcb_connection_has_error(session->connection)) seen |= CXCB_CONNECTION_ERROR;
     return seen;
 }
+
+int cxcb_drain(cxcb_session *session) { return drain(session, 0); }
+
+int cxcb_drain_queued(cxcb_session *session) { return drain(session, 1); }
 
 static xcb_get_property_reply_t *property(cxcb_session *session, xcb_window_t window, xcb_atom_t atom,
                                           xcb_atom_t type, uint32_t words) {

@@ -235,13 +235,17 @@ public final class X11FocusWatch {
                 let left = Int32(max(0, (idleCheckedAt + Self.idleRecheck - .now).milliseconds))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
+            // What the server told while the last look asked it something: libxcb read it with
+            // the replies and holds it, and the socket will not tell `poll` again.
+            let queued = cxcb_drain_queued(session)
+            if queued != 0 { timeout = 0 }
             var pollers = [
                 pollfd(fd: cxcb_fd(session), events: Int16(POLLIN), revents: 0),
                 pollfd(fd: stop.fd, events: Int16(POLLIN), revents: 0),
             ]
             _ = try systemCall("poll(X11 \(display))") { poll(&pollers, 2, timeout) }
             if stop.isRaised { return }
-            var seen = cxcb_drain(session)
+            var seen = queued | cxcb_drain(session)
             if seen & Int32(CXCB_CONNECTION_ERROR) != 0 || cxcb_has_error(session) != 0 {
                 var problem = [CChar](repeating: 0, count: 200)
                 cxcb_problem(session, &problem, problem.count)

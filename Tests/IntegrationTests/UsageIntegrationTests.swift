@@ -163,6 +163,40 @@ struct UsageIntegrationTests {
         #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
     }
 
+    /// Two switches a moment apart (a child flicking between windows, a window manager's two
+    /// changes for one): the second, told while the agent was still asking the server about the
+    /// first, is not lost; what is in front is the window activated last, every time.
+    @Test func aSwitchToldWhileTheLastIsReadIsNotLost() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        let terminal = try #require(desktop.window("ChildTerm"))
+        let notes = try #require(desktop.window("XMessage"))
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        var lost: [String] = []
+        var obeyed = 0
+        for round in 0..<30 {
+            let (first, last, name) = round % 2 == 0 ? (terminal, notes, "Notes") : (notes, terminal, "Terminal")
+            let gap = String(format: "%.3f", Double(round % 10 + 1) / 1000)
+            let switched = try desktop.runXdotool(["windowactivate", first, "sleep", gap, "windowactivate", last])
+            #expect(switched.status == 0, "\(switched.stderr)")
+            // Only a round where the window manager did make `last` active says anything.
+            guard eventually(2, { (try? desktop.runXdotool(["getactivewindow"]))?.stdout.hasPrefix(last) == true })
+            else { continue }
+            obeyed += 1
+            if !(try eventually(3) { try world.status(of: world.child).sessions?.first?.inFrontName == name }) {
+                let seen = try world.status(of: world.child).sessions?.first?.inFrontName
+                lost.append("round \(round), \(gap) s apart: \(seen ?? "nothing") in front, \(name) active")
+            }
+        }
+        #expect(obeyed >= 25, "openbox made the window asked for active in \(obeyed) rounds of 30")
+        #expect(lost.isEmpty, "\(lost)")
+    }
+
     @Test func aSessionAlreadyRunningIsFoundAtAuthorizationAndLeftAtRevocation() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

@@ -49,6 +49,12 @@ int cxcb_has_idle_alarm(const cxcb_session *session);
 /// Reads every event already received, without blocking; returns what happened (bits above).
 int cxcb_drain(cxcb_session *session);
 
+/// Takes only the events libxcb already read from the socket and holds (never reads it). Every
+/// request with a reply reads whatever the server sent before the reply, and libxcb keeps the
+/// events among it: the socket has nothing more to tell `poll`, so these are taken before it
+/// sleeps, or a focus change told during a round trip waits for the server's next event.
+int cxcb_drain_queued(cxcb_session *session);
+
 /// The window `_NET_ACTIVE_WINDOW` names now (0: none or unknown).
 uint32_t cxcb_active_window(cxcb_session *session);
 

@@ -11,6 +11,9 @@ MODE is one of:
   refuse         a setup refused with a long reason, on every connection
   bad-setup      a setup whose screen claims 255 depths of 65,535 visuals in 40 bytes
   event-flood    a valid setup, then events as fast as the socket takes them, and no replies
+  late-focus     a well-behaved server whose window manager makes window 0x200002 (pid 2222)
+                 active instead of 0x200001 (pid 1111) while the agent asks where the keyboard
+                 is: its PropertyNotify comes just before that reply, and then nothing more
 """
 import os
 import socket
@@ -73,6 +76,9 @@ def serve(connection):
             burst = event * 2048
             while True:
                 connection.sendall(burst)
+        if mode == "late-focus":
+            late_focus(connection)
+            return
         sequence = 0
         while True:
             request = read_exactly(connection, 4)
@@ -101,6 +107,61 @@ def serve(connection):
         pass
     finally:
         connection.close()
+
+
+def late_focus(connection):
+    atoms = {}
+    active, switched = 0x200001, False
+    pids = {0x200001: 1111, 0x200002: 2222}
+    root = 0x100
+    sequence = 0
+
+    def atom(name):
+        return atoms.setdefault(name, 300 + len(atoms))
+
+    while True:
+        request = read_exactly(connection, 4)
+        opcode, minor, length = request[0], request[1], struct.unpack("<H", request[2:4])[0]
+        body = read_exactly(connection, max(0, length * 4 - 4))
+        sequence += 1
+        if opcode == 16:  # InternAtom
+            size = struct.unpack("<H", body[0:2])[0]
+            connection.sendall(reply(sequence, body=struct.pack("<I", atom(body[4:4 + size]))))
+        elif opcode == 98:  # QueryExtension: X-Resource only, as major opcode 140
+            size = struct.unpack("<H", body[0:2])[0]
+            present = body[4:4 + size] == b"X-Resource"
+            connection.sendall(reply(sequence, body=struct.pack("<BBBB", 1, 140, 0, 0) if present else b""))
+        elif opcode == 20:  # GetProperty
+            window, name = struct.unpack("<II", body[0:8])
+            if window == root and name == atom(b"_NET_SUPPORTED"):
+                value, kind = struct.pack("<I", atom(b"_NET_ACTIVE_WINDOW")), 4
+            elif window == root and name == atom(b"_NET_ACTIVE_WINDOW"):
+                value, kind = struct.pack("<I", active), 33
+            else:
+                value, kind = b"", 0
+            connection.sendall(reply(sequence, data=32 if value else 0, length=len(value) // 4,
+                                     body=struct.pack("<III12x", kind, 0, len(value) // 4) + value))
+        elif opcode == 3:  # GetWindowAttributes: viewable
+            attributes = struct.pack("<IHBBIIBBBBIIIH2x", 0x21, 1, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0)
+            connection.sendall(reply(sequence, length=3, body=attributes))
+        elif opcode == 140 and minor == 4:  # XResQueryClientIds: the window's client's pid
+            window = struct.unpack("<I", body[4:8])[0]
+            value = struct.pack("<IIII", window, 2, 4, pids.get(window, 0))
+            connection.sendall(reply(sequence, length=4, body=struct.pack("<I20x", 1) + value))
+        elif opcode == 43:  # GetInputFocus: the keyboard's window as it was when asked
+            focus = active
+            if not switched:
+                switched = True
+                active = 0x200002
+                connection.sendall(struct.pack("<BxHIIIB15x", 28, sequence & 0xFFFF, root,
+                                               atom(b"_NET_ACTIVE_WINDOW"), 0, 0))
+            connection.sendall(reply(sequence, body=struct.pack("<I", focus)))
+        elif opcode == 15:  # QueryTree: no children
+            connection.sendall(reply(sequence, body=struct.pack("<IIH", root, root, 0)))
+        elif opcode in (2, 1, 4):  # ChangeWindowAttributes and others with no reply
+            pass
+        else:
+            connection.sendall(reply(sequence))
 
 
 try:
