@@ -162,10 +162,9 @@ extension ProcessShield {
         scan(owners: Set(policy.users.keys), &table, policy: policy, batch: 0, onlyUntracked: true)
         let holder = holder.withLock { $0 }
         for pid in holder.members() where table.processes[pid]?.hold == nil {
-            if gateState.withLock({ $0.held[pid] != nil }) { continue }
             let startTime = inspector.startTime(pid: pid) ?? 0
             guard let handle = ProcessHandle(pid: pid, startTime: startTime, inspector: inspector) else { continue }
-            try? holder.release(handle, origin: "/")
+            guard (try? releaseUnlessTheGateHolds(pid, handle: handle, origin: "/")) != false else { continue }
             logger.notice("let go of a frozen process nobody accounts for", metadata: ["pid": "\(pid)"])
         }
         for (pid, tracked) in table.processes where tracked.judged {

@@ -78,14 +78,20 @@ extension ProcessShield {
         let policy = currentPolicy()
         guard
             let handle = ProcessHandle(
-                pid: pid, inspector: inspector, owner: { policy.owner(ofKernelUID: $0) == owner }),
-            let (origin, moveLater) = holder.withLock({ $0 }).holdInsideExec(handle)
+                pid: pid, inspector: inspector, owner: { policy.owner(ofKernelUID: $0) == owner })
         else { return }
-        gateState.withLock { state in
+        let holder = holder.withLock { $0 }
+        // The move and its record under one lock, the one a release looks at the record under:
+        // a process held for judging its old program (judged "run" now, on another thread)
+        // cannot be let go between the two, out of the frozen group, its new program running.
+        let held = gateState.withLock { state -> Bool in
+            guard let (origin, moveLater) = holder.holdInsideExec(handle) else { return false }
             state.held[pid] = GateHold(
                 token: verdict.token, origin: origin, moveLater: moveLater, file: file, handle: handle, since: Date())
             state.execOpens[tid] = file
+            return true
         }
+        guard held else { return }
         // The exec waits for this answer: the event and the check that the exec did happen are
         // made after it. The exec event comes within microseconds; if it has not come in a
         // second, the exec failed and the process still runs its old program.

@@ -123,17 +123,12 @@ extension ProcessShield {
         guard let tracked = table.processes[pid], let hold = tracked.hold else { return }
         table.processes[pid]?.hold = nil
         table.stoppedBySignal.remove(pid)
-        // The gate held it again inside an exec the watcher has not read yet: that hold stays.
-        if gateState.withLock({ $0.held[pid] != nil }) { return }
-        let holder = holder.withLock { $0 }
-        if let handle = hold.handle {
-            do {
-                try holder.release(handle, origin: hold.origin ?? "/")
-            } catch {
-                logger.error(
-                    "cannot move a process out of the frozen group",
-                    metadata: ["pid": "\(pid)", "error": "\(error.message)"])
-            }
+        do {
+            // The gate held it again inside an exec the watcher has not read yet: that hold stays.
+            guard try releaseUnlessTheGateHolds(pid, handle: hold.handle, origin: hold.origin ?? "/") else { return }
+        } catch {
+            logger.error(
+                "cannot move a process out of the frozen group", metadata: ["pid": "\(pid)", "error": "\(error.message)"])
         }
         if let token = hold.reason.token {
             journal.thawed(pid: pid, startTime: tracked.startTime)
@@ -142,6 +137,18 @@ extension ProcessShield {
                     time: Date(), uid: tracked.uid, token: token.base64, pid: pid, action: .thawed),
                 name: nil)
             logger.info("thawed", metadata: ["pid": "\(pid)", "reason": "\(reason)"])
+        }
+    }
+
+    /// Lets a process out of the frozen group (and continues it) unless the gate holds it inside
+    /// an exec; false then. Looked at and done under the gate's lock, which the gate holds from
+    /// its move to its record of it.
+    func releaseUnlessTheGateHolds(_ pid: Int32, handle: ProcessHandle?, origin: String) throws(SystemError) -> Bool {
+        let holder = holder.withLock { $0 }
+        return try gateState.withLock { state throws(SystemError) -> Bool in
+            if state.held[pid] != nil { return false }
+            if let handle { try holder.release(handle, origin: origin) }
+            return true
         }
     }
 
