@@ -252,6 +252,25 @@ struct HostileChildIntegrationTests {
         #expect(world.processState(sandboxed) != nil)
     }
 
+    /// Forty launches of a shielded program close together, each through setpriv: each process
+    /// is held while its setpriv is judged, and that judgement ("run") may land while the gate
+    /// holds its exec of the shielded program. Every one stays frozen. (A release slipping
+    /// between the gate's move and its record of it let the program run in a loaded full run;
+    /// this test did not catch that window here, unloaded or beside an exec storm.)
+    @Test func shieldedLaunchesCloseTogetherAreEachFrozen() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        var pids: [Int32] = []
+        for index in 0..<40 { pids.append(try world.launch(as: world.child, world.counter, [home + "/count-\(index)"])) }
+        #expect(eventually(10) { pids.allSatisfy { world.isFrozen($0) } })
+        Thread.sleep(forTimeInterval: 0.5)
+        let ran = (0..<40).filter { (world.count(home + "/count-\($0)") ?? 0) > Self.barely }
+        let loose = pids.filter { !world.isFrozen($0) }
+        #expect(ran.isEmpty && loose.isEmpty, "counted: \(ran), not frozen: \(loose)")
+    }
+
     /// Finding 2: the child's own desktop entry for a shielded app (`Hidden=true`, or
     /// `NoDisplay=true` with other categories) removed it from the catalogue, and the app ran.
     @Test func theChildsOwnEntriesLiftNoShield() throws {
