@@ -263,7 +263,9 @@ struct HostileChildIntegrationTests {
         try world.authorizeChildAndShieldCounter()
         let home = try world.makeHome(for: world.child)
         var pids: [Int32] = []
-        for index in 0..<40 { pids.append(try world.launch(as: world.child, world.counter, [home + "/count-\(index)"])) }
+        for index in 0..<40 {
+            pids.append(try world.launch(as: world.child, world.counter, [home + "/count-\(index)"]))
+        }
         #expect(eventually(10) { pids.allSatisfy { world.isFrozen($0) } })
         Thread.sleep(forTimeInterval: 0.5)
         let ran = (0..<40).filter { (world.count(home + "/count-\($0)") ?? 0) > Self.barely }

@@ -1139,10 +1139,15 @@ struct UsageIntegrationTests {
         Thread.sleep(forTimeInterval: 17)
         #expect(session()?.inFrontName == "Shm", "\(String(describing: session()))")
         #expect(world.agentLog(naming: ["has not told its focus"]).isEmpty)
+        #expect(session()?.focusSource.contains("no word of a window in front stands") == false)
         try desktop.scripting(["unloadScript", "screentime-focus"], as: world.child)
         #expect(
             eventually(25) { !world.agentLog(naming: ["has not told its focus"]).isEmpty },
             "\(world.agentLog(naming: ["relay", "focus"]))")
+        // And `status` says so.
+        #expect(
+            eventually(5) { session()?.focusSource.contains("no word of a window in front stands") == true },
+            "\(String(describing: session()))")
         let unloaded = try report(world)
         Thread.sleep(forTimeInterval: 3)
         let afterUnload = try report(world)

@@ -128,7 +128,8 @@ extension ProcessShield {
             guard try releaseUnlessTheGateHolds(pid, handle: hold.handle, origin: hold.origin ?? "/") else { return }
         } catch {
             logger.error(
-                "cannot move a process out of the frozen group", metadata: ["pid": "\(pid)", "error": "\(error.message)"])
+                "cannot move a process out of the frozen group",
+                metadata: ["pid": "\(pid)", "error": "\(error.message)"])
         }
         if let token = hold.reason.token {
             journal.thawed(pid: pid, startTime: tracked.startTime)

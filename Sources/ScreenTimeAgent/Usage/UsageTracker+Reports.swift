@@ -8,9 +8,12 @@ extension UsageTracker {
         state.withLock { state in
             state.sessions.values.filter { $0.owner == uid }.sorted { $0.display < $1.display }.map { session in
                 let front = session.front?.applications.first
-                var source =
-                    session.conservative
-                    ? session.source + "; now counting every mapped window (no window is active)" : session.source
+                var source = session.source
+                if session.conservative, session.kind == "x11" {
+                    source += "; now counting every mapped window (no window is active)"
+                } else if session.conservative, !source.contains("every app connected to it counts") {
+                    source += "; now every connected app counts (no word of a window in front stands)"
+                }
                 let told = Self.logindSessions(state, matching: session)
                 if !told.isEmpty {
                     source +=

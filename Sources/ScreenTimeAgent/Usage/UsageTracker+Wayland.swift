@@ -127,13 +127,17 @@ extension UsageTracker {
                         // its socket to the app it started), as on X11.
                         let (all, candidates) = try connectedClients(session.owner, server.pid, path)
                         var pids = (report.focus ?? nil).map { [$0] } ?? []
-                        if let named = pids.first, all.contains(named) {
+                        let believed = pids.first.map { all.contains($0) } ?? false
+                        if let named = pids.first, believed {
                             let shared = try UnixPeers.sharers(
                                 of: named, server: server.pid, among: candidates, listening: [path])
                             pids = ([named] + shared.sharers).sorted()
                         } else {
                             pids = apps(all)
                         }
+                        // `status` says so when no word stands (none told, one expired, or one
+                        // naming no client).
+                        state.withLock { $0.sessions[key]?.conservative = !believed }
                         if pids != shown {
                             shown = pids
                             focused(key, pids: pids)
