@@ -40,6 +40,20 @@ static xcb_atom_t intern(xcb_connection_t *connection, const char *name) {
 static xcb_get_property_reply_t *property(cxcb_session *session, xcb_window_t window, xcb_atom_t atom,
                                           xcb_atom_t type, uint32_t words);
 
+/// What the agent asks to hear of a window it watches (a top-level one, or one inside the active
+/// window): windows mapped and moved in under it, and the keyboard moving into or out of it.
+/// Any client may move the keyboard to a window of its own (SetInputFocus) without the window
+/// manager, and nothing of the root window's tells that: each top-level window tells it itself.
+#define WATCHED_WINDOW_EVENTS (XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY | XCB_EVENT_MASK_FOCUS_CHANGE)
+
+/// The top-level windows watched at the start, at most (later ones are watched as they map).
+#define WATCHED_AT_START 65536
+
+static void watch_window(cxcb_session *session, xcb_window_t window) {
+    uint32_t events = WATCHED_WINDOW_EVENTS;
+    xcb_change_window_attributes(session->connection, window, XCB_CW_EVENT_MASK, &events);
+}
+
 static int64_t from_sync(xcb_sync_int64_t value) { return ((int64_t)value.hi << 32) | (int64_t)value.lo; }
 
 static xcb_sync_int64_t to_sync(int64_t value) {
@@ -202,9 +216,20 @@ static xcb_sync_counter_t find_idle_counter(xcb_connection_t *connection) {
 
 int cxcb_watch(cxcb_session *session, uint32_t idle_ms) {
     xcb_connection_t *connection = session->connection;
-    // Substructure: top-level windows mapped and unmapped, for when focus cannot be read.
-    uint32_t events = XCB_EVENT_MASK_PROPERTY_CHANGE | XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY;
+    // Substructure: top-level windows mapped and unmapped, for when focus cannot be read, and to
+    // watch each for the keyboard; focus: the keyboard given to the root window or PointerRoot.
+    uint32_t events =
+        XCB_EVENT_MASK_PROPERTY_CHANGE | XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY | XCB_EVENT_MASK_FOCUS_CHANGE;
     xcb_change_window_attributes(connection, session->root, XCB_CW_EVENT_MASK, &events);
+    // The top-level windows already there (asked after the root's events: one mapped between the
+    // two is told by its MapNotify).
+    xcb_query_tree_reply_t *tree = xcb_query_tree_reply(connection, xcb_query_tree(connection, session->root), NULL);
+    if (tree) {
+        int children = (uint32_t)tree->children_len <= tree->length ? tree->children_len : 0;
+        const xcb_window_t *list = (const xcb_window_t *)(tree + 1);
+        for (int i = 0; i < children && i < WATCHED_AT_START; i++) watch_window(session, list[i]);
+        free(tree);
+    }
     if (idle_ms > 0) {
         const xcb_query_extension_reply_t *sync = xcb_get_extension_data(connection, &xcb_sync_id);
         if (sync && sync->present) {
@@ -291,6 +316,16 @@ static int drain(cxcb_session *session, int queued_only) {
         } else if (type == XCB_MAP_NOTIFY || type == XCB_UNMAP_NOTIFY || type == XCB_DESTROY_NOTIFY ||
                    type == XCB_REPARENT_NOTIFY) {
             seen |= CXCB_WINDOWS_CHANGED;
+            // A window mapped at the top (or moved there) is watched for the keyboard from now:
+            // the request goes before the look this event brings, so a keyboard moved to it
+            // before the request is seen by that look, and one moved after is told.
+            if (type == XCB_MAP_NOTIFY && ((xcb_map_notify_event_t *)event)->event == session->root)
+                watch_window(session, ((xcb_map_notify_event_t *)event)->window);
+            if (type == XCB_REPARENT_NOTIFY && ((xcb_reparent_notify_event_t *)event)->parent == session->root)
+                watch_window(session, ((xcb_reparent_notify_event_t *)event)->window);
+        } else if (type == XCB_FOCUS_IN || type == XCB_FOCUS_OUT) {
+            // The keyboard moved (by the window manager or by any client): what has it is looked at.
+            seen |= CXCB_ACTIVE_WINDOW_CHANGED;
         } else if (session->idle_counter != XCB_NONE && type == session->sync_first_event + XCB_SYNC_ALARM_NOTIFY) {
             // The alarm says only that something changed: what the counter itself says now is
             // believed (a client of the child's may have pointed the alarm elsewhere); one sent
@@ -432,9 +467,9 @@ static size_t viewable_children(cxcb_session *session, xcb_window_t parent, uint
 static size_t foreign_descendants(cxcb_session *session, xcb_window_t parent, uint32_t base, uint32_t *windows,
                                   size_t count, size_t capacity, int depth, int *budget) {
     if (depth > 8 || *budget <= 0) return count;
-    // A window moved in or mapped here later is to be seen as it happens: its structure's events.
-    uint32_t events = XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY;
-    xcb_change_window_attributes(session->connection, parent, XCB_CW_EVENT_MASK, &events);
+    // A window moved in or mapped here later is to be seen as it happens: its structure's events
+    // (and the keyboard's, as every watched window's).
+    watch_window(session, parent);
     xcb_query_tree_reply_t *tree =
         xcb_query_tree_reply(session->connection, xcb_query_tree(session->connection, parent), NULL);
     if (!tree) return count;

@@ -693,6 +693,39 @@ struct UsageIntegrationTests {
         #expect(after.totalSeconds - before.totalSeconds > elapsed - 1, "\(after.totalSeconds - before.totalSeconds) s")
     }
 
+    /// Her game shows a window no window manager manages, over everything, and takes the
+    /// keyboard itself a moment later: `_NET_ACTIVE_WINDOW` still names her homework, and no
+    /// event of the root window's says anything. The window with the keyboard counts at once.
+    @Test func aWindowTakingTheKeyboardItselfCountsAtOnce() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let game = try world.compile("xsteal", libraries: ["xcb"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("XMessage") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("XMessage")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
+        // Her window manager gone (openbox would say no window is active once the keyboard left
+        // its windows): the root window's properties stay as it left them, naming the notes.
+        desktop.killWindowManager()
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(try world.status(of: world.child).sessions?.first?.inFrontName == "Notes")
+        let before = try report(world)
+        try desktop.open(as: world.child, game, ["6"])
+        let start = Date()
+        // Shown at 0.5 s, the keyboard taken then, gone at 6.5 s.
+        Thread.sleep(until: start.addingTimeInterval(6))
+        let after = try report(world)
+        // Her game, named by its file (its entry came after the index was read).
+        func gameSeconds(_ report: UsageReport) -> Double {
+            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
+        }
+        let played = gameSeconds(after) - gameSeconds(before)
+        #expect(played > 4.5, "the game with the keyboard counted \(played) s of 5.5 s: \(after.applications)")
+    }
+
     /// logind (a mock of it on a bus of the test's own, as no logind runs here) names a display
     /// no program of the child's names, and its lock, seat and idle hints stop the clock.
     @Test func logindNamesTheSessionAndItsLockSeatAndIdleHintsStopTheClock() throws {

@@ -1,0 +1,35 @@
+// A hostile child's game: a window the window manager never manages (override-redirect), shown
+// over everything, that takes the keyboard itself (SetInputFocus) a moment after it is mapped,
+// so that nothing the window manager keeps (`_NET_ACTIVE_WINDOW`) changes.
+// Usage: DISPLAY=:N xsteal SECONDS   (exit 0 when done, 2: no display)
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include <xcb/xcb.h>
+
+static void pause_ms(long ms) {
+    struct timespec wait = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    nanosleep(&wait, NULL);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    int seconds = atoi(argv[1]);
+    xcb_connection_t *connection = xcb_connect(NULL, NULL);
+    if (xcb_connection_has_error(connection)) return 2;
+    xcb_screen_t *screen = xcb_setup_roots_iterator(xcb_get_setup(connection)).data;
+    xcb_window_t window = xcb_generate_id(connection);
+    uint32_t values[] = {screen->black_pixel, 1};
+    xcb_create_window(connection, XCB_COPY_FROM_PARENT, window, screen->root, 0, 0, screen->width_in_pixels,
+                      screen->height_in_pixels, 0, XCB_WINDOW_CLASS_INPUT_OUTPUT, screen->root_visual,
+                      XCB_CW_BACK_PIXEL | XCB_CW_OVERRIDE_REDIRECT, values);
+    xcb_map_window(connection, window);
+    xcb_flush(connection);
+    // Whatever the agent looks at when the window appears, it looks before the keyboard moves.
+    pause_ms(500);
+    xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, window, XCB_CURRENT_TIME);
+    free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
+    pause_ms(1000L * seconds);
+    xcb_disconnect(connection);
+    return 0;
+}
