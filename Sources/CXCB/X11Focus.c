@@ -428,8 +428,21 @@ uint32_t cxcb_input_focus(cxcb_session *session) {
     if (!reply) return 0;
     uint32_t focus = reply->focus;
     free(reply);
-    // None, PointerRoot and the root window name no client's window.
-    return focus <= 1 || focus == session->root ? 0 : focus;
+    if (focus == XCB_NONE) return 0;
+    if (focus != XCB_INPUT_FOCUS_POINTER_ROOT && focus != session->root) return focus;
+    // PointerRoot or the root window (any client may set either): the keys go to the window under
+    // the pointer, the deepest one (a window manager's frame holds the client's window).
+    xcb_window_t under = session->root;
+    for (int depth = 0; depth < 16; depth++) {
+        xcb_query_pointer_reply_t *pointer =
+            xcb_query_pointer_reply(session->connection, xcb_query_pointer(session->connection, under), NULL);
+        if (!pointer) break;
+        xcb_window_t child = pointer->same_screen ? pointer->child : XCB_NONE;
+        free(pointer);
+        if (child == XCB_NONE) break;
+        under = child;
+    }
+    return under == session->root ? 0 : under;
 }
 
 int cxcb_is_viewable(cxcb_session *session, uint32_t window) {
@@ -464,9 +477,14 @@ static size_t viewable_children(cxcb_session *session, xcb_window_t parent, uint
 
 /// The viewable windows under `parent` made by other clients than `parent`'s own (a window
 /// reparented into it), not looking inside those; at most `budget` windows looked at in all.
+/// `*cut` is set when something was left unlooked at (the budget, the depth or `capacity` ran
+/// out): a child can fill a window with decoys.
 static size_t foreign_descendants(cxcb_session *session, xcb_window_t parent, uint32_t base, uint32_t *windows,
-                                  size_t count, size_t capacity, int depth, int *budget) {
-    if (depth > 8 || *budget <= 0) return count;
+                                  size_t count, size_t capacity, int depth, int *budget, int *cut) {
+    if (depth > 8 || *budget <= 0) {
+        *cut = 1;
+        return count;
+    }
     // A window moved in or mapped here later is to be seen as it happens: its structure's events
     // (and the keyboard's, as every watched window's).
     watch_window(session, parent);
@@ -475,24 +493,75 @@ static size_t foreign_descendants(cxcb_session *session, xcb_window_t parent, ui
     if (!tree) return count;
     int children = (uint32_t)tree->children_len <= tree->length ? tree->children_len : 0;
     const xcb_window_t *list = (const xcb_window_t *)(tree + 1);
-    for (int i = 0; i < children && count < capacity && *budget > 0; i++) {
+    int i = 0;
+    for (; i < children && count < capacity && *budget > 0; i++) {
         (*budget)--;
         if (!cxcb_is_viewable(session, list[i])) continue;
         if ((list[i] & ~session->resource_mask) != base) {
             windows[count++] = list[i];
         } else {
-            count = foreign_descendants(session, list[i], base, windows, count, capacity, depth + 1, budget);
+            count = foreign_descendants(session, list[i], base, windows, count, capacity, depth + 1, budget, cut);
         }
     }
+    if (i < children) *cut = 1;
     free(tree);
     return count;
 }
 
-size_t cxcb_foreign_windows_inside(cxcb_session *session, uint32_t window, uint32_t *windows, size_t capacity) {
+size_t cxcb_foreign_windows_inside(cxcb_session *session, uint32_t window, uint32_t *windows, size_t capacity,
+                                   int *complete) {
+    *complete = 1;
     if (window == 0 || window == session->root) return 0;
-    int budget = 256;
-    return foreign_descendants(
-        session, window, window & ~session->resource_mask, windows, 0, capacity, 0, &budget);
+    int budget = 256, cut = 0;
+    size_t count =
+        foreign_descendants(session, window, window & ~session->resource_mask, windows, 0, capacity, 0, &budget, &cut);
+    *complete = !cut;
+    return count;
+}
+
+size_t cxcb_client_pids(cxcb_session *session, int32_t *pids, size_t capacity) {
+    const xcb_query_extension_reply_t *res = xcb_get_extension_data(session->connection, &xcb_res_id);
+    if (!res || !res->present || capacity == 0) return 0;
+    xcb_res_query_clients_reply_t *clients =
+        xcb_res_query_clients_reply(session->connection, xcb_res_query_clients(session->connection), NULL);
+    if (!clients) return 0;
+    // Each client: its resource base and mask (8 bytes), counted within the reply's size.
+    size_t listed = (size_t)clients->length * 4 / 8;
+    size_t wanted = clients->num_clients < listed ? clients->num_clients : listed;
+    if (wanted > capacity) wanted = capacity;
+    xcb_res_client_id_spec_t *specs = calloc(wanted ? wanted : 1, sizeof *specs);
+    if (!specs) {
+        free(clients);
+        return 0;
+    }
+    const uint8_t *entries = (const uint8_t *)(clients + 1);
+    for (size_t i = 0; i < wanted; i++) {
+        memcpy(&specs[i].client, entries + i * 8, 4);
+        specs[i].mask = XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID;
+    }
+    free(clients);
+    // One request for them all; each value: the spec, a length in bytes, the pid.
+    xcb_res_query_client_ids_reply_t *reply = xcb_res_query_client_ids_reply(
+        session->connection, xcb_res_query_client_ids(session->connection, (uint32_t)wanted, specs), NULL);
+    free(specs);
+    if (!reply) return 0;
+    size_t count = 0;
+    const uint8_t *bytes = (const uint8_t *)(reply + 1);
+    size_t total = (size_t)reply->length * 4, offset = 0;
+    for (uint32_t i = 0; i < reply->num_ids && offset + 12 <= total && count < capacity; i++) {
+        uint32_t mask, length;
+        memcpy(&mask, bytes + offset + 4, 4);
+        memcpy(&length, bytes + offset + 8, 4);
+        if (length % 4 != 0 || length > total - offset - 12) break;
+        if ((mask & XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID) && length >= 4) {
+            uint32_t value;
+            memcpy(&value, bytes + offset + 12, 4);
+            if (value > 0) pids[count++] = (int32_t)value;
+        }
+        offset += 12 + length;
+    }
+    free(reply);
+    return count;
 }
 
 size_t cxcb_mapped_windows(cxcb_session *session, uint32_t *windows, size_t capacity) {

@@ -87,8 +87,11 @@ public final class X11FocusWatch {
     public enum Change: Hashable, Sendable {
         /// The windows in front now: the active one, and the one with the keyboard when that is
         /// another process's (any client may write `_NET_ACTIVE_WINDOW`; the keyboard's window is
-        /// the server's own state). When no window is active, or the window manager does not tell
-        /// (`conservative`): every mapped window. Empty: none.
+        /// the server's own state), with the windows other clients show inside the active one
+        /// (every client, when there are more inside than are looked at). When no window is
+        /// active, or the window manager does not tell (`conservative`): every mapped window and
+        /// every client of the display (a window of id 0: a client named by its pid alone).
+        /// Empty: none.
         case front([Window], conservative: Bool)
         /// No input for the idle timeout; `idleFor` is how long there was none.
         case idle(idleFor: Duration)
@@ -310,11 +313,15 @@ public final class X11FocusWatch {
                 // Another client's window shown inside the active one (reparented into it: a game
                 // inside an allowed app's window) is in front too.
                 var inside = [UInt32](repeating: 0, count: 16)
-                let count = cxcb_foreign_windows_inside(session, active, &inside, inside.count)
+                var complete: Int32 = 1
+                let count = cxcb_foreign_windows_inside(session, active, &inside, inside.count, &complete)
                 for id in inside.prefix(count) {
                     let other = window(id)
                     if !windows.contains(where: { $0.pid == other.pid }) { windows.append(other) }
                 }
+                // More inside it than the agent looks at (a window a child filled with decoys):
+                // every client of the display counts with it.
+                if complete == 0 { addClients(to: &windows) }
                 return (windows, false)
             }
             if !settled { return nil }
@@ -327,7 +334,19 @@ public final class X11FocusWatch {
             let found = window(id)
             if !windows.contains(where: { $0.pid == found.pid }) { windows.append(found) }
         }
+        // And every client of the display: a window shown inside another's (or past the 512
+        // looked at) is a client's too.
+        addClients(to: &windows)
         return (windows, true)
+    }
+
+    /// Every client of the display the server can name the pid of, once, besides `windows`.
+    private func addClients(to windows: inout [Window]) {
+        var pids = [Int32](repeating: 0, count: 512)
+        let count = cxcb_client_pids(session, &pids, pids.count)
+        for pid in pids.prefix(count) where !windows.contains(where: { $0.pid == pid }) {
+            windows.append(Window(id: 0, pid: pid))
+        }
     }
 
     /// A window and its client's pid, as the server knows it: one round trip, on every look at

@@ -724,6 +724,68 @@ struct UsageIntegrationTests {
         }
         let played = gameSeconds(after) - gameSeconds(before)
         #expect(played > 4.5, "the game with the keyboard counted \(played) s of 5.5 s: \(after.applications)")
+
+        // The keyboard given to PointerRoot instead (any client may): the keys go to the window
+        // under the pointer, the game's over everything, and it counts.
+        Thread.sleep(forTimeInterval: 1)
+        let second = try report(world)
+        try desktop.open(as: world.child, game, ["6", "pointer-root"])
+        Thread.sleep(forTimeInterval: 6)
+        let third = try report(world)
+        let pointed = gameSeconds(third) - gameSeconds(second)
+        #expect(pointed > 4.5, "the game under the pointer, PointerRoot the focus, counted \(pointed) s of 5.5 s")
+    }
+
+    /// A window she fills with hundreds of unmapped windows of another client's before moving her
+    /// game inside it: what shows inside still counts (every client of the display, when there
+    /// is more inside than the agent looks at), and still when no window is active.
+    @Test func aWindowFilledWithDecoysStillShowsWhatIsInside() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let decoys = try world.compile("xdecoys", libraries: ["xcb"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "a game, in disguise"])
+        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        let game = try #require(desktop.window("XMessage"))
+        let terminal = try #require(desktop.window("ChildTerm"))
+        try desktop.open(as: world.child, decoys, [terminal, "300"])
+        Thread.sleep(forTimeInterval: 1)
+        let shown = try eventually(20) {
+            for arguments in [["windowreparent", game, terminal], ["windowmap", game]] {
+                let result = try desktop.runXdotool(arguments)
+                #expect(result.status == 0, "\(arguments): \(result.stderr)")
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            return try desktop.isViewable(game, inside: terminal)
+        }
+        #expect(shown, "the game never showed inside the terminal")
+        try desktop.activate("ChildTerm")
+        let before = try report(world)
+        let start = Date()
+        Thread.sleep(forTimeInterval: 5)
+        let after = try report(world)
+        let inFront = Date().timeIntervalSince(start)
+        let counted = seconds(after, "org.example.Notes") - seconds(before, "org.example.Notes")
+        #expect(counted > inFront - 1.5, "the game inside, behind 300 decoys, counted \(counted) s of \(inFront) s")
+
+        // No window active (her own client says so): every mapped window counts, and what
+        // shows inside one too.
+        let cleared = try world.inNetwork(
+            as: world.child, "/usr/bin/env",
+            [
+                "DISPLAY=:\(desktop.display)", "/usr/bin/xprop", "-root", "-f", "_NET_ACTIVE_WINDOW", "32x", "-set",
+                "_NET_ACTIVE_WINDOW", "0x0",
+            ])
+        #expect(cleared.status == 0, "\(cleared.stderr)")
+        Thread.sleep(forTimeInterval: 1)
+        let second = try report(world)
+        Thread.sleep(forTimeInterval: 4)
+        let third = try report(world)
+        let inside = seconds(third, "org.example.Notes") - seconds(second, "org.example.Notes")
+        #expect(inside > 3, "the game inside, no window active, counted \(inside) s of 4 s")
     }
 
     /// logind (a mock of it on a bus of the test's own, as no logind runs here) names a display

@@ -63,7 +63,8 @@ uint32_t cxcb_active_window(cxcb_session *session);
 int32_t cxcb_window_pid(cxcb_session *session, uint32_t window);
 
 /// The window that has the keyboard focus (the server's own state, which `_NET_ACTIVE_WINDOW`
-/// only reports); 0 for none or the root window.
+/// only reports); with PointerRoot or the root window as the focus, the deepest window under the
+/// pointer (where the keys go then); 0 for none.
 uint32_t cxcb_input_focus(cxcb_session *session);
 
 /// Whether a window exists, is not the root window, and is viewable (mapped, its ancestors too).
@@ -77,8 +78,14 @@ size_t cxcb_mapped_windows(cxcb_session *session, uint32_t *windows, size_t capa
 void cxcb_request_activation(cxcb_session *session, uint32_t window);
 
 /// The viewable windows inside `window` that other clients made (a window reparented into it: what
-/// shows there is theirs too), up to `capacity`; at most 256 windows are looked at.
-size_t cxcb_foreign_windows_inside(cxcb_session *session, uint32_t window, uint32_t *windows, size_t capacity);
+/// shows there is theirs too), up to `capacity`; at most 256 windows are looked at. `*complete` is
+/// 0 when some were left unlooked at (a window filled with decoys).
+size_t cxcb_foreign_windows_inside(cxcb_session *session, uint32_t window, uint32_t *windows, size_t capacity,
+                                   int *complete);
+
+/// The pids of the display's clients, as the server knows them (X-Resource), at most `capacity`;
+/// returns how many were written (0 without X-Resource).
+size_t cxcb_client_pids(cxcb_session *session, int32_t *pids, size_t capacity);
 
 /// Asks the IDLETIME counter itself whether idle changed (CXCB_BECAME_IDLE, CXCB_BECAME_ACTIVE or
 /// 0) and sets the alarm again: what a watch does now and then while idle, in case a client of

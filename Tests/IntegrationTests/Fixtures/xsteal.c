@@ -1,8 +1,11 @@
 // A hostile child's game: a window the window manager never manages (override-redirect), shown
 // over everything, that takes the keyboard itself (SetInputFocus) a moment after it is mapped,
-// so that nothing the window manager keeps (`_NET_ACTIVE_WINDOW`) changes.
-// Usage: DISPLAY=:N xsteal SECONDS   (exit 0 when done, 2: no display)
+// so that nothing the window manager keeps (`_NET_ACTIVE_WINDOW`) changes. With `pointer-root`,
+// it gives the keyboard to PointerRoot instead: the keys go to the window under the pointer, its
+// own, which covers the screen.
+// Usage: DISPLAY=:N xsteal SECONDS [pointer-root]   (exit 0 when done, 2: no display)
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #include <xcb/xcb.h>
@@ -15,6 +18,7 @@ static void pause_ms(long ms) {
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     int seconds = atoi(argv[1]);
+    int pointer_root = argc > 2 && strcmp(argv[2], "pointer-root") == 0;
     xcb_connection_t *connection = xcb_connect(NULL, NULL);
     if (xcb_connection_has_error(connection)) return 2;
     xcb_screen_t *screen = xcb_setup_roots_iterator(xcb_get_setup(connection)).data;
@@ -27,7 +31,8 @@ int main(int argc, char **argv) {
     xcb_flush(connection);
     // Whatever the agent looks at when the window appears, it looks before the keyboard moves.
     pause_ms(500);
-    xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, window, XCB_CURRENT_TIME);
+    xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, pointer_root ? XCB_INPUT_FOCUS_POINTER_ROOT : window,
+                        XCB_CURRENT_TIME);
     free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
     pause_ms(1000L * seconds);
     xcb_disconnect(connection);
