@@ -890,7 +890,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// cannot tell). A live process of someone not authorized is not the child's usage; a window
     /// whose process is gone (a connection handed over by a process that exited), unknown, or in
     /// a pid namespace of the server's own is the session user's, under an unidentified program.
-    func focused(_ key: String, pids: [Int32?]) {
+    func focused(_ key: String, pids: [Int32?], onlyIfStill: Bool = false) {
         let now = SuspendingClock.now
         let (owner, foreign, x11Server, display) = state.withLock { state in
             let session = state.sessions[key]
@@ -945,18 +945,23 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 "session": "\(key)", "pids": "\(pids)",
                 "applications": "\(applications.map(\.reportID))",
             ])
-        state.withLock { state in
+        let applied = state.withLock { state -> Bool in
+            // A look again at what was in front (a program started): the watch may have told
+            // something newer meanwhile, which stands.
+            if onlyIfStill, state.sessions[key]?.frontPIDs != pids { return false }
             state.sessions[key]?.frontPIDs = pids
             // The same applications as counting now: nothing to change.
             if let front = state.sessions[key]?.front,
                 front.applications.map(\.token) == applications.map(\.token)
             {
-                return
+                return true
             }
             Self.endFront(&state, key, at: now)
             state.sessions[key]?.focused = applications
             if state.sessions[key]?.idle == false { Self.beginFront(&state, key, applications) }
+            return true
         }
+        guard applied else { return }
         flushContinuation.yield()
         if let owner, let tell = shieldInFront.withLock({ $0 }) {
             for pid in Set(pids.compactMap { $0 }) {
@@ -1006,7 +1011,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             state.sessions.filter { $0.value.owner == owner && $0.value.kind == "x11" && $0.value.connected }
                 .map { ($0.key, $0.value.frontPIDs) }
         }
-        for (key, pids) in keys where !pids.isEmpty { focused(key, pids: pids) }
+        for (key, pids) in keys where !pids.isEmpty { focused(key, pids: pids, onlyIfStill: true) }
     }
 
     /// Time starts counting for every application the process in front can be taken for: a
