@@ -535,11 +535,18 @@ size_t cxcb_client_pids(cxcb_session *session, int32_t *pids, size_t capacity) {
         return 0;
     }
     const uint8_t *entries = (const uint8_t *)(clients + 1);
+    size_t asked = 0;
     for (size_t i = 0; i < wanted; i++) {
-        memcpy(&specs[i].client, entries + i * 8, 4);
-        specs[i].mask = XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID;
+        uint32_t base;
+        memcpy(&base, entries + i * 8, 4);
+        // Client 0 is the server itself: no app.
+        if (base == 0) continue;
+        specs[asked].client = base;
+        specs[asked].mask = XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID;
+        asked++;
     }
     free(clients);
+    wanted = asked;
     // One request for them all; each value: the spec, a length in bytes, the pid.
     xcb_res_query_client_ids_reply_t *reply = xcb_res_query_client_ids_reply(
         session->connection, xcb_res_query_client_ids(session->connection, (uint32_t)wanted, specs), NULL);

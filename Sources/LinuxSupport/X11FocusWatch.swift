@@ -340,11 +340,12 @@ public final class X11FocusWatch {
         return (windows, true)
     }
 
-    /// Every client of the display the server can name the pid of, once, besides `windows`.
+    /// Every client of the display the server can name the pid of (not the server itself), once,
+    /// besides `windows`.
     private func addClients(to windows: inout [Window]) {
         var pids = [Int32](repeating: 0, count: 512)
         let count = cxcb_client_pids(session, &pids, pids.count)
-        for pid in pids.prefix(count) where !windows.contains(where: { $0.pid == pid }) {
+        for pid in pids.prefix(count) where pid != server.pid && !windows.contains(where: { $0.pid == pid }) {
             windows.append(Window(id: 0, pid: pid))
         }
     }
