@@ -371,6 +371,27 @@ uint32_t cxcb_active_window(cxcb_session *session) {
     return window;
 }
 
+/// The pids in an X-Resource client-ids reply (each value: the spec (client, mask), a length in
+/// bytes, the value; walked within the reply's own size), at most `capacity`; 0 names none.
+static size_t reply_pids(const xcb_res_query_client_ids_reply_t *reply, int32_t *pids, size_t capacity) {
+    size_t count = 0;
+    const uint8_t *bytes = (const uint8_t *)(reply + 1);
+    size_t total = (size_t)reply->length * 4, offset = 0;
+    for (uint32_t i = 0; i < reply->num_ids && offset + 12 <= total && count < capacity; i++) {
+        uint32_t mask, length;
+        memcpy(&mask, bytes + offset + 4, 4);
+        memcpy(&length, bytes + offset + 8, 4);
+        if (length % 4 != 0 || length > total - offset - 12) break;
+        if ((mask & XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID) && length >= 4) {
+            uint32_t value;
+            memcpy(&value, bytes + offset + 12, 4);
+            if (value > 0) pids[count++] = (int32_t)value;
+        }
+        offset += 12 + length;
+    }
+    return count;
+}
+
 int32_t cxcb_window_pid(cxcb_session *session, uint32_t window) {
     const xcb_query_extension_reply_t *res = xcb_get_extension_data(session->connection, &xcb_res_id);
     if (!res || !res->present) return -1;
@@ -379,22 +400,7 @@ int32_t cxcb_window_pid(cxcb_session *session, uint32_t window) {
         session->connection, xcb_res_query_client_ids(session->connection, 1, &spec), NULL);
     if (!reply) return -1;
     int32_t pid = -1;
-    // Each value: the spec (client, mask), a length in bytes, the value; walked within the reply.
-    const uint8_t *bytes = (const uint8_t *)(reply + 1);
-    size_t total = (size_t)reply->length * 4, offset = 0;
-    for (uint32_t i = 0; i < reply->num_ids && offset + 12 <= total; i++) {
-        uint32_t mask, length;
-        memcpy(&mask, bytes + offset + 4, 4);
-        memcpy(&length, bytes + offset + 8, 4);
-        if (length % 4 != 0 || length > total - offset - 12) break;
-        if ((mask & XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID) && length >= 4) {
-            uint32_t value;
-            memcpy(&value, bytes + offset + 12, 4);
-            pid = (int32_t)value;
-            break;
-        }
-        offset += 12 + length;
-    }
+    reply_pids(reply, &pid, 1);
     free(reply);
     return pid;
 }
@@ -552,21 +558,7 @@ size_t cxcb_client_pids(cxcb_session *session, int32_t *pids, size_t capacity) {
         session->connection, xcb_res_query_client_ids(session->connection, (uint32_t)wanted, specs), NULL);
     free(specs);
     if (!reply) return 0;
-    size_t count = 0;
-    const uint8_t *bytes = (const uint8_t *)(reply + 1);
-    size_t total = (size_t)reply->length * 4, offset = 0;
-    for (uint32_t i = 0; i < reply->num_ids && offset + 12 <= total && count < capacity; i++) {
-        uint32_t mask, length;
-        memcpy(&mask, bytes + offset + 4, 4);
-        memcpy(&length, bytes + offset + 8, 4);
-        if (length % 4 != 0 || length > total - offset - 12) break;
-        if ((mask & XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID) && length >= 4) {
-            uint32_t value;
-            memcpy(&value, bytes + offset + 12, 4);
-            if (value > 0) pids[count++] = (int32_t)value;
-        }
-        offset += 12 + length;
-    }
+    size_t count = reply_pids(reply, pids, capacity);
     free(reply);
     return count;
 }

@@ -432,17 +432,7 @@ struct UsageIntegrationTests {
         // The child moves the "game" inside the terminal's window and keeps the terminal active.
         let game = try #require(desktop.window("XMessage"))
         let terminal = try #require(desktop.window("ChildTerm"))
-        // The window manager may still be letting go of the window it framed (and unmap it):
-        // mapped again until it shows inside the terminal.
-        let shown = try eventually(20) {
-            for arguments in [["windowreparent", game, terminal], ["windowmap", game]] {
-                let result = try desktop.runXdotool(arguments)
-                #expect(result.status == 0, "\(arguments): \(result.stderr)")
-            }
-            Thread.sleep(forTimeInterval: 0.5)
-            return try desktop.isViewable(game, inside: terminal)
-        }
-        #expect(shown, "the game never showed inside the terminal")
+        #expect(try desktop.moveInside(game, terminal), "the game never showed inside the terminal")
         try desktop.activate("ChildTerm")
         let start = Date()
         Thread.sleep(forTimeInterval: 5)
@@ -753,15 +743,7 @@ struct UsageIntegrationTests {
         let terminal = try #require(desktop.window("ChildTerm"))
         try desktop.open(as: world.child, decoys, [terminal, "300"])
         Thread.sleep(forTimeInterval: 1)
-        let shown = try eventually(20) {
-            for arguments in [["windowreparent", game, terminal], ["windowmap", game]] {
-                let result = try desktop.runXdotool(arguments)
-                #expect(result.status == 0, "\(arguments): \(result.stderr)")
-            }
-            Thread.sleep(forTimeInterval: 0.5)
-            return try desktop.isViewable(game, inside: terminal)
-        }
-        #expect(shown, "the game never showed inside the terminal")
+        #expect(try desktop.moveInside(game, terminal), "the game never showed inside the terminal")
         try desktop.activate("ChildTerm")
         let before = try report(world)
         let start = Date()
@@ -1970,6 +1952,22 @@ struct XDesktop {
         let parentHex = "0x" + String(parentID, radix: 16)
         return info.stdout.contains("Map State: IsViewable")
             && tree.stdout.split(separator: "\n").contains { $0.contains("Parent window id: \(parentHex)") }
+    }
+
+    /// Moves a window inside another (xdotool, as a child's own client would). The window manager
+    /// may still be letting go of the window it framed (and unmap it): mapped again until it
+    /// shows inside, for 20 s at most; whether it does.
+    func moveInside(_ window: String, _ parent: String) throws -> Bool {
+        let end = Date().addingTimeInterval(20)
+        repeat {
+            for arguments in [["windowreparent", window, parent], ["windowmap", window]] {
+                let result = try runXdotool(arguments)
+                guard result.status == 0 else { throw WorldError("xdotool \(arguments): \(result.stderr)") }
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            if try isViewable(window, inside: parent) { return true }
+        } while Date() < end
+        return false
     }
 
     func runXdotool(_ arguments: [String]) throws -> CommandResult {
