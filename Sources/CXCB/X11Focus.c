@@ -26,6 +26,14 @@ struct cxcb_session {
     /// The bits of a resource ID that a client chooses (the server's, the same for every client):
     /// the rest names the client.
     uint32_t resource_mask;
+    /// A window of the agent's that is never shown: asking to grab the keyboard for it tells
+    /// whether another client holds the keyboard, and never takes it (see `cxcb_keyboard_grab`).
+    xcb_window_t probe;
+    /// Where the keyboard went when another client last grabbed it, as the server's focus
+    /// events told (a watched window it went into, or inside); `grab_elsewhere`: it went
+    /// somewhere no watched window names (the root window, or a window not watched yet).
+    xcb_window_t grab_window;
+    int grab_elsewhere;
 };
 
 static xcb_atom_t intern(xcb_connection_t *connection, const char *name) {
@@ -52,6 +60,13 @@ static xcb_get_property_reply_t *property(cxcb_session *session, xcb_window_t wi
 static void watch_window(cxcb_session *session, xcb_window_t window) {
     uint32_t events = WATCHED_WINDOW_EVENTS;
     xcb_change_window_attributes(session->connection, window, XCB_CW_EVENT_MASK, &events);
+}
+
+/// The agent's never-shown window, for asking whether another client holds the keyboard.
+static void make_probe(cxcb_session *session) {
+    session->probe = xcb_generate_id(session->connection);
+    xcb_create_window(session->connection, 0, session->probe, session->root, -10, -10, 1, 1, 0,
+                      XCB_WINDOW_CLASS_INPUT_ONLY, XCB_COPY_FROM_PARENT, 0, NULL);
 }
 
 static int64_t from_sync(xcb_sync_int64_t value) { return ((int64_t)value.hi << 32) | (int64_t)value.lo; }
@@ -221,6 +236,7 @@ int cxcb_watch(cxcb_session *session, uint32_t idle_ms) {
     uint32_t events =
         XCB_EVENT_MASK_PROPERTY_CHANGE | XCB_EVENT_MASK_SUBSTRUCTURE_NOTIFY | XCB_EVENT_MASK_FOCUS_CHANGE;
     xcb_change_window_attributes(connection, session->root, XCB_CW_EVENT_MASK, &events);
+    make_probe(session);
     // The top-level windows already there (asked after the root's events: one mapped between the
     // two is told by its MapNotify).
     xcb_query_tree_reply_t *tree = xcb_query_tree_reply(connection, xcb_query_tree(connection, session->root), NULL);
@@ -326,6 +342,30 @@ static int drain(cxcb_session *session, int queued_only) {
         } else if (type == XCB_FOCUS_IN || type == XCB_FOCUS_OUT) {
             // The keyboard moved (by the window manager or by any client): what has it is looked at.
             seen |= CXCB_ACTIVE_WINDOW_CHANGED;
+            // A grab moves the keyboard as focus events of the server's own (one a client sends
+            // is not believed): out of the focused window, into the grabbing one. Those into a
+            // watched window (or out of one, to a window inside it) name where it went, the last
+            // one told the nearest; with none, it went where nothing watched is. Those about the
+            // window under the pointer (a grab for the root window tells it) name nothing: the
+            // keys go to the grabbing client, whoever's window is under the pointer.
+            xcb_focus_in_event_t *focus = (xcb_focus_in_event_t *)event;
+            int about_pointer = focus->detail == XCB_NOTIFY_DETAIL_POINTER ||
+                                focus->detail == XCB_NOTIFY_DETAIL_POINTER_ROOT ||
+                                focus->detail == XCB_NOTIFY_DETAIL_NONE;
+            int told = !(event->response_type & 0x80);
+            if (told && !about_pointer && focus->mode == XCB_NOTIFY_MODE_GRAB) {
+                int into = type == XCB_FOCUS_IN || focus->detail == XCB_NOTIFY_DETAIL_INFERIOR;
+                if (into && focus->event != session->root) {
+                    session->grab_window = focus->event;
+                    session->grab_elsewhere = 0;
+                } else {
+                    session->grab_window = XCB_NONE;
+                    session->grab_elsewhere = 1;
+                }
+            } else if (told && focus->mode == XCB_NOTIFY_MODE_UNGRAB) {
+                session->grab_window = XCB_NONE;
+                session->grab_elsewhere = 0;
+            }
         } else if (session->idle_counter != XCB_NONE && type == session->sync_first_event + XCB_SYNC_ALARM_NOTIFY) {
             // The alarm says only that something changed: what the counter itself says now is
             // believed (a client of the child's may have pointed the alarm elsewhere); one sent
@@ -449,6 +489,41 @@ uint32_t cxcb_input_focus(cxcb_session *session) {
         under = child;
     }
     return under == session->root ? 0 : under;
+}
+
+int cxcb_keyboard_grab(cxcb_session *session, uint32_t *window) {
+    *window = XCB_NONE;
+    // The server answers AlreadyGrabbed when another client holds the keyboard, before it looks
+    // at the window: for a window never shown, NotViewable otherwise, and nothing is grabbed.
+    xcb_grab_keyboard_reply_t *reply = xcb_grab_keyboard_reply(
+        session->connection,
+        xcb_grab_keyboard(session->connection, 0, session->probe, XCB_CURRENT_TIME, XCB_GRAB_MODE_ASYNC,
+                          XCB_GRAB_MODE_ASYNC),
+        NULL);
+    if (!reply) {
+        // The probe is gone (any client may destroy another's window): a new one, and meanwhile
+        // the keyboard may be anyone's.
+        make_probe(session);
+        return 2;
+    }
+    uint8_t status = reply->status;
+    free(reply);
+    if (status == XCB_GRAB_STATUS_SUCCESS) {
+        // A client of the child's showed the probe: nobody else held the keyboard, and the agent
+        // gives it back at once, with a probe nobody has shown.
+        xcb_ungrab_keyboard(session->connection, XCB_CURRENT_TIME);
+        xcb_destroy_window(session->connection, session->probe);
+        make_probe(session);
+        xcb_flush(session->connection);
+    }
+    if (status != XCB_GRAB_STATUS_ALREADY_GRABBED && status != XCB_GRAB_STATUS_FROZEN) {
+        session->grab_window = XCB_NONE;
+        session->grab_elsewhere = 0;
+        return 0;
+    }
+    if (session->grab_elsewhere) return 2;
+    *window = session->grab_window;
+    return 1;
 }
 
 int cxcb_is_viewable(cxcb_session *session, uint32_t window) {

@@ -88,7 +88,8 @@ public final class X11FocusWatch {
         /// The windows in front now: the active one, and the one with the keyboard when that is
         /// another process's (any client may write `_NET_ACTIVE_WINDOW`; the keyboard's window is
         /// the server's own state), with the windows other clients show inside the active one
-        /// (every client, when there are more inside than are looked at). When no window is
+        /// (every client, when there are more inside than are looked at), and the window of
+        /// another client holding the keyboard (every client, when its window is not known). When no window is
         /// active, or the window manager does not tell (`conservative`): every mapped window and
         /// every client of the display (a window of id 0: a client named by its pid alone).
         /// Empty: none.
@@ -307,21 +308,24 @@ public final class X11FocusWatch {
                 var windows = [window(active)]
                 let keyboard = cxcb_input_focus(session)
                 if keyboard != 0, keyboard != active, cxcb_is_viewable(session, keyboard) != 0 {
-                    let other = window(keyboard)
-                    if other.pid != windows[0].pid { windows.append(other) }
+                    add(window(keyboard), to: &windows)
                 }
                 // Another client's window shown inside the active one (reparented into it: a game
-                // inside an allowed app's window) is in front too.
-                var inside = [UInt32](repeating: 0, count: 16)
-                var complete: Int32 = 1
-                let count = cxcb_foreign_windows_inside(session, active, &inside, inside.count, &complete)
-                for id in inside.prefix(count) {
-                    let other = window(id)
-                    if !windows.contains(where: { $0.pid == other.pid }) { windows.append(other) }
+                // inside an allowed app's window) is in front too; more inside it than the agent
+                // looks at (a window a child filled with decoys): every client of the display.
+                var everyClient = !addShown(inside: active, to: &windows)
+                // Another client holding the keyboard (a grab: the focus stays, the keys go to
+                // it) is in front too, with what shows inside its window; every client, when
+                // where the keys go is not known.
+                var grabbing: UInt32 = 0
+                switch cxcb_keyboard_grab(session, &grabbing) {
+                case 1 where grabbing != 0:
+                    add(window(grabbing), to: &windows)
+                    if !addShown(inside: grabbing, to: &windows) { everyClient = true }
+                case 2: everyClient = true
+                default: break
                 }
-                // More inside it than the agent looks at (a window a child filled with decoys):
-                // every client of the display counts with it.
-                if complete == 0 { addClients(to: &windows) }
+                if everyClient { addClients(to: &windows) }
                 return (windows, false)
             }
             if !settled { return nil }
@@ -338,6 +342,20 @@ public final class X11FocusWatch {
         // looked at) is a client's too.
         addClients(to: &windows)
         return (windows, true)
+    }
+
+    /// `window`, unless a window of its process is there already.
+    private func add(_ window: Window, to windows: inout [Window]) {
+        if !windows.contains(where: { $0.pid == window.pid }) { windows.append(window) }
+    }
+
+    /// The windows other clients show inside `window`; false when more is inside than is looked at.
+    private func addShown(inside window: UInt32, to windows: inout [Window]) -> Bool {
+        var inside = [UInt32](repeating: 0, count: 16)
+        var complete: Int32 = 1
+        let count = cxcb_foreign_windows_inside(session, window, &inside, inside.count, &complete)
+        for id in inside.prefix(count) { add(self.window(id), to: &windows) }
+        return complete != 0
     }
 
     /// Every client of the display the server can name the pid of (not the server itself), once,

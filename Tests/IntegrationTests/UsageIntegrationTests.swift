@@ -726,6 +726,49 @@ struct UsageIntegrationTests {
         #expect(pointed > 4.5, "the game under the pointer, PointerRoot the focus, counted \(pointed) s of 5.5 s")
     }
 
+    /// Her game over everything grabs the keyboard (as xterm's "secure keyboard" does): the
+    /// window manager's active window and the focus stay on her notes, and the keys go to the
+    /// game. The game counts; with the grab on the root window (nothing tells where the keys go),
+    /// every client of the display counts; after the grab, only what is active again.
+    @Test func aWindowHoldingTheKeyboardCountsThoughTheFocusStays() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let game = try world.compile("xsteal", libraries: ["xcb"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("XMessage") != nil && desktop.window("ChildTerm") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("XMessage")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
+        func gameSeconds(_ report: UsageReport) -> Double {
+            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
+        }
+        for mode in ["grab", "grab-root"] {
+            let before = try report(world)
+            try desktop.open(as: world.child, game, ["6", mode])
+            let start = Date()
+            // Shown at 0.5 s, the keyboard grabbed then, gone at 6.5 s.
+            Thread.sleep(until: start.addingTimeInterval(6))
+            let after = try report(world)
+            let played = gameSeconds(after) - gameSeconds(before)
+            #expect(played > 4.5, "\(mode): the game holding the keyboard counted \(played) s of 5.5 s")
+            if mode == "grab-root" {
+                let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+                #expect(terminal > 4.5, "\(mode): the keys anyone's, her terminal counted \(terminal) s of 5.5 s")
+            }
+            Thread.sleep(forTimeInterval: 1.5)
+        }
+        // The grabs over (the game gone), her terminal behind the notes counts nothing.
+        let quiet = try report(world)
+        Thread.sleep(forTimeInterval: 3)
+        let later = try report(world)
+        let behind = seconds(later, "org.example.Terminal") - seconds(quiet, "org.example.Terminal")
+        #expect(behind < 0.5, "the terminal behind counted \(behind) s of 3 s after the grabs")
+        #expect(seconds(later, "org.example.Notes") - seconds(quiet, "org.example.Notes") > 2)
+    }
+
     /// A window she fills with hundreds of unmapped windows of another client's before moving her
     /// game inside it: what shows inside still counts (every client of the display, when there
     /// is more inside than the agent looks at), and still when no window is active.

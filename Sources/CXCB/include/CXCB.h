@@ -67,6 +67,13 @@ int32_t cxcb_window_pid(cxcb_session *session, uint32_t window);
 /// pointer (where the keys go then); 0 for none.
 uint32_t cxcb_input_focus(cxcb_session *session);
 
+/// Whether another client holds the keyboard (grabbed: the keys go to it, wherever the focus is),
+/// asked of the server with a grab that cannot succeed. 0: nobody does. 1: one does, and the
+/// focus events its grab made name `*window` (its window, or one it is inside), or none (0: the
+/// grab is on the focused window itself, which made no such event). 2: one does, and where the
+/// keys go is not known (the root window, a window not watched yet): every client may have them.
+int cxcb_keyboard_grab(cxcb_session *session, uint32_t *window);
+
 /// Whether a window exists, is not the root window, and is viewable (mapped, its ancestors too).
 int cxcb_is_viewable(cxcb_session *session, uint32_t window);
 

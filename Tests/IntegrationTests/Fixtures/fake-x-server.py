@@ -158,7 +158,9 @@ def late_focus(connection):
             connection.sendall(reply(sequence, body=struct.pack("<I", focus)))
         elif opcode == 15:  # QueryTree: no children
             connection.sendall(reply(sequence, body=struct.pack("<IIH", root, root, 0)))
-        elif opcode in (2, 1, 4):  # ChangeWindowAttributes and others with no reply
+        elif opcode == 31:  # GrabKeyboard, for a window never shown: NotViewable (nobody holds it)
+            connection.sendall(reply(sequence, data=3))
+        elif opcode in (2, 1, 4, 32):  # ChangeWindowAttributes and others with no reply
             pass
         else:
             connection.sendall(reply(sequence))

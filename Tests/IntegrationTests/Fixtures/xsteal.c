@@ -2,8 +2,11 @@
 // over everything, that takes the keyboard itself (SetInputFocus) a moment after it is mapped,
 // so that nothing the window manager keeps (`_NET_ACTIVE_WINDOW`) changes. With `pointer-root`,
 // it gives the keyboard to PointerRoot instead: the keys go to the window under the pointer, its
-// own, which covers the screen.
-// Usage: DISPLAY=:N xsteal SECONDS [pointer-root]   (exit 0 when done, 2: no display)
+// own, which covers the screen. With `grab`, it leaves the focus where it is and grabs the keyboard
+// for its window (the keys go to it, as xterm's "secure keyboard" does); with `grab-root`, it grabs
+// it for the root window (its own client still gets every key).
+// Usage: DISPLAY=:N xsteal SECONDS [pointer-root | grab | grab-root]   (exit 0 when done, 2: no
+// display, 3: the keyboard could not be grabbed)
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +22,8 @@ int main(int argc, char **argv) {
     if (argc < 2) return 2;
     int seconds = atoi(argv[1]);
     int pointer_root = argc > 2 && strcmp(argv[2], "pointer-root") == 0;
+    int grab = argc > 2 && strcmp(argv[2], "grab") == 0;
+    int grab_root = argc > 2 && strcmp(argv[2], "grab-root") == 0;
     xcb_connection_t *connection = xcb_connect(NULL, NULL);
     if (xcb_connection_has_error(connection)) return 2;
     xcb_screen_t *screen = xcb_setup_roots_iterator(xcb_get_setup(connection)).data;
@@ -31,9 +36,19 @@ int main(int argc, char **argv) {
     xcb_flush(connection);
     // Whatever the agent looks at when the window appears, it looks before the keyboard moves.
     pause_ms(500);
-    xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, pointer_root ? XCB_INPUT_FOCUS_POINTER_ROOT : window,
-                        XCB_CURRENT_TIME);
-    free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
+    if (grab || grab_root) {
+        xcb_grab_keyboard_reply_t *grabbed = xcb_grab_keyboard_reply(
+            connection,
+            xcb_grab_keyboard(connection, 1, grab_root ? screen->root : window, XCB_CURRENT_TIME, XCB_GRAB_MODE_ASYNC,
+                              XCB_GRAB_MODE_ASYNC),
+            NULL);
+        if (!grabbed || grabbed->status != XCB_GRAB_STATUS_SUCCESS) return 3;
+        free(grabbed);
+    } else {
+        xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT,
+                            pointer_root ? XCB_INPUT_FOCUS_POINTER_ROOT : window, XCB_CURRENT_TIME);
+        free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
+    }
     pause_ms(1000L * seconds);
     xcb_disconnect(connection);
     return 0;
