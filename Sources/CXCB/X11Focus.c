@@ -172,6 +172,13 @@ cxcb_session *cxcb_open(int fd, const uint8_t *cookie, size_t cookie_length, int
     return session;
 }
 
+int cxcb_screens(cxcb_session *session) {
+    xcb_window_t root;
+    int count = 0;
+    while (count < 16 && screen_root(xcb_get_setup(session->connection), count, &root) == 0) count++;
+    return count;
+}
+
 int cxcb_fd(const cxcb_session *session) { return xcb_get_file_descriptor(session->connection); }
 
 static void set_alarm(cxcb_session *session, int create, int64_t value, uint32_t test) {
@@ -453,6 +460,10 @@ int64_t cxcb_idle_time(cxcb_session *session) {
     int64_t value = from_sync(reply->counter_value);
     free(reply);
     return value;
+}
+
+void cxcb_round_trip(cxcb_session *session) {
+    free(xcb_get_input_focus_reply(session->connection, xcb_get_input_focus(session->connection), NULL));
 }
 
 int cxcb_has_error(const cxcb_session *session) { return xcb_connection_has_error(session->connection) != 0; }

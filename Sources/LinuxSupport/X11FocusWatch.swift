@@ -110,6 +110,8 @@ public final class X11FocusWatch {
     public private(set) var readsFocus: Bool
     /// Whether idle can be told (the server has SYNC's IDLETIME).
     public let readsIdle: Bool
+    /// How many screens the display has (the watch reads `display.screen`'s alone).
+    public let screens: Int
     private let session: OpaquePointer
 
     /// Who serves a display's socket, asked of the kernel (the socket's peer), before anything is
@@ -179,6 +181,7 @@ public final class X11FocusWatch {
         }
         readsFocus = supported == 1
         readsIdle = cxcb_has_idle_alarm(opened) != 0
+        screens = Int(cxcb_screens(opened))
     }
 
     deinit { cxcb_close(session) }
@@ -196,15 +199,43 @@ public final class X11FocusWatch {
     /// Reports what is in front, then each change, until `stop` is raised (returns) or the
     /// connection fails (throws). A `_NET_ACTIVE_WINDOW` of 0 (set by some window managers for a
     /// moment between two windows) is acted on only when it lasts `settle`.
+    ///
+    /// A server that does not answer a request within `stallAfter` (a client of the display
+    /// grabbed it: it then answers that client alone, while the child plays in its window) is
+    /// told to `stalled`, from another thread, while the request waits; what is in front is
+    /// reported again once it answers. So that a grab made while nothing is asked is found too,
+    /// the server is asked something at least every `heartbeat` (idle or not).
     public func run(
-        stop: StopSignal, settle: Duration = .milliseconds(200), _ report: (Change) -> Void
+        stop: StopSignal, settle: Duration = .milliseconds(200), stallAfter: Duration = .seconds(1),
+        heartbeat: Duration = .seconds(10), stalled: @escaping @Sendable () -> Void = {},
+        _ report: (Change) -> Void
     ) throws(SystemError) {
+        let waiting = StallWatch(after: stallAfter, tell: stalled)
+        var answeredAt = ContinuousClock.now
+        // Every request with a reply goes through here: the watchdog tells `stalled` when one
+        // has not been answered in time. (Taking events may ask the idle counter, or not: it
+        // is watched, and is no answer.)
+        func asking<T>(answers: Bool = true, _ body: () -> T) -> T {
+            waiting.begin()
+            defer {
+                waiting.end()
+                if answers { answeredAt = .now }
+            }
+            return body()
+        }
         var shown: (pids: [Int32?], conservative: Bool)?
         func show(_ front: (windows: [Window], conservative: Bool)) {
             let now = (front.windows.map(\.pid), front.conservative)
+            // After a stall, whoever was told of it counted something else meanwhile, and
+            // took the session to be in use: both are told again.
+            let afterStall = waiting.takeStall()
+            if afterStall { shown = nil }
             if shown.map({ $0.pids != now.0 || $0.conservative != now.1 }) ?? true {
                 shown = now
                 report(.front(front.windows, conservative: front.conservative))
+            }
+            if afterStall, cxcb_is_idle(session) != 0 {
+                report(.idle(idleFor: .milliseconds(max(0, asking { cxcb_idle_time(session) }))))
             }
         }
         var noneSince: ContinuousClock.Instant?
@@ -223,7 +254,7 @@ public final class X11FocusWatch {
         }
         var owed = false
         var idleCheckedAt = ContinuousClock.now
-        if let front = inFront(settled: false) { show(front) } else { noneSince = .now }
+        if let front = asking({ inFront(settled: false) }) { show(front) } else { noneSince = .now }
         while !stop.isRaised {
             var timeout: Int32 = -1
             if let since = noneSince {
@@ -239,9 +270,11 @@ public final class X11FocusWatch {
                 let left = Int32(max(0, (idleCheckedAt + Self.idleRecheck - .now).milliseconds))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
+            let beat = Int32(max(0, (answeredAt + heartbeat - .now).milliseconds))
+            timeout = timeout < 0 ? beat : min(timeout, beat)
             // What the server told while the last look asked it something: libxcb read it with
             // the replies and holds it, and the socket will not tell `poll` again.
-            let queued = cxcb_drain_queued(session)
+            let queued = asking(answers: false) { cxcb_drain_queued(session) }
             if queued != 0 { timeout = 0 }
             var pollers = [
                 pollfd(fd: cxcb_fd(session), events: Int16(POLLIN), revents: 0),
@@ -249,7 +282,7 @@ public final class X11FocusWatch {
             ]
             _ = try systemCall("poll(X11 \(display))") { poll(&pollers, 2, timeout) }
             if stop.isRaised { return }
-            var seen = queued | cxcb_drain(session)
+            var seen = queued | asking(answers: false) { cxcb_drain(session) }
             if seen & Int32(CXCB_CONNECTION_ERROR) != 0 || cxcb_has_error(session) != 0 {
                 var problem = [CChar](repeating: 0, count: 200)
                 cxcb_problem(session, &problem, problem.count)
@@ -261,22 +294,23 @@ public final class X11FocusWatch {
                 idleCheckedAt = .now
             } else if cxcb_is_idle(session) != 0, ContinuousClock.now - idleCheckedAt >= Self.idleRecheck {
                 idleCheckedAt = .now
-                seen |= cxcb_check_idle(session)
+                seen |= asking { cxcb_check_idle(session) }
             }
+            if ContinuousClock.now - answeredAt >= heartbeat { asking { cxcb_round_trip(session) } }
             if seen & Int32(CXCB_BECAME_IDLE) != 0 {
-                let idle = cxcb_idle_time(session)
+                let idle = asking { cxcb_idle_time(session) }
                 report(.idle(idleFor: .milliseconds(max(0, idle))))
             }
             if seen & Int32(CXCB_BECAME_ACTIVE) != 0 { report(.active) }
             if seen & Int32(CXCB_SUPPORT_CHANGED) != 0 {
-                let now = cxcb_reads_focus(session) != 0
+                let now = asking { cxcb_reads_focus(session) } != 0
                 if now != readsFocus {
                     readsFocus = now
                     report(.support(readsFocus: now, readsIdle: readsIdle))
                 }
             }
             let changes = Int32(CXCB_ACTIVE_WINDOW_CHANGED | CXCB_SUPPORT_CHANGED | CXCB_WINDOWS_CHANGED)
-            if seen & changes != 0 { owed = true }
+            if seen & changes != 0 || waiting.hasStall { owed = true }
             if owed {
                 refill()
                 if credit < 1 { continue }
@@ -284,7 +318,7 @@ public final class X11FocusWatch {
             if owed {
                 owed = false
                 credit -= 1
-                if let front = inFront(settled: false) {
+                if let front = asking({ inFront(settled: false) }) {
                     noneSince = nil
                     show(front)
                 } else if noneSince == nil {
@@ -292,7 +326,7 @@ public final class X11FocusWatch {
                 }
             } else if let since = noneSince, ContinuousClock.now - since >= settle {
                 noneSince = nil
-                if let front = inFront(settled: true) { show(front) }
+                if let front = asking({ inFront(settled: true) }) { show(front) }
             }
         }
     }
@@ -421,6 +455,71 @@ public final class X11FocusWatch {
         var none = timeval(tv_sec: 0, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
         return fd
+    }
+}
+
+/// Whether a request of a watch has waited too long for the server: one watchdog at a time
+/// (its timer is set again for a request that began after it was set), so that a flood of
+/// events costs no timer each.
+private final class StallWatch: Sendable {
+    private struct State {
+        var waitingSince: ContinuousClock.Instant?
+        var armed = false
+        /// The watchdog fired since the last report.
+        var stalled = false
+    }
+    private let state = Mutex(State())
+    private let limit: Duration
+    private let told: @Sendable () -> Void
+
+    init(after limit: Duration, tell: @escaping @Sendable () -> Void) {
+        self.limit = limit
+        told = tell
+    }
+
+    func begin() {
+        let arm = state.withLock { state -> Bool in
+            state.waitingSince = .now
+            defer { state.armed = true }
+            return !state.armed
+        }
+        if arm { set(after: limit) }
+    }
+
+    func end() { state.withLock { $0.waitingSince = nil } }
+
+    private func set(after delay: Duration) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(max(1, delay.milliseconds)))) {
+            [self] in
+            enum Next { case idle, again(Duration), stall }
+            let next = state.withLock { state -> Next in
+                guard let since = state.waitingSince else {
+                    state.armed = false
+                    return .idle
+                }
+                let waited = ContinuousClock.now - since
+                if waited < limit { return .again(limit - waited) }
+                // Told once per request that waits; the next request's wait is watched anew.
+                state.armed = false
+                state.waitingSince = nil
+                state.stalled = true
+                return .stall
+            }
+            switch next {
+            case .idle: break
+            case .again(let left): set(after: left)
+            case .stall: told()
+            }
+        }
+    }
+
+    var hasStall: Bool { state.withLock { $0.stalled } }
+
+    func takeStall() -> Bool {
+        state.withLock { state in
+            defer { state.stalled = false }
+            return state.stalled
+        }
     }
 }
 

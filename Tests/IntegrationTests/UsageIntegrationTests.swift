@@ -769,6 +769,88 @@ struct UsageIntegrationTests {
         #expect(seconds(later, "org.example.Notes") - seconds(quiet, "org.example.Notes") > 2)
     }
 
+    /// Her game grabs the server: it then serves the game alone, and answers the agent nothing.
+    /// A request that waits counts every program of hers connected to the display, from a second
+    /// after it was asked, until the server answers again; a grab made while the agent asks
+    /// nothing is found by the next of its requests (one at least every 10 s).
+    @Test func aServerGrabbedByHerGameCountsEveryProgramOnIt() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let game = try world.compile("xsteal", libraries: ["xcb"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("XMessage") != nil && desktop.window("ChildTerm") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("XMessage")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
+        func gameSeconds(_ report: UsageReport) -> Double {
+            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
+        }
+        // The grab, and the keyboard moved under it (the agent hears of that, and asks).
+        var before = try report(world)
+        try desktop.open(as: world.child, game, ["6", "grab-server"])
+        var start = Date()
+        #expect(
+            try eventually {
+                try world.status(of: world.child).sessions?.first?.problem?.contains("does not answer") == true
+            }, "status never told the display's server does not answer")
+        Thread.sleep(until: start.addingTimeInterval(6))
+        var after = try report(world)
+        let played = gameSeconds(after) - gameSeconds(before)
+        // From 0.5 s (the grab) and a second of waiting, to 6.5 s (the game gone).
+        #expect(played > 3.5, "the game holding the server counted \(played) s of 5.5 s")
+        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        #expect(terminal > 3.5, "her terminal, connected to the display, counted \(terminal) s of 5.5 s")
+        // The game gone, the server answers: what is active again counts, alone.
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.problem == nil })
+        Thread.sleep(forTimeInterval: 1)
+        let quiet = try report(world)
+        Thread.sleep(forTimeInterval: 3)
+        let later = try report(world)
+        let behind = seconds(later, "org.example.Terminal") - seconds(quiet, "org.example.Terminal")
+        #expect(behind < 0.5, "the terminal behind counted \(behind) s of 3 s after the grab")
+        #expect(seconds(later, "org.example.Notes") - seconds(quiet, "org.example.Notes") > 2)
+
+        // A grab and nothing more: nothing makes the agent ask, until its next request.
+        before = try report(world)
+        try desktop.open(as: world.child, game, ["14", "grab-server-quiet"])
+        start = Date()
+        Thread.sleep(until: start.addingTimeInterval(14))
+        after = try report(world)
+        let quietly = gameSeconds(after) - gameSeconds(before)
+        #expect(quietly > 2, "the game holding the server, nothing asked, counted \(quietly) s of 13.5 s")
+    }
+
+    /// A display with two screens (each its own root window and windows; her window manager on the
+    /// first only), her programs naming the first: the second is found and read too, and her
+    /// terminal there counts beside the notes active on the first.
+    @Test func everyScreenOfADisplayIsReadAsASessionOfItsOwn() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child, serverArguments: ["-screen", "1", "640x480x24"])
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("XMessage") != nil })
+        try desktop.activate("XMessage")
+        let screens = [":\(desktop.display)", ":\(desktop.display).1"]
+        let found = try eventually { try world.status(of: world.child).sessions?.map(\.display).sorted() == screens }
+        #expect(found, "the sessions: \((try? world.status(of: world.child).sessions?.map(\.display)) ?? [])")
+        let before = try report(world)
+        try desktop.open(
+            as: world.child, "/usr/bin/xterm",
+            ["-display", ":\(desktop.display).1", "-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        let start = Date()
+        Thread.sleep(forTimeInterval: 6)
+        let after = try report(world)
+        let shown = Date().timeIntervalSince(start)
+        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        #expect(terminal > shown - 2.5, "her terminal on the second screen counted \(terminal) s of \(shown) s")
+        let notes = seconds(after, "org.example.Notes") - seconds(before, "org.example.Notes")
+        #expect(notes > shown - 1, "the notes on the first counted \(notes) s of \(shown) s")
+    }
+
     /// A window she fills with hundreds of unmapped windows of another client's before moving her
     /// game inside it: what shows inside still counts (every client of the display, when there
     /// is more inside than the agent looks at), and still when no window is active.

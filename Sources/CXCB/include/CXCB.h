@@ -32,6 +32,10 @@ enum {
 cxcb_session *cxcb_open(int fd, const uint8_t *cookie, size_t cookie_length, int screen, char *error,
                         size_t error_length);
 
+/// How many screens the display has (each its own root window, windows and window manager), at
+/// most 16.
+int cxcb_screens(cxcb_session *session);
+
 /// The connection's descriptor, to poll for events.
 int cxcb_fd(const cxcb_session *session);
 
@@ -107,6 +111,10 @@ void cxcb_problem(cxcb_session *session, char *out, size_t length);
 
 /// Milliseconds since the last input, from IDLETIME; -1 when unknown.
 int64_t cxcb_idle_time(cxcb_session *session);
+
+/// One request and its reply, asking nothing of use: whether the server answers at all (a client
+/// that grabbed the server has it answer no one else).
+void cxcb_round_trip(cxcb_session *session);
 
 /// Whether the connection is in error (the server went away).
 int cxcb_has_error(const cxcb_session *session);

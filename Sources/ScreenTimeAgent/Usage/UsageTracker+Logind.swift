@@ -94,7 +94,7 @@ extension UsageTracker {
             switch session.kind {
             case "x11":
                 guard let told = X11Display(record.session.display) else { return false }
-                return ":\(told.number)" == session.display
+                return X11Display(session.display)?.number == told.number
             case "sway", "wayland": return record.session.type == "wayland"
             default: return false
             }

@@ -494,13 +494,19 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
 
     /// An X11 display a hint names (a program's environment, logind): read from now on, unless
     /// it already is.
+    /// Each screen of a display is a session of its own (its root window, windows and window
+    /// manager are its own): the first screen's always, the one named too; the first's watch
+    /// finds the others.
     func noteX11(_ display: X11Display, owner: UInt32, authority: String?) {
-        let key = "x11 :\(display.number) \(owner)"
         let home = try? users.user(uid: owner).home
-        let isNew = noteSession(
-            key, kind: "x11", display: ":\(display.number)", owner: owner, authority: authority,
-            fallback: home.map { $0 + "/.Xauthority" })
-        if let mine = isNew { startThread("screentime.x11") { [self] in watchX11(key, display, mine) } }
+        for screen in Set([0, display.screen]).sorted() {
+            guard let shown = X11Display(":\(display.number).\(screen)") else { continue }
+            let key = "x11 \(shown) \(owner)"
+            let isNew = noteSession(
+                key, kind: "x11", display: "\(shown)", owner: owner, authority: authority,
+                fallback: home.map { $0 + "/.Xauthority" })
+            if let mine = isNew { startThread("screentime.x11") { [self] in watchX11(key, shown, mine) } }
+        }
     }
 
     /// Records a session a hint names; returns its stop signal when it is new (then its watch
@@ -678,6 +684,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 let duplicate = state.withLock { state in
                     state.sessions.contains { other in
                         other.key != key && other.value.owner == session.owner && other.value.connected
+                            && X11Display(other.value.display)?.screen == display.screen
                             && other.value.server?.pid == server.pid && other.value.server?.startTime == serverStart
                     }
                 }
@@ -718,7 +725,17 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 lostAt = nil
                 delay = .milliseconds(500)
                 logger.info("reading focus", metadata: ["display": "\(key)", "server": "uid \(server.uid)"])
-                try watch.run(stop: session.stop) { change in changed(key, change) }
+                // The display's other screens: each read as a session of its own.
+                if display.screen == 0, watch.screens > 1 {
+                    for screen in 1..<watch.screens {
+                        guard let other = X11Display(":\(display.number).\(screen)") else { continue }
+                        noteX11(other, owner: session.owner, authority: session.authorityFiles.first)
+                    }
+                }
+                try watch.run(
+                    stop: session.stop,
+                    stalled: { [self] in serverStalled(key, server: server.pid, addresses: addresses) }
+                ) { change in changed(key, change) }
                 return
             } catch {
                 // The first loss after reading: tried again at once, what was in front still counting.
@@ -774,6 +791,31 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         }
         flushContinuation.yield()
         return true
+    }
+
+    /// What `status` says of a display whose server stopped answering.
+    static let stalledProblem =
+        "the display's server does not answer (a client of it may have grabbed it); every program of the user's connected to it counts meanwhile"
+
+    /// The display's server does not answer the agent (a client of the child's grabbed it: the
+    /// server then serves that client alone, and the child plays there): every program of the
+    /// user's connected to the server counts, as in use, until it answers again (the watch then
+    /// tells what is in front, and idle).
+    func serverStalled(_ key: String, server: Int32, addresses: Set<String>) {
+        guard let owner = state.withLock({ $0.sessions[key]?.owner }) else { return }
+        let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
+        let clients = (try? UnixPeers.clients(of: server, among: mine, listening: addresses)) ?? []
+        logger.notice(
+            "the display's server does not answer: every program connected to it counts",
+            metadata: ["session": "\(key)", "clients": "\(clients.count)"])
+        state.withLock { state in
+            state.sessions[key]?.problem = Self.stalledProblem
+            if state.sessions[key]?.idle == true {
+                state.sessions[key]?.idle = false
+            }
+        }
+        // None found (a server in a network namespace of its own): an unidentified program.
+        focused(key, pids: clients.isEmpty ? [nil] : clients.map { $0 })
     }
 
     /// Idle and back from a sway session's compositor (its Wayland socket, served by the same
@@ -866,7 +908,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         case .support(let readsFocus, let readsIdle):
             state.withLock { $0.sessions[key]?.source = Self.source(readsFocus: readsFocus, readsIdle: readsIdle) }
         case .front(let windows, let conservative):
-            state.withLock { $0.sessions[key]?.conservative = conservative }
+            state.withLock { state in
+                state.sessions[key]?.conservative = conservative
+                if state.sessions[key]?.problem == Self.stalledProblem { state.sessions[key]?.problem = nil }
+            }
             focused(key, pids: windows.map(\.pid))
             return
         case .idle(let idleFor):
@@ -901,7 +946,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         }
         // The display's socket (`:N`), by path and abstract name: the server's connections are
         // those it accepted there.
-        let socketPath = "/tmp/.X11-unix/X" + display.dropFirst()
+        let socketPath = X11Display(display)?.socketPath ?? "/tmp/.X11-unix/X" + display.dropFirst()
         let addresses: Set<String> = [socketPath, "@" + socketPath]
         let policy = processes.currentPolicy()
         var applications: [ForegroundApplication] = []

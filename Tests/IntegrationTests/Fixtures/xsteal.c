@@ -5,8 +5,10 @@
 // own, which covers the screen. With `grab`, it leaves the focus where it is and grabs the keyboard
 // for its window (the keys go to it, as xterm's "secure keyboard" does); with `grab-root`, it grabs
 // it for the root window (its own client still gets every key).
-// Usage: DISPLAY=:N xsteal SECONDS [pointer-root | grab | grab-root]   (exit 0 when done, 2: no
-// display, 3: the keyboard could not be grabbed)
+// With `grab-server`, it grabs the server (which then serves it alone) and takes the keyboard
+// under that grab; with `grab-server-quiet`, it only grabs the server, asking nothing more.
+// Usage: DISPLAY=:N xsteal SECONDS [pointer-root | grab | grab-root | grab-server |
+// grab-server-quiet]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +26,7 @@ int main(int argc, char **argv) {
     int pointer_root = argc > 2 && strcmp(argv[2], "pointer-root") == 0;
     int grab = argc > 2 && strcmp(argv[2], "grab") == 0;
     int grab_root = argc > 2 && strcmp(argv[2], "grab-root") == 0;
+    int grab_server = argc > 2 && strncmp(argv[2], "grab-server", 11) == 0;
     xcb_connection_t *connection = xcb_connect(NULL, NULL);
     if (xcb_connection_has_error(connection)) return 2;
     xcb_screen_t *screen = xcb_setup_roots_iterator(xcb_get_setup(connection)).data;
@@ -36,7 +39,12 @@ int main(int argc, char **argv) {
     xcb_flush(connection);
     // Whatever the agent looks at when the window appears, it looks before the keyboard moves.
     pause_ms(500);
-    if (grab || grab_root) {
+    if (grab_server) {
+        xcb_grab_server(connection);
+        if (strcmp(argv[2], "grab-server") == 0)
+            xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, window, XCB_CURRENT_TIME);
+        free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
+    } else if (grab || grab_root) {
         xcb_grab_keyboard_reply_t *grabbed = xcb_grab_keyboard_reply(
             connection,
             xcb_grab_keyboard(connection, 1, grab_root ? screen->root : window, XCB_CURRENT_TIME, XCB_GRAB_MODE_ASYNC,
