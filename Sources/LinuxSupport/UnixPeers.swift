@@ -146,6 +146,22 @@ public enum UnixPeers {
         return (true, others)
     }
 
+    /// The pids among `candidates` connected to a socket `relay` listens on (the other ends of
+    /// the connections it accepted, from the dump `all`): a program that relays a display's
+    /// connection for others draws what they send through it.
+    public static func relayedClients(
+        by relay: Int32, among candidates: [Int32], sockets all: [UInt32: Socket], root: String = "/proc"
+    ) -> [Int32] {
+        // An accepted connection carries its listener's address; a client's end has none.
+        let ends = Set(
+            socketInodes(pid: relay, root: root).compactMap { inode -> UInt32? in
+                guard let socket = all[inode], socket.name != nil else { return nil }
+                return socket.peer
+            })
+        guard !ends.isEmpty else { return [] }
+        return candidates.filter { $0 != relay && !socketInodes(pid: $0, root: root).isDisjoint(with: ends) }
+    }
+
     /// Whether sock_diag pairs any of `server`'s sockets with a peer here (it cannot across
     /// network namespaces): when not, who its clients are cannot be told.
     public static func canPair(server: Int32, listening: Set<String>? = nil, root: String = "/proc") -> Bool {

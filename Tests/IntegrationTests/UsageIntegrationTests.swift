@@ -851,6 +851,39 @@ struct UsageIntegrationTests {
         #expect(notes > shown - 1, "the notes on the first counted \(notes) s of \(shown) s")
     }
 
+    /// A display of her own making (a socket of hers in /tmp/.X11-unix that passes each connection
+    /// on to the real display): the server knows only her relay as the client of her terminal's
+    /// window, and the terminal, connected through the relay, counts.
+    @Test func programsDrawingThroughARelayOfHersCount() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        let relayed = desktop.display + 300
+        let relay = "/tmp/.X11-unix/X\(relayed)"
+        defer { unlink(relay) }
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        try desktop.open(
+            as: world.child, "/usr/bin/python3",
+            [AgentWorld.fixture("display-relay.py"), relay, "/tmp/.X11-unix/X\(desktop.display)"])
+        #expect(eventually { Files.exists(relay) })
+        try desktop.open(
+            as: world.child, "/usr/bin/xterm",
+            ["-display", ":\(relayed)", "-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        try desktop.activate("ChildTerm")
+        #expect(try eventually { try world.status(of: world.child).sessions?.isEmpty == false })
+        let before = try report(world)
+        let start = Date()
+        Thread.sleep(forTimeInterval: 6)
+        let after = try report(world)
+        let shown = Date().timeIntervalSince(start)
+        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        #expect(terminal > shown - 1.5, "the terminal drawing through her relay counted \(terminal) s of \(shown) s")
+        let notes = seconds(after, "org.example.Notes") - seconds(before, "org.example.Notes")
+        #expect(notes < 0.5, "the notes behind counted \(notes) s")
+    }
+
     /// A window she fills with hundreds of unmapped windows of another client's before moving her
     /// game inside it: what shows inside still counts (every client of the display, when there
     /// is more inside than the agent looks at), and still when no window is active.

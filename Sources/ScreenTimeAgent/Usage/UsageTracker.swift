@@ -973,6 +973,21 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     if !shared.holds, UnixPeers.canPair(server: server, listening: addresses) { unidentified = true }
                     for other in shared.sharers { add(processes.foregroundApplications(pid: other)) }
                 }
+                // A relay of the user's (a display of their own making, passed on to the real
+                // one): the programs connected through it draw there, and count (through
+                // relays of relays too, a few deep).
+                if let all = try? UnixPeers.sockets() {
+                    var relays = [pid]
+                    var seen: Set<Int32> = [pid]
+                    for _ in 0..<4 where !relays.isEmpty {
+                        let next = relays.flatMap { UnixPeers.relayedClients(by: $0, among: mine, sockets: all) }
+                        relays = next.filter { seen.insert($0).inserted }
+                        for other in relays {
+                            let drawn = processes.foregroundApplications(pid: other)
+                            if drawn.isEmpty { unidentified = true } else { add(drawn) }
+                        }
+                    }
+                }
             }
             if !found.isEmpty {
                 add(found)
