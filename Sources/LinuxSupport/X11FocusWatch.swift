@@ -202,12 +202,15 @@ public final class X11FocusWatch {
     ///
     /// A server that does not answer a request within `stallAfter` (a client of the display
     /// grabbed it: it then answers that client alone, while the child plays in its window) is
-    /// told to `stalled`, from another thread, while the request waits; what is in front is
-    /// reported again once it answers. So that a grab made while nothing is asked is found too,
-    /// the server is asked something at least every `heartbeat` (idle or not).
+    /// told to `stalled`, from another thread, while the request waits, with a way to ask whether
+    /// it answered since (then the report of what is in front that follows an answer came
+    /// already, and stands); what is in front is reported again once it answers. So that a grab
+    /// made while nothing is asked is found too, the server is asked something at least every
+    /// `heartbeat` (idle or not).
     public func run(
         stop: StopSignal, settle: Duration = .milliseconds(200), stallAfter: Duration = .seconds(1),
-        heartbeat: Duration = .seconds(10), stalled: @escaping @Sendable () -> Void = {},
+        heartbeat: Duration = .seconds(10),
+        stalled: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void = { _ in },
         _ report: (Change) -> Void
     ) throws(SystemError) {
         let waiting = StallWatch(after: stallAfter, tell: stalled)
@@ -470,9 +473,9 @@ private final class StallWatch: Sendable {
     }
     private let state = Mutex(State())
     private let limit: Duration
-    private let told: @Sendable () -> Void
+    private let told: @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void
 
-    init(after limit: Duration, tell: @escaping @Sendable () -> Void) {
+    init(after limit: Duration, tell: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void) {
         self.limit = limit
         told = tell
     }
@@ -508,7 +511,7 @@ private final class StallWatch: Sendable {
             switch next {
             case .idle: break
             case .again(let left): set(after: left)
-            case .stall: told()
+            case .stall: told { [self] in !hasStall }
             }
         }
     }

@@ -734,7 +734,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 }
                 try watch.run(
                     stop: session.stop,
-                    stalled: { [self] in serverStalled(key, server: server.pid, addresses: addresses) }
+                    stalled: { [self] answered in
+                        serverStalled(key, server: server.pid, addresses: addresses, answered: answered)
+                    }
                 ) { change in changed(key, change) }
                 return
             } catch {
@@ -801,21 +803,30 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// server then serves that client alone, and the child plays there): every program of the
     /// user's connected to the server counts, as in use, until it answers again (the watch then
     /// tells what is in front, and idle).
-    func serverStalled(_ key: String, server: Int32, addresses: Set<String>) {
+    /// `answered`: whether the server has answered since (then what the watch tells stands).
+    func serverStalled(
+        _ key: String, server: Int32, addresses: Set<String>, answered: @escaping @Sendable () -> Bool
+    ) {
         guard let owner = state.withLock({ $0.sessions[key]?.owner }) else { return }
         let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
         let clients = (try? UnixPeers.clients(of: server, among: mine, listening: addresses)) ?? []
         logger.notice(
             "the display's server does not answer: every program connected to it counts",
             metadata: ["session": "\(key)", "clients": "\(clients.count)"])
-        state.withLock { state in
-            state.sessions[key]?.problem = Self.stalledProblem
-            if state.sessions[key]?.idle == true {
-                state.sessions[key]?.idle = false
-            }
+        let wasIdle = state.withLock { state in
+            defer { state.sessions[key]?.idle = false }
+            return state.sessions[key]?.idle == true
         }
         // None found (a server in a network namespace of its own): an unidentified program.
-        focused(key, pids: clients.isEmpty ? [nil] : clients.map { $0 })
+        let applied = focused(key, pids: clients.isEmpty ? [nil] : clients.map { $0 }, unless: answered)
+        state.withLock { state in
+            if applied {
+                state.sessions[key]?.problem = Self.stalledProblem
+            } else if wasIdle, state.sessions[key]?.front == nil {
+                // Answered meanwhile: idle as it was (the watch tells if that changed).
+                state.sessions[key]?.idle = true
+            }
+        }
     }
 
     /// Idle and back from a sway session's compositor (its Wayland socket, served by the same
@@ -935,7 +946,12 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// cannot tell). A live process of someone not authorized is not the child's usage; a window
     /// whose process is gone (a connection handed over by a process that exited), unknown, or in
     /// a pid namespace of the server's own is the session user's, under an unidentified program.
-    func focused(_ key: String, pids: [Int32?], onlyIfStill: Bool = false) {
+    /// `onlyIfStill`: only if those pids are still the ones in front; `unless`: not once it says so
+    /// (asked as the change is made). Returns whether it was applied.
+    @discardableResult
+    func focused(
+        _ key: String, pids: [Int32?], onlyIfStill: Bool = false, unless: (@Sendable () -> Bool)? = nil
+    ) -> Bool {
         let now = SuspendingClock.now
         let (owner, foreign, x11Server, display) = state.withLock { state in
             let session = state.sessions[key]
@@ -1009,6 +1025,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             // A look again at what was in front (a program started): the watch may have told
             // something newer meanwhile, which stands.
             if onlyIfStill, state.sessions[key]?.frontPIDs != pids { return false }
+            if let unless, unless() { return false }
             state.sessions[key]?.frontPIDs = pids
             // The same applications as counting now: nothing to change.
             if let front = state.sessions[key]?.front,
@@ -1021,13 +1038,14 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             if state.sessions[key]?.idle == false { Self.beginFront(&state, key, applications) }
             return true
         }
-        guard applied else { return }
+        guard applied else { return false }
         flushContinuation.yield()
         if let owner, let tell = shieldInFront.withLock({ $0 }) {
             for pid in Set(pids.compactMap { $0 }) {
                 if let thing = processes.shieldedApplication(pid: pid, owner: owner) { tell(thing) }
             }
         }
+        return true
     }
 
     /// Where a program of the user's shows in each of their sessions the agent reads now: its
