@@ -27,10 +27,42 @@ private func threadID() -> Int32 {
     return Int32(link.split(separator: "/").last ?? "") ?? 0
 }
 
+/// Whether a thread of the process is one of libdispatch's (named after its queue).
+private func isDispatchThread(_ tid: Int32) -> Bool {
+    let name = (try? String(contentsOfFile: "/proc/self/task/\(tid)/comm", encoding: .utf8)) ?? ""
+    return name.contains("qos") || name.contains("dispatch")
+}
+
+/// The process's threads now.
+private func threadIDs() -> Set<Int32> {
+    Set(((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).compactMap { Int32($0) })
+}
+
 private final class Observations: Sendable {
     /// Each window seen active, with when.
     let seen = Mutex<[(window: UInt32, at: ContinuousClock.Instant)]>([])
     let tid = Atomic<Int32>(0)
+    /// The threads its X connection started (the relay that frames the server's bytes).
+    let connectionThreads = Mutex<Set<Int32>>([])
+    let connected = Atomic<Bool>(false)
+
+    /// Connects, noting the threads that connecting started (one watch connects at a time).
+    func connect(_ display: X11Display) -> X11FocusWatch? {
+        tid.store(threadID(), ordering: .releasing)
+        let before = threadIDs()
+        let watch = try? X11FocusWatch(display: display, cookie: nil, idleTimeout: .seconds(3600))
+        // Not libdispatch's threads (named after their queues): a first timer starts them.
+        let started = threadIDs().subtracting(before).subtracting([threadID()]).filter { !isDispatchThread($0) }
+        connectionThreads.withLock { $0 = started }
+        connected.store(true, ordering: .releasing)
+        return watch
+    }
+
+    /// Wakeups and CPU of its thread and its connection's.
+    func cost() -> (wakeups: Int, cpu: Double) {
+        let own = threadCost(tid.load(ordering: .acquiring))
+        return connectionThreads.withLock { $0 }.map(threadCost).reduce(own) { ($0.0 + $1.0, $0.1 + $1.1) }
+    }
 
     func first(_ window: UInt32, after start: ContinuousClock.Instant) -> ContinuousClock.Instant? {
         seen.withLock { $0.first { $0.window == window && $0.at >= start }?.at }
@@ -53,8 +85,7 @@ func focusBenchmark(display name: String, windows: [UInt32]) throws {
     let polls = Observations()
     // The agent's way: its own watch on a thread of its own, reporting changes as they come.
     let eventThread = Thread {
-        events.tid.store(threadID(), ordering: .releasing)
-        guard let watch = try? X11FocusWatch(display: display, cookie: nil, idleTimeout: .seconds(3600)) else { return }
+        guard let watch = events.connect(display) else { return }
         try? watch.run(stop: stop) { change in
             if case .front(let found, _) = change, let window = found.first?.id {
                 events.seen.withLock { $0.append((window, .now)) }
@@ -63,8 +94,7 @@ func focusBenchmark(display name: String, windows: [UInt32]) throws {
     }
     // ActivityWatch's way: read the active window every second.
     let pollThread = Thread {
-        polls.tid.store(threadID(), ordering: .releasing)
-        guard let watch = try? X11FocusWatch(display: display, cookie: nil, idleTimeout: .seconds(3600)) else { return }
+        guard let watch = polls.connect(display) else { return }
         var last: UInt32 = 0
         while !stop.wait(for: .seconds(1)) {
             let window = watch.activeWindow()
@@ -75,7 +105,9 @@ func focusBenchmark(display name: String, windows: [UInt32]) throws {
         }
     }
     eventThread.start()
+    while !events.connected.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 0.01) }
     pollThread.start()
+    while !polls.connected.load(ordering: .acquiring) { Thread.sleep(forTimeInterval: 0.01) }
     let switcher = try X11FocusWatch(display: display, cookie: nil, idleTimeout: .seconds(3600))
     Thread.sleep(forTimeInterval: 1.5)
 
@@ -114,42 +146,40 @@ func focusBenchmark(display name: String, windows: [UInt32]) throws {
                     values.max() ?? .nan, values.count))
     }
 
-    // Idle for a minute: wakeups and CPU of each thread.
-    let eventTID = events.tid.load(ordering: .acquiring)
-    let pollTID = polls.tid.load(ordering: .acquiring)
-    var eventBefore = threadCost(eventTID)
-    var pollBefore = threadCost(pollTID)
-    Thread.sleep(forTimeInterval: 60)
-    var eventAfter = threadCost(eventTID)
-    var pollAfter = threadCost(pollTID)
-    print("session idle for 60 s: wakeups, CPU seconds of the watching thread")
-    print(
-        String(
-            format: "  events (the agent)        %5d wakeups  %.3f s", eventAfter.wakeups - eventBefore.wakeups,
-            eventAfter.cpu - eventBefore.cpu))
-    print(
-        String(
-            format: "  poll every 1 s (baseline) %5d wakeups  %.3f s", pollAfter.wakeups - pollBefore.wakeups,
-            pollAfter.cpu - pollBefore.cpu))
-
-    // A focus change every 100 ms for 10 s.
-    eventBefore = threadCost(eventTID)
-    pollBefore = threadCost(pollTID)
-    for round in 0..<100 {
-        switcher.requestActivation(windows[round % 2])
-        Thread.sleep(forTimeInterval: 0.1)
+    // libdispatch's threads: the agent watch's watchdog timers run there, and so does the
+    // worker-pool monitor libdispatch starts on Linux in any process that used a global queue
+    // (the agent's too, whatever its watches do), which wakes once a second.
+    func dispatchWakeups() -> Int { threadIDs().filter(isDispatchThread).map { threadCost($0).wakeups }.reduce(0, +) }
+    func measure(_ title: String, _ note: (Int) -> String, during work: () -> Void) {
+        let eventBefore = events.cost()
+        let pollBefore = polls.cost()
+        let dispatchBefore = dispatchWakeups()
+        work()
+        let eventAfter = events.cost()
+        let pollAfter = polls.cost()
+        let timers = dispatchWakeups() - dispatchBefore
+        print(title + ": wakeups and CPU seconds of the watching thread and its connection's")
+        print(
+            String(
+                format: "  events (the agent)        %5d wakeups  %.3f s%@", eventAfter.wakeups - eventBefore.wakeups,
+                eventAfter.cpu - eventBefore.cpu,
+                note(events.seen.withLock { $0.count })))
+        print(
+            String(
+                format: "  poll every 1 s (baseline) %5d wakeups  %.3f s%@", pollAfter.wakeups - pollBefore.wakeups,
+                pollAfter.cpu - pollBefore.cpu, note(-1)))
+        print(
+            "  libdispatch's threads: \(timers) wakeups (the watch's stall timers, and its once-a-second pool monitor)")
     }
-    eventAfter = threadCost(eventTID)
-    pollAfter = threadCost(pollTID)
-    let changes = events.seen.withLock { $0.count }
-    print("a focus change every 100 ms for 10 s: wakeups, CPU seconds of the watching thread")
-    print(
-        String(
-            format: "  events (the agent)        %5d wakeups  %.3f s  (%d changes seen in all)",
-            eventAfter.wakeups - eventBefore.wakeups, eventAfter.cpu - eventBefore.cpu, changes))
-    print(
-        String(
-            format: "  poll every 1 s (baseline) %5d wakeups  %.3f s  (sees at most one change a second)",
-            pollAfter.wakeups - pollBefore.wakeups, pollAfter.cpu - pollBefore.cpu))
+    measure("session idle for 60 s", { _ in "" }) { Thread.sleep(forTimeInterval: 60) }
+    measure(
+        "a focus change every 100 ms for 10 s",
+        { $0 < 0 ? "  (sees at most one change a second)" : "  (\($0) changes seen in all)" }
+    ) {
+        for round in 0..<100 {
+            switcher.requestActivation(windows[round % 2])
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
     stop.raise()
 }
