@@ -100,6 +100,10 @@ public final class X11FocusWatch {
         case active
         /// A window manager started or went: whether focus (and idle) can be read now.
         case support(readsFocus: Bool, readsIdle: Bool)
+        /// The server answered a request late (`heldAfter` or more: it served another client
+        /// alone meanwhile, as a grab makes it, however short the grab): told once answered, with
+        /// when the wait began and ended.
+        case answeredLate(from: ContinuousClock.Instant, to: ContinuousClock.Instant)
     }
 
     public let display: X11Display
@@ -207,24 +211,47 @@ public final class X11FocusWatch {
     /// already, and stands); what is in front is reported again once it answers. So that a grab
     /// made while nothing is asked is found too, the server is asked something at least every
     /// `heartbeat` (idle or not).
+    ///
+    /// A request answered `heldAfter` or more after it was made is told as `answeredLate` (a client's
+    /// grab shorter than `stallAfter`, made again and again, is seen so); for `suspicion` after
+    /// that, the server is asked something every `closely`, so that grabs that go on are each
+    /// waited through.
     public func run(
         stop: StopSignal, settle: Duration = .milliseconds(200), stallAfter: Duration = .seconds(1),
-        heartbeat: Duration = .seconds(10),
+        heartbeat: Duration = .seconds(10), heldAfter: Duration = .milliseconds(100),
+        suspicion: Duration = .seconds(60), closely: Duration = .milliseconds(50),
         stalled: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void = { _ in },
         _ report: (Change) -> Void
     ) throws(SystemError) {
         let waiting = StallWatch(after: stallAfter, tell: stalled)
         var answeredAt = ContinuousClock.now
+        // The requests answered late since the last report of it (from the first's start to
+        // the last's answer), and until when the server is asked closely.
+        var held: (from: ContinuousClock.Instant, to: ContinuousClock.Instant)?
+        var suspectUntil: ContinuousClock.Instant?
         // Every request with a reply goes through here: the watchdog tells `stalled` when one
         // has not been answered in time. (Taking events may ask the idle counter, or not: it
         // is watched, and is no answer.)
         func asking<T>(answers: Bool = true, _ body: () -> T) -> T {
+            let began = ContinuousClock.now
             waiting.begin()
             defer {
                 waiting.end()
-                if answers { answeredAt = .now }
+                if answers {
+                    let now = ContinuousClock.now
+                    answeredAt = now
+                    if now - began >= heldAfter {
+                        held = (held?.from ?? began, now)
+                        suspectUntil = now + suspicion
+                    }
+                }
             }
             return body()
+        }
+        func tellHeld() {
+            guard let late = held else { return }
+            held = nil
+            report(.answeredLate(from: late.from, to: late.to))
         }
         var shown: (pids: [Int32?], conservative: Bool)?
         func show(_ front: (windows: [Window], conservative: Bool)) {
@@ -259,6 +286,8 @@ public final class X11FocusWatch {
         var idleCheckedAt = ContinuousClock.now
         if let front = asking({ inFront(settled: false) }) { show(front) } else { noneSince = .now }
         while !stop.isRaised {
+            tellHeld()
+            let beat = suspectUntil.map { ContinuousClock.now < $0 } == true ? closely : heartbeat
             var timeout: Int32 = -1
             if let since = noneSince {
                 let left = since + settle - .now
@@ -273,8 +302,8 @@ public final class X11FocusWatch {
                 let left = Int32(max(0, (idleCheckedAt + Self.idleRecheck - .now).milliseconds))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
-            let beat = Int32(max(0, (answeredAt + heartbeat - .now).milliseconds))
-            timeout = timeout < 0 ? beat : min(timeout, beat)
+            let beatLeft = Int32(max(0, (answeredAt + beat - .now).milliseconds))
+            timeout = timeout < 0 ? beatLeft : min(timeout, beatLeft)
             // What the server told while the last look asked it something: libxcb read it with
             // the replies and holds it, and the socket will not tell `poll` again.
             let queued = asking(answers: false) { cxcb_drain_queued(session) }
@@ -299,7 +328,7 @@ public final class X11FocusWatch {
                 idleCheckedAt = .now
                 seen |= asking { cxcb_check_idle(session) }
             }
-            if ContinuousClock.now - answeredAt >= heartbeat { asking { cxcb_round_trip(session) } }
+            if ContinuousClock.now - answeredAt >= beat { asking { cxcb_round_trip(session) } }
             if seen & Int32(CXCB_BECAME_IDLE) != 0 {
                 let idle = asking { cxcb_idle_time(session) }
                 report(.idle(idleFor: .milliseconds(max(0, idle))))

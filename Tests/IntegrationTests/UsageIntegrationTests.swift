@@ -823,6 +823,35 @@ struct UsageIntegrationTests {
         #expect(quietly > 2, "the game holding the server, nothing asked, counted \(quietly) s of 13.5 s")
     }
 
+    /// Her game grabs the server 850 ms of every 950, takes the keyboard inside each grab and gives
+    /// it back before letting go: no request of the agent's waits a second, and every answer names
+    /// the notes. Each late answer counts every program of hers connected to the display for its
+    /// wait, and the agent then asks closely, so the game counts most of its time (0 s before).
+    @Test func herGameGrabbingTheServerInBurstsCounts() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let game = try world.compile("xsteal", libraries: ["xcb"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("XMessage") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("XMessage")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
+        func gameSeconds(_ report: UsageReport) -> Double {
+            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
+        }
+        let before = try report(world)
+        try desktop.open(as: world.child, game, ["12", "grab-server-bursts"])
+        let start = Date()
+        Thread.sleep(until: start.addingTimeInterval(14))
+        let after = try report(world)
+        let played = gameSeconds(after) - gameSeconds(before)
+        // 12 s in bursts from 0.5 s: about 10 s inside grabs.
+        #expect(played > 6, "the game grabbing the server in bursts counted \(played) s of about 10 s")
+        #expect(try world.status(of: world.child).sessions?.first?.inFrontName == "Notes")
+    }
+
     /// A display with two screens (each its own root window and windows; her window manager on the
     /// first only), her programs naming the first: the second is found and read too, and her
     /// terminal there counts beside the notes active on the first.

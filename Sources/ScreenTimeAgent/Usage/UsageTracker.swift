@@ -829,6 +829,80 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         }
     }
 
+    /// The display's server answered the agent late (it served another client alone meanwhile:
+    /// a grab of the child's, however short, made again and again while her game takes the
+    /// keyboard inside each): every program of the user's connected to the server counts for
+    /// that while, beside what was in front (the report's union counts an application once).
+    func servedAnother(_ key: String, from: ContinuousClock.Instant, to: ContinuousClock.Instant) {
+        guard
+            let (owner, server, display) = state.withLock({ state -> (UInt32, Int32, String)? in
+                guard let session = state.sessions[key], session.hold == nil, !session.idle,
+                    let server = session.server?.pid
+                else { return nil }
+                return (session.owner, server, session.display)
+            })
+        else { return }
+        let socketPath = X11Display(display)?.socketPath ?? "/tmp/.X11-unix/X" + display.dropFirst()
+        let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
+        let clients =
+            (try? UnixPeers.clients(of: server, among: mine, listening: [socketPath, "@" + socketPath])) ?? []
+        let applications = applications(key, pids: clients.isEmpty ? [nil] : clients.map { $0 })
+        let now = ContinuousClock.now
+        let wall = Date()
+        func seconds(_ duration: Duration) -> TimeInterval {
+            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        }
+        let start = wall.addingTimeInterval(-seconds(now - from))
+        let end = wall.addingTimeInterval(-seconds(now - to))
+        logger.debug(
+            "the display's server answered late: every program connected to it counts for the wait",
+            metadata: [
+                "session": "\(key)", "waited": "\(to - from)",
+                "applications": "\(applications.map(\.reportID))",
+            ])
+        state.withLock { state in Self.addSpan(&state, key, applications, from: start, to: end) }
+        flushContinuation.yield()
+    }
+
+    /// A span already over, for `applications`: each one's row of the session that ended within
+    /// the merge gap before it grows to its end, or a row of its own is made.
+    static func addSpan(
+        _ state: inout State, _ key: String, _ applications: [ForegroundApplication], from start: Date, to end: Date
+    ) {
+        guard end > start, var session = state.sessions[key] else { return }
+        if SuspendingClock.now - session.minuteStart > .seconds(60) {
+            session.minuteStart = .now
+            session.rowsStarted = 0
+        }
+        let gap = session.rowsStarted >= rowsPerMinute ? floodGap : mergeGap
+        for application in applications {
+            let token = application.token.base64
+            let near = state.rows.first { _, row in
+                row.stored.session == key && row.stored.token == token && row.stored.uid == application.owner
+                    && row.stored.start <= start && row.stored.end >= start.addingTimeInterval(-gap)
+            }?.key
+            if let near {
+                // An open row grows by itself; a closed one to the span's end.
+                guard state.rows[near]?.open == false else { continue }
+                if let before = state.rows[near]?.stored.end, before < end {
+                    state.rows[near]?.stored.end = end
+                    state.rows[near]?.dirty = true
+                }
+            } else {
+                let serial = state.nextRow
+                state.nextRow += 1
+                state.rows[serial] = Row(
+                    stored: StateDatabase.UsageRow(
+                        id: nil, uid: application.owner, session: key, token: token,
+                        identity: application.reportID, displayName: application.name,
+                        categories: application.categories, start: start, end: end),
+                    open: false)
+                session.rowsStarted += 1
+            }
+        }
+        state.sessions[key] = session
+    }
+
     /// Idle and back from a sway session's compositor (its Wayland socket, served by the same
     /// process as its IPC socket), tried again while the session lasts.
     func watchWaylandIdle(_ key: String, _ path: String, _ mine: StopSignal, compositor: Int32) {
@@ -931,6 +1005,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 Self.endFront(&state, key, at: now - idleFor)
                 state.sessions[key]?.idle = true
             }
+        case .answeredLate(let from, let to):
+            servedAnother(key, from: from, to: to)
+            return
         case .active:
             state.withLock { state in
                 state.sessions[key]?.idle = false
@@ -953,6 +1030,43 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         _ key: String, pids: [Int32?], onlyIfStill: Bool = false, unless: (@Sendable () -> Bool)? = nil
     ) -> Bool {
         let now = SuspendingClock.now
+        let owner = state.withLock { $0.sessions[key]?.owner }
+        let applications = applications(key, pids: pids)
+        logger.debug(
+            "in front",
+            metadata: [
+                "session": "\(key)", "pids": "\(pids)",
+                "applications": "\(applications.map(\.reportID))",
+            ])
+        let applied = state.withLock { state -> Bool in
+            // A look again at what was in front (a program started): the watch may have told
+            // something newer meanwhile, which stands.
+            if onlyIfStill, state.sessions[key]?.frontPIDs != pids { return false }
+            if let unless, unless() { return false }
+            state.sessions[key]?.frontPIDs = pids
+            // The same applications as counting now: nothing to change.
+            if let front = state.sessions[key]?.front,
+                front.applications.map(\.token) == applications.map(\.token)
+            {
+                return true
+            }
+            Self.endFront(&state, key, at: now)
+            state.sessions[key]?.focused = applications
+            if state.sessions[key]?.idle == false { Self.beginFront(&state, key, applications) }
+            return true
+        }
+        guard applied else { return false }
+        flushContinuation.yield()
+        if let owner, let tell = shieldInFront.withLock({ $0 }) {
+            for pid in Set(pids.compactMap { $0 }) {
+                if let thing = processes.shieldedApplication(pid: pid, owner: owner) { tell(thing) }
+            }
+        }
+        return true
+    }
+
+    /// The applications the processes `pids` of a session are (see `focused`).
+    func applications(_ key: String, pids: [Int32?]) -> [ForegroundApplication] {
         let (owner, foreign, x11Server, display) = state.withLock { state in
             let session = state.sessions[key]
             return (
@@ -1015,37 +1129,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             }
         }
         if unidentified, let owner, let application = unidentifiedApplication(owner: owner) { add([application]) }
-        logger.debug(
-            "in front",
-            metadata: [
-                "session": "\(key)", "pids": "\(pids)",
-                "applications": "\(applications.map(\.reportID))",
-            ])
-        let applied = state.withLock { state -> Bool in
-            // A look again at what was in front (a program started): the watch may have told
-            // something newer meanwhile, which stands.
-            if onlyIfStill, state.sessions[key]?.frontPIDs != pids { return false }
-            if let unless, unless() { return false }
-            state.sessions[key]?.frontPIDs = pids
-            // The same applications as counting now: nothing to change.
-            if let front = state.sessions[key]?.front,
-                front.applications.map(\.token) == applications.map(\.token)
-            {
-                return true
-            }
-            Self.endFront(&state, key, at: now)
-            state.sessions[key]?.focused = applications
-            if state.sessions[key]?.idle == false { Self.beginFront(&state, key, applications) }
-            return true
-        }
-        guard applied else { return false }
-        flushContinuation.yield()
-        if let owner, let tell = shieldInFront.withLock({ $0 }) {
-            for pid in Set(pids.compactMap { $0 }) {
-                if let thing = processes.shieldedApplication(pid: pid, owner: owner) { tell(thing) }
-            }
-        }
-        return true
+        return applications
     }
 
     /// Where a program of the user's shows in each of their sessions the agent reads now: its

@@ -6,9 +6,12 @@
 // for its window (the keys go to it, as xterm's "secure keyboard" does); with `grab-root`, it grabs
 // it for the root window (its own client still gets every key).
 // With `grab-server`, it grabs the server (which then serves it alone) and takes the keyboard
-// under that grab; with `grab-server-quiet`, it only grabs the server, asking nothing more.
+// under that grab; with `grab-server-quiet`, it only grabs the server, asking nothing more; with
+// `grab-server-bursts`, it grabs the server 850 ms of every 950, takes the keyboard inside each
+// grab and gives it back where it was before letting go (every answer the agent gets names the
+// window it left), as a hostile child's game did.
 // Usage: DISPLAY=:N xsteal SECONDS [pointer-root | grab | grab-root | grab-server |
-// grab-server-quiet]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
+// grab-server-quiet | grab-server-bursts]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +42,27 @@ int main(int argc, char **argv) {
     xcb_flush(connection);
     // Whatever the agent looks at when the window appears, it looks before the keyboard moves.
     pause_ms(500);
+    if (argc > 2 && strcmp(argv[2], "grab-server-bursts") == 0) {
+        struct timespec start, now;
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        do {
+            xcb_get_input_focus_reply_t *was =
+                xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL);
+            xcb_window_t back = was ? was->focus : XCB_INPUT_FOCUS_POINTER_ROOT;
+            free(was);
+            xcb_grab_server(connection);
+            xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, window, XCB_CURRENT_TIME);
+            free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
+            pause_ms(850);
+            xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, back, XCB_CURRENT_TIME);
+            xcb_ungrab_server(connection);
+            free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
+            pause_ms(100);
+            clock_gettime(CLOCK_MONOTONIC, &now);
+        } while (now.tv_sec - start.tv_sec < seconds);
+        xcb_disconnect(connection);
+        return 0;
+    }
     if (grab_server) {
         xcb_grab_server(connection);
         if (strcmp(argv[2], "grab-server") == 0)
