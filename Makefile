@@ -33,8 +33,9 @@ SWIFT       ?= swift
 #   chromium firefox-esr  the real browsers (headless) that must not load a shielded site through
 #                   a custom DoH provider while the agent's browser policies are in place
 #   libnss3-tools   certutil, which makes those browsers trust the tests' certificate authority
-#   libxcb1-dev libxcb-res0-dev libxcb-sync-dev  XCB with X-Resource and SYNC: the agent's own reading
-#                   of an X11 session's focus, window owners and idle time
+#   libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev  XCB with X-Resource, SYNC and
+#                   XInput 2: the agent's own reading of an X11 session's focus, window owners,
+#                   clicks and idle time
 #   xvfb openbox xdotool x11-utils x11-apps xterm xauth  the real X11 desktops the usage tests and
 #                   benchmark run as a child (a server, a window manager, clients, focus switching)
 #   sway foot       a real Wayland desktop (headless sway and its terminal) run as a child
@@ -52,7 +53,7 @@ DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linu
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools \
-	libxcb1-dev libxcb-res0-dev libxcb-sync-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
+	libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
 	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland libgtk-4-dev netpbm \
 	dpkg-dev debootstrap lintian
 

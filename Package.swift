@@ -78,12 +78,16 @@ let package = Package(
         // The launcher's fork-to-exec code: async-signal-safe C, and the extension's loopback
         // brought up through libnl-route-3 (so not in CLinuxShim, which links only libc).
         .target(name: "CLauncher", dependencies: ["CNetlink"]),
-        // libxcb with X-Resource and SYNC (Debian's libxcb1-dev, libxcb-res0-dev, libxcb-sync-dev):
-        // the agent's own reading of an X11 session's focus and idle time. Plain C with a small
+        // libxcb with X-Resource, SYNC and XInput 2 (Debian's libxcb1-dev, libxcb-res0-dev,
+        // libxcb-sync-dev, libxcb-xinput-dev): the agent's own reading of an X11 session's focus,
+        // clicks and idle time. Plain C with a small
         // interface, because SYNC's alarms and X-Resource's replies are variable-length structures.
         .target(
             name: "CXCB",
-            linkerSettings: [.linkedLibrary("xcb"), .linkedLibrary("xcb-res"), .linkedLibrary("xcb-sync")]
+            linkerSettings: [
+                .linkedLibrary("xcb"), .linkedLibrary("xcb-res"), .linkedLibrary("xcb-sync"),
+                .linkedLibrary("xcb-xinput"),
+            ]
         ),
         // libsystemd's sd-bus (Debian's libsystemd-dev): logind's sessions, and their idle and
         // locked hints, as signals. Plain C: reading a D-Bus message takes variadic calls.

@@ -10,6 +10,7 @@
 #include <xcb/res.h>
 #include <xcb/sync.h>
 #include <xcb/xcb.h>
+#include <xcb/xinput.h>
 
 struct cxcb_session {
     xcb_connection_t *connection;
@@ -34,6 +35,8 @@ struct cxcb_session {
     /// somewhere no watched window names (the root window, or a window not watched yet).
     xcb_window_t grab_window;
     int grab_elsewhere;
+    /// XInput 2's major opcode, once its raw button presses are selected (0: not read).
+    uint8_t xi_opcode;
 };
 
 static xcb_atom_t intern(xcb_connection_t *connection, const char *name) {
@@ -272,6 +275,24 @@ int cxcb_watch(cxcb_session *session, uint32_t idle_ms) {
             }
         }
     }
+    // Every button pressed or wheel turned, whichever client it goes to (raw events: XInput 2
+    // tells them to any client that asks, none can be sent by a client): the window under the
+    // pointer is then in use, focused or not.
+    const xcb_query_extension_reply_t *xi = xcb_get_extension_data(connection, &xcb_input_id);
+    if (xi && xi->present) {
+        xcb_input_xi_query_version_reply_t *version =
+            xcb_input_xi_query_version_reply(connection, xcb_input_xi_query_version(connection, 2, 0), NULL);
+        if (version && version->major_version >= 2) {
+            struct {
+                xcb_input_event_mask_t head;
+                uint32_t mask;
+            } raw = {{.deviceid = XCB_INPUT_DEVICE_ALL_MASTER, .mask_len = 1},
+                     XCB_INPUT_XI_EVENT_MASK_RAW_BUTTON_PRESS};
+            xcb_input_xi_select_events(connection, session->root, 1, &raw.head);
+            session->xi_opcode = xi->major_opcode;
+        }
+        free(version);
+    }
     int supported = cxcb_reads_focus(session);
     xcb_flush(connection);
     return xcb_connection_has_error(connection) ? -1 : supported;
@@ -373,6 +394,10 @@ static int drain(cxcb_session *session, int queued_only) {
                 session->grab_window = XCB_NONE;
                 session->grab_elsewhere = 0;
             }
+        } else if (type == XCB_GE_GENERIC && session->xi_opcode != 0) {
+            xcb_ge_generic_event_t *generic = (xcb_ge_generic_event_t *)event;
+            if (generic->extension == session->xi_opcode && generic->event_type == XCB_INPUT_RAW_BUTTON_PRESS)
+                seen |= CXCB_POINTER_USED;
         } else if (session->idle_counter != XCB_NONE && type == session->sync_first_event + XCB_SYNC_ALARM_NOTIFY) {
             // The alarm says only that something changed: what the counter itself says now is
             // believed (a client of the child's may have pointed the alarm elsewhere); one sent
@@ -488,7 +513,12 @@ uint32_t cxcb_input_focus(cxcb_session *session) {
     if (focus == XCB_NONE) return 0;
     if (focus != XCB_INPUT_FOCUS_POINTER_ROOT && focus != session->root) return focus;
     // PointerRoot or the root window (any client may set either): the keys go to the window under
-    // the pointer, the deepest one (a window manager's frame holds the client's window).
+    // the pointer.
+    return cxcb_window_under_pointer(session);
+}
+
+uint32_t cxcb_window_under_pointer(cxcb_session *session) {
+    // The deepest one (a window manager's frame holds the client's window).
     xcb_window_t under = session->root;
     for (int depth = 0; depth < 16; depth++) {
         xcb_query_pointer_reply_t *pointer =

@@ -284,7 +284,13 @@ public final class X11FocusWatch {
         }
         var owed = false
         var idleCheckedAt = ContinuousClock.now
-        if let front = asking({ inFront(settled: false) }) { show(front) } else { noneSince = .now }
+        // Until when the window under the pointer counts (a button or wheel used lately).
+        var clickedUntil: ContinuousClock.Instant?
+        func look(settled: Bool) -> (windows: [Window], conservative: Bool)? {
+            let pointer = clickedUntil.map { ContinuousClock.now < $0 } == true
+            return asking { inFront(settled: settled, pointer: pointer) }
+        }
+        if let front = look(settled: false) { show(front) } else { noneSince = .now }
         while !stop.isRaised {
             tellHeld()
             let beat = suspectUntil.map { ContinuousClock.now < $0 } == true ? closely : heartbeat
@@ -300,6 +306,10 @@ public final class X11FocusWatch {
             }
             if cxcb_is_idle(session) != 0 {
                 let left = Int32(max(0, (idleCheckedAt + Self.idleRecheck - .now).milliseconds))
+                timeout = timeout < 0 ? left : min(timeout, left)
+            }
+            if let until = clickedUntil {
+                let left = Int32(max(0, (until - .now).milliseconds))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
             let beatLeft = Int32(max(0, (answeredAt + beat - .now).milliseconds))
@@ -341,7 +351,15 @@ public final class X11FocusWatch {
                     report(.support(readsFocus: now, readsIdle: readsIdle))
                 }
             }
-            let changes = Int32(CXCB_ACTIVE_WINDOW_CHANGED | CXCB_SUPPORT_CHANGED | CXCB_WINDOWS_CHANGED)
+            if seen & Int32(CXCB_POINTER_USED) != 0 {
+                clickedUntil = .now + pointerHold
+            } else if let until = clickedUntil, ContinuousClock.now >= until {
+                // The pointer left unused: what is under it no longer counts.
+                clickedUntil = nil
+                owed = true
+            }
+            let changes = Int32(
+                CXCB_ACTIVE_WINDOW_CHANGED | CXCB_SUPPORT_CHANGED | CXCB_WINDOWS_CHANGED | CXCB_POINTER_USED)
             if seen & changes != 0 || waiting.hasStall { owed = true }
             if owed {
                 refill()
@@ -350,7 +368,7 @@ public final class X11FocusWatch {
             if owed {
                 owed = false
                 credit -= 1
-                if let front = asking({ inFront(settled: false) }) {
+                if let front = look(settled: false) {
                     noneSince = nil
                     show(front)
                 } else if noneSince == nil {
@@ -358,7 +376,7 @@ public final class X11FocusWatch {
                 }
             } else if let since = noneSince, ContinuousClock.now - since >= settle {
                 noneSince = nil
-                if let front = asking({ inFront(settled: true) }) { show(front) }
+                if let front = look(settled: true) { show(front) }
             }
         }
     }
@@ -366,12 +384,23 @@ public final class X11FocusWatch {
     /// How often the idle counter itself is asked while idle.
     static let idleRecheck = Duration.seconds(10)
 
+    /// How long the window under the pointer counts after a button or wheel was used there.
+    static let pointerHold = Duration.seconds(10)
+    private var pointerHold: Duration { Self.pointerHold }
+
     /// What is in front now; nil when no window is active and that has not lasted (`settled`).
-    private func inFront(settled: Bool) -> (windows: [Window], conservative: Bool)? {
+    /// `pointer`: a button or wheel was used lately, and the window under the pointer is in use
+    /// too (one that never takes the keyboard, shown beside the active one, is played with the
+    /// mouse).
+    private func inFront(settled: Bool, pointer: Bool) -> (windows: [Window], conservative: Bool)? {
         if readsFocus {
             let active = cxcb_active_window(session)
             if active != 0, cxcb_is_viewable(session, active) != 0 {
                 var windows = [window(active)]
+                if pointer {
+                    let under = cxcb_window_under_pointer(session)
+                    if under != 0 { add(window(under), to: &windows) }
+                }
                 let keyboard = cxcb_input_focus(session)
                 if keyboard != 0, keyboard != active, cxcb_is_viewable(session, keyboard) != 0 {
                     add(window(keyboard), to: &windows)

@@ -852,6 +852,51 @@ struct UsageIntegrationTests {
         #expect(try world.status(of: world.child).sessions?.first?.inFrontName == "Notes")
     }
 
+    /// Her game in a window the window manager keeps above the others and never gives the keyboard
+    /// (WM_HINTS input false), played with the mouse beside the notes, which stay active: the
+    /// window under the pointer counts while a button is used there, and no more 10 s after.
+    @Test func aWindowPlayedWithTheMouseCountsThoughItNeverTakesTheKeyboard() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let game = try world.compile("xsteal", libraries: ["xcb"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(eventually { desktop.window("XMessage") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("XMessage")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
+        func gameSeconds(_ report: UsageReport) -> Double {
+            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
+        }
+        try desktop.open(as: world.child, game, ["40", "no-focus"])
+        #expect(eventually { desktop.window("XSteal") != nil })
+        let window = try #require(desktop.window("XSteal"))
+        let notes = try #require(desktop.window("XMessage"))
+        Thread.sleep(forTimeInterval: 1)
+        let before = try report(world)
+        let start = Date()
+        while Date() < start.addingTimeInterval(6) {
+            let clicked = try desktop.runXdotool(["mousemove", "--window", window, "40", "40", "click", "1"])
+            #expect(clicked.status == 0, "xdotool click: \(clicked.stderr)")
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        let played = Date().timeIntervalSince(start)
+        let after = try report(world)
+        let active = try desktop.runXdotool(["getactivewindow"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(active == notes, "the window manager made \(active) active, not the notes (\(notes))")
+        let counted = gameSeconds(after) - gameSeconds(before)
+        #expect(counted > played - 2, "the game played with the mouse counted \(counted) s of \(played) s")
+        // Left alone (the pointer still over it): counted no more once 10 s passed.
+        Thread.sleep(forTimeInterval: 11)
+        let quiet = try report(world)
+        Thread.sleep(forTimeInterval: 4)
+        let later = try report(world)
+        let unused = gameSeconds(later) - gameSeconds(quiet)
+        #expect(unused < 0.5, "the game, no button used for 11 s, counted \(unused) s of 4 s")
+        #expect(seconds(later, "org.example.Notes") - seconds(quiet, "org.example.Notes") > 3)
+    }
+
     /// A display with two screens (each its own root window and windows; her window manager on the
     /// first only), her programs naming the first: the second is found and read too, and her
     /// terminal there counts beside the notes active on the first.

@@ -22,6 +22,9 @@ enum {
     CXCB_SUPPORT_CHANGED = 16,
     /// A top-level window was mapped, unmapped, destroyed or reparented.
     CXCB_WINDOWS_CHANGED = 32,
+    /// A pointer button was pressed or a wheel turned (XInput 2's raw event): see
+    /// `cxcb_window_under_pointer`.
+    CXCB_POINTER_USED = 64,
 };
 
 /// Speaks X11 through a relay over a copy of `fd` (a connected socket; the caller keeps and closes
@@ -70,6 +73,9 @@ int32_t cxcb_window_pid(cxcb_session *session, uint32_t window);
 /// only reports); with PointerRoot or the root window as the focus, the deepest window under the
 /// pointer (where the keys go then); 0 for none.
 uint32_t cxcb_input_focus(cxcb_session *session);
+
+/// The deepest window under the pointer (0: the root window, or none).
+uint32_t cxcb_window_under_pointer(cxcb_session *session);
 
 /// Whether another client holds the keyboard (grabbed: the keys go to it, wherever the focus is),
 /// asked of the server with a grab that cannot succeed. 0: nobody does. 1: one does, and the

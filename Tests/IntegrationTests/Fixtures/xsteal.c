@@ -9,9 +9,12 @@
 // under that grab; with `grab-server-quiet`, it only grabs the server, asking nothing more; with
 // `grab-server-bursts`, it grabs the server 850 ms of every 950, takes the keyboard inside each
 // grab and gives it back where it was before letting go (every answer the agent gets names the
-// window it left), as a hostile child's game did.
+// window it left), as a hostile child's game did. With `no-focus`, it is instead a window the
+// window manager manages, kept above the others (`_NET_WM_STATE_ABOVE`), at the right of the
+// screen, that never takes the keyboard (WM_HINTS input false): played with the mouse beside
+// the active window.
 // Usage: DISPLAY=:N xsteal SECONDS [pointer-root | grab | grab-root | grab-server |
-// grab-server-quiet | grab-server-bursts]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
+// grab-server-quiet | grab-server-bursts | no-focus]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -34,6 +37,32 @@ int main(int argc, char **argv) {
     if (xcb_connection_has_error(connection)) return 2;
     xcb_screen_t *screen = xcb_setup_roots_iterator(xcb_get_setup(connection)).data;
     xcb_window_t window = xcb_generate_id(connection);
+    if (argc > 2 && strcmp(argv[2], "no-focus") == 0) {
+        uint32_t background[] = {screen->white_pixel, XCB_EVENT_MASK_BUTTON_PRESS};
+        xcb_create_window(connection, XCB_COPY_FROM_PARENT, window, screen->root, screen->width_in_pixels / 2, 0,
+                          screen->width_in_pixels / 2, screen->height_in_pixels / 2, 0, XCB_WINDOW_CLASS_INPUT_OUTPUT,
+                          screen->root_visual, XCB_CW_BACK_PIXEL | XCB_CW_EVENT_MASK, background);
+        // WM_HINTS: flags InputHint, input false (the "No Input" model: never given the keyboard).
+        uint32_t hints[9] = {1, 0};
+        xcb_change_property(connection, XCB_PROP_MODE_REPLACE, window, XCB_ATOM_WM_HINTS, XCB_ATOM_WM_HINTS, 32, 9,
+                            hints);
+        xcb_change_property(connection, XCB_PROP_MODE_REPLACE, window, XCB_ATOM_WM_CLASS, XCB_ATOM_STRING, 8, 14,
+                            "xsteal\0XSteal\0");
+        xcb_intern_atom_reply_t *state =
+            xcb_intern_atom_reply(connection, xcb_intern_atom(connection, 0, 13, "_NET_WM_STATE"), NULL);
+        xcb_intern_atom_reply_t *above =
+            xcb_intern_atom_reply(connection, xcb_intern_atom(connection, 0, 19, "_NET_WM_STATE_ABOVE"), NULL);
+        if (state && above)
+            xcb_change_property(connection, XCB_PROP_MODE_REPLACE, window, state->atom, XCB_ATOM_ATOM, 32, 1,
+                                &above->atom);
+        free(state);
+        free(above);
+        xcb_map_window(connection, window);
+        xcb_flush(connection);
+        pause_ms(1000L * seconds);
+        xcb_disconnect(connection);
+        return 0;
+    }
     uint32_t values[] = {screen->black_pixel, 1};
     xcb_create_window(connection, XCB_COPY_FROM_PARENT, window, screen->root, 0, 0, screen->width_in_pixels,
                       screen->height_in_pixels, 0, XCB_WINDOW_CLASS_INPUT_OUTPUT, screen->root_visual,
