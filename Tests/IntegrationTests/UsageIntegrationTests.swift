@@ -58,6 +58,25 @@ struct UsageIntegrationTests {
         return world
     }
 
+    /// Her notes (xmessage, "Notes") made active on her desktop, her terminal (class ChildTerm)
+    /// opened behind them first if `withTerminal`; the agent reading the display.
+    private func openNotes(on desktop: inout XDesktop, _ world: AgentWorld, withTerminal: Bool = false) throws {
+        if withTerminal {
+            try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        }
+        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
+        #expect(
+            eventually { desktop.window("XMessage") != nil && (!withTerminal || desktop.window("ChildTerm") != nil) })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("XMessage")
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
+    }
+
+    /// The time of her xsteal game (a program with no desktop entry, named by its file).
+    private func xstealSeconds(_ report: UsageReport) -> Double {
+        report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
+    }
+
     private func report(_ world: AgentWorld, user: String? = nil) throws -> UsageReport {
         let result = try world.cli(as: world.guardian, "report", "--user", user ?? world.child, "--today", "--json")
         guard result.status == 0 else { throw WorldError("report: \(result.stderr)") }
@@ -692,11 +711,7 @@ struct UsageIntegrationTests {
         let game = try world.compile("xsteal", libraries: ["xcb"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("XMessage") != nil })
-        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
-        try desktop.activate("XMessage")
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
+        try openNotes(on: &desktop, world)
         // Her window manager gone (openbox would say no window is active once the keyboard left
         // its windows): the root window's properties stay as it left them, naming the notes.
         desktop.killWindowManager()
@@ -708,11 +723,7 @@ struct UsageIntegrationTests {
         // Shown at 0.5 s, the keyboard taken then, gone at 6.5 s.
         Thread.sleep(until: start.addingTimeInterval(6))
         let after = try report(world)
-        // Her game, named by its file (its entry came after the index was read).
-        func gameSeconds(_ report: UsageReport) -> Double {
-            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
-        }
-        let played = gameSeconds(after) - gameSeconds(before)
+        let played = xstealSeconds(after) - xstealSeconds(before)
         #expect(played > 4.5, "the game with the keyboard counted \(played) s of 5.5 s: \(after.applications)")
 
         // The keyboard given to PointerRoot instead (any client may): the keys go to the window
@@ -722,7 +733,7 @@ struct UsageIntegrationTests {
         try desktop.open(as: world.child, game, ["6", "pointer-root"])
         Thread.sleep(forTimeInterval: 6)
         let third = try report(world)
-        let pointed = gameSeconds(third) - gameSeconds(second)
+        let pointed = xstealSeconds(third) - xstealSeconds(second)
         #expect(pointed > 4.5, "the game under the pointer, PointerRoot the focus, counted \(pointed) s of 5.5 s")
     }
 
@@ -736,15 +747,7 @@ struct UsageIntegrationTests {
         let game = try world.compile("xsteal", libraries: ["xcb"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("XMessage") != nil && desktop.window("ChildTerm") != nil })
-        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
-        try desktop.activate("XMessage")
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
-        func gameSeconds(_ report: UsageReport) -> Double {
-            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
-        }
+        try openNotes(on: &desktop, world, withTerminal: true)
         for mode in ["grab", "grab-root"] {
             let before = try report(world)
             try desktop.open(as: world.child, game, ["6", mode])
@@ -752,7 +755,7 @@ struct UsageIntegrationTests {
             // Shown at 0.5 s, the keyboard grabbed then, gone at 6.5 s.
             Thread.sleep(until: start.addingTimeInterval(6))
             let after = try report(world)
-            let played = gameSeconds(after) - gameSeconds(before)
+            let played = xstealSeconds(after) - xstealSeconds(before)
             #expect(played > 4.5, "\(mode): the game holding the keyboard counted \(played) s of 5.5 s")
             if mode == "grab-root" {
                 let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
@@ -779,15 +782,7 @@ struct UsageIntegrationTests {
         let game = try world.compile("xsteal", libraries: ["xcb"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("XMessage") != nil && desktop.window("ChildTerm") != nil })
-        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
-        try desktop.activate("XMessage")
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
-        func gameSeconds(_ report: UsageReport) -> Double {
-            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
-        }
+        try openNotes(on: &desktop, world, withTerminal: true)
         // The grab, and the keyboard moved under it (the agent hears of that, and asks).
         var before = try report(world)
         try desktop.open(as: world.child, game, ["6", "grab-server"])
@@ -798,7 +793,7 @@ struct UsageIntegrationTests {
             }, "status never told the display's server does not answer")
         Thread.sleep(until: start.addingTimeInterval(6))
         var after = try report(world)
-        let played = gameSeconds(after) - gameSeconds(before)
+        let played = xstealSeconds(after) - xstealSeconds(before)
         // From 0.5 s (the grab) and a second of waiting, to 6.5 s (the game gone).
         #expect(played > 3.5, "the game holding the server counted \(played) s of 5.5 s")
         let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
@@ -819,7 +814,7 @@ struct UsageIntegrationTests {
         start = Date()
         Thread.sleep(until: start.addingTimeInterval(14))
         after = try report(world)
-        let quietly = gameSeconds(after) - gameSeconds(before)
+        let quietly = xstealSeconds(after) - xstealSeconds(before)
         #expect(quietly > 2, "the game holding the server, nothing asked, counted \(quietly) s of 13.5 s")
     }
 
@@ -833,20 +828,13 @@ struct UsageIntegrationTests {
         let game = try world.compile("xsteal", libraries: ["xcb"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("XMessage") != nil })
-        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
-        try desktop.activate("XMessage")
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
-        func gameSeconds(_ report: UsageReport) -> Double {
-            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
-        }
+        try openNotes(on: &desktop, world)
         let before = try report(world)
         try desktop.open(as: world.child, game, ["12", "grab-server-bursts"])
         let start = Date()
         Thread.sleep(until: start.addingTimeInterval(14))
         let after = try report(world)
-        let played = gameSeconds(after) - gameSeconds(before)
+        let played = xstealSeconds(after) - xstealSeconds(before)
         // 12 s in bursts from 0.5 s: about 10 s inside grabs.
         #expect(played > 6, "the game grabbing the server in bursts counted \(played) s of about 10 s")
         #expect(try world.status(of: world.child).sessions?.first?.inFrontName == "Notes")
@@ -861,14 +849,7 @@ struct UsageIntegrationTests {
         let game = try world.compile("xsteal", libraries: ["xcb"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("XMessage") != nil })
-        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
-        try desktop.activate("XMessage")
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
-        func gameSeconds(_ report: UsageReport) -> Double {
-            report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
-        }
+        try openNotes(on: &desktop, world)
         try desktop.open(as: world.child, game, ["40", "no-focus"])
         #expect(eventually { desktop.window("XSteal") != nil })
         let window = try #require(desktop.window("XSteal"))
@@ -885,14 +866,14 @@ struct UsageIntegrationTests {
         let after = try report(world)
         let active = try desktop.runXdotool(["getactivewindow"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(active == notes, "the window manager made \(active) active, not the notes (\(notes))")
-        let counted = gameSeconds(after) - gameSeconds(before)
+        let counted = xstealSeconds(after) - xstealSeconds(before)
         #expect(counted > played - 2, "the game played with the mouse counted \(counted) s of \(played) s")
         // Left alone (the pointer still over it): counted no more once 10 s passed.
         Thread.sleep(forTimeInterval: 11)
         let quiet = try report(world)
         Thread.sleep(forTimeInterval: 4)
         let later = try report(world)
-        let unused = gameSeconds(later) - gameSeconds(quiet)
+        let unused = xstealSeconds(later) - xstealSeconds(quiet)
         #expect(unused < 0.5, "the game, no button used for 11 s, counted \(unused) s of 4 s")
         #expect(seconds(later, "org.example.Notes") - seconds(quiet, "org.example.Notes") > 3)
     }

@@ -870,11 +870,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         _ state: inout State, _ key: String, _ applications: [ForegroundApplication], from start: Date, to end: Date
     ) {
         guard end > start, var session = state.sessions[key] else { return }
-        if SuspendingClock.now - session.minuteStart > .seconds(60) {
-            session.minuteStart = .now
-            session.rowsStarted = 0
-        }
-        let gap = session.rowsStarted >= rowsPerMinute ? floodGap : mergeGap
+        let gap = Self.gap(&session)
         for application in applications {
             let token = application.token.base64
             let near = state.rows.first { _, row in
@@ -889,18 +885,37 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     state.rows[near]?.dirty = true
                 }
             } else {
-                let serial = state.nextRow
-                state.nextRow += 1
-                state.rows[serial] = Row(
-                    stored: StateDatabase.UsageRow(
-                        id: nil, uid: application.owner, session: key, token: token,
-                        identity: application.reportID, displayName: application.name,
-                        categories: application.categories, start: start, end: end),
-                    open: false)
-                session.rowsStarted += 1
+                _ = Self.newRow(&state, &session, key, application, from: start, to: end, open: false)
             }
         }
         state.sessions[key] = session
+    }
+
+    /// How soon after a row of the same application's ended one may grow again (longer once a
+    /// session started many rows within a minute).
+    static func gap(_ session: inout Session) -> TimeInterval {
+        if SuspendingClock.now - session.minuteStart > .seconds(60) {
+            session.minuteStart = .now
+            session.rowsStarted = 0
+        }
+        return session.rowsStarted >= rowsPerMinute ? floodGap : mergeGap
+    }
+
+    /// A new row of a session's for `application`; its serial.
+    static func newRow(
+        _ state: inout State, _ session: inout Session, _ key: String, _ application: ForegroundApplication,
+        from start: Date, to end: Date, open: Bool
+    ) -> Int {
+        let serial = state.nextRow
+        state.nextRow += 1
+        state.rows[serial] = Row(
+            stored: StateDatabase.UsageRow(
+                id: nil, uid: application.owner, session: key, token: application.token.base64,
+                identity: application.reportID, displayName: application.name,
+                categories: application.categories, start: start, end: end),
+            open: open)
+        session.rowsStarted += 1
+        return serial
     }
 
     /// Idle and back from a sway session's compositor (its Wayland socket, served by the same
@@ -1192,11 +1207,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     static func beginFront(_ state: inout State, _ key: String, _ applications: [ForegroundApplication]) {
         guard !applications.isEmpty, var session = state.sessions[key], session.hold == nil else { return }
         let wall = Date()
-        if SuspendingClock.now - session.minuteStart > .seconds(60) {
-            session.minuteStart = .now
-            session.rowsStarted = 0
-        }
-        let gap = session.rowsStarted >= rowsPerMinute ? floodGap : mergeGap
+        let gap = Self.gap(&session)
         var serials: [Int] = []
         for application in applications {
             let token = application.token.base64
@@ -1209,16 +1220,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 serials.append(reused)
                 state.rows[reused]?.open = true
             } else {
-                let serial = state.nextRow
-                state.nextRow += 1
-                state.rows[serial] = Row(
-                    stored: StateDatabase.UsageRow(
-                        id: nil, uid: application.owner, session: key, token: token,
-                        identity: application.reportID, displayName: application.name,
-                        categories: application.categories, start: wall, end: wall),
-                    open: true)
-                serials.append(serial)
-                session.rowsStarted += 1
+                serials.append(Self.newRow(&state, &session, key, application, from: wall, to: wall, open: true))
             }
         }
         state.sessions[key] = session
