@@ -24,6 +24,29 @@ public final class FileWatch: @unchecked Sendable {
         names = nil
     }
 
+    /// Every file created, removed, renamed or written in each of `directories` that exists (at
+    /// least one must).
+    public init(directories: [String]) throws(SystemError) {
+        stopSignal = try StopSignal()
+        fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        guard fd >= 0 else { throw SystemError.call("inotify_init1", errno) }
+        let mask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE)
+        var watched = 0
+        var failure: SystemError?
+        for directory in directories {
+            if inotify_add_watch(fd, directory, mask) >= 0 {
+                watched += 1
+            } else if errno != ENOENT && errno != ENOTDIR {
+                failure = SystemError.call("inotify_add_watch(\(directory))", errno)
+            }
+        }
+        guard watched > 0 else {
+            close(fd)
+            throw failure ?? SystemError(.badFile, "none of \(directories) is a folder to watch")
+        }
+        names = nil
+    }
+
     public init(files: [String]) throws(SystemError) {
         stopSignal = try StopSignal()
         fd = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))

@@ -302,6 +302,30 @@ struct ProcessShieldIntegrationTests {
         #expect(eventually { world.isFrozen(again) })
     }
 
+    /// A game a guardian installs after shielding its category (its desktop entry written while
+    /// the agent runs; no change of policy): the copy of it already running is held, and so is
+    /// the next start.
+    @Test func anAppInstalledLaterFallsUnderItsCategoryShield() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--app-category", "Game")
+        let home = try world.childDirectory()
+        // A program of its own (the counter with a byte more: no entry names its content yet).
+        let program = world.directory + "/bin/new-game"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: world.counter))
+        bytes.append(0)
+        try bytes.write(to: URL(fileURLWithPath: program))
+        chmod(program, 0o755)
+        let early = try world.launch(as: world.child, program, [home + "/count-early"])
+        #expect(eventually { (world.count(home + "/count-early") ?? 0) > 0 }, "the new game did not run")
+        #expect(!world.isFrozen(early))
+        try world.installDesktopEntry(id: "org.example.NewGame", name: "New Game", exec: program)
+        #expect(eventually { world.isFrozen(early) }, "the game running when its entry came was not held")
+        let later = try world.launch(as: world.child, program, [home + "/count-later"])
+        #expect(eventually { world.isFrozen(later) }, "the game started after its entry came was not held")
+    }
+
     @Test func blockedProgramsAreRefusedBeforeTheyRunForTheChildOnly() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

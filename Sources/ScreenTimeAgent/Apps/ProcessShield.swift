@@ -139,6 +139,46 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     // MARK: running
 
     public func run() async throws {
+        let stopWatchingEntries = try StopSignal()
+        async let entries: Void = watchApplicationFolders(until: stopWatchingEntries)
+        await watchProcesses()
+        stopWatchingEntries.raise()
+        await entries
+    }
+
+    /// The system's application folders: an app a guardian installs (its desktop entry written
+    /// by the package manager) is known at once, so a category already shielded covers it, and
+    /// its time is counted under its name; not only at the next change of policy.
+    private func watchApplicationFolders(until stop: StopSignal) async {
+        let folders = ApplicationCatalogue.systemDirectories(systemDataDirectories).map { $0 + "/applications" }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                defer { done.resume() }
+                var delay = Duration.seconds(1)
+                while !stop.isRaised {
+                    do {
+                        let watch = try FileWatch(directories: folders)
+                        try watch.run(until: stop) { [self] in
+                            guard !currentPolicy().users.isEmpty else { return }
+                            logger.info("the system's applications changed: they are read again")
+                            apply(nil, reconciling: false)
+                        }
+                        return
+                    } catch {
+                        logger.notice(
+                            "cannot watch the system's applications; they are read at each change of policy",
+                            metadata: ["error": "\(error)"])
+                        _ = stop.wait(for: delay)
+                        delay = min(delay * 2, .seconds(60))
+                    }
+                }
+            }
+            thread.name = "screentime.entries"
+            thread.start()
+        }
+    }
+
+    private func watchProcesses() async {
         guard let connector = connector.withLock({ $0 }) else {
             // Without process events the gate still answers, and changes are still put in force.
             async let gating: Void = gateLoop()
