@@ -878,6 +878,32 @@ struct UsageIntegrationTests {
         #expect(seconds(later, "org.example.Notes") - seconds(quiet, "org.example.Notes") > 3)
     }
 
+    /// Her display listening on TCP (`Xvfb -listen tcp`) and her terminal connected there
+    /// (`DISPLAY=127.0.0.1:N`): the server cannot name that client's process, and the kernel's table
+    /// of the server's connections does, so the terminal counts as itself (before: only as an
+    /// unidentified program).
+    @Test func aProgramConnectedOverTCPCountsAsItself() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child, serverArguments: ["-listen", "tcp"])
+        defer { desktop.stop() }
+        try openNotes(on: &desktop, world)
+        try desktop.open(
+            as: world.child, "/usr/bin/env",
+            [
+                "DISPLAY=127.0.0.1:\(desktop.display)", "/usr/bin/xterm", "-class", "ChildTerm", "-e", "/bin/sleep",
+                "600",
+            ])
+        #expect(eventually { desktop.window("ChildTerm") != nil }, "her terminal over TCP did not show")
+        try desktop.activate("ChildTerm")
+        Thread.sleep(forTimeInterval: 1)
+        let before = try report(world)
+        Thread.sleep(forTimeInterval: 5)
+        let after = try report(world)
+        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        #expect(terminal > 4, "her terminal connected over TCP counted \(terminal) s of 5 s")
+    }
+
     /// A display with two screens (each its own root window and windows; her window manager on the
     /// first only), her programs naming the first: the second is found and read too, and her
     /// terminal there counts beside the notes active on the first.

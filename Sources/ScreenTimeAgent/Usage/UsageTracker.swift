@@ -808,8 +808,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         _ key: String, server: Int32, addresses: Set<String>, answered: @escaping @Sendable () -> Bool
     ) {
         guard let owner = state.withLock({ $0.sessions[key]?.owner }) else { return }
-        let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
-        let clients = (try? UnixPeers.clients(of: server, among: mine, listening: addresses)) ?? []
+        let clients = displayClients(server: server, owner: owner, listening: addresses)
         logger.notice(
             "the display's server does not answer: every program connected to it counts",
             metadata: ["session": "\(key)", "clients": "\(clients.count)"])
@@ -829,6 +828,15 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         }
     }
 
+    /// The programs of `owner`'s connected to an X server: over its display socket (the kernel's
+    /// pairing of Unix sockets) and over TCP (a server listening there cannot name those clients).
+    func displayClients(server: Int32, owner: UInt32, listening addresses: Set<String>) -> [Int32] {
+        let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
+        let local = (try? UnixPeers.clients(of: server, among: mine, listening: addresses)) ?? []
+        let remote = TCPPeers.clients(of: server, among: mine)
+        return local + remote.filter { !local.contains($0) }
+    }
+
     /// The display's server answered the agent late (it served another client alone meanwhile:
     /// a grab of the child's, however short, made again and again while her game takes the
     /// keyboard inside each): every program of the user's connected to the server counts for
@@ -843,9 +851,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             })
         else { return }
         let socketPath = X11Display(display)?.socketPath ?? "/tmp/.X11-unix/X" + display.dropFirst()
-        let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
-        let clients =
-            (try? UnixPeers.clients(of: server, among: mine, listening: [socketPath, "@" + socketPath])) ?? []
+        let clients = displayClients(server: server, owner: owner, listening: [socketPath, "@" + socketPath])
         let applications = applications(key, pids: clients.isEmpty ? [nil] : clients.map { $0 })
         let now = ContinuousClock.now
         let wall = Date()
@@ -1102,9 +1108,20 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             }
         }
         var unidentified = false
+        var lookedOverTCP = false
         for pid in pids {
             guard let pid, !foreign else {
                 unidentified = true
+                // A window whose client the server cannot name: one connected over TCP (a server
+                // of the user's listening there) is found in the kernel's table of the server's
+                // connections, and every program of the user's connected so counts.
+                if pid == nil, !foreign, !lookedOverTCP, let server = x11Server, let owner {
+                    lookedOverTCP = true
+                    let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
+                    for other in TCPPeers.clients(of: server, among: mine) {
+                        add(processes.foregroundApplications(pid: other))
+                    }
+                }
                 continue
             }
             let found = processes.foregroundApplications(pid: pid)
