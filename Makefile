@@ -36,6 +36,7 @@ SWIFT       ?= swift
 #   libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev  XCB with X-Resource, SYNC and
 #                   XInput 2: the agent's own reading of an X11 session's focus, window owners,
 #                   clicks and idle time
+#   libxcb-shape0-dev  the X shape extension a test's hostile game uses (a window clicks go through)
 #   xvfb openbox xdotool x11-utils x11-apps xterm xauth  the real X11 desktops the usage tests and
 #                   benchmark run as a child (a server, a window manager, clients, focus switching)
 #   sway foot       a real Wayland desktop (headless sway and its terminal) run as a child
@@ -53,7 +54,7 @@ DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linu
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools \
-	libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
+	libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
 	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland libgtk-4-dev netpbm \
 	dpkg-dev debootstrap lintian
 

@@ -276,12 +276,13 @@ int cxcb_watch(cxcb_session *session, uint32_t idle_ms) {
         }
     }
     // Every button pressed or wheel turned, whichever client it goes to (raw events: XInput 2
-    // tells them to any client that asks, none can be sent by a client): the window under the
-    // pointer is then in use, focused or not.
+    // tells them to any client that asks, none can be sent by a client; from 2.1 on, also while
+    // a client grabs the pointer, as games do): the window under the pointer is then in use,
+    // focused or not.
     const xcb_query_extension_reply_t *xi = xcb_get_extension_data(connection, &xcb_input_id);
     if (xi && xi->present) {
         xcb_input_xi_query_version_reply_t *version =
-            xcb_input_xi_query_version_reply(connection, xcb_input_xi_query_version(connection, 2, 0), NULL);
+            xcb_input_xi_query_version_reply(connection, xcb_input_xi_query_version(connection, 2, 2), NULL);
         if (version && version->major_version >= 2) {
             struct {
                 xcb_input_event_mask_t head;
@@ -515,6 +516,79 @@ uint32_t cxcb_input_focus(cxcb_session *session) {
     // PointerRoot or the root window (any client may set either): the keys go to the window under
     // the pointer.
     return cxcb_window_under_pointer(session);
+}
+
+/// The window shown at (x, y) of `parent` among its children (the topmost viewable one, drawn,
+/// whose rectangle holds the point, of the 64 at the top), with the point in its own terms.
+static xcb_window_t shown_child(cxcb_session *session, xcb_window_t parent, int *x, int *y) {
+    xcb_connection_t *connection = session->connection;
+    xcb_query_tree_reply_t *tree = xcb_query_tree_reply(connection, xcb_query_tree(connection, parent), NULL);
+    if (!tree) return XCB_NONE;
+    int count = (uint32_t)tree->children_len <= tree->length ? tree->children_len : 0;
+    const xcb_window_t *children = (const xcb_window_t *)(tree + 1);
+    enum { looked = 64 };
+    int first = count > looked ? count - looked : 0;
+    xcb_get_window_attributes_cookie_t attributes[looked];
+    xcb_get_geometry_cookie_t geometry[looked];
+    // Asked all at once, answered in one round trip.
+    for (int i = first; i < count; i++) {
+        attributes[i - first] = xcb_get_window_attributes(connection, children[i]);
+        geometry[i - first] = xcb_get_geometry(connection, children[i]);
+    }
+    xcb_window_t found = XCB_NONE;
+    for (int i = count - 1; i >= first; i--) {
+        xcb_get_window_attributes_reply_t *a = xcb_get_window_attributes_reply(connection, attributes[i - first], NULL);
+        xcb_get_geometry_reply_t *g = xcb_get_geometry_reply(connection, geometry[i - first], NULL);
+        if (found == XCB_NONE && a && g && a->map_state == XCB_MAP_STATE_VIEWABLE &&
+            a->_class == XCB_WINDOW_CLASS_INPUT_OUTPUT) {
+            int left = g->x, top = g->y, border = g->border_width;
+            int width = g->width + 2 * border, height = g->height + 2 * border;
+            if (*x >= left && *x < left + width && *y >= top && *y < top + height) {
+                found = children[i];
+                *x -= left + border;
+                *y -= top + border;
+            }
+        }
+        free(a);
+        free(g);
+    }
+    free(tree);
+    return found;
+}
+
+uint32_t cxcb_window_shown_under_pointer(cxcb_session *session) {
+    xcb_query_pointer_reply_t *pointer =
+        xcb_query_pointer_reply(session->connection, xcb_query_pointer(session->connection, session->root), NULL);
+    if (!pointer) return 0;
+    int same = pointer->same_screen, x = pointer->root_x, y = pointer->root_y;
+    free(pointer);
+    if (!same) return 0;
+    xcb_window_t under = session->root;
+    for (int depth = 0; depth < 8; depth++) {
+        xcb_window_t child = shown_child(session, under, &x, &y);
+        if (child == XCB_NONE) break;
+        under = child;
+    }
+    return under == session->root ? 0 : under;
+}
+
+int32_t cxcb_frame_owner_pid(cxcb_session *session, uint32_t window) {
+    // Up to the window's top-level ancestor (a child of the root window); a window manager that
+    // reparents draws its frame there. Not a property any client may write: the tree itself.
+    xcb_window_t top = window;
+    for (int depth = 0; depth < 16; depth++) {
+        xcb_query_tree_reply_t *tree =
+            xcb_query_tree_reply(session->connection, xcb_query_tree(session->connection, top), NULL);
+        if (!tree) return -1;
+        xcb_window_t parent = tree->parent;
+        free(tree);
+        if (parent == XCB_NONE) return -1;
+        if (parent == session->root) break;
+        top = parent;
+    }
+    if (top == window) return -1;
+    int32_t frame = cxcb_window_pid(session, top), own = cxcb_window_pid(session, window);
+    return frame > 0 && frame != own ? frame : -1;
 }
 
 uint32_t cxcb_window_under_pointer(cxcb_session *session) {

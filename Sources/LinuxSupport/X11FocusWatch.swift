@@ -232,18 +232,19 @@ public final class X11FocusWatch {
         // Every request with a reply goes through here: the watchdog tells `stalled` when one
         // has not been answered in time. (Taking events may ask the idle counter, or not: it
         // is watched, and is no answer.)
-        func asking<T>(answers: Bool = true, _ body: () -> T) -> T {
+        // `timed`: whether a long wait counts as answered late (taking events may ask the idle
+        // counter, as an alarm a client of hers can make fire at will brings, and that request
+        // waits through a grab as any other).
+        func asking<T>(answers: Bool = true, timed: Bool = true, _ body: () -> T) -> T {
             let began = ContinuousClock.now
             waiting.begin()
             defer {
                 waiting.end()
-                if answers {
-                    let now = ContinuousClock.now
-                    answeredAt = now
-                    if now - began >= heldAfter {
-                        held = (held?.from ?? began, now)
-                        suspectUntil = now + suspicion
-                    }
+                let now = ContinuousClock.now
+                if answers { answeredAt = now }
+                if timed, now - began >= heldAfter {
+                    held = (held?.from ?? began, now)
+                    suspectUntil = now + suspicion
                 }
             }
             return body()
@@ -316,7 +317,7 @@ public final class X11FocusWatch {
             timeout = timeout < 0 ? beatLeft : min(timeout, beatLeft)
             // What the server told while the last look asked it something: libxcb read it with
             // the replies and holds it, and the socket will not tell `poll` again.
-            let queued = asking(answers: false) { cxcb_drain_queued(session) }
+            let queued = asking(answers: false, timed: false) { cxcb_drain_queued(session) }
             if queued != 0 { timeout = 0 }
             var pollers = [
                 pollfd(fd: cxcb_fd(session), events: Int16(POLLIN), revents: 0),
@@ -324,7 +325,7 @@ public final class X11FocusWatch {
             ]
             _ = try systemCall("poll(X11 \(display))") { poll(&pollers, 2, timeout) }
             if stop.isRaised { return }
-            var seen = queued | asking(answers: false) { cxcb_drain(session) }
+            var seen = queued | asking(answers: false, timed: true) { cxcb_drain(session) }
             if seen & Int32(CXCB_CONNECTION_ERROR) != 0 || cxcb_has_error(session) != 0 {
                 var problem = [CChar](repeating: 0, count: 200)
                 cxcb_problem(session, &problem, problem.count)
@@ -398,8 +399,15 @@ public final class X11FocusWatch {
             if active != 0, cxcb_is_viewable(session, active) != 0 {
                 var windows = [window(active)]
                 if pointer {
-                    let under = cxcb_window_under_pointer(session)
-                    if under != 0 { add(window(under), to: &windows) }
+                    // The window the clicks go to, and the one shown there (a window above it
+                    // that lets them through, its input shape empty, shows what she plays); not
+                    // the window manager's frames (a click on a title bar).
+                    let manager = cxcb_frame_owner_pid(session, active)
+                    for under in [cxcb_window_under_pointer(session), cxcb_window_shown_under_pointer(session)]
+                    where under != 0 {
+                        let found = window(under)
+                        if found.pid == nil || found.pid != manager { add(found, to: &windows) }
+                    }
                 }
                 let keyboard = cxcb_input_focus(session)
                 if keyboard != 0, keyboard != active, cxcb_is_viewable(session, keyboard) != 0 {

@@ -708,7 +708,7 @@ struct UsageIntegrationTests {
     @Test func aWindowTakingTheKeyboardItselfCountsAtOnce() throws {
         let world = try world()
         defer { world.tearDown() }
-        let game = try world.compile("xsteal", libraries: ["xcb"])
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
@@ -744,7 +744,7 @@ struct UsageIntegrationTests {
     @Test func aWindowHoldingTheKeyboardCountsThoughTheFocusStays() throws {
         let world = try world()
         defer { world.tearDown() }
-        let game = try world.compile("xsteal", libraries: ["xcb"])
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world, withTerminal: true)
@@ -779,7 +779,7 @@ struct UsageIntegrationTests {
     @Test func aServerGrabbedByHerGameCountsEveryProgramOnIt() throws {
         let world = try world()
         defer { world.tearDown() }
-        let game = try world.compile("xsteal", libraries: ["xcb"])
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world, withTerminal: true)
@@ -825,7 +825,7 @@ struct UsageIntegrationTests {
     @Test func herGameGrabbingTheServerInBurstsCounts() throws {
         let world = try world()
         defer { world.tearDown() }
-        let game = try world.compile("xsteal", libraries: ["xcb"])
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
@@ -842,15 +842,18 @@ struct UsageIntegrationTests {
 
     /// Her game in a window the window manager keeps above the others and never gives the keyboard
     /// (WM_HINTS input false), played with the mouse beside the notes, which stay active: the
-    /// window under the pointer counts while a button is used there, and no more 10 s after.
-    @Test func aWindowPlayedWithTheMouseCountsThoughItNeverTakesTheKeyboard() throws {
+    /// window under the pointer counts while a button is used there, and no more 10 s after; also
+    /// while the game grabs the pointer (XInput 2.0's raw events stop during grabs; 2.2's do not).
+    /// A click on its title bar counts nothing for the window manager.
+    @Test(arguments: ["no-focus", "no-focus-grab"])
+    func aWindowPlayedWithTheMouseCountsThoughItNeverTakesTheKeyboard(mode: String) throws {
         let world = try world()
         defer { world.tearDown() }
-        let game = try world.compile("xsteal", libraries: ["xcb"])
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
-        try desktop.open(as: world.child, game, ["40", "no-focus"])
+        try desktop.open(as: world.child, game, ["40", mode])
         #expect(eventually { desktop.window("XSteal") != nil })
         let window = try #require(desktop.window("XSteal"))
         let notes = try #require(desktop.window("XMessage"))
@@ -867,7 +870,7 @@ struct UsageIntegrationTests {
         let active = try desktop.runXdotool(["getactivewindow"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(active == notes, "the window manager made \(active) active, not the notes (\(notes))")
         let counted = xstealSeconds(after) - xstealSeconds(before)
-        #expect(counted > played - 2, "the game played with the mouse counted \(counted) s of \(played) s")
+        #expect(counted > played - 2, "the game played with the mouse (\(mode)) counted \(counted) s of \(played) s")
         // Left alone (the pointer still over it): counted no more once 10 s passed.
         Thread.sleep(forTimeInterval: 11)
         let quiet = try report(world)
@@ -876,6 +879,45 @@ struct UsageIntegrationTests {
         let unused = xstealSeconds(later) - xstealSeconds(quiet)
         #expect(unused < 0.5, "the game, no button used for 11 s, counted \(unused) s of 4 s")
         #expect(seconds(later, "org.example.Notes") - seconds(quiet, "org.example.Notes") > 3)
+        if mode == "no-focus" {
+            // Clicks on its title bar (the window manager's frame, above the window).
+            func managerSeconds(_ report: UsageReport) -> Double {
+                report.applications.filter { $0.name?.lowercased().hasPrefix("openbox") == true }.map(\.seconds)
+                    .reduce(0, +)
+            }
+            let framed = try report(world)
+            for _ in 0..<8 {
+                _ = try desktop.runXdotool(["mousemove", "--window", window, "40", "-8", "click", "1"])
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+            let clickedFrame = try report(world)
+            #expect(managerSeconds(clickedFrame) - managerSeconds(framed) < 0.5, "the window manager counted")
+        }
+    }
+
+    /// Her game in a window over everything that lets every click through (its input shape
+    /// empty), the clicks landing on her notes below: what shows where she clicks counts.
+    @Test func aWindowClicksGoThroughCountsWhereItShows() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try openNotes(on: &desktop, world)
+        let notes = try #require(desktop.window("XMessage"))
+        try desktop.open(as: world.child, game, ["30", "see-through"])
+        Thread.sleep(forTimeInterval: 1.5)
+        let before = try report(world)
+        let start = Date()
+        while Date() < start.addingTimeInterval(6) {
+            let clicked = try desktop.runXdotool(["mousemove", "--window", notes, "20", "20", "click", "1"])
+            #expect(clicked.status == 0, "xdotool click: \(clicked.stderr)")
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        let played = Date().timeIntervalSince(start)
+        let after = try report(world)
+        let counted = xstealSeconds(after) - xstealSeconds(before)
+        #expect(counted > played - 2, "the game over her notes counted \(counted) s of \(played) s")
     }
 
     /// Her display listening on TCP (`Xvfb -listen tcp`) and her terminal connected there

@@ -74,8 +74,16 @@ int32_t cxcb_window_pid(cxcb_session *session, uint32_t window);
 /// pointer (where the keys go then); 0 for none.
 uint32_t cxcb_input_focus(cxcb_session *session);
 
-/// The deepest window under the pointer (0: the root window, or none).
+/// The deepest window under the pointer (0: the root window, or none): the one its clicks go to.
 uint32_t cxcb_window_under_pointer(cxcb_session *session);
+
+/// The deepest window shown under the pointer, whatever its input shape (a window that lets
+/// clicks through to the one below still shows there); 0: the root window, or none.
+uint32_t cxcb_window_shown_under_pointer(cxcb_session *session);
+
+/// The pid of the client whose window frames `window` (its top-level ancestor's, when another
+/// client's: a reparenting window manager's); -1 when none does or the server cannot tell.
+int32_t cxcb_frame_owner_pid(cxcb_session *session, uint32_t window);
 
 /// Whether another client holds the keyboard (grabbed: the keys go to it, wherever the focus is),
 /// asked of the server with a grab that cannot succeed. 0: nobody does. 1: one does, and the

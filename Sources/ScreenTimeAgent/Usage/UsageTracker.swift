@@ -34,6 +34,11 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// The Wayland sessions counted the conservative way, per user: told when the user starts a
     /// program, so its connection is looked for soon.
     let nudges = Mutex<[UInt32: [String: DispatchSemaphore]]>([:])
+    /// The applications connected to each session's X server, as last found for a late answer:
+    /// reused for a second (late answers come every 50 ms while the server is asked closely, and
+    /// finding them reads every socket of the machine's and the user's descriptors).
+    let connectedApplications = Mutex<[String: (at: ContinuousClock.Instant, applications: [ForegroundApplication])]>(
+        [:])
     /// What compositors' extensions told of their focus, by compositor pid (UsageTracker+Shell).
     let shellReports = Mutex<[Int32: ShellReport]>([:])
     let hintSignal = DispatchSemaphore(value: 0)
@@ -850,10 +855,19 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 return (session.owner, server, session.display)
             })
         else { return }
-        let socketPath = X11Display(display)?.socketPath ?? "/tmp/.X11-unix/X" + display.dropFirst()
-        let clients = displayClients(server: server, owner: owner, listening: [socketPath, "@" + socketPath])
-        let applications = applications(key, pids: clients.isEmpty ? [nil] : clients.map { $0 })
         let now = ContinuousClock.now
+        var applications: [ForegroundApplication]
+        if let known = connectedApplications.withLock({ $0[key] }), now - known.at < .seconds(1) {
+            applications = known.applications
+        } else {
+            let socketPath = X11Display(display)?.socketPath ?? "/tmp/.X11-unix/X" + display.dropFirst()
+            let clients = displayClients(server: server, owner: owner, listening: [socketPath, "@" + socketPath])
+            applications = self.applications(key, pids: clients.isEmpty ? [nil] : clients.map { $0 })
+            connectedApplications.withLock { known in
+                known = known.filter { now - $0.value.at < .seconds(10) }
+                known[key] = (now, applications)
+            }
+        }
         let wall = Date()
         func seconds(_ duration: Duration) -> TimeInterval {
             Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

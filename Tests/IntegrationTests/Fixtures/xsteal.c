@@ -12,13 +12,16 @@
 // window it left), as a hostile child's game did. With `no-focus`, it is instead a window the
 // window manager manages, kept above the others (`_NET_WM_STATE_ABOVE`), at the right of the
 // screen, that never takes the keyboard (WM_HINTS input false): played with the mouse beside
-// the active window.
+// the active window; `no-focus-grab` besides grabs the pointer for it (as games do: every click
+// goes to it). With `see-through`, it is a window over everything whose input shape is empty: the
+// clicks go through to the window below, while it is what shows.
 // Usage: DISPLAY=:N xsteal SECONDS [pointer-root | grab | grab-root | grab-server |
-// grab-server-quiet | grab-server-bursts | no-focus]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
+// grab-server-quiet | grab-server-bursts | no-focus | no-focus-grab | see-through]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <xcb/shape.h>
 #include <xcb/xcb.h>
 
 static void pause_ms(long ms) {
@@ -37,7 +40,7 @@ int main(int argc, char **argv) {
     if (xcb_connection_has_error(connection)) return 2;
     xcb_screen_t *screen = xcb_setup_roots_iterator(xcb_get_setup(connection)).data;
     xcb_window_t window = xcb_generate_id(connection);
-    if (argc > 2 && strcmp(argv[2], "no-focus") == 0) {
+    if (argc > 2 && strncmp(argv[2], "no-focus", 8) == 0) {
         uint32_t background[] = {screen->white_pixel, XCB_EVENT_MASK_BUTTON_PRESS};
         xcb_create_window(connection, XCB_COPY_FROM_PARENT, window, screen->root, screen->width_in_pixels / 2, 0,
                           screen->width_in_pixels / 2, screen->height_in_pixels / 2, 0, XCB_WINDOW_CLASS_INPUT_OUTPUT,
@@ -57,6 +60,35 @@ int main(int argc, char **argv) {
                                 &above->atom);
         free(state);
         free(above);
+        xcb_map_window(connection, window);
+        xcb_flush(connection);
+        if (strcmp(argv[2], "no-focus-grab") == 0) {
+            // Once it shows (grabbing for a window not viewable fails).
+            int grabbed = 0;
+            for (int tries = 0; tries < 100 && !grabbed; tries++) {
+                pause_ms(50);
+                xcb_grab_pointer_reply_t *reply = xcb_grab_pointer_reply(
+                    connection,
+                    xcb_grab_pointer(connection, 0, window, XCB_EVENT_MASK_BUTTON_PRESS, XCB_GRAB_MODE_ASYNC,
+                                     XCB_GRAB_MODE_ASYNC, XCB_NONE, XCB_NONE, XCB_CURRENT_TIME),
+                    NULL);
+                grabbed = reply && reply->status == XCB_GRAB_STATUS_SUCCESS;
+                free(reply);
+            }
+            if (!grabbed) return 3;
+        }
+        pause_ms(1000L * seconds);
+        xcb_disconnect(connection);
+        return 0;
+    }
+    if (argc > 2 && strcmp(argv[2], "see-through") == 0) {
+        uint32_t values[] = {screen->black_pixel, 1};
+        xcb_create_window(connection, XCB_COPY_FROM_PARENT, window, screen->root, 0, 0, screen->width_in_pixels,
+                          screen->height_in_pixels, 0, XCB_WINDOW_CLASS_INPUT_OUTPUT, screen->root_visual,
+                          XCB_CW_BACK_PIXEL | XCB_CW_OVERRIDE_REDIRECT, values);
+        // No rectangle takes input: every click goes to what is below.
+        xcb_shape_rectangles(connection, XCB_SHAPE_SO_SET, XCB_SHAPE_SK_INPUT, XCB_CLIP_ORDERING_UNSORTED, window, 0, 0,
+                             0, NULL);
         xcb_map_window(connection, window);
         xcb_flush(connection);
         pause_ms(1000L * seconds);
