@@ -148,9 +148,14 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
 
     /// The system's application folders: an app a guardian installs (its desktop entry written
     /// by the package manager) is known at once, so a category already shielded covers it, and
-    /// its time is counted under its name; not only at the next change of policy.
+    /// its time is counted under its name; not only at the next change of policy. A burst of
+    /// changes (a package's files) is read once.
     private func watchApplicationFolders(until stop: StopSignal) async {
-        let folders = ApplicationCatalogue.systemDirectories(systemDataDirectories).map { $0 + "/applications" }
+        // And dpkg's record of each package installed, written once its files are all in place: an
+        // entry unpacked before its program was read without it.
+        let folders =
+            ApplicationCatalogue.systemDirectories(systemDataDirectories).map { $0 + "/applications" }
+            + ["/var/lib/dpkg/info"]
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let thread = Thread { [self] in
                 defer { done.resume() }
