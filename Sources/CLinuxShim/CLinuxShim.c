@@ -160,3 +160,5 @@ int screentime_open_pty(int *number) {
 int screentime_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }
+
+int screentime_thread_id(void) { return (int)syscall(SYS_gettid); }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /// Where the server's stream is: in the setup answer, or in packets after it.
@@ -142,6 +143,7 @@ static int send_all(int fd, const uint8_t *bytes, size_t length) {
 
 static void *relay_main(void *argument) {
     cxcb_relay *relay = argument;
+    atomic_store(&relay->tid, (int)syscall(SYS_gettid));
     struct framing framing = {.in_setup = 1};
     enum { size = 65536 };
     uint8_t *buffer = malloc(size);

@@ -184,6 +184,8 @@ int cxcb_screens(cxcb_session *session) {
 
 int cxcb_fd(const cxcb_session *session) { return xcb_get_file_descriptor(session->connection); }
 
+int cxcb_relay_thread(cxcb_session *session) { return atomic_load(&session->relay->tid); }
+
 static void set_alarm(cxcb_session *session, int create, int64_t value, uint32_t test) {
     uint32_t mask = XCB_SYNC_CA_VALUE_TYPE | XCB_SYNC_CA_VALUE | XCB_SYNC_CA_TEST_TYPE | XCB_SYNC_CA_DELTA;
     if (create) {

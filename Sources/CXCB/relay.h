@@ -26,6 +26,8 @@ typedef struct cxcb_relay {
     int inner;
     pthread_t thread;
     int started;
+    /// The relay thread's id (0 until it runs): whether it waited for a processor is read from it.
+    atomic_int tid;
     /// Events passed on since the agent last drained its queue (the agent resets it).
     atomic_long unread;
     pthread_mutex_t lock;

@@ -223,7 +223,12 @@ public final class X11FocusWatch {
         stalled: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void = { _ in },
         _ report: (Change) -> Void
     ) throws(SystemError) {
-        let waiting = StallWatch(after: stallAfter, tell: stalled)
+        // The server's main thread, the relay's and this one: a wait for an answer that they
+        // spent ready to run and kept from a processor (a busy machine) is no grab.
+        let scheduler = RunQueueWait(threads: [
+            (server.pid, server.pid), (getpid(), cxcb_relay_thread(session)), (getpid(), screentime_thread_id()),
+        ])
+        let waiting = StallWatch(after: stallAfter, scheduler: scheduler, tell: stalled)
         var answeredAt = ContinuousClock.now
         // The requests answered late since the last report of it (from the first's start to
         // the last's answer), and until when the server is asked closely.
@@ -237,12 +242,14 @@ public final class X11FocusWatch {
         // waits through a grab as any other).
         func asking<T>(answers: Bool = true, timed: Bool = true, _ body: () -> T) -> T {
             let began = ContinuousClock.now
-            waiting.begin()
+            let before = waiting.begin()
             defer {
                 waiting.end()
                 let now = ContinuousClock.now
                 if answers { answeredAt = now }
-                if timed, now - began >= heldAfter {
+                if timed, now - began >= heldAfter,
+                    now - began - RunQueueWait.waited(from: before, to: scheduler.sample(states: false)) >= heldAfter
+                {
                     held = (held?.from ?? began, now)
                     suspectUntil = now + suspicion
                 }
@@ -533,26 +540,37 @@ public final class X11FocusWatch {
 private final class StallWatch: Sendable {
     private struct State {
         var waitingSince: ContinuousClock.Instant?
+        /// What the scheduler told when the wait began.
+        var before: [RunQueueWait.Thread] = []
         var armed = false
         /// The watchdog fired since the last report.
         var stalled = false
     }
     private let state = Mutex(State())
     private let limit: Duration
+    private let scheduler: RunQueueWait
     private let told: @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void
 
-    init(after limit: Duration, tell: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void) {
+    init(
+        after limit: Duration, scheduler: RunQueueWait,
+        tell: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void
+    ) {
         self.limit = limit
+        self.scheduler = scheduler
         told = tell
     }
 
-    func begin() {
+    /// A request is made: what the scheduler tells of the threads now is returned.
+    func begin() -> [RunQueueWait.Thread] {
+        let before = scheduler.sample(states: false)
         let arm = state.withLock { state -> Bool in
             state.waitingSince = .now
+            state.before = before
             defer { state.armed = true }
             return !state.armed
         }
         if arm { set(after: limit) }
+        return before
     }
 
     func end() { state.withLock { $0.waitingSince = nil } }
@@ -561,13 +579,21 @@ private final class StallWatch: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(max(1, delay.milliseconds)))) {
             [self] in
             enum Next { case idle, again(Duration), stall }
+            let now = scheduler.sample()
             let next = state.withLock { state -> Next in
                 guard let since = state.waitingSince else {
                     state.armed = false
                     return .idle
                 }
-                let waited = ContinuousClock.now - since
-                if waited < limit { return .again(limit - waited) }
+                let elapsed = ContinuousClock.now - since
+                // What the threads spent ready to run and kept from a processor does not count;
+                // nor does a wait while one of them is kept from it still (the kernel counts that
+                // wait once it runs): the machine is busy, the server grabbed by no one.
+                let waited = elapsed - RunQueueWait.waited(from: state.before, to: now)
+                if waited < limit { return .again(max(limit - waited, .milliseconds(50))) }
+                if RunQueueWait.starving(from: state.before, to: now, over: elapsed) {
+                    return .again(.milliseconds(100))
+                }
                 // Told once per request that waits; the next request's wait is watched anew.
                 state.armed = false
                 state.waitingSince = nil

@@ -24,6 +24,8 @@ static inline int screentime_msg_dontwait(void) { return MSG_DONTWAIT; }
 /// real open: O_PATH needs _GNU_SOURCE, which Swift's Glibc does not see.
 int screentime_open_path(const char *path, int follow_symlinks);
 static inline int screentime_msg_nosignal(void) { return MSG_NOSIGNAL; }
+/// The calling thread's id (glibc declares gettid only with _GNU_SOURCE).
+int screentime_thread_id(void);
 
 /// A spawn's file action closing every descriptor from `from` up (glibc declares it only with
 /// _GNU_SOURCE).

@@ -42,6 +42,9 @@ int cxcb_screens(cxcb_session *session);
 /// The connection's descriptor, to poll for events.
 int cxcb_fd(const cxcb_session *session);
 
+/// The thread id of the relay the server's bytes pass through (0 until it has started).
+int cxcb_relay_thread(cxcb_session *session);
+
 /// Asks for `_NET_ACTIVE_WINDOW` changes on the root window and, when `idle_ms` > 0 and the server
 /// has SYNC's IDLETIME counter, for an alarm after `idle_ms` without input. Returns 1 when the
 /// window manager announces `_NET_ACTIVE_WINDOW` (EWMH), 0 when not, -1 on a connection error.
