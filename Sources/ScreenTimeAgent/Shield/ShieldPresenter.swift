@@ -261,10 +261,25 @@ final class ShieldPresenter: Sendable {
     }
 
     /// An icon from a desktop entry: a theme's name, or a path in the system's data (not one a
-    /// child's own entry could point anywhere).
-    private static func systemIcon(_ icon: String?) -> String? {
-        guard let icon else { return nil }
-        if !icon.hasPrefix("/") { return icon.contains("/") ? nil : icon }
+    /// child's own entry could point anywhere). A file name where a name belongs (`Icon=xjump-icon.xpm`,
+    /// as many older programs have it; a theme looks names up without extensions) is the file of
+    /// that name in the system's `pixmaps` folders, where those programs put it, or else the name
+    /// without its extension.
+    static func systemIcon(_ icon: String?, pixmaps: [String] = ["/usr/share/pixmaps", "/usr/local/share/pixmaps"])
+        -> String?
+    {
+        guard let icon, !icon.isEmpty else { return nil }
+        if !icon.hasPrefix("/") {
+            if icon.contains("/") { return nil }
+            guard let dot = icon.lastIndex(of: "."), dot != icon.startIndex,
+                ["png", "xpm", "svg"].contains(icon[icon.index(after: dot)...].lowercased())
+            else { return icon }
+            for folder in pixmaps {
+                var info = stat()
+                if lstat(folder + "/" + icon, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return folder + "/" + icon }
+            }
+            return String(icon[..<dot])
+        }
         let allowed = ["/usr/share/", "/usr/local/share/", "/var/lib/flatpak/", "/var/lib/snapd/"]
         return allowed.contains(where: icon.hasPrefix) && !icon.contains("/../") ? icon : nil
     }
