@@ -110,6 +110,21 @@ struct ShieldIntegrationTests {
         // It runs as the child.
         let owner = try run("/usr/bin/pgrep", ["-u", world.child, "-f", "screentime-shield"])
         #expect(owner.status == 0, "the shield window is not the child's")
+        // Her time on it is named for what it is in the guardian's report (not an unknown
+        // program's file and hash).
+        var named: [String] = []
+        #expect(
+            eventually(5) {
+                guard
+                    let result = try? world.cli(
+                        as: world.guardian, "report", "--user", world.child, "--today", "--json"),
+                    result.status == 0,
+                    let object = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+                    let applications = object["applications"] as? [[String: Any]]
+                else { return false }
+                named = applications.compactMap { $0["name"] as? String }
+                return named.contains("Screen Time (shield window)")
+            }, "the report names \(named)")
         // OK (Enter on the focused primary button) closes it; the app stays frozen.
         let id = try #require(shown)
         _ = try desktop.runXdotool(["windowactivate", "--sync", id])

@@ -36,17 +36,32 @@ extension ProcessShield {
         let index = indexes.withLock { $0[owner]?.index } ?? ApplicationIndex()
         var chosen = identities.filter { index.application($0) != nil }
         if chosen.isEmpty, let first = identities.first { chosen = [first] }
-        // A program with no desktop entry is named by its file (the kernel's word), beside its hash.
+        // A program with no desktop entry is named by its file (the kernel's word), beside its hash;
+        // the agent's own shield window, by what it is.
         let file = inspector.executable(pid: pid).map { ($0 as NSString).lastPathComponent }
+        let isShield = file == "screentime-shield" && isShieldWindow(pid: pid)
         return chosen.map { identity in
             let application = index.application(identity)
             var name = application?.name ?? Self.displayName(identity)
-            if application == nil, let file, !file.isEmpty { name = "\(file) (\(name))" }
+            if application == nil, let file, !file.isEmpty { name = isShield ? Self.shieldName : "\(file) (\(name))" }
             return ForegroundApplication(
                 owner: owner, identity: identity, token: minter.token(for: identity),
                 name: name,
                 categories: (application?.categories ?? []).map(\.rawValue).sorted())
         }
+    }
+
+    /// How reports name the time the shield window was in front.
+    static let shieldName = "Screen Time (shield window)"
+
+    /// The shield window's program, as the agent runs it.
+    static let shieldProgram = ShieldPresenter.defaultProgram()
+
+    /// Whether a process runs the very file the agent runs as the shield window (not a copy).
+    func isShieldWindow(pid: Int32) -> Bool {
+        guard let running = inspector.executableStatus(pid: pid), let program = FileStatus.of(path: Self.shieldProgram)
+        else { return false }
+        return running.key.device == program.key.device && running.key.inode == program.key.inode
     }
 
     /// Whether a process is one of the system's helpers rather than an app (a portal, an input
