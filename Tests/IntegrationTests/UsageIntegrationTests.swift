@@ -840,77 +840,6 @@ struct UsageIntegrationTests {
         #expect(try world.status(of: world.child).sessions?.first?.inFrontName == "Notes")
     }
 
-    /// A busy machine keeps the display's server from the processor (here: a real-time program
-    /// of root's on the processor the server is held to, which leaves it 50 ms a second), and it
-    /// answers the agent late, as it does when a client grabs it; the scheduler tells that it
-    /// was ready to run and waited (a grab leaves it asleep, or working), and the programs
-    /// connected to it that are not in front count nothing. (A full run of the tests, side by
-    /// side on two cores, once counted 5 s of a 20 s look at the notes for the terminal behind.)
-    @Test func aBusyMachineCountsNoProgramThatIsNotInFront() throws {
-        let processors = ProcessInfo.processInfo.activeProcessorCount
-        try #require(processors >= 2, "the server is kept from one processor while the agent runs on another")
-        let world = try world()
-        defer { world.tearDown() }
-        var desktop = try XDesktop(world: world, user: world.child)
-        defer { desktop.stop() }
-        try openNotes(on: &desktop, world, withTerminal: true)
-        let before = try report(world)
-        let last = "\(processors - 1)"
-        let held = try run("/usr/bin/taskset", ["-p", "-c", last, "\(desktop.server)"])
-        #expect(held.status == 0, "taskset: \(held.stderr)")
-        // The agent, every thread, on the others (else its own timer waits with the server, and
-        // asks only when the server runs anyway).
-        let agent = try #require(world.agentPID)
-        let others = try run("/usr/bin/taskset", ["-a", "-p", "-c", "0-\(processors - 2)", "\(agent)"])
-        #expect(others.status == 0, "taskset: \(others.stderr)")
-        // For 16 s, first in line on that processor: 0.6 s of work, then 5 ms of rest (the
-        // server answers in those; an answer waits up to 0.6 s, less than the 1 s after which
-        // a server that does not answer counts every program). timeout's alarm rings above it
-        // (a real-time program of the same priority would wait behind it), and the launch resets
-        // the signals the test's threads block.
-        let marker = "busy-\(desktop.server)"
-        defer { _ = try? run("/usr/bin/pkill", ["-KILL", "-f", marker]) }
-        let work = """
-            import time
-            while True:
-                until = time.monotonic() + 0.6
-                while time.monotonic() < until: pass
-                time.sleep(0.005)
-            """
-        let busy = try world.launch(
-            as: nil, "/usr/bin/chrt",
-            [
-                "-f", "20", "/usr/bin/timeout", "-s", "KILL", "16", "/usr/bin/chrt", "-f", "10",
-                "/usr/bin/taskset", "-c", last, "/usr/bin/python3", "-c", work, marker,
-            ])
-        // And work of the normal kind there, which takes the time the scheduler keeps from
-        // real-time work for the rest (else the server, asking little, gets it at once).
-        let more = try world.launch(
-            as: nil, "/usr/bin/timeout",
-            ["-s", "KILL", "16", "/usr/bin/taskset", "-c", last, "/bin/sh", "-c", "while :; do :; done", marker])
-        // The server answers late meanwhile (asked from outside as the agent asks; nothing
-        // changes in front: the agent asks it something of its own once in 10 s, and closely
-        // after a late answer).
-        var slowest = 0.0
-        for _ in 0..<8 {
-            let asked = Date()
-            _ = try desktop.runXdotool(["getactivewindow"])
-            slowest = max(slowest, Date().timeIntervalSince(asked))
-            Thread.sleep(forTimeInterval: 1)
-        }
-        #expect(world.wait(busy, seconds: 20) != nil && world.wait(more, seconds: 5) != nil, "the work did not end")
-        _ = try run("/usr/bin/taskset", ["-p", "-c", "0-\(processors - 1)", "\(desktop.server)"])
-        _ = try run("/usr/bin/taskset", ["-a", "-p", "-c", "0-\(processors - 1)", "\(agent)"])
-        Thread.sleep(forTimeInterval: 2)
-        let after = try report(world)
-        #expect(slowest > 0.2, "the busy machine's server answered within \(slowest) s: nothing was tried")
-        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
-        let inFront = seconds(after, "org.example.Notes") - seconds(before, "org.example.Notes")
-        #expect(terminal < 0.5, "the terminal behind the notes counted \(terminal) s on a busy machine")
-        #expect(inFront > 15, "the notes in front counted \(inFront) s of about 18 s")
-        #expect(try world.status(of: world.child).sessions?.first?.inFrontName == "Notes")
-    }
-
     /// Her game in a window the window manager keeps above the others and never gives the keyboard
     /// (WM_HINTS input false), played with the mouse beside the notes, which stay active: the
     /// window under the pointer counts while a button is used there, and no more 10 s after; also
@@ -1139,7 +1068,9 @@ struct UsageIntegrationTests {
         let notes = try world.launch(
             as: world.child, "/usr/bin/xmessage", ["-display", ":\(desktop.display)", "-name", "notes", "homework"],
             environment: ["HOME=/tmp"])
-        #expect(eventually { desktop.window("XMessage") != nil })
+        // Up to 30 s for the window: a fresh run, other desktop tests beside it on two busy
+        // cores, once took longer than 10 s to show it (not what this test is about).
+        #expect(eventually(30) { desktop.window("XMessage") != nil })
         try desktop.activate("XMessage")
         Thread.sleep(forTimeInterval: 1)
         #expect(try world.status(of: world.child).sessions?.isEmpty == true, "found before logind told")
@@ -2207,9 +2138,6 @@ struct XDesktop {
 
     /// What the desktop's clients get besides `DISPLAY` (an `XAUTHORITY`, an `LD_PRELOAD`).
     var environment: [String] = []
-
-    /// The display's server (Xvfb).
-    var server: Int32 { pids[0] }
 
     /// `windowManager`: the user openbox runs as (by default the desktop's user).
     init(
