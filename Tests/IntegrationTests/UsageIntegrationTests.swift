@@ -72,6 +72,21 @@ struct UsageIntegrationTests {
         #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
     }
 
+    /// Clicks `window` at a point every half second for `seconds`, as a child playing with the
+    /// mouse; returns how long that went on.
+    private func clickFor(_ seconds: Double, on window: String, at point: (Int, Int), _ desktop: XDesktop) throws
+        -> Double
+    {
+        let start = Date()
+        while Date() < start.addingTimeInterval(seconds) {
+            let clicked = try desktop.runXdotool(
+                ["mousemove", "--window", window, "\(point.0)", "\(point.1)", "click", "1"])
+            #expect(clicked.status == 0, "xdotool click: \(clicked.stderr)")
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        return Date().timeIntervalSince(start)
+    }
+
     /// The time of her xsteal game (a program with no desktop entry, named by its file).
     private func xstealSeconds(_ report: UsageReport) -> Double {
         report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
@@ -859,13 +874,7 @@ struct UsageIntegrationTests {
         let notes = try #require(desktop.window("XMessage"))
         Thread.sleep(forTimeInterval: 1)
         let before = try report(world)
-        let start = Date()
-        while Date() < start.addingTimeInterval(6) {
-            let clicked = try desktop.runXdotool(["mousemove", "--window", window, "40", "40", "click", "1"])
-            #expect(clicked.status == 0, "xdotool click: \(clicked.stderr)")
-            Thread.sleep(forTimeInterval: 0.5)
-        }
-        let played = Date().timeIntervalSince(start)
+        let played = try clickFor(6, on: window, at: (40, 40), desktop)
         let after = try report(world)
         let active = try desktop.runXdotool(["getactivewindow"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(active == notes, "the window manager made \(active) active, not the notes (\(notes))")
@@ -908,13 +917,7 @@ struct UsageIntegrationTests {
         try desktop.open(as: world.child, game, ["30", "see-through"])
         Thread.sleep(forTimeInterval: 1.5)
         let before = try report(world)
-        let start = Date()
-        while Date() < start.addingTimeInterval(6) {
-            let clicked = try desktop.runXdotool(["mousemove", "--window", notes, "20", "20", "click", "1"])
-            #expect(clicked.status == 0, "xdotool click: \(clicked.stderr)")
-            Thread.sleep(forTimeInterval: 0.5)
-        }
-        let played = Date().timeIntervalSince(start)
+        let played = try clickFor(6, on: notes, at: (20, 20), desktop)
         let after = try report(world)
         let counted = xstealSeconds(after) - xstealSeconds(before)
         #expect(counted > played - 2, "the game over her notes counted \(counted) s of \(played) s")
