@@ -540,8 +540,9 @@ public final class X11FocusWatch {
 private final class StallWatch: Sendable {
     private struct State {
         var waitingSince: ContinuousClock.Instant?
-        /// What the scheduler told when the wait began.
+        /// What the scheduler told when the wait began (read at `sampledAt`).
         var before: [RunQueueWait.Thread] = []
+        var sampledAt: ContinuousClock.Instant?
         var armed = false
         /// The watchdog fired since the last report.
         var stalled = false
@@ -561,10 +562,16 @@ private final class StallWatch: Sendable {
     }
 
     /// A request is made: what the scheduler tells of the threads now is returned.
-    func begin() -> [RunQueueWait.Thread] {
-        let before = scheduler.sample(states: false)
+    /// A reading younger than `reuse` stands for the next request's start (a look asks a dozen
+    /// things in a row: three files read for each would double what a switch costs); it can
+    /// explain at most that much more of a wait than was spent in it, per thread.
+    func begin(reuse: Duration = .milliseconds(5)) -> [RunQueueWait.Thread] {
+        let now = ContinuousClock.now
+        let recent = state.withLock { state in state.sampledAt.map { now - $0 < reuse } == true ? state.before : nil }
+        let before = recent ?? scheduler.sample(states: false)
         let arm = state.withLock { state -> Bool in
             state.waitingSince = .now
+            if recent == nil { state.sampledAt = now }
             state.before = before
             defer { state.armed = true }
             return !state.armed
