@@ -76,6 +76,30 @@ struct LoginIntegrationTests {
         return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
     }
 
+    /// An Xvfb of the child's on a display number no other test has, up and listening. Tests run
+    /// side by side and take numbers too: one taken between the look and the start makes this
+    /// Xvfb exit, and then another number is tried.
+    private func startXvfb(_ world: AgentWorld, environment: [String] = []) throws -> Int32 {
+        try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
+        chmod("/tmp/.X11-unix", 0o1777)
+        func taken(_ number: Int) -> Bool {
+            Files.exists("/tmp/.X11-unix/X\(number)") || Files.exists("/tmp/.X\(number)-lock")
+        }
+        for _ in 0..<5 {
+            var number = Int.random(in: 7000...7900)
+            while taken(number) { number = Int.random(in: 7000...7900) }
+            let pid = try world.launch(
+                as: world.child, "/usr/bin/Xvfb", [":\(number)", "-nolisten", "tcp"], environment: environment)
+            let listening = eventually { Files.exists("/tmp/.X11-unix/X\(number)") || kill(pid, 0) != 0 }
+            // Still there a moment after the socket appeared: the socket is its own.
+            Thread.sleep(forTimeInterval: 0.3)
+            if listening, kill(pid, 0) == 0, world.processState(pid) != "Z" { return pid }
+            kill(pid, SIGKILL)
+            _ = world.wait(pid, seconds: 5)
+        }
+        throw WorldError("no Xvfb of the child's came up in five tries")
+    }
+
     private func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
     @Test func downtimeWithNoLoginRefusesTheChildsLoginLocksItsOpenSessionAndAGrantLiftsIt() throws {
@@ -241,11 +265,8 @@ struct LoginIntegrationTests {
         defer { world.tearDown() }
         #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
         let home = try world.childDirectory()
-        let display = Int.random(in: 200...900)
-        let server = try world.launch(as: world.child, "/usr/bin/Xvfb", [":\(display)", "-nolisten", "tcp"])
-        let preloading = try world.launch(
-            as: world.child, "/usr/bin/Xvfb", [":\(display + 1)", "-nolisten", "tcp"],
-            environment: ["LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6"])
+        let server = try startXvfb(world)
+        let preloading = try startXvfb(world, environment: ["LD_PRELOAD=/lib/x86_64-linux-gnu/libm.so.6"])
         try world.giveChild(copyOf: "/bin/sleep", at: home + "/Xvfb")
         let copy = try world.launch(as: world.child, home + "/Xvfb", ["600"])
         let mounted = try world.launch(
@@ -261,7 +282,9 @@ struct LoginIntegrationTests {
             (preloading, "a display server preloading the child's code"), (copy, "a copy named Xvfb"),
             (mounted, "a program mounted over sway's path"),
         ] {
-            #expect(eventually { world.isFrozen(pid) }, "\(what) runs on while locked")
+            #expect(
+                eventually { world.isFrozen(pid) },
+                "\(what) runs on while locked (state \(world.processState(pid).map { String($0) } ?? "gone"))")
         }
         Thread.sleep(forTimeInterval: 1)
         #expect(!world.isFrozen(server), "the system's Xvfb draws the lock")
