@@ -82,12 +82,8 @@ struct LoginIntegrationTests {
     private func startXvfb(_ world: AgentWorld, environment: [String] = []) throws -> Int32 {
         try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
         chmod("/tmp/.X11-unix", 0o1777)
-        func taken(_ number: Int) -> Bool {
-            Files.exists("/tmp/.X11-unix/X\(number)") || Files.exists("/tmp/.X\(number)-lock")
-        }
         for _ in 0..<5 {
-            var number = Int.random(in: 7000...7900)
-            while taken(number) { number = Int.random(in: 7000...7900) }
+            let number = XDesktop.freeNumber(in: 7000...7900)
             let pid = try world.launch(
                 as: world.child, "/usr/bin/Xvfb", [":\(number)", "-nolisten", "tcp"], environment: environment)
             let listening = eventually { Files.exists("/tmp/.X11-unix/X\(number)") || kill(pid, 0) != 0 }

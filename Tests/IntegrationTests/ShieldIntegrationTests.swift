@@ -51,6 +51,37 @@ struct ShieldIntegrationTests {
         return found.stdout.split(separator: "\n").first.map(String.init)
     }
 
+    /// Makes a dialog the active window and waits until the server sends it the keyboard (a
+    /// window made active is not yet given the keys: typed at once, they went elsewhere, and a
+    /// picker never ended), and a moment for the toolkit to take the focus in.
+    private func giveKeyboard(_ desktop: XDesktop, to window: String) throws {
+        _ = try desktop.runXdotool(["windowactivate", "--sync", window])
+        #expect(
+            eventually(5) {
+                (try? desktop.runXdotool(["getwindowfocus"]))?.stdout
+                    .trimmingCharacters(in: .whitespacesAndNewlines) == window
+            }, "the dialog never got the keyboard")
+        Thread.sleep(forTimeInterval: 0.3)
+    }
+
+    /// What a dialog that did not end was doing: whether its window is still shown, and the
+    /// states of the process and its children.
+    private func stuck(_ pid: Int32, _ desktop: XDesktop, titled title: String) -> String {
+        var lines = ["window still shown: \(window(desktop, titled: title) != nil)"]
+        let children = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in children {
+            guard let child = Int32(entry),
+                let status = try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)
+            else { continue }
+            let fields = status.split(separator: "\n")
+            guard child == pid || fields.contains("PPid:\t\(pid)") else { continue }
+            let wanted = fields.filter { $0.hasPrefix("Name") || $0.hasPrefix("State") }
+            let channel = (try? String(contentsOfFile: "/proc/\(child)/wchan", encoding: .utf8)) ?? "?"
+            lines.append("pid \(child): \(wanted.joined(separator: ", ")), waiting in \(channel)")
+        }
+        return lines.joined(separator: "; ")
+    }
+
     /// A screenshot of the display as PNG; and how many distinct colours the window's part has.
     private func screenshot(_ desktop: XDesktop, to path: String) throws -> Int {
         let shot = try run(
@@ -127,7 +158,7 @@ struct ShieldIntegrationTests {
             }, "the report names \(named)")
         // OK (Enter on the focused primary button) closes it; the app stays frozen.
         let id = try #require(shown)
-        _ = try desktop.runXdotool(["windowactivate", "--sync", id])
+        try giveKeyboard(desktop, to: id)
         _ = try desktop.runXdotool(["key", "--clearmodifiers", "Return"])
         #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") == nil })
         #expect(world.isFrozen(counter))
@@ -246,7 +277,7 @@ struct ShieldIntegrationTests {
             eventually(5) {
                 shown = window(desktop, titled: "Counter Game is shielded"); return shown != nil
             })
-        _ = try desktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        try giveKeyboard(desktop, to: try #require(shown))
         _ = try desktop.runXdotool(["key", "--clearmodifiers", "Return"])
         #expect(eventually(5) { notes(installed, "action").contains("primaryButtonPressed") })
         Thread.sleep(forTimeInterval: 1)
@@ -256,7 +287,7 @@ struct ShieldIntegrationTests {
         let closing = try installed.script("closes", "cat > /dev/null; echo close")
         #expect(
             try world.cli(as: world.guardian, "shield-config", "--user", world.child, "--action", closing).status == 0)
-        _ = try desktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        try giveKeyboard(desktop, to: try #require(shown))
         _ = try desktop.runXdotool(["key", "--clearmodifiers", "Return"])
         #expect(world.wait(counter, seconds: 10) != nil, "the app was not closed")
         #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") == nil })
@@ -277,7 +308,7 @@ struct ShieldIntegrationTests {
                 shown = window(desktop, titled: "Counter Game is shielded"); return shown != nil
             })
         // The child asks from the shield: Tab to the secondary button, Enter.
-        _ = try desktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        try giveKeyboard(desktop, to: try #require(shown))
         _ = try desktop.runXdotool(["key", "--clearmodifiers", "Tab", "Return"])
         func requests(_ user: String?) throws -> [TimeRequestReport] {
             let result = try world.cli(as: user, "requests", "--json")
@@ -372,7 +403,7 @@ struct ShieldIntegrationTests {
             })
         let owner = try run("/usr/bin/pgrep", ["-u", world.guardian, "-f", "screentime-shield"])
         #expect(owner.status == 0, "the guardian's window is not the guardian's")
-        _ = try guardianDesktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        try giveKeyboard(guardianDesktop, to: try #require(shown))
         _ = try guardianDesktop.runXdotool(["key", "--clearmodifiers", "Return"])
         #expect(eventually(5) { !world.isFrozen(counter) }, "granted from the guardian's window")
         let listed = try world.cli(as: world.guardian, "requests")
@@ -531,7 +562,7 @@ struct ShieldIntegrationTests {
             eventually(10) {
                 shown = window(guardianDesktop, titled: title); return shown != nil
             })
-        _ = try guardianDesktop.runXdotool(["windowactivate", "--sync", try #require(shown)])
+        try giveKeyboard(guardianDesktop, to: try #require(shown))
         for keys in [
             ["type", "--delay", "30", "counter"], ["key", "Tab", "space", "Tab"],
             ["type", "--delay", "30", "youtube.com"], ["key", "Return", "ctrl+Return"],
@@ -544,7 +575,7 @@ struct ShieldIntegrationTests {
         let waitErrno = errno
         #expect(
             pickerEnded == 0,
-            "after \(Date().timeIntervalSince(waitStart)) s errno \(waitErrno): \((try? String(contentsOfFile: "/proc/\(picker)/status", encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("State") || $0.hasPrefix("PPid") } ?? [])"
+            "after \(Date().timeIntervalSince(waitStart)) s errno \(waitErrno): \(stuck(picker, guardianDesktop, titled: title))"
         )
         if pickerEnded == nil {
             _ = try? screenshot(guardianDesktop, to: world.directory + "/picker.png")
@@ -582,7 +613,7 @@ struct ShieldIntegrationTests {
                 eventually(10) {
                     dialog = window(desktop, titled: "A guardian must approve"); return dialog != nil
                 })
-            _ = try desktop.runXdotool(["windowactivate", "--sync", try #require(dialog)])
+            try giveKeyboard(desktop, to: try #require(dialog))
             for key in keys.split(separator: ["then"]) { _ = try desktop.runXdotool(Array(key)) }
             let begun = Date()
             let status = world.wait(approving, seconds: 10)
@@ -593,7 +624,7 @@ struct ShieldIntegrationTests {
                     _ = try? run("/bin/cp", [world.directory + "/approve.png", keep + "/approve-stuck.png"])
                 }
                 Issue.record(
-                    "after \(Date().timeIntervalSince(begun)) s errno \(waitErrno): \((try? String(contentsOfFile: "/proc/\(approving)/status", encoding: .utf8))?.split(separator: "\n").filter { $0.hasPrefix("State") || $0.hasPrefix("PPid") || $0.hasPrefix("Name") } ?? [])"
+                    "after \(Date().timeIntervalSince(begun)) s errno \(waitErrno): \(stuck(approving, desktop, titled: "A guardian must approve"))"
                 )
             }
             return status
