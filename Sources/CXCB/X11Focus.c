@@ -35,9 +35,27 @@ struct cxcb_session {
     /// somewhere no watched window names (the root window, or a window not watched yet).
     xcb_window_t grab_window;
     int grab_elsewhere;
-    /// XInput 2's major opcode, once its raw button presses are selected (0: not read).
+    /// XInput 2's major opcode, once its raw button presses (and motion) are selected (0: not read).
     uint8_t xi_opcode;
 };
+
+/// Asks XInput 2 for the raw button presses (and wheel turns) of every master device, and their
+/// raw motion when `motion`.
+static void select_raw(cxcb_session *session, int motion) {
+    struct {
+        xcb_input_event_mask_t head;
+        uint32_t mask;
+    } raw = {{.deviceid = XCB_INPUT_DEVICE_ALL_MASTER, .mask_len = 1},
+             XCB_INPUT_XI_EVENT_MASK_RAW_BUTTON_PRESS | (motion ? XCB_INPUT_XI_EVENT_MASK_RAW_MOTION : 0)};
+    xcb_input_xi_select_events(session->connection, session->root, 1, &raw.head);
+}
+
+int cxcb_watch_motion(cxcb_session *session, int on) {
+    if (session->xi_opcode == 0) return 0;
+    select_raw(session, on);
+    xcb_flush(session->connection);
+    return xcb_connection_has_error(session->connection) ? -1 : 1;
+}
 
 static xcb_atom_t intern(xcb_connection_t *connection, const char *name) {
     xcb_intern_atom_reply_t *reply =
@@ -286,13 +304,8 @@ int cxcb_watch(cxcb_session *session, uint32_t idle_ms) {
         xcb_input_xi_query_version_reply_t *version =
             xcb_input_xi_query_version_reply(connection, xcb_input_xi_query_version(connection, 2, 2), NULL);
         if (version && version->major_version >= 2) {
-            struct {
-                xcb_input_event_mask_t head;
-                uint32_t mask;
-            } raw = {{.deviceid = XCB_INPUT_DEVICE_ALL_MASTER, .mask_len = 1},
-                     XCB_INPUT_XI_EVENT_MASK_RAW_BUTTON_PRESS};
-            xcb_input_xi_select_events(connection, session->root, 1, &raw.head);
             session->xi_opcode = xi->major_opcode;
+            select_raw(session, 1);
         }
         free(version);
     }
@@ -401,6 +414,8 @@ static int drain(cxcb_session *session, int queued_only) {
             xcb_ge_generic_event_t *generic = (xcb_ge_generic_event_t *)event;
             if (generic->extension == session->xi_opcode && generic->event_type == XCB_INPUT_RAW_BUTTON_PRESS)
                 seen |= CXCB_POINTER_USED;
+            if (generic->extension == session->xi_opcode && generic->event_type == XCB_INPUT_RAW_MOTION)
+                seen |= CXCB_POINTER_MOVED;
         } else if (session->idle_counter != XCB_NONE && type == session->sync_first_event + XCB_SYNC_ALARM_NOTIFY) {
             // The alarm says only that something changed: what the counter itself says now is
             // believed (a client of the child's may have pointed the alarm elsewhere); one sent

@@ -294,8 +294,16 @@ public final class X11FocusWatch {
         var idleCheckedAt = ContinuousClock.now
         // Until when the window under the pointer counts (a button or wheel used lately).
         var clickedUntil: ContinuousClock.Instant?
+        // The pointer's motion is heard once a second at most: the first move stops the hearing
+        // until `motionBackAt`. A move heard in two seconds running (moving, not passing by)
+        // makes the window under the pointer count until `movedUntil`.
+        var hearsMotion = true
+        var motionBackAt: ContinuousClock.Instant?
+        var lastMoved: ContinuousClock.Instant?
+        var movedUntil: ContinuousClock.Instant?
         func look(settled: Bool) -> (windows: [Window], conservative: Bool)? {
-            let pointer = clickedUntil.map { ContinuousClock.now < $0 } == true
+            let now = ContinuousClock.now
+            let pointer = clickedUntil.map { now < $0 } == true || movedUntil.map { now < $0 } == true
             return asking { inFront(settled: settled, pointer: pointer) }
         }
         if let front = look(settled: false) { show(front) } else { noneSince = .now }
@@ -316,7 +324,7 @@ public final class X11FocusWatch {
                 let left = Int32(max(0, (idleCheckedAt + Self.idleRecheck - .now).milliseconds))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
-            if let until = clickedUntil {
+            for until in [clickedUntil, movedUntil, motionBackAt].compactMap({ $0 }) {
                 let left = Int32(max(0, (until - .now).milliseconds))
                 timeout = timeout < 0 ? left : min(timeout, left)
             }
@@ -366,6 +374,26 @@ public final class X11FocusWatch {
                 clickedUntil = nil
                 owed = true
             }
+            if seen & Int32(CXCB_POINTER_MOVED) != 0, hearsMotion {
+                let now = ContinuousClock.now
+                if asking(answers: false, { cxcb_watch_motion(session, 0) }) > 0 {
+                    hearsMotion = false
+                    motionBackAt = now + Self.motionSample
+                }
+                if let last = lastMoved, now - last <= Self.motionSample * 2.5 {
+                    movedUntil = now + Self.motionHold
+                    owed = true
+                }
+                lastMoved = now
+            } else if let back = motionBackAt, ContinuousClock.now >= back {
+                motionBackAt = nil
+                hearsMotion = asking(answers: false, { cxcb_watch_motion(session, 1) }) > 0
+            }
+            if let until = movedUntil, ContinuousClock.now >= until {
+                // The pointer stopped: what is under it no longer counts.
+                movedUntil = nil
+                owed = true
+            }
             let changes = Int32(
                 CXCB_ACTIVE_WINDOW_CHANGED | CXCB_SUPPORT_CHANGED | CXCB_WINDOWS_CHANGED | CXCB_POINTER_USED)
             if seen & changes != 0 || waiting.hasStall { owed = true }
@@ -394,12 +422,17 @@ public final class X11FocusWatch {
 
     /// How long the window under the pointer counts after a button or wheel was used there.
     static let pointerHold = Duration.seconds(10)
+
+    /// How often the pointer's motion is heard at most, and how long the window under a moving
+    /// pointer counts after the last move heard.
+    static let motionSample = Duration.seconds(1)
+    static let motionHold = Duration.milliseconds(2500)
     private var pointerHold: Duration { Self.pointerHold }
 
     /// What is in front now; nil when no window is active and that has not lasted (`settled`).
-    /// `pointer`: a button or wheel was used lately, and the window under the pointer is in use
-    /// too (one that never takes the keyboard, shown beside the active one, is played with the
-    /// mouse).
+    /// `pointer`: a button or wheel was used lately, or the pointer kept moving, and the window
+    /// under the pointer is in use too (one that never takes the keyboard, shown beside the
+    /// active one, is played with the mouse).
     private func inFront(settled: Bool, pointer: Bool) -> (windows: [Window], conservative: Bool)? {
         if readsFocus {
             let active = cxcb_active_window(session)

@@ -302,7 +302,7 @@ struct UsageIntegrationTests {
         let home = try world.childDirectory()
         let real = (0..<16).map { _ in UInt8.random(in: 0...255) }
         let decoy = (0..<16).map { _ in UInt8.random(in: 0...255) }
-        let number = Int.random(in: 4100...4900)
+        let number = XDesktop.freeNumber()
         // The server's file is root's (as a display manager's): the agent does not read it for a
         // server the child runs. The child's own file puts a decoy for another host first.
         let serverFile = world.directory + "/serverauth"
@@ -515,7 +515,7 @@ struct UsageIntegrationTests {
         let world = try world()
         defer { world.tearDown() }
         let cookie = (0..<16).map { _ in UInt8.random(in: 0...255) }
-        let number = Int.random(in: 4100...4900)
+        let number = XDesktop.freeNumber()
         let serverFile = world.directory + "/serverauth"
         try xauthority([(ProcessInfo.processInfo.hostName, number, cookie)]).write(to: URL(fileURLWithPath: serverFile))
         chmod(serverFile, 0o600)
@@ -569,8 +569,7 @@ struct UsageIntegrationTests {
         let world = try world()
         defer { world.tearDown() }
         try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
-        var number = Int.random(in: 4100...4900)
-        while Files.exists("/tmp/.X11-unix/X\(number)") { number = Int.random(in: 4100...4900) }
+        let number = XDesktop.freeNumber()
         let server = try world.launch(
             as: world.child, "/usr/bin/Xvfb", [":\(number)", "-screen", "0", "800x600x24", "-nolisten", "tcp"])
         defer {
@@ -596,7 +595,7 @@ struct UsageIntegrationTests {
     @Test func anXServerInTheChildsOwnPidNamespaceStillCounts() throws {
         let world = try world()
         defer { world.tearDown() }
-        let number = Int.random(in: 4100...4900)
+        let number = XDesktop.freeNumber()
         try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
         let script = world.directory + "/inside.sh"
         try """
@@ -638,7 +637,7 @@ struct UsageIntegrationTests {
         let sibling = try world.makeUser("stsib")
         let result = try world.cli(as: world.guardian, "authorize", "--child", sibling)
         #expect(result.status == 0, "\(result.stderr)")
-        let number = Int.random(in: 4100...4900)
+        let number = XDesktop.freeNumber()
         // The child names the sibling's display number first, and again and again.
         let squat = try world.launch(
             as: world.child, "/bin/sh", ["-c", "while true; do env DISPLAY=:\(number) /bin/true; sleep 0.2; done"])
@@ -904,6 +903,67 @@ struct UsageIntegrationTests {
         }
     }
 
+    /// Her game in a window that never takes the keyboard, played by moving the mouse alone (no
+    /// button, no wheel) while her notes stay active: the window under a pointer that keeps
+    /// moving counts, from its second second of moving on, and no more 2.5 s after it stops;
+    /// passing over it on the way back to the notes, now and then, counts nothing.
+    @Test func aWindowPlayedByMovingTheMouseAloneCounts() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try openNotes(on: &desktop, world)
+        try desktop.open(as: world.child, game, ["60", "no-focus"])
+        #expect(eventually { desktop.window("XSteal") != nil })
+        let window = try #require(desktop.window("XSteal"))
+        let notes = try #require(desktop.window("XMessage"))
+        Thread.sleep(forTimeInterval: 1)
+        // Steering: the pointer moved over the game ten times a second, in a small square (as a
+        // mouse moves it: relative motion; an absolute `mousemove` warps the pointer, which no
+        // device does and XInput 2 tells no raw motion of).
+        _ = try desktop.runXdotool(["mousemove", "--window", window, "60", "60"])
+        let before = try report(world)
+        let start = Date()
+        var step = 0
+        while Date() < start.addingTimeInterval(8) {
+            let (dx, dy) = [(8, 0), (0, 8), (-8, 0), (0, -8)][step % 4]
+            step += 1
+            let moved = try desktop.runXdotool(["mousemove_relative", "--", "\(dx)", "\(dy)"])
+            #expect(moved.status == 0, "xdotool mousemove_relative: \(moved.stderr)")
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        let played = Date().timeIntervalSince(start)
+        let after = try report(world)
+        let active = try desktop.runXdotool(["getactivewindow"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(active == notes, "the window manager made \(active) active, not the notes (\(notes))")
+        let counted = xstealSeconds(after) - xstealSeconds(before)
+        #expect(counted > played - 3, "the game played by moving the mouse counted \(counted) s of \(played) s")
+        // Still over it, not moving: counted no more once 2.5 s passed.
+        Thread.sleep(forTimeInterval: 3.5)
+        let still = try report(world)
+        Thread.sleep(forTimeInterval: 4)
+        let stillLater = try report(world)
+        #expect(
+            xstealSeconds(stillLater) - xstealSeconds(still) < 0.5,
+            "the game under a pointer at rest counted \(xstealSeconds(stillLater) - xstealSeconds(still)) s of 4 s")
+        // Passing over it now and then: across it and back onto the notes, every 3.5 s.
+        _ = try desktop.runXdotool(["mousemove", "--window", notes, "10", "10"])
+        Thread.sleep(forTimeInterval: 3.5)
+        let passing = try report(world)
+        for _ in 0..<3 {
+            _ = try desktop.runXdotool(["mousemove", "--window", window, "40", "40", "mousemove_relative", "2", "2"])
+            Thread.sleep(forTimeInterval: 0.2)
+            _ = try desktop.runXdotool(["mousemove", "--window", notes, "10", "10", "mousemove_relative", "1", "1"])
+            Thread.sleep(forTimeInterval: 3.5)
+        }
+        let passed = try report(world)
+        #expect(
+            xstealSeconds(passed) - xstealSeconds(passing) < 0.5,
+            "passing over the game counted \(xstealSeconds(passed) - xstealSeconds(passing)) s")
+        #expect(seconds(passed, "org.example.Notes") - seconds(passing, "org.example.Notes") > 8)
+    }
+
     /// Her game in a window over everything that lets every click through (its input shape
     /// empty), the clicks landing on her notes below: what shows where she clicks counts.
     @Test func aWindowClicksGoThroughCountsWhereItShows() throws {
@@ -1135,7 +1195,7 @@ struct UsageIntegrationTests {
     @Test func aCompositorWhoseSocketWasRenamedStillCountsItsClients() throws {
         let world = try world()
         defer { world.tearDown() }
-        var desktop = try KWinDesktop(world: world, user: world.child)
+        let desktop = try KWinDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         let moved = try run(
             "/usr/bin/setpriv",
@@ -2138,6 +2198,16 @@ struct XDesktop {
     let world: AgentWorld
     let display: Int
     private var pids: [Int32] = []
+
+    /// A display number in `range` no server has now (tests running beside this one take
+    /// numbers too; a test that must know its number before the server starts takes one here).
+    static func freeNumber(in range: ClosedRange<Int> = 4100...4900) -> Int {
+        var number = Int.random(in: range)
+        while Files.exists("/tmp/.X11-unix/X\(number)") || Files.exists("/tmp/.X\(number)-lock") {
+            number = Int.random(in: range)
+        }
+        return number
+    }
 
     /// What the desktop's clients get besides `DISPLAY` (an `XAUTHORITY`, an `LD_PRELOAD`).
     var environment: [String] = []

@@ -25,6 +25,8 @@ enum {
     /// A pointer button was pressed or a wheel turned (XInput 2's raw event): see
     /// `cxcb_window_under_pointer`.
     CXCB_POINTER_USED = 64,
+    /// The pointer moved (XInput 2's raw event), while `cxcb_watch_motion` has it heard.
+    CXCB_POINTER_MOVED = 128,
 };
 
 /// Speaks X11 through a relay over a copy of `fd` (a connected socket; the caller keeps and closes
@@ -52,6 +54,11 @@ int cxcb_watch(cxcb_session *session, uint32_t idle_ms);
 
 /// Whether the window manager announces `_NET_ACTIVE_WINDOW` now (a round trip).
 int cxcb_reads_focus(cxcb_session *session);
+
+/// Hears the pointer's raw motion from now on (`on` 1) or no more (0): a mouse moves a thousand
+/// times a second, and the caller listens for the first move of each second only. Buttons and
+/// wheels stay heard. Returns -1 on a connection error, 0 when the server has no XInput 2.
+int cxcb_watch_motion(cxcb_session *session, int on);
 
 /// Whether the idle alarm is set up (the server has SYNC's IDLETIME).
 int cxcb_has_idle_alarm(const cxcb_session *session);
