@@ -2,7 +2,7 @@
 // focus change reaches the agent's X11 watch (events: `_NET_ACTIVE_WINDOW` PropertyNotify)
 // beside ActivityWatch's way (aw-watcher-window reads the active window once a second), both
 // watching the same display in the same run; and what each costs its thread in wakeups and CPU
-// with the session idle for a minute and with a focus change every 100 ms.
+// with the session idle for a minute, with a focus change every 100 ms, and with the pointer moving.
 import Foundation
 import Glibc
 import LinuxSupport
@@ -179,6 +179,22 @@ func focusBenchmark(display name: String, windows: [UInt32]) throws {
         for round in 0..<100 {
             switcher.requestActivation(windows[round % 2])
             Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+    // A mouse moved all along: the watch hears the first move of each second only.
+    measure("the pointer moving every 10 ms for 10 s (XTest relative motion: raw events, as a mouse's)", { _ in "" }) {
+        var arguments: [String] = []
+        for step in 0..<1000 {
+            arguments += ["mousemove_relative", "--", step % 2 == 0 ? "3" : "-3", "0", "sleep", "0.01"]
+        }
+        let mover = Process()
+        mover.executableURL = URL(fileURLWithPath: "/usr/bin/xdotool")
+        mover.arguments = arguments
+        do {
+            try mover.run()
+            mover.waitUntilExit()
+        } catch {
+            print("  (xdotool did not run: \(error))")
         }
     }
     stop.raise()

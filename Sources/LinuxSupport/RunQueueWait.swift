@@ -8,13 +8,35 @@ import Glibc
 /// that served another client alone (a grab) slept meanwhile, or worked for that client. A late
 /// answer is taken as a grab only for the part of its lateness these waits do not explain.
 public struct RunQueueWait: Sendable {
-    /// The threads (a process's id and the thread's).
-    public var threads: [(pid: Int32, tid: Int32)]
+    /// The threads (a process's id and the thread's); `others`: another user's (a server the
+    /// child runs), whose wait is believed only while it is scheduled as its system started it.
+    public var threads: [(pid: Int32, tid: Int32, others: Bool)]
     let root: String
+    let cgroupRoot: String
+    let online: Int
 
-    public init(threads: [(pid: Int32, tid: Int32)], root: String = "/proc") {
+    public init(
+        threads: [(pid: Int32, tid: Int32, others: Bool)], root: String = "/proc",
+        cgroupRoot: String = "/sys/fs/cgroup", online: Int = RunQueueWait.ownProcessors()
+    ) {
         self.threads = threads
         self.root = root
+        self.cgroupRoot = cgroupRoot
+        self.online = online
+    }
+
+    /// How many processors the calling thread may run on (the machine's, unless the agent itself
+    /// was confined: a container's cpuset confines the server alike).
+    public static func ownProcessors() -> Int {
+        allowedProcessors(contents("/proc/thread-self/status", limit: 4096)) ?? 1
+    }
+
+    /// The count of `Cpus_allowed_list` in a `status` file.
+    static func allowedProcessors(_ status: [UInt8]?) -> Int? {
+        guard let status else { return nil }
+        let key = "Cpus_allowed_list:"
+        return String(decoding: status, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix(key) }
+            .flatMap { countCPUs(String($0.dropFirst(key.count))) }
     }
 
     public struct Thread: Sendable, Equatable {
@@ -22,11 +44,14 @@ public struct RunQueueWait: Sendable {
         public var waited: Duration
         /// Ready to run (or running) when read.
         public var ready: Bool
+        /// Its owner made it wait on purpose (see `slowedOnPurpose`): its wait explains nothing.
+        public var slowed = false
     }
 
     /// One reading per thread, in order (a thread that cannot be read: all zero, not ready);
-    /// whether each is ready is read only when `states`.
-    public func sample(states: Bool = true) -> [Thread] {
+    /// whether each is ready is read only when `states`, and whether another user's thread was
+    /// slowed on purpose only when `settings` (a late answer is judged: not for every request).
+    public func sample(states: Bool = true, settings: Bool = false) -> [Thread] {
         threads.map { thread in
             guard thread.tid > 0 else { return Thread(ran: .zero, waited: .zero, ready: false) }
             let base = "\(root)/\(thread.pid)/task/\(thread.tid)/"
@@ -34,28 +59,65 @@ public struct RunQueueWait: Sendable {
             let state = states ? Self.contents(base + "stat").flatMap(Self.parseState) : nil
             return Thread(
                 ran: .nanoseconds(figures?.ran ?? 0), waited: .nanoseconds(figures?.waited ?? 0),
-                ready: state == UInt8(ascii: "R"))
+                ready: state == UInt8(ascii: "R"),
+                slowed: settings && thread.others && slowedOnPurpose(pid: thread.pid, tid: thread.tid))
         }
     }
 
     /// How long, between two samples, the threads together waited for a processor (as far as
-    /// the kernel has counted: a wait still going on is counted once the thread runs).
+    /// the kernel has counted: a wait still going on is counted once the thread runs); a thread
+    /// slowed on purpose adds nothing.
     public static func waited(from before: [Thread], to after: [Thread]) -> Duration {
-        zip(before, after).reduce(.zero) { sum, pair in sum + max(.zero, pair.1.waited - pair.0.waited) }
+        zip(before, after).reduce(.zero) { sum, pair in
+            pair.1.slowed ? sum : sum + max(.zero, pair.1.waited - pair.0.waited)
+        }
     }
 
     /// Whether a thread is ready to run now and ran for less than a quarter of `over` since
     /// `before`: it is kept waiting (or works so little that what it is asked waits for the
-    /// processor, not for it).
+    /// processor, not for it). Not a thread slowed on purpose.
     public static func starving(from before: [Thread], to after: [Thread], over: Duration) -> Bool {
-        zip(before, after).contains { was, now in now.ready && now.ran - was.ran < over / 4 }
+        zip(before, after).contains { was, now in !now.slowed && now.ready && now.ran - was.ran < over / 4 }
     }
 
-    static func contents(_ path: String) -> [UInt8]? {
+    /// Whether the thread's owner made it wait for a processor on purpose, as a child does to
+    /// pass a grab of her server off as a busy machine: a nice above 0 (the thread's, or its
+    /// session's autogroup's), the batch or idle policy, fewer processors allowed than the
+    /// machine has online (an affinity or a cpuset), or a control group of a user's above it (a
+    /// delegated one, whose share and limits its owner sets). Unreadable counts as slowed. The
+    /// processors allowed are compared with the agent's own (`online`).
+    public func slowedOnPurpose(pid: Int32, tid: Int32) -> Bool {
+        let base = "\(root)/\(pid)/task/\(tid)/"
+        guard let schedule = Self.contents(base + "stat").flatMap(Self.parseSchedule), schedule.nice <= 0,
+            schedule.policy != 3, schedule.policy != 5,
+            let allowed = Self.allowedProcessors(Self.contents(base + "status", limit: 4096)), allowed >= online
+        else { return true }
+        if let group = Self.contents("\(root)/\(pid)/autogroup").map({ String(decoding: $0, as: UTF8.self) }),
+            let nice = group.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
+            nice > 0
+        {
+            return true
+        }
+        if let cgroups = Self.contents(base + "cgroup", limit: 4096).map({ String(decoding: $0, as: UTF8.self) }),
+            let line = cgroups.split(separator: "\n").first(where: { $0.hasPrefix("0::/") })
+        {
+            var path = ""
+            for part in line.dropFirst(3).split(separator: "/") {
+                guard part != "..", part != "." else { return true }
+                path += "/" + part
+                var status = stat()
+                guard stat(cgroupRoot + path, &status) == 0 else { return true }
+                if status.st_uid != 0 { return true }
+            }
+        }
+        return false
+    }
+
+    static func contents(_ path: String, limit: Int = 1024) -> [UInt8]? {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1024)
+        var buffer = [UInt8](repeating: 0, count: limit)
         let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
         return Array(buffer[..<count])
@@ -76,6 +138,31 @@ public struct RunQueueWait: Sendable {
             bytes[close + 1] == 0x20
         else { return nil }
         return bytes[close + 2]
+    }
+
+    /// The nice value (field 19) and the scheduling policy (field 41) of a `stat` line, counted
+    /// after the name's last `)`.
+    static func parseSchedule(_ bytes: [UInt8]) -> (nice: Int64, policy: Int64)? {
+        guard let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        let fields = bytes[(close + 1)...].split(whereSeparator: { $0 == 0x20 || $0 == 0x0A })
+        // fields[0] is field 3 (the state).
+        guard fields.count > 38, let policy = number(fields[38]) else { return nil }
+        let field = fields[16]
+        let nice = field.first == UInt8(ascii: "-") ? number(field.dropFirst()).map { -$0 } : number(field)
+        return nice.map { ($0, policy) }
+    }
+
+    /// How many processors a list names (`0-3,6,8-9`); nil for anything else.
+    static func countCPUs(_ list: String) -> Int? {
+        var count = 0
+        for range in list.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",") {
+            let ends = range.split(separator: "-", omittingEmptySubsequences: false)
+            guard (1...2).contains(ends.count), let low = number(ends[0].utf8), let high = number(ends.last!.utf8),
+                low <= high, high < 1 << 16
+            else { return nil }
+            count += Int(high - low + 1)
+        }
+        return count > 0 ? count : nil
     }
 
     static func number(_ digits: some Collection<UInt8>) -> Int64? {

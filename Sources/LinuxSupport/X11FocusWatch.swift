@@ -226,7 +226,8 @@ public final class X11FocusWatch {
         // The server's main thread, the relay's and this one: a wait for an answer that they
         // spent ready to run and kept from a processor (a busy machine) is no grab.
         let scheduler = RunQueueWait(threads: [
-            (server.pid, server.pid), (getpid(), cxcb_relay_thread(session)), (getpid(), screentime_thread_id()),
+            (server.pid, server.pid, true), (getpid(), cxcb_relay_thread(session), false),
+            (getpid(), screentime_thread_id(), false),
         ])
         let waiting = StallWatch(after: stallAfter, scheduler: scheduler, tell: stalled)
         var answeredAt = ContinuousClock.now
@@ -248,7 +249,8 @@ public final class X11FocusWatch {
                 let now = ContinuousClock.now
                 if answers { answeredAt = now }
                 if timed, now - began >= heldAfter,
-                    now - began - RunQueueWait.waited(from: before, to: scheduler.sample(states: false)) >= heldAfter
+                    now - began - RunQueueWait.waited(from: before, to: scheduler.sample(states: false, settings: true))
+                        >= heldAfter
                 {
                     held = (held?.from ?? began, now)
                     suspectUntil = now + suspicion
@@ -295,8 +297,9 @@ public final class X11FocusWatch {
         // Until when the window under the pointer counts (a button or wheel used lately).
         var clickedUntil: ContinuousClock.Instant?
         // The pointer's motion is heard once a second at most: the first move stops the hearing
-        // until `motionBackAt`. A move heard in two seconds running (moving, not passing by)
-        // makes the window under the pointer count until `movedUntil`.
+        // until `motionBackAt`. A move heard within `motionTogether` of the last one heard
+        // (moving on, in bursts or not; not passing by) makes the window under the pointer count
+        // until `movedUntil`.
         var hearsMotion = true
         var motionBackAt: ContinuousClock.Instant?
         var lastMoved: ContinuousClock.Instant?
@@ -380,7 +383,7 @@ public final class X11FocusWatch {
                     hearsMotion = false
                     motionBackAt = now + Self.motionSample
                 }
-                if let last = lastMoved, now - last <= Self.motionSample * 2.5 {
+                if let last = lastMoved, now - last <= Self.motionTogether {
                     movedUntil = now + Self.motionHold
                     owed = true
                 }
@@ -427,6 +430,9 @@ public final class X11FocusWatch {
     /// pointer counts after the last move heard.
     static let motionSample = Duration.seconds(1)
     static let motionHold = Duration.milliseconds(2500)
+    /// Two moves heard this close are play (a burst of a second and a pause of 1.7 s, over and
+    /// over, as an attack played, hears a move every 2.7 s); farther apart, passing by.
+    static let motionTogether = Duration.seconds(4)
     private var pointerHold: Duration { Self.pointerHold }
 
     /// What is in front now; nil when no window is active and that has not lasted (`settled`).
@@ -619,7 +625,7 @@ private final class StallWatch: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(max(1, delay.milliseconds)))) {
             [self] in
             enum Next { case idle, again(Duration), stall }
-            let now = scheduler.sample()
+            let now = scheduler.sample(settings: true)
             let next = state.withLock { state -> Next in
                 guard let since = state.waitingSince else {
                     state.armed = false

@@ -854,6 +854,46 @@ struct UsageIntegrationTests {
         #expect(try world.status(of: world.child).sessions?.first?.inFrontName == "Notes")
     }
 
+    /// The same game with its grabs passed off as a busy machine (an attack on the installed
+    /// agent did it): she pins her own server to one processor, renices it to 19 and runs a busy
+    /// loop of hers there, and the game keeps the server drawing inside each grab, so that it never
+    /// sleeps while the agent waits. Her server's wait for the processor is of her making and
+    /// explains nothing: the game counts (0 s before).
+    @Test func herGameGrabbingTheServerBehindABusyMachineOfHerMakingCounts() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try openNotes(on: &desktop, world)
+        let server = try #require(desktop.serverPID)
+        let processor = RunQueueWait.ownProcessors() > 1 ? "1" : "0"
+        // As the child, each on her own processes.
+        for (program, arguments) in [
+            ("/usr/bin/taskset", ["-a", "-p", "-c", processor, "\(server)"]),
+            ("/usr/bin/renice", ["-n", "19", "-p", "\(server)"]),
+        ] {
+            let done = try run(
+                "/usr/bin/setpriv",
+                ["--reuid=\(world.child)", "--regid=users", "--init-groups", "--", program] + arguments)
+            #expect(done.status == 0, "\(program): \(done.stderr)")
+        }
+        let hog = try world.launch(
+            as: world.child, "/usr/bin/taskset", ["-c", processor, "/bin/sh", "-c", "while :; do :; done"])
+        defer {
+            kill(hog, SIGKILL)
+            _ = world.wait(hog, seconds: 5)
+        }
+        let before = try report(world)
+        try desktop.open(as: world.child, game, ["12", "grab-server-bursts-busy"])
+        Thread.sleep(forTimeInterval: 14)
+        kill(hog, SIGKILL)
+        let after = try report(world)
+        let played = xstealSeconds(after) - xstealSeconds(before)
+        // 12 s in bursts from 0.5 s: about 10 s inside grabs.
+        #expect(played > 6, "the game grabbing her slowed server counted \(played) s of about 10 s")
+    }
+
     /// Her game in a window the window manager keeps above the others and never gives the keyboard
     /// (WM_HINTS input false), played with the mouse beside the notes, which stay active: the
     /// window under the pointer counts while a button is used there, and no more 10 s after; also
@@ -905,8 +945,9 @@ struct UsageIntegrationTests {
 
     /// Her game in a window that never takes the keyboard, played by moving the mouse alone (no
     /// button, no wheel) while her notes stay active: the window under a pointer that keeps
-    /// moving counts, from its second second of moving on, and no more 2.5 s after it stops;
-    /// passing over it on the way back to the notes, now and then, counts nothing.
+    /// moving counts, from its second second of moving on, and no more 2.5 s after it stops; so
+    /// does play in bursts (a second of moves, 1.7 s still, as an attack played); passing over
+    /// it on the way back to the notes now and then (every 5 s) counts nothing.
     @Test func aWindowPlayedByMovingTheMouseAloneCounts() throws {
         let world = try world()
         defer { world.tearDown() }
@@ -914,7 +955,7 @@ struct UsageIntegrationTests {
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
-        try desktop.open(as: world.child, game, ["60", "no-focus"])
+        try desktop.open(as: world.child, game, ["90", "no-focus"])
         #expect(eventually { desktop.window("XSteal") != nil })
         let window = try #require(desktop.window("XSteal"))
         let notes = try #require(desktop.window("XMessage"))
@@ -947,21 +988,38 @@ struct UsageIntegrationTests {
         #expect(
             xstealSeconds(stillLater) - xstealSeconds(still) < 0.5,
             "the game under a pointer at rest counted \(xstealSeconds(stillLater) - xstealSeconds(still)) s of 4 s")
-        // Passing over it now and then: across it and back onto the notes, every 3.5 s.
+        // Bursts: a second of moves, 1.7 s still, four times.
+        let bursting = try report(world)
+        let burstStart = Date()
+        for _ in 0..<4 {
+            let burst = Date()
+            var step = 0
+            while Date() < burst.addingTimeInterval(1) {
+                let (dx, dy) = [(8, 0), (0, 8), (-8, 0), (0, -8)][step % 4]
+                step += 1
+                _ = try desktop.runXdotool(["mousemove_relative", "--", "\(dx)", "\(dy)"])
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            Thread.sleep(forTimeInterval: 1.7)
+        }
+        let burstTime = Date().timeIntervalSince(burstStart)
+        let burstCount = xstealSeconds(try report(world)) - xstealSeconds(bursting)
+        #expect(burstCount > burstTime - 4, "the game played in bursts counted \(burstCount) s of \(burstTime) s")
+        // Passing over it now and then: across it and back onto the notes, every 5 s.
         _ = try desktop.runXdotool(["mousemove", "--window", notes, "10", "10"])
-        Thread.sleep(forTimeInterval: 3.5)
+        Thread.sleep(forTimeInterval: 5)
         let passing = try report(world)
         for _ in 0..<3 {
             _ = try desktop.runXdotool(["mousemove", "--window", window, "40", "40", "mousemove_relative", "2", "2"])
             Thread.sleep(forTimeInterval: 0.2)
             _ = try desktop.runXdotool(["mousemove", "--window", notes, "10", "10", "mousemove_relative", "1", "1"])
-            Thread.sleep(forTimeInterval: 3.5)
+            Thread.sleep(forTimeInterval: 5)
         }
         let passed = try report(world)
         #expect(
             xstealSeconds(passed) - xstealSeconds(passing) < 0.5,
             "passing over the game counted \(xstealSeconds(passed) - xstealSeconds(passing)) s")
-        #expect(seconds(passed, "org.example.Notes") - seconds(passing, "org.example.Notes") > 8)
+        #expect(seconds(passed, "org.example.Notes") - seconds(passing, "org.example.Notes") > 12)
     }
 
     /// Her game in a window over everything that lets every click through (its input shape
@@ -2198,6 +2256,9 @@ struct XDesktop {
     let world: AgentWorld
     let display: Int
     private var pids: [Int32] = []
+
+    /// The desktop's Xvfb (the first program it started).
+    var serverPID: Int32? { pids.first }
 
     /// A display number in `range` no server has now (tests running beside this one take
     /// numbers too; a test that must know its number before the server starts takes one here).

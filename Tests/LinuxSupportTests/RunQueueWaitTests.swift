@@ -24,7 +24,7 @@ import Testing
     }
 
     @Test func aThreadThatWorksRunsAndIsReadyAThreadThatIsGoneIsNothing() {
-        let scheduler = RunQueueWait(threads: [(getpid(), getpid()), (getpid(), 0), (getpid(), Int32.max)])
+        let scheduler = RunQueueWait(threads: [(getpid(), getpid(), false), (getpid(), 0, false), (getpid(), Int32.max, true)])
         let before = scheduler.sample()
         var sum = 0.0
         for value in 0..<3_000_000 { sum += sqrt(Double(value)) }
@@ -48,5 +48,118 @@ import Testing
         #expect(!RunQueueWait.starving(from: [was], to: [asleep], over: quarter * 4))
         let waited = RunQueueWait.Thread(ran: .seconds(1), waited: .seconds(3), ready: false)
         #expect(RunQueueWait.waited(from: [was, was], to: [waited, asleep]) == .seconds(1))
+    }
+
+    /// A `stat` line with `nice` in field 19 and `policy` in field 41 (the name chosen by the
+    /// thread, with a parenthesis and spaces of its own).
+    private func statLine(nice: Int, policy: Int) -> String {
+        var fields = (4...52).map { "\($0)" }
+        fields[19 - 4] = "\(nice)"
+        fields[41 - 4] = "\(policy)"
+        return "42 (X) 19 (v) S " + fields.joined(separator: " ") + "\n"
+    }
+
+    @Test func theNiceValueAndThePolicyFollowTheLastParenthesis() {
+        let parsed = RunQueueWait.parseSchedule(Array(statLine(nice: -5, policy: 3).utf8))
+        #expect(parsed?.nice == -5)
+        #expect(parsed?.policy == 3)
+        #expect(RunQueueWait.parseSchedule(Array("42 (x) S 1 2 3".utf8)) == nil)
+    }
+
+    @Test(arguments: [("0-1", 2), ("0", 1), ("0-3,6,8-9", 7), ("1,3\n", 2)])
+    func processorListsAreCounted(_ list: String, _ count: Int) {
+        #expect(RunQueueWait.countCPUs(list) == count)
+    }
+
+    @Test(arguments: ["", "a", "3-1", "1-", "-1", "0-99999999"])
+    func anythingElseIsNoProcessorList(_ list: String) {
+        #expect(RunQueueWait.countCPUs(list) == nil)
+    }
+
+    /// A tree standing for /proc and /sys/fs/cgroup: a server thread as the system started it,
+    /// then each way its owner can make it wait on purpose.
+    @Test func aServerSlowedOnPurposeIsToldApart() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("rqw-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        let task = base + "/proc/42/task/42"
+        try FileManager.default.createDirectory(atPath: task, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: base + "/cg/system.slice/display.scope", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: base + "/cg/user.slice/hers/game", withIntermediateDirectories: true)
+        chown(base + "/cg/user.slice/hers", 1000, 1000)
+        chown(base + "/cg/user.slice/hers/game", 1000, 1000)
+        func write(_ text: String, _ path: String) throws { try text.write(toFile: path, atomically: false, encoding: .utf8) }
+        func set(nice: Int = 0, policy: Int = 0, cpus: String = "0-3", group: Int = 0, cgroup: String = "/system.slice/display.scope") throws {
+            try write(statLine(nice: nice, policy: policy), task + "/stat")
+            try write("Name:\tXvfb\nCpus_allowed:\tf\nCpus_allowed_list:\t\(cpus)\nMems_allowed_list:\t0\n", task + "/status")
+            try write("/autogroup-7 nice \(group)\n", base + "/proc/42/autogroup")
+            try write("0::\(cgroup)\n", task + "/cgroup")
+        }
+        let scheduler = RunQueueWait(
+            threads: [(42, 42, true)], root: base + "/proc", cgroupRoot: base + "/cg", online: 4)
+        try set()
+        #expect(!scheduler.slowedOnPurpose(pid: 42, tid: 42), "as the system started it")
+        #expect(scheduler.sample(states: false, settings: true).first?.slowed == false)
+        try set(nice: -10)
+        #expect(!scheduler.slowedOnPurpose(pid: 42, tid: 42), "a server given more than its share")
+        for (what, change) in [
+            ("niced", { try set(nice: 12) }), ("batch", { try set(policy: 3) }), ("idle", { try set(policy: 5) }),
+            ("pinned", { try set(cpus: "1") }), ("a cpuset of two", { try set(cpus: "0,2") }),
+            ("its autogroup niced", { try set(group: 19) }),
+            ("a control group of hers", { try set(cgroup: "/user.slice/hers/game") }),
+            ("a control group path climbing out", { try set(cgroup: "/system.slice/../user.slice/hers") }),
+            ("a control group that is not there", { try set(cgroup: "/gone.slice") }),
+        ] as [(String, () throws -> Void)] {
+            try change()
+            #expect(scheduler.slowedOnPurpose(pid: 42, tid: 42), "\(what)")
+        }
+        try set(nice: 19)
+        let sampled = scheduler.sample(states: false, settings: true)
+        #expect(sampled.first?.slowed == true)
+        #expect(scheduler.sample(states: false).first?.slowed == false, "only read when asked")
+        unlink(task + "/stat")
+        #expect(scheduler.slowedOnPurpose(pid: 42, tid: 42), "unreadable")
+    }
+
+    /// What a slowed thread waited explains nothing, and it is not waited for as starving.
+    @Test func aSlowedThreadsWaitExplainsNothing() {
+        let was = RunQueueWait.Thread(ran: .seconds(1), waited: .seconds(2), ready: true)
+        var kept = RunQueueWait.Thread(ran: .seconds(1), waited: .seconds(3), ready: true)
+        #expect(RunQueueWait.waited(from: [was], to: [kept]) == .seconds(1))
+        #expect(RunQueueWait.starving(from: [was], to: [kept], over: .seconds(1)))
+        kept.slowed = true
+        #expect(RunQueueWait.waited(from: [was], to: [kept]) == .zero)
+        #expect(!RunQueueWait.starving(from: [was], to: [kept], over: .seconds(1)))
+    }
+
+    /// A real process of the test's: as started, then reniced, then pinned to one processor.
+    @Test func aRealProcessRenicedOrPinnedIsSlowed() throws {
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        try sleeper.run()
+        defer {
+            // SIGKILL: a child a swift-testing test starts inherits its blocked signals.
+            kill(sleeper.processIdentifier, SIGKILL)
+            sleeper.waitUntilExit()
+        }
+        let pid = sleeper.processIdentifier
+        let scheduler = RunQueueWait(threads: [(pid, pid, true)])
+        let inherited = scheduler.slowedOnPurpose(pid: pid, tid: pid)
+        // The test's own settings are inherited: judged as this process is.
+        #expect(inherited == scheduler.slowedOnPurpose(pid: getpid(), tid: getpid()))
+        #expect(setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(pid), 15) == 0)
+        #expect(scheduler.slowedOnPurpose(pid: pid, tid: pid))
+        if RunQueueWait.ownProcessors() > 1 {
+            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(pid), 0)
+            #expect(getuid() != 0 || scheduler.slowedOnPurpose(pid: pid, tid: pid) == inherited, "niced back")
+            let pin = Process()
+            pin.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+            pin.arguments = ["-p", "1", "\(pid)"]
+            pin.standardOutput = FileHandle.nullDevice
+            try pin.run()
+            pin.waitUntilExit()
+            #expect(pin.terminationStatus == 0)
+            #expect(scheduler.slowedOnPurpose(pid: pid, tid: pid), "pinned to one processor")
+        }
     }
 }

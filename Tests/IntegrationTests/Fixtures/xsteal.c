@@ -16,7 +16,7 @@
 // goes to it). With `see-through`, it is a window over everything whose input shape is empty: the
 // clicks go through to the window below, while it is what shows.
 // Usage: DISPLAY=:N xsteal SECONDS [pointer-root | grab | grab-root | grab-server |
-// grab-server-quiet | grab-server-bursts | no-focus | no-focus-grab | see-through]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
+// grab-server-quiet | grab-server-bursts | grab-server-bursts-busy | no-focus | no-focus-grab | see-through]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -103,7 +103,14 @@ int main(int argc, char **argv) {
     xcb_flush(connection);
     // Whatever the agent looks at when the window appears, it looks before the keyboard moves.
     pause_ms(500);
-    if (argc > 2 && strcmp(argv[2], "grab-server-bursts") == 0) {
+    if (argc > 2 && strncmp(argv[2], "grab-server-bursts", 18) == 0) {
+        // `grab-server-bursts-busy`: inside each grab the server is kept drawing for it (a batch
+        // of rectangles always queued), so that it never sleeps while the agent waits: with the
+        // server slowed by its owner, the whole wait looks like a busy machine's.
+        int busy = strcmp(argv[2], "grab-server-bursts-busy") == 0;
+        xcb_gcontext_t pen = xcb_generate_id(connection);
+        uint32_t white[] = {screen->white_pixel};
+        xcb_create_gc(connection, pen, window, XCB_GC_FOREGROUND, white);
         struct timespec start, now;
         clock_gettime(CLOCK_MONOTONIC, &start);
         do {
@@ -114,7 +121,29 @@ int main(int argc, char **argv) {
             xcb_grab_server(connection);
             xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, window, XCB_CURRENT_TIME);
             free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
-            pause_ms(850);
+            if (busy) {
+                struct timespec began, at;
+                clock_gettime(CLOCK_MONOTONIC, &began);
+                xcb_get_input_focus_cookie_t queued = xcb_get_input_focus(connection);
+                long spent = 0;
+                for (int round = 0; spent < 850; round++) {
+                    for (int i = 0; i < 200; i++) {
+                        xcb_rectangle_t square = {(int16_t)((round * 37 + i * 13) % 700), (int16_t)((i * 29) % 500),
+                                                  40, 40};
+                        xcb_poly_fill_rectangle(connection, window, pen, 1, &square);
+                    }
+                    // The next batch is sent before the last is answered: one always waits.
+                    xcb_get_input_focus_cookie_t next = xcb_get_input_focus(connection);
+                    xcb_flush(connection);
+                    free(xcb_get_input_focus_reply(connection, queued, NULL));
+                    queued = next;
+                    clock_gettime(CLOCK_MONOTONIC, &at);
+                    spent = (at.tv_sec - began.tv_sec) * 1000 + (at.tv_nsec - began.tv_nsec) / 1000000;
+                }
+                free(xcb_get_input_focus_reply(connection, queued, NULL));
+            } else {
+                pause_ms(850);
+            }
             xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, back, XCB_CURRENT_TIME);
             xcb_ungrab_server(connection);
             free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
