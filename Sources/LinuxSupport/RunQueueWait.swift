@@ -17,7 +17,8 @@ public struct RunQueueWait: Sendable {
 
     public init(
         threads: [(pid: Int32, tid: Int32, others: Bool)], root: String = "/proc",
-        cgroupRoot: String = "/sys/fs/cgroup", online: Int = RunQueueWait.ownProcessors()
+        cgroupRoot: String = FreezerCgroup.systemHierarchy(.v2) ?? "/sys/fs/cgroup",
+        online: Int = RunQueueWait.ownProcessors()
     ) {
         self.threads = threads
         self.root = root
