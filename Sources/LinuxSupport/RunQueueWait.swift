@@ -141,6 +141,41 @@ public struct RunQueueWait: Sendable {
         return bytes[close + 2]
     }
 
+    /// How long the machine's processors have sat idle in all (idle and iowait of the first line
+    /// of `/proc/stat`); nil when it cannot be read.
+    public func idleTime() -> Duration? {
+        guard let line = Self.contents("\(root)/stat", limit: 512)?.split(separator: 0x0A).first else { return nil }
+        let fields = line.split(separator: 0x20)
+        guard fields.count > 5, fields[0].elementsEqual("cpu".utf8), let idle = Self.number(fields[4]),
+            let iowait = Self.number(fields[5])
+        else { return nil }
+        let ticks = max(1, sysconf(Int32(_SC_CLK_TCK)))
+        return .milliseconds((idle + iowait) * 1000 / Int64(ticks))
+    }
+
+    /// What was seen of a wait while it lasted: whether another user's thread was slowed on
+    /// purpose at any look, and how long the processors sat idle from the first look on.
+    public struct Probe: Sendable, Equatable {
+        public var slowed = false
+        public var idleFrom: (at: ContinuousClock.Instant, idle: Duration)?
+
+        public init() {}
+
+        public static func == (a: Probe, b: Probe) -> Bool {
+            a.slowed == b.slowed && a.idleFrom?.at == b.idleFrom?.at && a.idleFrom?.idle == b.idleFrom?.idle
+        }
+
+        /// Whether the threads' waits for a processor may explain the wait: nothing was slowed on
+        /// purpose, and no processor sat idle for a quarter of the time since the first look (a
+        /// thread waits while a processor is idle only when it may not run there: pinned, or its
+        /// share cut; the scheduler moves waiting work to an idle processor within milliseconds).
+        public func excuses(idleNow: Duration?, at now: ContinuousClock.Instant = .now) -> Bool {
+            guard !slowed else { return false }
+            guard let from = idleFrom, let idleNow, now - from.at >= .milliseconds(50) else { return true }
+            return (idleNow - from.idle) < (now - from.at) / 4
+        }
+    }
+
     /// The nice value (field 19) and the scheduling policy (field 41) of a `stat` line, counted
     /// after the name's last `)`.
     static func parseSchedule(_ bytes: [UInt8]) -> (nice: Int64, policy: Int64)? {

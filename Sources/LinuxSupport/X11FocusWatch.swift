@@ -229,7 +229,7 @@ public final class X11FocusWatch {
             (server.pid, server.pid, true), (getpid(), cxcb_relay_thread(session), false),
             (getpid(), screentime_thread_id(), false),
         ])
-        let waiting = StallWatch(after: stallAfter, scheduler: scheduler, tell: stalled)
+        let waiting = StallWatch(after: stallAfter, probe: heldAfter, scheduler: scheduler, tell: stalled)
         var answeredAt = ContinuousClock.now
         // The requests answered late since the last report of it (from the first's start to
         // the last's answer), and until when the server is asked closely.
@@ -245,12 +245,16 @@ public final class X11FocusWatch {
             let began = ContinuousClock.now
             let before = waiting.begin()
             defer {
-                waiting.end()
+                let probe = waiting.end()
                 let now = ContinuousClock.now
                 if answers { answeredAt = now }
+                // A late answer's wait for a processor is no grab, unless the server was slowed on
+                // purpose (at the end, or at a look while it lasted) or a processor sat idle.
                 if timed, now - began >= heldAfter,
-                    now - began - RunQueueWait.waited(from: before, to: scheduler.sample(states: false, settings: true))
-                        >= heldAfter
+                    now - began
+                        - (probe.excuses(idleNow: scheduler.idleTime())
+                            ? RunQueueWait.waited(from: before, to: scheduler.sample(states: false, settings: true))
+                            : .zero) >= heldAfter
                 {
                     held = (held?.from ?? began, now)
                     suspectUntil = now + suspicion
@@ -298,12 +302,15 @@ public final class X11FocusWatch {
         var clickedUntil: ContinuousClock.Instant?
         // The pointer's motion is heard once a second at most: the first move stops the hearing
         // until `motionBackAt`. A move heard within `motionTogether` of the last one heard
-        // (moving on, in bursts or not; not passing by) makes the window under the pointer count
+        // (moving on, in bursts or not; not passing by), or the pointer still over the window it
+        // moved over when the hearing comes back, makes the window under the pointer count
         // until `movedUntil`.
         var hearsMotion = true
         var motionBackAt: ContinuousClock.Instant?
         var lastMoved: ContinuousClock.Instant?
         var movedUntil: ContinuousClock.Instant?
+        // The window under the pointer at the last move heard.
+        var movedFrom: UInt32 = 0
         func look(settled: Bool) -> (windows: [Window], conservative: Bool)? {
             let now = ContinuousClock.now
             let pointer = clickedUntil.map { now < $0 } == true || movedUntil.map { now < $0 } == true
@@ -388,9 +395,17 @@ public final class X11FocusWatch {
                     owed = true
                 }
                 lastMoved = now
+                movedFrom = asking { cxcb_window_under_pointer(session) }
             } else if let back = motionBackAt, ContinuousClock.now >= back {
                 motionBackAt = nil
                 hearsMotion = asking(answers: false, { cxcb_watch_motion(session, 1) }) > 0
+                // Still over the window it was moving over a second ago: moved there, not passing
+                // by (a burst of play is over before the hearing is back).
+                if movedFrom != 0, asking({ cxcb_window_under_pointer(session) }) == movedFrom {
+                    movedUntil = ContinuousClock.now + Self.motionHold
+                    owed = true
+                }
+                movedFrom = 0
             }
             if let until = movedUntil, ContinuousClock.now >= until {
                 // The pointer stopped: what is under it no longer counts.
@@ -582,20 +597,27 @@ private final class StallWatch: Sendable {
         /// What the scheduler told when the wait began (read at `sampledAt`).
         var before: [RunQueueWait.Thread] = []
         var sampledAt: ContinuousClock.Instant?
+        /// What the looks at the server during this wait saw.
+        var probe = RunQueueWait.Probe()
         var armed = false
         /// The watchdog fired since the last report.
         var stalled = false
     }
     private let state = Mutex(State())
     private let limit: Duration
+    private let probeAfter: Duration
     private let scheduler: RunQueueWait
     private let told: @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void
 
+    /// `probe`: a wait that lasts this long is looked at, and again as often while it lasts: the
+    /// server's settings (a child slowing her server only while she grabs it, and setting it
+    /// back before letting go, is seen in the middle), and the processors' idle time.
     init(
-        after limit: Duration, scheduler: RunQueueWait,
+        after limit: Duration, probe: Duration, scheduler: RunQueueWait,
         tell: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void
     ) {
         self.limit = limit
+        probeAfter = probe
         self.scheduler = scheduler
         told = tell
     }
@@ -612,32 +634,51 @@ private final class StallWatch: Sendable {
             state.waitingSince = .now
             if recent == nil { state.sampledAt = now }
             state.before = before
+            state.probe = RunQueueWait.Probe()
             defer { state.armed = true }
             return !state.armed
         }
-        if arm { set(after: limit) }
+        if arm { set(after: probeAfter) }
         return before
     }
 
-    func end() { state.withLock { $0.waitingSince = nil } }
+    /// The request is answered: what was seen of its wait.
+    func end() -> RunQueueWait.Probe {
+        state.withLock { state in
+            state.waitingSince = nil
+            return state.probe
+        }
+    }
 
     private func set(after delay: Duration) {
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(max(1, delay.milliseconds)))) {
             [self] in
             enum Next { case idle, again(Duration), stall }
             let now = scheduler.sample(settings: true)
+            let idle = scheduler.idleTime()
             let next = state.withLock { state -> Next in
                 guard let since = state.waitingSince else {
                     state.armed = false
                     return .idle
                 }
-                let elapsed = ContinuousClock.now - since
+                let at = ContinuousClock.now
+                let elapsed = at - since
+                if elapsed >= probeAfter {
+                    if now.contains(where: \.slowed) { state.probe.slowed = true }
+                    if state.probe.idleFrom == nil, let idle { state.probe.idleFrom = (at, idle) }
+                }
                 // What the threads spent ready to run and kept from a processor does not count;
                 // nor does a wait while one of them is kept from it still (the kernel counts that
-                // wait once it runs): the machine is busy, the server grabbed by no one.
-                let waited = elapsed - RunQueueWait.waited(from: state.before, to: now)
-                if waited < limit { return .again(max(limit - waited, .milliseconds(50))) }
-                if RunQueueWait.starving(from: state.before, to: now, over: elapsed) {
+                // wait once it runs): the machine is busy, the server grabbed by no one. Unless
+                // the server was slowed on purpose, or a processor sat idle meanwhile.
+                let excused = state.probe.excuses(idleNow: idle, at: at)
+                let waited = elapsed - (excused ? RunQueueWait.waited(from: state.before, to: now) : .zero)
+                // Looked at again while it lasts: at `probeAfter` into it, then every `probeAfter`.
+                if waited < limit {
+                    let probeIn = elapsed < probeAfter ? probeAfter - elapsed : probeAfter
+                    return .again(max(min(limit - waited, probeIn), .milliseconds(20)))
+                }
+                if excused, RunQueueWait.starving(from: state.before, to: now, over: elapsed) {
                     return .again(.milliseconds(100))
                 }
                 // Told once per request that waits; the next request's wait is watched anew.

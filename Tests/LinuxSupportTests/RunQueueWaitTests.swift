@@ -162,4 +162,35 @@ import Testing
             #expect(scheduler.slowedOnPurpose(pid: pid, tid: pid), "pinned to one processor")
         }
     }
+
+    /// What a wait's looks saw decides whether its waits for a processor excuse it.
+    @Test func aWaitIsExcusedOnlyWithNothingSlowedAndNoProcessorIdle() {
+        let now = ContinuousClock.now
+        var probe = RunQueueWait.Probe()
+        #expect(probe.excuses(idleNow: .seconds(1), at: now), "nothing looked at")
+        probe.idleFrom = (now - .milliseconds(500), .seconds(1))
+        #expect(probe.excuses(idleNow: .seconds(1) + .milliseconds(10), at: now), "10 ms idle of 500")
+        #expect(!probe.excuses(idleNow: .seconds(1) + .milliseconds(400), at: now), "a processor idle most of it")
+        #expect(probe.excuses(idleNow: nil, at: now), "idle time unreadable")
+        probe.idleFrom = (now - .milliseconds(20), .seconds(1))
+        #expect(probe.excuses(idleNow: .seconds(2), at: now), "looked at too shortly to tell")
+        probe = RunQueueWait.Probe()
+        probe.slowed = true
+        #expect(!probe.excuses(idleNow: nil, at: now), "slowed at a look")
+    }
+
+    @Test func idleTimeIsIdleAndIOWaitOfTheFirstLine() throws {
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("rqw-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        let scheduler = RunQueueWait(threads: [], root: base)
+        #expect(scheduler.idleTime() == nil, "no file")
+        try "cpu  10 0 5 300 20 0 0 0 0 0\ncpu0 5 0 2 150 10 0 0 0 0 0\n".write(
+            toFile: base + "/stat", atomically: false, encoding: .utf8)
+        let ticks = Int64(sysconf(Int32(_SC_CLK_TCK)))
+        #expect(scheduler.idleTime() == .milliseconds(320 * 1000 / ticks))
+        try "intr 1 2 3\n".write(toFile: base + "/stat", atomically: false, encoding: .utf8)
+        #expect(scheduler.idleTime() == nil, "not a cpu line")
+        #expect(RunQueueWait(threads: []).idleTime() != nil, "this machine's")
+    }
 }

@@ -16,7 +16,10 @@
 // goes to it). With `see-through`, it is a window over everything whose input shape is empty: the
 // clicks go through to the window below, while it is what shows.
 // Usage: DISPLAY=:N xsteal SECONDS [pointer-root | grab | grab-root | grab-server |
-// grab-server-quiet | grab-server-bursts | grab-server-bursts-busy | no-focus | no-focus-grab | see-through]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
+// grab-server-quiet | grab-server-bursts | grab-server-bursts-busy | grab-server-bursts-busy-pin PID CPU | no-focus | no-focus-grab | see-through]   (exit 0 when done, 2: no display, 3: the keyboard could not be grabbed)
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -107,7 +110,16 @@ int main(int argc, char **argv) {
         // `grab-server-bursts-busy`: inside each grab the server is kept drawing for it (a batch
         // of rectangles always queued), so that it never sleeps while the agent waits: with the
         // server slowed by its owner, the whole wait looks like a busy machine's.
-        int busy = strcmp(argv[2], "grab-server-bursts-busy") == 0;
+        int busy = strncmp(argv[2], "grab-server-bursts-busy", 23) == 0;
+        // `grab-server-bursts-busy-pin PID CPU`: besides, inside each grab her server (PID) is
+        // pinned to CPU, where her busy loops run, and let go on every processor before the
+        // grab ends: slowed only while the agent waits, as it was when the wait began and ends.
+        pid_t server = argc > 4 && strcmp(argv[2], "grab-server-bursts-busy-pin") == 0 ? atoi(argv[3]) : 0;
+        int processor = argc > 4 ? atoi(argv[4]) : 0;
+        cpu_set_t everywhere, there;
+        CPU_ZERO(&there);
+        CPU_SET(processor, &there);
+        if (server > 0 && sched_getaffinity(server, sizeof everywhere, &everywhere) != 0) return 4;
         xcb_gcontext_t pen = xcb_generate_id(connection);
         uint32_t white[] = {screen->white_pixel};
         xcb_create_gc(connection, pen, window, XCB_GC_FOREGROUND, white);
@@ -121,6 +133,7 @@ int main(int argc, char **argv) {
             xcb_grab_server(connection);
             xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, window, XCB_CURRENT_TIME);
             free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
+            if (server > 0 && sched_setaffinity(server, sizeof there, &there) != 0) return 4;
             if (busy) {
                 struct timespec began, at;
                 clock_gettime(CLOCK_MONOTONIC, &began);
@@ -144,6 +157,7 @@ int main(int argc, char **argv) {
             } else {
                 pause_ms(850);
             }
+            if (server > 0 && sched_setaffinity(server, sizeof everywhere, &everywhere) != 0) return 4;
             xcb_set_input_focus(connection, XCB_INPUT_FOCUS_POINTER_ROOT, back, XCB_CURRENT_TIME);
             xcb_ungrab_server(connection);
             free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), NULL));
