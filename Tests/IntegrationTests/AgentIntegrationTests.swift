@@ -226,6 +226,30 @@ struct AgentIntegrationTests {
         #expect(try world.status(of: world.child).authorization.status == .denied)
     }
 
+    /// An account deleted without a revoke, and a new one given its uid (as useradd does): the
+    /// new account, once authorized, starts afresh; the old one's settings are not its own. The
+    /// same account authorized again keeps its settings.
+    @Test func aNewAccountOnADeletedOnesUIDStartsAfresh() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let old = try world.makeUser("stgone")
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", old).status == 0)
+        let shield = try world.cli(as: world.guardian, "shield", "--user", old, "--domain", "secret-diary.example")
+        #expect(shield.status == 0, "\(shield.stderr)")
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", old).status == 0)
+        #expect(try world.status(of: old).stores.count == 1, "authorized again: kept")
+        let uid = try UserDirectory().user(old).uid
+        try system("/usr/sbin/userdel", old)
+        let new = try world.makeUser("stnew", uid: uid)
+        let before = try world.cli(as: world.guardian, "status", "--user", new)
+        #expect(before.stdout.contains("secret-diary.example"), "before: the uid's record stands\n\(before.stdout)")
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", new).status == 0)
+        let after = try world.status(of: new)
+        #expect(after.stores.isEmpty, "the deleted account's store is the new one's: \(after.stores)")
+        #expect(after.authorization.user.name == new)
+        #expect(!(try world.cli(as: world.guardian, "status", "--user", new).stdout.contains("secret-diary")))
+    }
+
     @Test func acknowledgedChangesSurviveKill9() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

@@ -176,9 +176,11 @@ final class AgentWorld {
     }
 
     /// Makes an extra user (removed at tear-down), optionally in more groups.
-    func makeUser(_ name: String, groups: [String] = []) throws -> String {
+    func makeUser(_ name: String, groups: [String] = [], uid: UInt32? = nil) throws -> String {
         let user = "\(name)\(id)"
-        try system("/usr/sbin/useradd", "-M", "-N", "-s", "/bin/sh", user)
+        let arguments = ["-M", "-N", "-s", "/bin/sh"] + (uid.map { ["-u", "\($0)"] } ?? []) + [user]
+        let made = try run("/usr/sbin/useradd", arguments)
+        guard made.status == 0 else { throw WorldError("useradd \(arguments) failed: \(made.stderr)") }
         madeUsers.append(user)
         for group in groups { try system("/usr/sbin/usermod", "-aG", group, user) }
         return user

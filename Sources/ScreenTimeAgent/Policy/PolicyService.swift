@@ -250,11 +250,21 @@ public final class PolicyService: Sendable {
                 throw ScreenTimeIPCError(
                     .authorizationConflict, "\(account.name) is authorized as a child; only a guardian can change that")
             }
+            // The uid last held by another name: that account was deleted and this new one given
+            // its uid (useradd reuses the lowest free one). Nothing of the old one's is the new
+            // one's: its stores, usage and events go, as at a revoke.
+            let anotherAccount = existing.map { $0.userName != account.name } ?? false
             let record = StateDatabase.Authorization(
                 uid: account.uid, userName: account.name, member: request.member, status: .approved,
-                showNamesToChild: request.showNamesToChild ?? existing?.showNamesToChild ?? false, changedAt: Date(),
-                changedByUID: caller.account.uid)
-            try database.save(record)
+                showNamesToChild: request.showNamesToChild
+                    ?? (anotherAccount ? nil : existing?.showNamesToChild) ?? false,
+                changedAt: Date(), changedByUID: caller.account.uid)
+            try database.save(record, clearingStoresAndEvents: anotherAccount)
+            if anotherAccount, let existing {
+                logger.notice(
+                    "a new account on a deleted one's uid: the old account's settings and usage are removed",
+                    metadata: ["user": "\(account.name)", "uid": "\(account.uid)", "was": "\(existing.userName)"])
+            }
             enforce()
             logger.notice(
                 "authorized",
