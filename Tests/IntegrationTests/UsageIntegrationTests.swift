@@ -92,6 +92,39 @@ struct UsageIntegrationTests {
         report.applications.filter { $0.name?.hasPrefix("xsteal") == true }.map(\.seconds).reduce(0, +)
     }
 
+    /// The seconds her xsteal game counts while it runs with `arguments`, looked at 14 s after it
+    /// starts; `then` runs before the second report (busy loops stopped, not to slow it).
+    private func xstealPlayed(
+        _ arguments: [String], _ world: AgentWorld, _ desktop: inout XDesktop, then: () -> Void = {}
+    ) throws -> Double {
+        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
+        let before = try report(world)
+        try desktop.open(as: world.child, game, arguments)
+        Thread.sleep(forTimeInterval: 14)
+        then()
+        return xstealSeconds(try report(world)) - xstealSeconds(before)
+    }
+
+    /// Busy loops of hers, each held to `processor`: her machine made to look busy.
+    private struct BusyLoops {
+        let world: AgentWorld
+        private(set) var pids: [Int32] = []
+
+        init(_ count: Int, on processor: String, _ world: AgentWorld) throws {
+            self.world = world
+            for _ in 0..<count {
+                pids.append(
+                    try world.launch(
+                        as: world.child, "/usr/bin/taskset", ["-c", processor, "/bin/sh", "-c", "while :; do :; done"]))
+            }
+        }
+
+        func stop() {
+            for pid in pids { kill(pid, SIGKILL) }
+            for pid in pids { _ = world.wait(pid, seconds: 5) }
+        }
+    }
+
     private func report(_ world: AgentWorld, user: String? = nil) throws -> UsageReport {
         let result = try world.cli(as: world.guardian, "report", "--user", user ?? world.child, "--today", "--json")
         guard result.status == 0 else { throw WorldError("report: \(result.stderr)") }
@@ -844,16 +877,10 @@ struct UsageIntegrationTests {
     @Test func herGameGrabbingTheServerInBurstsCounts() throws {
         let world = try world()
         defer { world.tearDown() }
-        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
-        let before = try report(world)
-        try desktop.open(as: world.child, game, ["12", "grab-server-bursts"])
-        let start = Date()
-        Thread.sleep(until: start.addingTimeInterval(14))
-        let after = try report(world)
-        let played = xstealSeconds(after) - xstealSeconds(before)
+        let played = try xstealPlayed(["12", "grab-server-bursts"], world, &desktop)
         // 12 s in bursts from 0.5 s: about 10 s inside grabs.
         #expect(played > 6, "the game grabbing the server in bursts counted \(played) s of about 10 s")
         #expect(try world.status(of: world.child).sessions?.first?.inFrontName == "Notes")
@@ -867,7 +894,6 @@ struct UsageIntegrationTests {
     @Test func herGameGrabbingTheServerBehindABusyMachineOfHerMakingCounts() throws {
         let world = try world()
         defer { world.tearDown() }
-        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
@@ -883,18 +909,9 @@ struct UsageIntegrationTests {
                 ["--reuid=\(world.child)", "--regid=users", "--init-groups", "--", program] + arguments)
             #expect(done.status == 0, "\(program): \(done.stderr)")
         }
-        let hog = try world.launch(
-            as: world.child, "/usr/bin/taskset", ["-c", processor, "/bin/sh", "-c", "while :; do :; done"])
-        defer {
-            kill(hog, SIGKILL)
-            _ = world.wait(hog, seconds: 5)
-        }
-        let before = try report(world)
-        try desktop.open(as: world.child, game, ["12", "grab-server-bursts-busy"])
-        Thread.sleep(forTimeInterval: 14)
-        kill(hog, SIGKILL)
-        let after = try report(world)
-        let played = xstealSeconds(after) - xstealSeconds(before)
+        let loop = try BusyLoops(1, on: processor, world)
+        defer { loop.stop() }
+        let played = try xstealPlayed(["12", "grab-server-bursts-busy"], world, &desktop, then: loop.stop)
         // 12 s in bursts from 0.5 s: about 10 s inside grabs.
         #expect(played > 6, "the game grabbing her slowed server counted \(played) s of about 10 s")
     }
@@ -907,30 +924,17 @@ struct UsageIntegrationTests {
     @Test func herGameSlowingItsServerOnlyWhileItGrabsCounts() throws {
         let world = try world()
         defer { world.tearDown() }
-        let game = try world.compile("xsteal", libraries: ["xcb", "xcb-shape"])
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
         let server = try #require(desktop.serverPID)
         let processor = "\(max(0, RunQueueWait.ownProcessors() - 1))"
-        var hogs: [Int32] = []
-        defer {
-            for hog in hogs { kill(hog, SIGKILL) }
-            for hog in hogs { _ = world.wait(hog, seconds: 5) }
-        }
-        for _ in 0..<10 {
-            hogs.append(
-                try world.launch(
-                    as: world.child, "/usr/bin/taskset", ["-c", processor, "/bin/sh", "-c", "while :; do :; done"]))
-        }
-        let before = try report(world)
-        try desktop.open(as: world.child, game, ["12", "grab-server-bursts-busy-pin", "\(server)", processor])
-        Thread.sleep(forTimeInterval: 14)
-        for hog in hogs { kill(hog, SIGKILL) }
-        let after = try report(world)
+        let loops = try BusyLoops(10, on: processor, world)
+        defer { loops.stop() }
+        let played = try xstealPlayed(
+            ["12", "grab-server-bursts-busy-pin", "\(server)", processor], world, &desktop, then: loops.stop)
         let allowed = (try? String(contentsOfFile: "/proc/\(server)/status", encoding: .utf8))?
             .split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list") }
-        let played = xstealSeconds(after) - xstealSeconds(before)
         #expect(
             played > 6,
             "the game slowing its server while grabbing counted \(played) s of about 10 s (now \(allowed ?? "?"))")
