@@ -235,6 +235,11 @@ public final class X11FocusWatch {
         // the last's answer), and until when the server is asked closely.
         var held: (from: ContinuousClock.Instant, to: ContinuousClock.Instant)?
         var suspectUntil: ContinuousClock.Instant?
+        // Until when a wait is looked at from `heldAfter` into it (else from `stallAfter`): for
+        // `suspicion` after any late answer, excused or not, so that a child slowing her server
+        // only while she grabs it loses the excuse from her second grab on, and quick answers
+        // cost no look (a timer's wakeup) otherwise.
+        var probeUntil: ContinuousClock.Instant?
         // Every request with a reply goes through here: the watchdog tells `stalled` when one
         // has not been answered in time. (Taking events may ask the idle counter, or not: it
         // is watched, and is no answer.)
@@ -243,11 +248,12 @@ public final class X11FocusWatch {
         // waits through a grab as any other).
         func asking<T>(answers: Bool = true, timed: Bool = true, _ body: () -> T) -> T {
             let began = ContinuousClock.now
-            let before = waiting.begin()
+            let before = waiting.begin(closely: probeUntil.map { began < $0 } == true)
             defer {
                 let probe = waiting.end()
                 let now = ContinuousClock.now
                 if answers { answeredAt = now }
+                if timed, now - began >= heldAfter { probeUntil = now + suspicion }
                 // A late answer's wait for a processor is no grab, unless the server was slowed on
                 // purpose (at the end, or at a look while it lasted) or a processor sat idle.
                 if timed, now - began >= heldAfter,
@@ -589,8 +595,8 @@ public final class X11FocusWatch {
 }
 
 /// Whether a request of a watch has waited too long for the server: one watchdog at a time
-/// (its timer is set again for a request that began after it was set), so that a flood of
-/// events costs no timer each.
+/// (its timer is set again for a request that began after it was set, and replaced only by a
+/// nearer one), so that a flood of events costs no timer each.
 private final class StallWatch: Sendable {
     private struct State {
         var waitingSince: ContinuousClock.Instant?
@@ -599,7 +605,11 @@ private final class StallWatch: Sendable {
         var sampledAt: ContinuousClock.Instant?
         /// What the looks at the server during this wait saw.
         var probe = RunQueueWait.Probe()
-        var armed = false
+        /// Whether this wait is looked at from `probeAfter` into it (else from `limit`).
+        var closely = false
+        /// When the watchdog's timer fires (nil: none is set). A timer that finds another
+        /// deadline here was replaced by a nearer one, and does nothing.
+        var deadline: ContinuousClock.Instant?
         /// The watchdog fired since the last report.
         var stalled = false
     }
@@ -609,9 +619,10 @@ private final class StallWatch: Sendable {
     private let scheduler: RunQueueWait
     private let told: @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void
 
-    /// `probe`: a wait that lasts this long is looked at, and again as often while it lasts: the
-    /// server's settings (a child slowing her server only while she grabs it, and setting it
-    /// back before letting go, is seen in the middle), and the processors' idle time.
+    /// `probe`: a wait watched closely that lasts this long is looked at, and again as often while
+    /// it lasts: the server's settings (a child slowing her server only while she grabs it, and
+    /// setting it back before letting go, is seen in the middle), and the processors' idle time.
+    /// Any other wait is looked at once it lasts `limit`.
     init(
         after limit: Duration, probe: Duration, scheduler: RunQueueWait,
         tell: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void
@@ -622,23 +633,27 @@ private final class StallWatch: Sendable {
         told = tell
     }
 
-    /// A request is made: what the scheduler tells of the threads now is returned.
+    /// A request is made (`closely`: watched from `probeAfter` into it): what the scheduler tells
+    /// of the threads now is returned.
     /// A reading younger than `reuse` stands for the next request's start (a look asks a dozen
     /// things in a row: three files read for each would double what a switch costs); it can
     /// explain at most that much more of a wait than was spent in it, per thread.
-    func begin(reuse: Duration = .milliseconds(5)) -> [RunQueueWait.Thread] {
+    func begin(closely: Bool, reuse: Duration = .milliseconds(5)) -> [RunQueueWait.Thread] {
         let now = ContinuousClock.now
         let recent = state.withLock { state in state.sampledAt.map { now - $0 < reuse } == true ? state.before : nil }
         let before = recent ?? scheduler.sample(states: false)
+        let wanted = now + (closely ? probeAfter : limit)
         let arm = state.withLock { state -> Bool in
             state.waitingSince = .now
             if recent == nil { state.sampledAt = now }
             state.before = before
             state.probe = RunQueueWait.Probe()
-            defer { state.armed = true }
-            return !state.armed
+            state.closely = closely
+            if let set = state.deadline, set <= wanted { return false }
+            state.deadline = wanted
+            return true
         }
-        if arm { set(after: probeAfter) }
+        if arm { set(at: wanted) }
         return before
     }
 
@@ -650,15 +665,18 @@ private final class StallWatch: Sendable {
         }
     }
 
-    private func set(after delay: Duration) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(max(1, delay.milliseconds)))) {
+    private func set(at deadline: ContinuousClock.Instant) {
+        let delay = max(deadline - ContinuousClock.now, .milliseconds(1))
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delay.milliseconds))) {
             [self] in
-            enum Next { case idle, again(Duration), stall }
+            enum Next { case idle, again(ContinuousClock.Instant), stall }
+            guard state.withLock({ $0.deadline == deadline }) else { return }
             let now = scheduler.sample(settings: true)
             let idle = scheduler.idleTime()
             let next = state.withLock { state -> Next in
+                guard state.deadline == deadline else { return .idle }
                 guard let since = state.waitingSince else {
-                    state.armed = false
+                    state.deadline = nil
                     return .idle
                 }
                 let at = ContinuousClock.now
@@ -673,23 +691,26 @@ private final class StallWatch: Sendable {
                 // the server was slowed on purpose, or a processor sat idle meanwhile.
                 let excused = state.probe.excuses(idleNow: idle, at: at)
                 let waited = elapsed - (excused ? RunQueueWait.waited(from: state.before, to: now) : .zero)
-                // Looked at again while it lasts: at `probeAfter` into it, then every `probeAfter`.
+                // Looked at again while it lasts: when watched closely, at `probeAfter` into it,
+                // then every `probeAfter`; else once it has waited `limit`.
                 if waited < limit {
-                    let probeIn = elapsed < probeAfter ? probeAfter - elapsed : probeAfter
-                    return .again(max(min(limit - waited, probeIn), .milliseconds(20)))
+                    let probeIn = !state.closely ? limit : elapsed < probeAfter ? probeAfter - elapsed : probeAfter
+                    state.deadline = at + max(min(limit - waited, probeIn), .milliseconds(20))
+                    return .again(state.deadline!)
                 }
                 if excused, RunQueueWait.starving(from: state.before, to: now, over: elapsed) {
-                    return .again(.milliseconds(100))
+                    state.deadline = at + .milliseconds(100)
+                    return .again(state.deadline!)
                 }
                 // Told once per request that waits; the next request's wait is watched anew.
-                state.armed = false
+                state.deadline = nil
                 state.waitingSince = nil
                 state.stalled = true
                 return .stall
             }
             switch next {
             case .idle: break
-            case .again(let left): set(after: left)
+            case .again(let next): set(at: next)
             case .stall: told { [self] in !hasStall }
             }
         }
