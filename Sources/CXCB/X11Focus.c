@@ -305,7 +305,9 @@ int cxcb_watch(cxcb_session *session, uint32_t idle_ms) {
             xcb_input_xi_query_version_reply(connection, xcb_input_xi_query_version(connection, 2, 2), NULL);
         if (version && version->major_version >= 2) {
             session->xi_opcode = xi->major_opcode;
-            select_raw(session, 1);
+            // Motion is heard only once someone watches (cxcb_watch_motion): a connection that
+            // only asks things would be sent every move of the mouse and read none of them.
+            select_raw(session, 0);
         }
         free(version);
     }

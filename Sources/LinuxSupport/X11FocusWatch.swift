@@ -310,13 +310,23 @@ public final class X11FocusWatch {
         // until `motionBackAt`. A move heard within `motionTogether` of the last one heard
         // (moving on, in bursts or not; not passing by), or the pointer still over the window it
         // moved over when the hearing comes back, makes the window under the pointer count
-        // until `movedUntil`.
-        var hearsMotion = true
+        // until `movedUntil`. What is in front is looked at again only when that starts, or the
+        // pointer is over another window than at the last look for it (a look asks some twenty
+        // things; a mouse moving on over the same game asks none of them).
         var motionBackAt: ContinuousClock.Instant?
         var lastMoved: ContinuousClock.Instant?
         var movedUntil: ContinuousClock.Instant?
-        // The window under the pointer at the last move heard.
+        // The window under the pointer at the last move heard, and at the last look for motion.
         var movedFrom: UInt32 = 0
+        var lookedUnder: UInt32 = 0
+        func moving(over window: UInt32, at now: ContinuousClock.Instant) {
+            if movedUntil.map({ now < $0 }) != true || window != lookedUnder {
+                lookedUnder = window
+                owed = true
+            }
+            movedUntil = now + Self.motionHold
+        }
+        var hearsMotion = asking(answers: false, { cxcb_watch_motion(session, 1) }) > 0
         func look(settled: Bool) -> (windows: [Window], conservative: Bool)? {
             let now = ContinuousClock.now
             let pointer = clickedUntil.map { now < $0 } == true || movedUntil.map { now < $0 } == true
@@ -396,20 +406,16 @@ public final class X11FocusWatch {
                     hearsMotion = false
                     motionBackAt = now + Self.motionSample
                 }
-                if let last = lastMoved, now - last <= Self.motionTogether {
-                    movedUntil = now + Self.motionHold
-                    owed = true
-                }
-                lastMoved = now
                 movedFrom = asking { cxcb_window_under_pointer(session) }
+                if let last = lastMoved, now - last <= Self.motionTogether { moving(over: movedFrom, at: now) }
+                lastMoved = now
             } else if let back = motionBackAt, ContinuousClock.now >= back {
                 motionBackAt = nil
                 hearsMotion = asking(answers: false, { cxcb_watch_motion(session, 1) }) > 0
                 // Still over the window it was moving over a second ago: moved there, not passing
                 // by (a burst of play is over before the hearing is back).
                 if movedFrom != 0, asking({ cxcb_window_under_pointer(session) }) == movedFrom {
-                    movedUntil = ContinuousClock.now + Self.motionHold
-                    owed = true
+                    moving(over: movedFrom, at: .now)
                 }
                 movedFrom = 0
             }
