@@ -74,7 +74,9 @@ struct UsageIntegrationTests {
 
     /// Clicks `window` at a point every half second for `seconds`, as a child playing with the
     /// mouse; returns how long that went on.
-    private func clickFor(_ seconds: Double, on window: String, at point: (Int, Int), _ desktop: XDesktop) throws
+    private func clickFor(
+        _ seconds: Double, on window: String, at point: (Int, Int), _ desktop: XDesktop
+    ) throws
         -> Double
     {
         let start = Date()
@@ -105,17 +107,18 @@ struct UsageIntegrationTests {
         return xstealSeconds(try report(world)) - xstealSeconds(before)
     }
 
-    /// Busy loops of hers, each held to `processor`: her machine made to look busy.
+    /// Busy loops of hers, each held to `processor` (nil: anywhere): her machine made to look busy.
     private struct BusyLoops {
         let world: AgentWorld
         private(set) var pids: [Int32] = []
 
-        init(_ count: Int, on processor: String, _ world: AgentWorld) throws {
+        init(_ count: Int, on processor: String?, _ world: AgentWorld) throws {
             self.world = world
+            let loop = ["/bin/sh", "-c", "while :; do :; done"]
             for _ in 0..<count {
-                pids.append(
-                    try world.launch(
-                        as: world.child, "/usr/bin/taskset", ["-c", processor, "/bin/sh", "-c", "while :; do :; done"]))
+                let (program, arguments) =
+                    processor.map { ("/usr/bin/taskset", ["-c", $0] + loop) } ?? (loop[0], Array(loop.dropFirst()))
+                pids.append(try world.launch(as: world.child, program, arguments))
             }
         }
 
@@ -914,6 +917,35 @@ struct UsageIntegrationTests {
         let played = try xstealPlayed(["12", "grab-server-bursts-busy"], world, &desktop, then: loop.stop)
         // 12 s in bursts from 0.5 s: about 10 s inside grabs.
         #expect(played > 6, "the game grabbing her slowed server counted \(played) s of about 10 s")
+    }
+
+    /// The same game, her server put by her under the idle or the batch scheduling policy (any
+    /// user may, on her own processes; an attack on the installed agent tried both) while a busy
+    /// loop of hers runs on each processor: under the idle policy the server runs only when nothing
+    /// else would, and its waits for a processor would pass for a busy machine. A thread under
+    /// either policy explains nothing: the game counts. (One policy at a time: the loops slow
+    /// every test running beside.)
+    @Test(.serialized, arguments: ["-i", "-b"])
+    func herGameBehindASchedulingPolicyOfHersCounts(policy: String) throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try openNotes(on: &desktop, world)
+        let server = try #require(desktop.serverPID)
+        let chrt = ["/usr/bin/chrt", policy, "-a", "-p", "0", "\(server)"]
+        let asHer = ["--reuid=\(world.child)", "--regid=users", "--init-groups", "--"]
+        let done = try run("/usr/bin/setpriv", asHer + chrt)
+        #expect(done.status == 0, "chrt \(policy): \(done.stderr)")
+        let set = (try? String(contentsOfFile: "/proc/\(server)/stat", encoding: .utf8))?.split(separator: ")").last?
+            .split(separator: " ")
+        // Field 41, the policy, counted after the name: 5 idle, 3 batch.
+        #expect(set.map { $0.count > 38 ? String($0[38]) : "" } == (policy == "-i" ? "5" : "3"))
+        let loops = try BusyLoops(RunQueueWait.ownProcessors(), on: nil, world)
+        defer { loops.stop() }
+        let played = try xstealPlayed(["12", "grab-server-bursts-busy"], world, &desktop, then: loops.stop)
+        // 12 s in bursts from 0.5 s: about 10 s inside grabs.
+        #expect(played > 6, "the game grabbing her server under chrt \(policy) counted \(played) s of about 10 s")
     }
 
     /// The same, her server slowed only while she grabs it (a second attack did it): inside each
