@@ -215,11 +215,12 @@ public final class X11FocusWatch {
     /// A request answered `heldAfter` or more after it was made is told as `answeredLate` (a client's
     /// grab shorter than `stallAfter`, made again and again, is seen so); for `suspicion` after
     /// that, the server is asked something every `closely`, so that grabs that go on are each
-    /// waited through.
+    /// waited through. For `probing` after any answer that came `heldAfter` late (excused as a
+    /// busy machine or not), a wait is looked at from `heldAfter` into it, else from `stallAfter`.
     public func run(
         stop: StopSignal, settle: Duration = .milliseconds(200), stallAfter: Duration = .seconds(1),
         heartbeat: Duration = .seconds(10), heldAfter: Duration = .milliseconds(100),
-        suspicion: Duration = .seconds(60), closely: Duration = .milliseconds(50),
+        suspicion: Duration = .seconds(60), closely: Duration = .milliseconds(50), probing: Duration = .seconds(600),
         stalled: @escaping @Sendable (_ answered: @escaping @Sendable () -> Bool) -> Void = { _ in },
         _ report: (Change) -> Void
     ) throws(SystemError) {
@@ -236,9 +237,10 @@ public final class X11FocusWatch {
         var held: (from: ContinuousClock.Instant, to: ContinuousClock.Instant)?
         var suspectUntil: ContinuousClock.Instant?
         // Until when a wait is looked at from `heldAfter` into it (else from `stallAfter`): for
-        // `suspicion` after any late answer, excused or not, so that a child slowing her server
-        // only while she grabs it loses the excuse from her second grab on, and quick answers
-        // cost no look (a timer's wakeup) otherwise.
+        // `probing` after any late answer, excused or not, so that a child slowing her server
+        // only while she grabs it loses the excuse from her second grab on (one grab under a
+        // second in ten minutes can pass), and quick answers cost no look (a timer's wakeup)
+        // while nothing was late.
         var probeUntil: ContinuousClock.Instant?
         // Every request with a reply goes through here: the watchdog tells `stalled` when one
         // has not been answered in time. (Taking events may ask the idle counter, or not: it
@@ -253,7 +255,7 @@ public final class X11FocusWatch {
                 let probe = waiting.end()
                 let now = ContinuousClock.now
                 if answers { answeredAt = now }
-                if timed, now - began >= heldAfter { probeUntil = now + suspicion }
+                if timed, now - began >= heldAfter { probeUntil = now + probing }
                 // A late answer's wait for a processor is no grab, unless the server was slowed on
                 // purpose (at the end, or at a look while it lasted) or a processor sat idle.
                 if timed, now - began >= heldAfter,
