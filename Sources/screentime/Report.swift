@@ -105,6 +105,15 @@ func readable(_ seconds: Double) -> String {
     return "\(rest) s"
 }
 
+/// Durations in the little room over a chart's bar: `44s`, `12m`, `1h05`.
+func compact(_ seconds: Double) -> String {
+    let whole = Int(seconds.rounded())
+    if whole < 60 { return "\(whole)s" }
+    let minutes = Int((seconds / 60).rounded())
+    if minutes < 60 { return "\(minutes)m" }
+    return "\(minutes / 60)h\(String(format: "%02d", minutes % 60))"
+}
+
 /// `screentime report` as text.
 struct ReportText {
     let report: UsageReport

@@ -69,7 +69,7 @@ struct UsageReportPage {
             """
     }
 
-    /// Bars of the segments' seconds, with a label under each and the minutes over each.
+    /// Bars of the segments' seconds, with a label under each and the time over each.
     private func barChart(
         _ segments: [UsageReport.Segment], label: (UsageReport.Segment) -> String, name: String
     )
@@ -95,7 +95,7 @@ struct UsageReportPage {
             svg += "\(readable(segment.seconds))</title></rect>\n"
             if segment.seconds >= 30 {
                 svg += "<text x=\(fixed(x + slot / 2)) y=\(fixed(y - 4)) font-size=\"11\" text-anchor=\"middle\" "
-                svg += "fill=\"currentColor\">\(Int((segment.seconds / 60).rounded()))m</text>\n"
+                svg += "fill=\"currentColor\">\(compact(segment.seconds))</text>\n"
             }
             svg += "<text x=\(fixed(x + slot / 2)) y=\(fixed(height - 6)) font-size=\"11\" text-anchor=\"middle\" "
             svg += "fill=\"currentColor\">\(escape(label(segment)))</text>\n"
