@@ -451,6 +451,13 @@ final class AgentWorld {
         return try decoder.decode(StatusReply.self, from: Data(result.stdout.utf8))
     }
 
+    /// Runs a program as a user to its end (`setpriv` with the user's groups, as the user's own
+    /// shell would run it).
+    func command(as user: String, _ program: String, _ arguments: [String]) throws -> CommandResult {
+        try run(
+            "/usr/bin/setpriv", ["--reuid=\(user)", "--regid=users", "--init-groups", "--", program] + arguments)
+    }
+
     /// Starts a program as a user (nil: root) and leaves it running; it is killed at tear-down.
     /// Returns its pid (`setpriv` execs the program, so the pid is the program's). Spawned with
     /// posix_spawn, not Foundation's `Process`, whose wait spins on a child that is frozen or

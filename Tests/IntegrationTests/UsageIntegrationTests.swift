@@ -907,9 +907,7 @@ struct UsageIntegrationTests {
             ("/usr/bin/taskset", ["-a", "-p", "-c", processor, "\(server)"]),
             ("/usr/bin/renice", ["-n", "19", "-p", "\(server)"]),
         ] {
-            let done = try run(
-                "/usr/bin/setpriv",
-                ["--reuid=\(world.child)", "--regid=users", "--init-groups", "--", program] + arguments)
+            let done = try world.command(as: world.child, program, arguments)
             #expect(done.status == 0, "\(program): \(done.stderr)")
         }
         let loop = try BusyLoops(1, on: processor, world)
@@ -933,9 +931,7 @@ struct UsageIntegrationTests {
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
         let server = try #require(desktop.serverPID)
-        let chrt = ["/usr/bin/chrt", policy, "-a", "-p", "0", "\(server)"]
-        let asHer = ["--reuid=\(world.child)", "--regid=users", "--init-groups", "--"]
-        let done = try run("/usr/bin/setpriv", asHer + chrt)
+        let done = try world.command(as: world.child, "/usr/bin/chrt", [policy, "-a", "-p", "0", "\(server)"])
         #expect(done.status == 0, "chrt \(policy): \(done.stderr)")
         let set = (try? String(contentsOfFile: "/proc/\(server)/stat", encoding: .utf8))?.split(separator: ")").last?
             .split(separator: " ")
@@ -1339,12 +1335,8 @@ struct UsageIntegrationTests {
         defer { world.tearDown() }
         let desktop = try KWinDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        let moved = try run(
-            "/usr/bin/setpriv",
-            [
-                "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/bin/mv",
-                desktop.runtime + "/wayland-kw", desktop.runtime + "/wayland-mv",
-            ])
+        let moved = try world.command(
+            as: world.child, "/bin/mv", [desktop.runtime + "/wayland-kw", desktop.runtime + "/wayland-mv"])
         #expect(moved.status == 0, "\(moved.stderr)")
         let shm = try world.launch(
             as: world.child, "/usr/bin/weston-simple-shm", [],
@@ -1578,10 +1570,10 @@ struct UsageIntegrationTests {
         let relay = try #require(
             (try run("/usr/bin/pgrep", ["-u", world.child, "-f", "focus-relay"])).stdout.split(separator: "\n").first
                 .flatMap { Int32($0) })
-        let taking = try run(
-            "/usr/bin/setpriv",
+        let taking = try world.command(
+            as: world.child, "/usr/bin/python3",
             [
-                "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/usr/bin/python3", "-c",
+                "-c",
                 "import ctypes, os, sys\nlibc = ctypes.CDLL(None, use_errno=True)\n"
                     + "pidfd = libc.syscall(434, int(sys.argv[1]), 0)\n"
                     + "fd = libc.syscall(438, pidfd, 3, 0)\n"
