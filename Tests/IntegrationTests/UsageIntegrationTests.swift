@@ -1873,6 +1873,34 @@ struct UsageIntegrationTests {
         #expect(counted > Date().timeIntervalSince(start) - 1, "\(counted) s counted")
     }
 
+    /// The clock stops at the last input also when what was in front was written meanwhile (a
+    /// checkpoint every 10 s, and every report, write an open span up to then): with the real
+    /// timeout of 5 minutes a child who walked away had those 5 minutes counted (a try by hand).
+    @Test func idleTakesBackWhatWasWrittenSinceTheLastInput() throws {
+        let world = try world(idleTimeout: 4)
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("ChildTerm")
+        try desktop.input()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        let before = seconds(try report(world), "org.example.Terminal")
+        let reported = Date()
+        try desktop.input()
+        let input = Date()
+        // 3 s after the last input, before the timeout: a report writes the open span.
+        Thread.sleep(until: input.addingTimeInterval(3))
+        let meanwhile = seconds(try report(world), "org.example.Terminal")
+        #expect(meanwhile > before + 2.5, "the open span written up to now: \(meanwhile - before) s")
+        #expect(try eventually(10) { try world.status(of: world.child).sessions?.first?.idle == true })
+        let after = seconds(try report(world), "org.example.Terminal")
+        let used = input.timeIntervalSince(reported)
+        #expect(after - before < used + 1, "\(after - before) s counted for \(used) s of use and 4 s idle")
+    }
+
     @Test func idleStopsTheClockAndARestartedServerIsReadAgain() throws {
         let world = try world(idleTimeout: 2)
         defer { world.tearDown() }

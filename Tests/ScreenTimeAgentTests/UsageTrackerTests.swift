@@ -55,6 +55,36 @@ import Testing
         #expect(row.end == row.start)
     }
 
+    @Test func anEndBeforeWhatWasWrittenWhileOpenTakesItBack() throws {
+        // A checkpoint wrote the open span up to a minute in; idle then ends it at the last
+        // input, 5 s in: the row ends there.
+        var state = try state()
+        UsageTracker.beginFront(&state, Self.key, [try application("org.example.Chess")])
+        let front = try #require(state.sessions[Self.key]?.front)
+        let serial = try #require(front.rows.first)
+        state.rows[serial]?.stored.end = front.startWall.addingTimeInterval(60)
+        UsageTracker.endFront(&state, Self.key, at: front.startClock + .seconds(5))
+        let row = try #require(rows(state).first)
+        #expect(row.end.timeIntervalSince(row.start) == 5)
+    }
+
+    @Test func aRowGrownAgainKeepsWhatItHadBefore() throws {
+        // The first stretch's row ends later than the second stretch starts (the wall clock set
+        // back between them): ending the second early takes nothing of the first's.
+        var state = try state()
+        let chess = try application("org.example.Chess")
+        UsageTracker.beginFront(&state, Self.key, [chess])
+        let first = try #require(state.sessions[Self.key]?.front?.rows.first)
+        UsageTracker.endFront(&state, Self.key, at: .now)
+        let had = try #require(state.rows[first]?.stored.end).addingTimeInterval(30)
+        state.rows[first]?.stored.end = had
+        UsageTracker.beginFront(&state, Self.key, [chess])
+        let front = try #require(state.sessions[Self.key]?.front)
+        #expect(front.rows == [first])
+        UsageTracker.endFront(&state, Self.key, at: front.startClock - .seconds(1))
+        #expect(state.rows[first]?.stored.end == had)
+    }
+
     @Test func theSameApplicationAgainWithinASecondGrowsItsRow() throws {
         var state = try state()
         let chess = try application("org.example.Chess")

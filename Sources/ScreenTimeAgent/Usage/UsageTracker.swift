@@ -168,6 +168,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         var startClock: SuspendingClock.Instant
         /// One row per application.
         var rows: [Int]
+        /// Each row's end when the span began (a row grown again keeps what it had).
+        var rowEnds: [Date] = []
 
         /// The wall-clock time `instant` is, counted from the span's start on the monotonic
         /// clock: setting the wall clock meanwhile changes nothing, and a suspend counts nothing.
@@ -1240,6 +1242,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         let wall = Date()
         let gap = Self.gap(&session)
         var serials: [Int] = []
+        var ends: [Date] = []
         for application in applications {
             let token = application.token.base64
             // The same application again soon after in the same session: its row grows again.
@@ -1249,23 +1252,29 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             }?.key
             if let reused {
                 serials.append(reused)
+                ends.append(state.rows[reused]?.stored.end ?? wall)
                 state.rows[reused]?.open = true
             } else {
                 serials.append(Self.newRow(&state, &session, key, application, from: wall, to: wall, open: true))
+                ends.append(wall)
             }
         }
         state.sessions[key] = session
         state.sessions[key]?.front = Front(
-            applications: applications, startWall: wall, startClock: .now, rows: serials)
+            applications: applications, startWall: wall, startClock: .now, rows: serials, rowEnds: ends)
     }
 
     static func endFront(_ state: inout State, _ key: String, at instant: SuspendingClock.Instant) {
         guard let front = state.sessions[key]?.front else { return }
         state.sessions[key]?.front = nil
         let end = front.wall(at: max(instant, front.startClock))
-        for serial in front.rows {
+        for (index, serial) in front.rows.enumerated() {
             guard var row = state.rows[serial] else { continue }
-            row.stored.end = max(row.stored.end, end)
+            // The span's own end, also when it is earlier than what was written while it was open
+            // (every checkpoint and report writes an open span up to then): idle found 5 minutes
+            // after the last input takes back the 5 minutes written meanwhile. Never less than
+            // the row had before this span (a row grown again, the wall clock set back between).
+            row.stored.end = max(end, index < front.rowEnds.count ? front.rowEnds[index] : row.stored.start)
             row.open = false
             row.dirty = true
             state.rows[serial] = row
