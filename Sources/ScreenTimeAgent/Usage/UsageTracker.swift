@@ -169,7 +169,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         /// One row per application.
         var rows: [Int]
         /// Each row's end when the span began (a row grown again keeps what it had).
-        var rowEnds: [Date] = []
+        var rowEnds: [Date]
 
         /// The wall-clock time `instant` is, counted from the span's start on the monotonic
         /// clock: setting the wall clock meanwhile changes nothing, and a suspend counts nothing.
@@ -1268,13 +1268,13 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         guard let front = state.sessions[key]?.front else { return }
         state.sessions[key]?.front = nil
         let end = front.wall(at: max(instant, front.startClock))
-        for (index, serial) in front.rows.enumerated() {
+        for (serial, had) in zip(front.rows, front.rowEnds) {
             guard var row = state.rows[serial] else { continue }
             // The span's own end, also when it is earlier than what was written while it was open
             // (every checkpoint and report writes an open span up to then): idle found 5 minutes
             // after the last input takes back the 5 minutes written meanwhile. Never less than
             // the row had before this span (a row grown again, the wall clock set back between).
-            row.stored.end = max(end, index < front.rowEnds.count ? front.rowEnds[index] : row.stored.start)
+            row.stored.end = max(end, had)
             row.open = false
             row.dirty = true
             state.rows[serial] = row
