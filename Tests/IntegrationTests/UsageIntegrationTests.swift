@@ -1873,6 +1873,17 @@ struct UsageIntegrationTests {
         #expect(counted > Date().timeIntervalSince(start) - 1, "\(counted) s counted")
     }
 
+    /// Her terminal (class ChildTerm) opened, made active and typed in (the session not idle):
+    /// the agent finds the session and counts the terminal.
+    private func terminalInFront(on desktop: inout XDesktop, _ world: AgentWorld) throws {
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
+        try desktop.activate("ChildTerm")
+        try desktop.input()
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+    }
+
     /// The clock stops at the last input also when what was in front was written meanwhile (a
     /// checkpoint every 10 s, and every report, write an open span up to then): with the real
     /// timeout of 5 minutes a child who walked away had those 5 minutes counted (a try by hand).
@@ -1881,12 +1892,7 @@ struct UsageIntegrationTests {
         defer { world.tearDown() }
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
-        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
-        try desktop.activate("ChildTerm")
-        try desktop.input()
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        try terminalInFront(on: &desktop, world)
         let before = seconds(try report(world), "org.example.Terminal")
         let reported = Date()
         try desktop.input()
@@ -1906,12 +1912,7 @@ struct UsageIntegrationTests {
         defer { world.tearDown() }
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
-        #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
-        try desktop.activate("ChildTerm")
-        try desktop.input()
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        try terminalInFront(on: &desktop, world)
         // No input for 6 s: idle after 2, counted up to the last input only.
         Thread.sleep(forTimeInterval: 6)
         #expect(try world.status(of: world.child).sessions?.first?.idle == true)
