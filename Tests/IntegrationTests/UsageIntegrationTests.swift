@@ -922,7 +922,10 @@ struct UsageIntegrationTests {
     /// loop of hers runs on each processor: under the idle policy the server runs only when nothing
     /// else would, and its waits for a processor would pass for a busy machine. A thread under
     /// either policy explains nothing: the game counts. (One policy at a time: the loops slow
-    /// every test running beside.)
+    /// every test running beside.) Under the batch policy the server keeps its fair share, so its
+    /// waits are never long enough to pass for a busy machine: that case counts even with the
+    /// batch policy not taken as slowed on purpose (tried, also with four loops a processor); it
+    /// stays as the attack that was tried, and `RunQueueWaitTests` holds the policy's check.
     @Test(.serialized, arguments: ["-i", "-b"])
     func herGameBehindASchedulingPolicyOfHersCounts(policy: String) throws {
         let world = try world()
@@ -1409,13 +1412,23 @@ struct UsageIntegrationTests {
         let shm = try desktop.open(as: world.child, "/usr/bin/weston-simple-shm", [])
         let paint = try desktop.open(as: world.child, world.directory + "/bin/paint", [])
         func inFront() -> String? { (try? world.status(of: world.child).sessions?.first)??.inFrontName }
+        // The extension's word believed (not every connected app counting, when `status` names
+        // the first of them), and the same window still in front 2 s later: mutter may give the
+        // focus to a window mapped late.
+        func told() -> String? {
+            guard let source = (try? world.status(of: world.child).sessions?.first)??.focusSource,
+                source.contains("screentime-focus"), !source.contains("now every connected app counts")
+            else { return nil }
+            return inFront()
+        }
         #expect(
-            try eventually(30) {
-                try world.status(of: world.child).sessions?.first?.focusSource.contains("screentime-focus") == true
-                    && ["Shm", "Paint"].contains(inFront() ?? "")
+            eventually(30) {
+                guard let name = told(), ["Shm", "Paint"].contains(name) else { return false }
+                Thread.sleep(forTimeInterval: 2)
+                return told() == name
             }, "\(String(describing: try? world.status(of: world.child).sessions))")
-        // Both connected, one in front (mutter keeps a new window from taking the focus).
-        let first = try #require(inFront())
+        // Both connected, one in front.
+        let first = try #require(told())
         let before = try report(world)
         let start = Date()
         // The child's own program says the other is in front: it is not the compositor.
