@@ -156,15 +156,29 @@ struct ShieldIntegrationTests {
                 named = applications.compactMap { $0["name"] as? String }
                 return named.contains("Screen Time (shield window)")
             }, "the report names \(named)")
-        // OK (Enter on the focused primary button) closes it; the app stays frozen.
+        // OK (Enter on the focused primary button) closes it; the app stays frozen. Its program
+        // is held at its end (traced), as a loaded machine may hold it for a while after the
+        // window is gone.
         let id = try #require(shown)
+        let windows = try run("/usr/bin/pgrep", ["-u", world.child, "-f", "screentime-shield"]).stdout
+            .split(separator: "\n").compactMap { Int32($0) }
+        #expect(windows.count == 1, "the shield window's programs: \(windows)")
+        let held = world.directory + "/shield-held"
+        let holder = try world.launch(
+            as: nil, try world.compile("holdexit"), ["\(try #require(windows.first))", held])
         try giveKeyboard(desktop, to: id)
         _ = try desktop.runXdotool(["key", "--clearmodifiers", "Return"])
         #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") == nil })
+        #expect(eventually(5) { Files.exists(held) }, "the closed window's program was not held at its end")
         #expect(world.isFrozen(counter))
-        // Started again: shown again. Killed: the app stays frozen, and the next start shows it.
+        // Started again (the closed one's program not ended yet): shown again. Killed: the app
+        // stays frozen, and the next start shows it.
         let again = try world.launch(as: world.child, world.counter, [output + "-2"])
-        #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") != nil })
+        #expect(
+            eventually(5) { window(desktop, titled: "Counter Game is shielded") != nil },
+            "not shown again while the closed window's program ends: \(world.agentLog())")
+        kill(holder, SIGTERM)
+        _ = world.wait(holder, seconds: 5)
         _ = try run("/usr/bin/pkill", ["-KILL", "-u", world.child, "-f", "screentime-shield"])
         #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") == nil })
         #expect(world.isFrozen(counter) && world.isFrozen(again))

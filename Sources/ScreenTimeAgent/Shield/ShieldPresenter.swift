@@ -381,7 +381,9 @@ final class ShieldPresenter: Sendable {
         state.withLock { $0.windows[session.key] = window }
         let thread = Thread { [self] in
             nameCurrentThread("screentime.win")
-            listen(pid.output, window: window, thing: thing, key: session.key, client: client)
+            listen(
+                pid.output, window: window, thing: thing, key: session.key, client: client,
+                closesItself: content.primaryCloses)
         }
         thread.start()
     }
@@ -542,6 +544,7 @@ final class ShieldPresenter: Sendable {
     }
 
     private func send(_ update: ShieldWindowUpdate, to window: OpenWindow) {
+        if update.close == true { closing(window) }
         var line = Array((try? JSONEncoder().encode(update)) ?? Data())
         line.append(10)
         // A window that stopped reading (the child stopped it) cannot hold the agent: the pipe's
@@ -551,8 +554,21 @@ final class ShieldPresenter: Sendable {
         _ = line.withUnsafeBytes { write(window.input, $0.baseAddress, $0.count) }
     }
 
-    /// Reads a window's lines until it ends; each button pressed is acted on.
-    private func listen(_ output: Int32, window: OpenWindow, thing: ShieldedThing, key: String, client: ClientID?) {
+    /// A window closing (its OK pressed, or told to close) shows its app's shield no more: the
+    /// app started again shows a new window, not nothing while the closed one's program ends (a
+    /// moment, longer on a loaded machine). It is still counted among the user's open windows
+    /// until it has ended.
+    private func closing(_ window: OpenWindow) {
+        state.withLock { state in
+            for (key, open) in state.windows where open.pid == window.pid { state.windows[key] = nil }
+        }
+    }
+
+    /// Reads a window's lines until it ends; each button pressed is acted on. `closesItself`: its
+    /// primary button closes it.
+    private func listen(
+        _ output: Int32, window: OpenWindow, thing: ShieldedThing, key: String, client: ClientID?, closesItself: Bool
+    ) {
         defer {
             close(output)
             close(window.input)
@@ -579,6 +595,7 @@ final class ShieldPresenter: Sendable {
                 // The child's word: a few presses a window are heard, no more.
                 presses += 1
                 if presses > 20 { continue }
+                if closesItself, event.pressed == "primary" { closing(window) }
                 pressed(event.pressed, window: window, thing: thing, client: client)
             }
         }
