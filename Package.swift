@@ -262,6 +262,12 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The command line's own pieces (what it prints), without an agent.
+        .testTarget(
+            name: "ScreenTimeCLITests",
+            dependencies: ["screentime"],
+            swiftSettings: strictSettings
+        ),
         // Real binaries, real users, real sockets; needs root (CI is root; `make test` fails if
         // these are skipped).
         .testTarget(
