@@ -703,12 +703,14 @@ private final class StallWatch: Sendable {
                 // then every `probeAfter`; else once it has waited `limit`.
                 if waited < limit {
                     let probeIn = !state.closely ? limit : elapsed < probeAfter ? probeAfter - elapsed : probeAfter
-                    state.deadline = at + max(min(limit - waited, probeIn), .milliseconds(20))
-                    return .again(state.deadline!)
+                    let next = at + max(min(limit - waited, probeIn), .milliseconds(20))
+                    state.deadline = next
+                    return .again(next)
                 }
                 if excused, RunQueueWait.starving(from: state.before, to: now, over: elapsed) {
-                    state.deadline = at + .milliseconds(100)
-                    return .again(state.deadline!)
+                    let next = at + .milliseconds(100)
+                    state.deadline = next
+                    return .again(next)
                 }
                 // Told once per request that waits; the next request's wait is watched anew.
                 state.deadline = nil

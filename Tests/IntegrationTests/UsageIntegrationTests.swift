@@ -1416,10 +1416,11 @@ struct UsageIntegrationTests {
         // the first of them), and the same window still in front 2 s later: mutter may give the
         // focus to a window mapped late.
         func told() -> String? {
-            guard let source = (try? world.status(of: world.child).sessions?.first)??.focusSource,
-                source.contains("screentime-focus"), !source.contains("now every connected app counts")
+            guard let session = (try? world.status(of: world.child).sessions?.first) ?? nil,
+                session.focusSource.contains("screentime-focus"),
+                !session.focusSource.contains("now every connected app counts")
             else { return nil }
-            return inFront()
+            return session.inFrontName
         }
         #expect(
             eventually(30) {
