@@ -65,8 +65,10 @@ struct UsageIntegrationTests {
             try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
         }
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(
-            eventually { desktop.window("XMessage") != nil && (!withTerminal || desktop.window("ChildTerm") != nil) })
+        let shown = eventually {
+            desktop.window("XMessage") != nil && (!withTerminal || desktop.window("ChildTerm") != nil)
+        }
+        #expect(shown, "her notes did not show:\n\(shown ? "" : desktop.explain("XMessage"))")
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
         try desktop.activate("XMessage")
         #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Notes" })
@@ -1186,7 +1188,9 @@ struct UsageIntegrationTests {
         defer { world.tearDown() }
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        let relayed = desktop.display + 300
+        // A number of a range no other test's display takes (the relay replaces what is there,
+        // and the test removes it after).
+        let relayed = XDesktop.freeNumber(in: 8000...8900)
         let relay = "/tmp/.X11-unix/X\(relayed)"
         defer { unlink(relay) }
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
@@ -2460,10 +2464,42 @@ struct XDesktop {
         _ = world.wait(pids[1], seconds: 5)
     }
 
+    /// What each program opened here printed (a file per program, in the world's directory).
+    private var outputs: [Int32: String] = [:]
+
     mutating func open(as user: String, _ program: String, _ arguments: [String]) throws {
-        pids.append(
-            try world.launch(
-                as: user, program, arguments, environment: ["DISPLAY=:\(display)", "HOME=/tmp"] + environment))
+        let output =
+            world.directory + "/x\(display)-\(pids.count)-" + (program.split(separator: "/").last ?? "") + ".log"
+        let pid = try world.launch(
+            as: user, program, arguments, output: output,
+            environment: ["DISPLAY=:\(display)", "HOME=/tmp"] + environment)
+        pids.append(pid)
+        outputs[pid] = output
+    }
+
+    /// For a test whose window did not show: each program of the desktop (running and in what
+    /// state and kernel wait, or ended), what it printed, whether the display's socket is still
+    /// there, and the windows of `windowClass` mapped or not.
+    func explain(_ windowClass: String) -> String {
+        let inspector = ProcessInspector()
+        var lines = ["display :\(display), socket \(Files.exists("/tmp/.X11-unix/X\(display)") ? "there" : "gone")"]
+        for pid in pids {
+            let name =
+                (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
+                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            let state = inspector.state(pid: pid).map { String($0) } ?? "gone"
+            let waiting = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "?"
+            let group = world.cgroup(of: pid) ?? "?"
+            var line = "\(pid) \(name): state \(state), waiting in \(waiting), group \(group)"
+            if let output = outputs[pid], let said = try? String(contentsOfFile: output, encoding: .utf8), !said.isEmpty
+            {
+                line += ", printed: " + said.suffix(300).replacingOccurrences(of: "\n", with: " | ")
+            }
+            lines.append(line)
+        }
+        let all = try? runXdotool(["search", "--class", windowClass])
+        lines.append("windows of class \(windowClass), mapped or not: \(all?.stdout.split(separator: "\n") ?? [])")
+        return lines.joined(separator: "\n")
     }
 
     /// The first window of a class, if one is mapped.
@@ -2475,7 +2511,9 @@ struct XDesktop {
 
     /// Makes the window of a class the active one (through the window manager, as a click would).
     func activate(_ windowClass: String) throws {
-        guard let window = window(windowClass) else { throw WorldError("no \(windowClass) window") }
+        guard let window = window(windowClass) else {
+            throw WorldError("no \(windowClass) window:\n\(explain(windowClass))")
+        }
         let result = try runXdotool(["windowactivate", "--sync", window])
         guard result.status == 0 else { throw WorldError("windowactivate \(windowClass): \(result.stderr)") }
     }
