@@ -521,6 +521,26 @@ final class AgentWorld {
         return path
     }
 
+    /// What the test users' programs left in /tmp and /tmp/.X11-unix, killed before they could
+    /// remove it: an X server's socket, lock and compiled keymap, a session bus's socket, a
+    /// cache. Looked at once their programs are dead and before the users are deleted (while no
+    /// one else can have their uids).
+    private func removeLeftovers() {
+        let uids = Set(madeUsers.compactMap { try? UserDirectory().user($0).uid })
+        for directory in ["/tmp/.X11-unix", "/tmp"] {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+                let path = directory + "/" + name
+                var status = stat()
+                guard lstat(path, &status) == 0, uids.contains(status.st_uid) else { continue }
+                if status.st_mode & S_IFMT == S_IFDIR {
+                    try? FileManager.default.removeItem(atPath: path)
+                } else {
+                    unlink(path)
+                }
+            }
+        }
+    }
+
     /// Makes a user's home directory (the test users are made without one), owned by the user.
     @discardableResult
     func makeHome(for user: String) throws -> String {
@@ -613,6 +633,7 @@ final class AgentWorld {
             _ = try? run("/usr/sbin/ip", ["netns", "del", namespace])
             try? FileManager.default.removeItem(atPath: "/etc/netns/\(namespace)")
         }
+        removeLeftovers()
         for user in madeUsers { _ = try? run("/usr/sbin/userdel", [user]) }
         for home in madeHomes where home.hasPrefix("/home/st") { try? FileManager.default.removeItem(atPath: home) }
         for group in madeGroups { _ = try? run("/usr/sbin/groupdel", [group]) }
