@@ -265,7 +265,9 @@ final class ShieldPresenter: Sendable {
     /// as many older programs have it; a theme looks names up without extensions) is the file of
     /// that name in the system's `pixmaps` folders, where those programs put it, or else the name
     /// without its extension.
-    static func systemIcon(_ icon: String?, pixmaps: [String] = ["/usr/share/pixmaps", "/usr/local/share/pixmaps"])
+    static func systemIcon(
+        _ icon: String?, pixmaps: [String] = ["/usr/share/pixmaps", "/usr/local/share/pixmaps"]
+    )
         -> String?
     {
         guard let icon, !icon.isEmpty else { return nil }
@@ -276,7 +278,9 @@ final class ShieldPresenter: Sendable {
             else { return icon }
             for folder in pixmaps {
                 var info = stat()
-                if lstat(folder + "/" + icon, &info) == 0, info.st_mode & S_IFMT == S_IFREG { return folder + "/" + icon }
+                if lstat(folder + "/" + icon, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
+                    return folder + "/" + icon
+                }
             }
             return String(icon[..<dot])
         }
@@ -382,8 +386,7 @@ final class ShieldPresenter: Sendable {
         let thread = Thread { [self] in
             nameCurrentThread("screentime.win")
             listen(
-                pid.output, window: window, thing: thing, key: session.key, client: client,
-                closesItself: content.primaryCloses)
+                pid.output, window: window, thing: thing, client: client, closesItself: content.primaryCloses)
         }
         thread.start()
     }
@@ -554,10 +557,10 @@ final class ShieldPresenter: Sendable {
         _ = line.withUnsafeBytes { write(window.input, $0.baseAddress, $0.count) }
     }
 
-    /// A window closing (its OK pressed, or told to close) shows its app's shield no more: the
-    /// app started again shows a new window, not nothing while the closed one's program ends (a
-    /// moment, longer on a loaded machine). It is still counted among the user's open windows
-    /// until it has ended.
+    /// A window closing (its OK pressed, or told to close) or ended shows its app's shield no
+    /// more: the app started again shows a new window, not nothing while the closed one's program
+    /// ends (a moment, longer on a loaded machine). It is still counted among the user's open
+    /// windows until it has ended.
     private func closing(_ window: OpenWindow) {
         state.withLock { state in
             for (key, open) in state.windows where open.pid == window.pid { state.windows[key] = nil }
@@ -567,14 +570,12 @@ final class ShieldPresenter: Sendable {
     /// Reads a window's lines until it ends; each button pressed is acted on. `closesItself`: its
     /// primary button closes it.
     private func listen(
-        _ output: Int32, window: OpenWindow, thing: ShieldedThing, key: String, client: ClientID?, closesItself: Bool
+        _ output: Int32, window: OpenWindow, thing: ShieldedThing, client: ClientID?, closesItself: Bool
     ) {
         defer {
             close(output)
             close(window.input)
-            state.withLock { state in
-                if state.windows[key]?.pid == window.pid { state.windows[key] = nil }
-            }
+            closing(window)
             ended(window)
         }
         var buffer: [UInt8] = []
