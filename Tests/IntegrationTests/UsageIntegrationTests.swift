@@ -1188,11 +1188,10 @@ struct UsageIntegrationTests {
         defer { world.tearDown() }
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
-        // A number of a range no other test's display takes (the relay replaces what is there,
-        // and the test removes it after).
+        // A number of a range no other test's display takes (the relay replaces what is there;
+        // her socket goes with the world's tear-down).
         let relayed = XDesktop.freeNumber(in: 8000...8900)
         let relay = "/tmp/.X11-unix/X\(relayed)"
-        defer { unlink(relay) }
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
         try desktop.open(
             as: world.child, "/usr/bin/python3",
@@ -2481,13 +2480,10 @@ struct XDesktop {
     /// state and kernel wait, or ended), what it printed, whether the display's socket is still
     /// there, and the windows of `windowClass` mapped or not.
     func explain(_ windowClass: String) -> String {
-        let inspector = ProcessInspector()
         var lines = ["display :\(display), socket \(Files.exists("/tmp/.X11-unix/X\(display)") ? "there" : "gone")"]
         for pid in pids {
-            let name =
-                (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
-                .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-            let state = inspector.state(pid: pid).map { String($0) } ?? "gone"
+            let name = world.command(of: pid) ?? "?"
+            let state = world.processState(pid).map { String($0) } ?? "gone"
             let waiting = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? "?"
             let group = world.cgroup(of: pid) ?? "?"
             var line = "\(pid) \(name): state \(state), waiting in \(waiting), group \(group)"
