@@ -163,6 +163,24 @@ struct ShieldIntegrationTests {
         let windows = try run("/usr/bin/pgrep", ["-u", world.child, "-f", "screentime-shield"]).stdout
             .split(separator: "\n").compactMap { Int32($0) }
         #expect(windows.count == 1, "the shield window's programs: \(windows)")
+        // As the child: an OK press forged into each of her window's descriptors (its answers go
+        // to the agent, and an OK there would let the agent open another window) changes nothing:
+        // her starts of the app meanwhile show no second window, and they stay frozen.
+        let forged = try world.command(
+            as: world.child, "/bin/sh",
+            [
+                "-c",
+                "for f in /proc/\(try #require(windows.first))/fd/*; do "
+                    + "printf '{\"pressed\":\"primary\"}\\n' 2>/dev/null > $f && echo \"wrote $f\"; done; true",
+            ])
+        let starts = try (0..<3).map { index in
+            try world.launch(as: world.child, world.counter, [output + "-forged\(index)"])
+        }
+        Thread.sleep(forTimeInterval: 2)
+        let windowsThen = try run("/usr/bin/pgrep", ["-u", world.child, "-f", "screentime-shield"]).stdout
+            .split(separator: "\n")
+        #expect(windowsThen.count == 1, "windows after her forged presses (\(forged.stdout)): \(windowsThen)")
+        #expect(starts.allSatisfy(world.isFrozen))
         let held = world.directory + "/shield-held"
         let holder = try world.launch(
             as: nil, try world.compile("holdexit"), ["\(try #require(windows.first))", held])
