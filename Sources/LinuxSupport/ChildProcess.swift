@@ -13,8 +13,12 @@ public enum ChildProcess {
         public var errors: [UInt8]
     }
 
+    /// With a `deadline` (seconds), a program still running then is killed and this throws, saying
+    /// what it printed so far: a program that waits forever (on a frozen child of its own, on a
+    /// descendant that keeps its output open) makes its caller fail, not hang.
     public static func run(
-        _ path: String, _ arguments: [String], environment: [String], input: [UInt8] = []
+        _ path: String, _ arguments: [String], environment: [String], input: [UInt8] = [],
+        deadline seconds: Double? = nil
     ) throws(SystemError) -> Outcome {
         let stdin = try pipe(), stdout = try pipe(), stderr = try pipe()
         var ours = [stdin.write, stdout.read, stderr.read]
@@ -26,6 +30,7 @@ public enum ChildProcess {
         }
         var outcome = Outcome(status: 0, output: [], errors: [])
         var written = 0
+        let end = seconds.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
         if input.isEmpty {
             close(ours[0])
             ours[0] = -1
@@ -38,7 +43,13 @@ public enum ChildProcess {
                 pollfd(fd: ours[1], events: Int16(POLLIN), revents: 0),
                 pollfd(fd: ours[2], events: Int16(POLLIN), revents: 0),
             ]
-            _ = try systemCall("poll") { poll(&fds, 3, -1) }
+            var wait: Int32 = -1
+            if let end {
+                let left = ContinuousClock.now.duration(to: end)
+                guard left > .zero else { throw overran(pid, path, arguments, seconds ?? 0, outcome) }
+                wait = Int32(min(left / .milliseconds(1), 60_000).rounded(.up))
+            }
+            _ = try systemCall("poll") { poll(&fds, 3, wait) }
             if ours[0] >= 0, fds[0].revents != 0 {
                 let count = input[written...].withUnsafeBytes { Glibc.write(ours[0], $0.baseAddress, $0.count) }
                 if count > 0 { written += count }
@@ -59,10 +70,34 @@ public enum ChildProcess {
             }
         }
         var status: Int32 = 0
-        _ = try systemCall("waitpid(\(pid))") { waitpid(pid, &status, 0) }
+        if let end {
+            // Its outputs closed; it may still run (a child that closed them, then waits).
+            while try systemCall("waitpid(\(pid))", { waitpid(pid, &status, WNOHANG) }) == 0 {
+                guard ContinuousClock.now < end else { throw overran(pid, path, arguments, seconds ?? 0, outcome) }
+                usleep(2_000)
+            }
+        } else {
+            _ = try systemCall("waitpid(\(pid))") { waitpid(pid, &status, 0) }
+        }
         // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
         outcome.status = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return outcome
+    }
+
+    /// Kills a program past its deadline and reaps it if it dies at once (a task in a frozen v1
+    /// cgroup dies only when thawed, and is left), and says what it had printed.
+    private static func overran(
+        _ pid: pid_t, _ path: String, _ arguments: [String], _ seconds: Double, _ outcome: Outcome
+    ) -> SystemError {
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        for _ in 0..<500 where waitpid(pid, &status, WNOHANG) == 0 { usleep(2_000) }
+        let printed = String(decoding: (outcome.output + outcome.errors).suffix(2_000), as: UTF8.self)
+        return SystemError(
+            .command,
+            "\(([path] + arguments).joined(separator: " ")) did not end within \(Int(seconds)) s (it, or a program"
+                + " it started and left its output to, ran on) and was killed"
+                + (printed.isEmpty ? " (it printed nothing)" : "; it printed: \(printed)"))
     }
 
     /// Starts a program with the given descriptors as its standard input, output and error, no

@@ -13,13 +13,17 @@ struct CommandResult {
 /// Runs a program to its end, feeding `input` on standard input. Spawned with a clean signal
 /// mask (`ChildProcess`): Foundation's `Process` passes on the test thread's blocked signals, and
 /// a shell that inherits a blocked SIGCHLD waits for its children forever.
+/// A program still running after `deadline` seconds (one the agent froze, one that waits on a
+/// child's FIFO) is killed and the test fails saying which: a test never hangs the run.
 func run(
-    _ program: String, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil
+    _ program: String, _ arguments: [String], input: String? = nil, environment: [String: String]? = nil,
+    deadline: Double = 300
 )
     throws -> CommandResult
 {
     let variables = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
-    let outcome = try ChildProcess.run(program, arguments, environment: variables, input: Array((input ?? "").utf8))
+    let outcome = try ChildProcess.run(
+        program, arguments, environment: variables, input: Array((input ?? "").utf8), deadline: deadline)
     return CommandResult(
         status: outcome.status, stdout: String(decoding: outcome.output, as: UTF8.self),
         stderr: String(decoding: outcome.errors, as: UTF8.self))
@@ -343,13 +347,18 @@ final class AgentWorld {
         try process.run()
         agent = process
         try? "\(process.processIdentifier)\n".write(toFile: directory + "/agent.pid", atomically: true, encoding: .utf8)
-        // Wait for the socket to answer.
-        for _ in 0..<500 {
+        // Wait for the socket to answer: for a while, not for a number of tries (a socket bound by
+        // an agent that never answers makes each try last the client's whole timeout).
+        let end = Date().addingTimeInterval(120)
+        while Date() < end {
             if (try? cli(as: nil, "ping").status) == 0 { return }
             guard process.isRunning else { throw WorldError("screentimed exited with \(process.terminationStatus)") }
             Thread.sleep(forTimeInterval: 0.01)
         }
-        throw WorldError("screentimed did not answer on \(socket)")
+        let written = (try? String(contentsOfFile: directory + "/agent.log", encoding: .utf8)) ?? ""
+        throw WorldError(
+            "screentimed did not answer on \(socket) within 120 s; its log ends:\n"
+                + written.split(separator: "\n").suffix(10).joined(separator: "\n"))
     }
 
     /// kill -9, no warning.

@@ -125,7 +125,7 @@ struct DomainShieldIntegrationTests {
         try listener.run()
         defer {
             kill(listener.processIdentifier, SIGKILL)
-            listener.waitUntilExit()
+            _ = AgentWorld.ended(listener, within: 10)
         }
         let connect = ["-c", "exec 3<>/dev/tcp/127.0.0.1/853"]
         var bystander = try world.inNetwork(as: world.bystander, "/bin/bash", connect)

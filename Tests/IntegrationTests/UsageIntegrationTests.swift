@@ -2367,7 +2367,7 @@ struct LogindMock {
     func stop() {
         for process in [mock, daemon] where process.isRunning {
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            _ = AgentWorld.ended(process, within: 10)
         }
         _ = try? FileManager.default.removeItem(atPath: directory)
     }

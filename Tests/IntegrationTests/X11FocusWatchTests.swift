@@ -21,7 +21,7 @@ import Testing
         defer {
             // SIGKILL: the test's thread may block SIGTERM, and the server inherits its mask.
             kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
+            _ = AgentWorld.ended(server, within: 10)
             unlink("/tmp/.X11-unix/X\(number)")
         }
         let listening = Date().addingTimeInterval(10)

@@ -154,6 +154,34 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
     }
 }
 
+/// A program run to its end with a deadline ends the wait then, whatever keeps it going.
+@Suite struct ChildProcessTests {
+    private func overrun(_ script: String) -> (error: SystemError?, seconds: Double) {
+        let start = ContinuousClock.now
+        var error: SystemError?
+        do {
+            _ = try ChildProcess.run("/bin/sh", ["-c", script], environment: ["PATH=/usr/bin:/bin"], deadline: 1)
+        } catch let caught {
+            error = caught
+        }
+        return (error, (ContinuousClock.now - start) / .seconds(1))
+    }
+
+    @Test func aProgramPastItsDeadlineIsKilledAndNamed() throws {
+        // Running on; running on with its outputs closed; gone, with a descendant holding them.
+        for script in ["echo started; exec sleep 30", "exec >&- 2>&-; sleep 30", "sleep 30 & exit 0"] {
+            let (error, seconds) = overrun(script)
+            let message = try #require(error, "\(script): no error").description
+            #expect(message.contains("did not end within 1 s") && message.contains(script), "\(message)")
+            #expect(seconds < 5, "\(script): waited \(seconds) s")
+        }
+        #expect(overrun("echo started; exec sleep 30").error?.description.contains("it printed: started") == true)
+        // Within its deadline, as without one.
+        let quick = try ChildProcess.run("/bin/sh", ["-c", "echo hi; exit 3"], environment: [], deadline: 10)
+        #expect(quick.status == 3 && quick.output == Array("hi\n".utf8))
+    }
+}
+
 @Suite struct FilesTests {
     @Test func atomicWriteSetsTheMode() throws {
         let fixture = try Fixture()
