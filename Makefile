@@ -50,13 +50,14 @@ SWIFT       ?= swift
 #   dpkg-dev        dpkg-shlibdeps: the package's dependencies, computed from its binaries
 #   debootstrap     the clean Debian 12 root the package test installs the package into
 #   lintian         the package's checks (make lint-deb)
+#   gdb             the threads of a test run that stalled, printed before it is ended (scripts/run-tests)
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools \
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
 	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland libgtk-4-dev netpbm \
-	dpkg-dev debootstrap lintian
+	dpkg-dev debootstrap lintian gdb
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
 
