@@ -296,7 +296,7 @@ struct ActivityIntegrationTests {
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
         let set = try world.cli(
             as: world.guardian, "limit", "--user", world.child, "--app", "org.example.Terminal", "--daily", "1m")
@@ -347,7 +347,7 @@ struct ActivityIntegrationTests {
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildBrowser", "-e", "/bin/sleep", "600"])
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("ChildBrowser") != nil && desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("ChildBrowser") != nil && desktop.window("XMessage") != nil })
         try desktop.activate("ChildBrowser")
         let started = try world.cli(
             as: world.guardian, "monitor", "start", "web", "--user", world.child, "--from", "00:00", "--to", "00:00",

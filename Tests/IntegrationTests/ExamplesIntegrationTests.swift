@@ -125,7 +125,7 @@ struct ExamplesIntegrationTests {
         var desktop = try XDesktop(world: world, user: individual)
         defer { desktop.stop() }
         try desktop.open(as: individual, "/usr/bin/xterm", ["-class", "Distraction", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("Distraction") != nil })
+        #expect(eventually(30) { desktop.window("Distraction") != nil })
         let environment = ["SCREENTIME_SOCKET": world.socket, "WORKLOG_EXTENSIONS": directory]
         let now = Date()
         let setup = try example(

@@ -65,7 +65,7 @@ struct UsageIntegrationTests {
             try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
         }
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        let shown = eventually {
+        let shown = eventually(30) {
             desktop.window("XMessage") != nil && (!withTerminal || desktop.window("ChildTerm") != nil)
         }
         #expect(shown, "her notes did not show:\n\(shown ? "" : desktop.explain("XMessage"))")
@@ -152,7 +152,7 @@ struct UsageIntegrationTests {
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
         try desktop.open(as: world.bystander, "/usr/bin/xterm", ["-class", "ByTerm", "-e", "/bin/sleep", "600"])
         for window in ["ChildTerm", "XMessage", "ByTerm"] {
-            #expect(eventually { desktop.window(window) != nil }, "\(window) has no window")
+            #expect(eventually(30) { desktop.window(window) != nil }, "\(window) has no window")
         }
         // The agent found the session by itself, from the child's programs.
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
@@ -266,7 +266,7 @@ struct UsageIntegrationTests {
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
         let terminal = try #require(desktop.window("ChildTerm"))
         let notes = try #require(desktop.window("XMessage"))
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
@@ -298,7 +298,7 @@ struct UsageIntegrationTests {
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil })
         try desktop.activate("ChildTerm")
         // Authorized now: nothing new runs, and the session is found from what runs.
         let authorize = try world.cli(as: world.guardian, "authorize", "--child", world.child)
@@ -376,7 +376,7 @@ struct UsageIntegrationTests {
             environment: ["XAUTHORITY=\(childFile)"])
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil })
         try desktop.activate("ChildTerm")
         #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
 
@@ -467,7 +467,7 @@ struct UsageIntegrationTests {
         desktop.environment = ["LD_PRELOAD=\(library)"]
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "HiddenTerm", "-e", "/bin/sleep", "600"])
         desktop.environment = []
-        #expect(eventually { desktop.window("HiddenTerm") != nil })
+        #expect(eventually(30) { desktop.window("HiddenTerm") != nil })
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
         try desktop.activate("HiddenTerm")
         let start = Date()
@@ -485,7 +485,7 @@ struct UsageIntegrationTests {
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil })
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
         try desktop.activate("ChildTerm")
         let start = Date()
@@ -520,7 +520,7 @@ struct UsageIntegrationTests {
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "a game, in disguise"])
-        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
         // The child moves the "game" inside the terminal's window and keeps the terminal active.
         let game = try #require(desktop.window("XMessage"))
@@ -551,7 +551,7 @@ struct UsageIntegrationTests {
                 "Sneaky", "/usr/bin/xterm", "-class", "GameTerm", "-e", "/bin/sleep", "600", "--",
                 "/usr/bin/xmessage", "-name", "decoy", "allowed",
             ])
-        #expect(eventually { desktop.window("Sneaky") != nil && desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("Sneaky") != nil && desktop.window("XMessage") != nil })
         Thread.sleep(forTimeInterval: 0.5)
         try desktop.activate("Sneaky")
         try desktop.input()
@@ -592,7 +592,7 @@ struct UsageIntegrationTests {
         desktop.environment = ["XAUTHORITY=\(theirs)", "LD_PRELOAD=\(library)"]
         try desktop.open(as: world.bystander, "/usr/bin/xterm", ["-class", "TheirTerm", "-e", "/bin/sleep", "600"])
         desktop.environment = ["XAUTHORITY=\(serverFile)"]
-        #expect(eventually { desktop.window("TheirTerm") != nil })
+        #expect(eventually(30) { desktop.window("TheirTerm") != nil })
         try desktop.activate("TheirTerm")
         // The child only names the display.
         _ = try world.launch(as: world.child, "/bin/sleep", ["120"], environment: ["DISPLAY=:\(number)"])
@@ -613,7 +613,7 @@ struct UsageIntegrationTests {
         desktop.environment = ["XAUTHORITY=\(mine)"]
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "childnote", "mine"])
         desktop.environment = ["XAUTHORITY=\(serverFile)"]
-        #expect(eventually { desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("XMessage") != nil })
         try desktop.activate("XMessage")
         #expect(
             try eventually(20) {
@@ -705,7 +705,7 @@ struct UsageIntegrationTests {
         var desktop = try XDesktop(world: world, user: sibling, display: number)
         defer { desktop.stop() }
         try desktop.open(as: sibling, "/usr/bin/xterm", ["-class", "SibTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("SibTerm") != nil })
+        #expect(eventually(30) { desktop.window("SibTerm") != nil })
         try desktop.activate("SibTerm")
         #expect(try eventually(15) { try world.status(of: sibling).sessions?.first?.inFrontName == "Terminal" })
         let start = Date()
@@ -726,7 +726,7 @@ struct UsageIntegrationTests {
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
         try desktop.activate("ChildTerm")
         #expect(try eventually { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
@@ -1003,7 +1003,7 @@ struct UsageIntegrationTests {
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
         try desktop.open(as: world.child, game, ["40", mode])
-        #expect(eventually { desktop.window("XSteal") != nil })
+        #expect(eventually(30) { desktop.window("XSteal") != nil })
         let window = try #require(desktop.window("XSteal"))
         let notes = try #require(desktop.window("XMessage"))
         Thread.sleep(forTimeInterval: 1)
@@ -1051,7 +1051,7 @@ struct UsageIntegrationTests {
         defer { desktop.stop() }
         try openNotes(on: &desktop, world)
         try desktop.open(as: world.child, game, ["90", "no-focus"])
-        #expect(eventually { desktop.window("XSteal") != nil })
+        #expect(eventually(30) { desktop.window("XSteal") != nil })
         let window = try #require(desktop.window("XSteal"))
         let notes = try #require(desktop.window("XMessage"))
         Thread.sleep(forTimeInterval: 1)
@@ -1158,7 +1158,7 @@ struct UsageIntegrationTests {
                 "DISPLAY=127.0.0.1:\(desktop.display)", "/usr/bin/xterm", "-class", "ChildTerm", "-e", "/bin/sleep",
                 "600",
             ])
-        #expect(eventually { desktop.window("ChildTerm") != nil }, "her terminal over TCP did not show")
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil }, "her terminal over TCP did not show")
         try desktop.activate("ChildTerm")
         Thread.sleep(forTimeInterval: 1)
         let before = try report(world)
@@ -1177,7 +1177,7 @@ struct UsageIntegrationTests {
         var desktop = try XDesktop(world: world, user: world.child, serverArguments: ["-screen", "1", "640x480x24"])
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "homework notes"])
-        #expect(eventually { desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("XMessage") != nil })
         try desktop.activate("XMessage")
         let screens = [":\(desktop.display)", ":\(desktop.display).1"]
         let found = try eventually { try world.status(of: world.child).sessions?.map(\.display).sorted() == screens }
@@ -1216,7 +1216,7 @@ struct UsageIntegrationTests {
         try desktop.open(
             as: world.child, "/usr/bin/xterm",
             ["-display", ":\(relayed)", "-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
         try desktop.activate("ChildTerm")
         #expect(try eventually { try world.status(of: world.child).sessions?.isEmpty == false })
         let before = try report(world)
@@ -1241,7 +1241,7 @@ struct UsageIntegrationTests {
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
         try desktop.open(as: world.child, "/usr/bin/xmessage", ["-name", "notes", "a game, in disguise"])
-        #expect(eventually { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil && desktop.window("XMessage") != nil })
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
         let game = try #require(desktop.window("XMessage"))
         let terminal = try #require(desktop.window("ChildTerm"))
@@ -1784,7 +1784,8 @@ struct UsageIntegrationTests {
         try desktop.open(
             as: world.child, "/usr/bin/foot", ["--app-id=forged", "/bin/sleep", "600"],
             environment: ["GIO_LAUNCHED_DESKTOP_FILE=\(world.directory)/data/applications/org.example.Chat.desktop"])
-        #expect(eventually { desktop.hasWindow("term") && desktop.hasWindow("chat") && desktop.hasWindow("forged") })
+        #expect(
+            eventually(30) { desktop.hasWindow("term") && desktop.hasWindow("chat") && desktop.hasWindow("forged") })
         #expect(try eventually { try world.status(of: world.child).sessions?.first?.kind == "sway" })
 
         try desktop.focus("term")
@@ -1822,7 +1823,7 @@ struct UsageIntegrationTests {
         var desktop = try SwayDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/foot", ["--app-id=term", "/bin/sleep", "600"])
-        #expect(eventually { desktop.hasWindow("term") })
+        #expect(eventually(30) { desktop.hasWindow("term") })
         #expect(
             try eventually {
                 try world.status(of: world.child).sessions?.first?.focusSource.contains("idle from the compositor")
@@ -1846,7 +1847,7 @@ struct UsageIntegrationTests {
         var desktop = try XDesktop(world: world, user: world.child, serverArguments: ["-maxclients", "64"])
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil })
         try desktop.activate("ChildTerm")
         try desktop.input()
         #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
@@ -1879,7 +1880,7 @@ struct UsageIntegrationTests {
         var desktop = try XDesktop(world: world, user: world.child)
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil })
         try desktop.activate("ChildTerm")
         try desktop.input()
         #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
@@ -1910,7 +1911,7 @@ struct UsageIntegrationTests {
     /// the agent finds the session and counts the terminal.
     private func terminalInFront(on desktop: inout XDesktop, _ world: AgentWorld) throws {
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil })
         #expect(try eventually { try world.status(of: world.child).sessions?.count == 1 })
         try desktop.activate("ChildTerm")
         try desktop.input()
@@ -1964,7 +1965,7 @@ struct UsageIntegrationTests {
         #expect(try eventually { try world.status(of: world.child).sessions?.first?.problem != nil })
         desktop = try XDesktop(world: world, user: world.child, display: desktop.display)
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
-        #expect(eventually { desktop.window("ChildTerm") != nil })
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil })
         try desktop.activate("ChildTerm")
         try desktop.input()
         #expect(
