@@ -92,7 +92,13 @@ struct AgentIntegrationTests {
         // run once took more than 5 s here).
         let end = Date().addingTimeInterval(20)
         while !world.isFrozen(counter) && Date() < end { Thread.sleep(forTimeInterval: 0.01) }
-        #expect(world.isFrozen(counter))
+        #expect(
+            world.isFrozen(counter),
+            """
+            her counter \(counter) not frozen in 20 s: state \(world.processState(counter).map { String($0) } ?? "gone"), \
+            group \(world.cgroup(of: counter) ?? "?"); the agent's log:
+            \(world.agentLog(naming: ["\(counter)", "shield", "error", "warning", "lost", "overrun"], last: 30))
+            """)
     }
 
     @Test func theChildReadsOnlyItsOwnStatusAndChangesNothing() throws {
