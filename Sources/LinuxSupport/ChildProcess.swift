@@ -30,6 +30,7 @@ public enum ChildProcess {
         }
         var outcome = Outcome(status: 0, output: [], errors: [])
         var written = 0
+        let limit = seconds ?? 0
         let end = seconds.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
         if input.isEmpty {
             close(ours[0])
@@ -46,8 +47,8 @@ public enum ChildProcess {
             var wait: Int32 = -1
             if let end {
                 let left = ContinuousClock.now.duration(to: end)
-                guard left > .zero else { throw overran(pid, path, arguments, seconds ?? 0, outcome) }
-                wait = Int32(min(left / .milliseconds(1), 60_000).rounded(.up))
+                guard left > .zero else { throw overran(pid, path, arguments, limit, outcome) }
+                wait = Int32((left / .milliseconds(1)).rounded(.up))
             }
             _ = try systemCall("poll") { poll(&fds, 3, wait) }
             if ours[0] >= 0, fds[0].revents != 0 {
@@ -73,7 +74,7 @@ public enum ChildProcess {
         if let end {
             // Its outputs closed; it may still run (a child that closed them, then waits).
             while try systemCall("waitpid(\(pid))", { waitpid(pid, &status, WNOHANG) }) == 0 {
-                guard ContinuousClock.now < end else { throw overran(pid, path, arguments, seconds ?? 0, outcome) }
+                guard ContinuousClock.now < end else { throw overran(pid, path, arguments, limit, outcome) }
                 usleep(2_000)
             }
         } else {
