@@ -355,10 +355,8 @@ final class AgentWorld {
             guard process.isRunning else { throw WorldError("screentimed exited with \(process.terminationStatus)") }
             Thread.sleep(forTimeInterval: 0.01)
         }
-        let written = (try? String(contentsOfFile: directory + "/agent.log", encoding: .utf8)) ?? ""
         throw WorldError(
-            "screentimed did not answer on \(socket) within 120 s; its log ends:\n"
-                + written.split(separator: "\n").suffix(10).joined(separator: "\n"))
+            "screentimed did not answer on \(socket) within 120 s; its log ends:\n\(agentLog(naming: nil, last: 10))")
     }
 
     /// kill -9, no warning.
@@ -580,9 +578,10 @@ final class AgentWorld {
 
     /// The agent's log lines naming any of `words` (the last `count`), for a failing test to say
     /// what the agent did.
-    func agentLog(naming words: [String] = ["shield", "error", "warning"], last count: Int = 20) -> String {
+    /// The agent's last log lines naming any of `words` (nil: every line).
+    func agentLog(naming words: [String]? = ["shield", "error", "warning"], last count: Int = 20) -> String {
         let log = (try? String(contentsOfFile: directory + "/agent.log", encoding: .utf8)) ?? ""
-        let lines = log.split(separator: "\n").filter { line in words.contains { line.contains($0) } }
+        let lines = log.split(separator: "\n").filter { line in words?.contains { line.contains($0) } ?? true }
         return lines.suffix(count).joined(separator: "\n")
     }
 
