@@ -7,7 +7,8 @@ import Foundation
 ///
 /// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default;
 /// `M` is the byte of the connection mark the agent owns, bits 16–23: DNS is the configured
-/// value, PENDING and REFUSED the next two, PASSED one of the eight after them, by generation):
+/// value, PENDING and REFUSED the next two, PASSED one of the eight after them, by generation,
+/// and WATCHED the one after those):
 ///
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
@@ -15,11 +16,14 @@ import Foundation
 ///                     per filtered uid range R, for every packet:
 ///                     -p udp -m length (a 1,200-byte payload) -m owner R -m u32 (a QUIC long
 ///                        header: 0b11…, version ≠ 0) -j REJECT             (QUIC on any port)
-///                     -m connmark --mark PASSED/M -j RETURN   (a judged flow: never queued)
+///                     -m length --length 0:1500 -m connmark --mark PASSED/M -j RETURN
+///                                                (a judged flow: never queued, but for a UDP
+///                                                 datagram sent in segments, UDP_SEGMENT)
 ///                     -m conntrack --ctdir REPLY -j RETURN    (what a local server sends back)
-///                     -m mark --mark V/M -j CONNMARK --save-mark  (V = PASSED, PENDING, REFUSED:
-///                     -m mark --mark PASSED|PENDING/M -j RETURN    a verdict come back through
-///                                                                  NF_REPEAT, kept by the flow)
+///                     -m mark --mark V/M -j CONNMARK --save-mark  (V = PASSED, PENDING, REFUSED,
+///                     -m mark --mark PASSED|PENDING|WATCHED/M -j RETURN   WATCHED: a verdict come
+///                                                                  back through NF_REPEAT, kept by
+///                                                                  the flow)
 ///                     -m connmark --mark REFUSED/M -j REJECT  (TCP but its own reset: a reset;
 ///                                                              UDP: ICMP port unreachable)
 ///                     per filtered uid range R (a user, its subordinate uids):
@@ -38,13 +42,26 @@ import Foundation
 ///                     -p tcp -m u32 (no data, no SYN: an ACK) -j RETURN   (judged at its data)
 ///                     -j CONNMARK --restore-mark            (the queue sees how far it was judged)
 ///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
-///     CHAIN-in        -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
+///     CHAIN-in        (R = -p tcp -m conntrack --ctdir REPLY: the server's packets)
+///                     R -m mark --mark PASSED|REFUSED/M -j CONNMARK --save-mark, then -j RETURN
+///                     R -m connmark --mark WATCHED/M -j CONNMARK --restore-mark
+///                     R -m mark --mark WATCHED/M -j NFQUEUE --queue-num N   (the server's
+///                                                              acknowledgement of a judged opening)
+///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
 ///
 /// The agent judges each opening packet and answers `NF_REPEAT` with a mark: PASSED (the rest
 /// of the flow is accepted in the kernel), REFUSED (this packet and the rest are rejected: a TCP
 /// reset reaches the child's socket at once), or PENDING (a TLS hello or HTTP head not all here:
 /// its later segments still come to the queue, and one whose state the agent lost is refused).
 /// A plain accept leaves the flow unjudged (a SYN, an empty ACK).
+///
+/// A TCP opening that passes is first WATCHED, not PASSED: the bytes judged are only the copy the
+/// agent was shown, and TCP sends them again, rebuilt from whatever the sender's pages hold then
+/// (a decoy sent with TTL 1 from a page rewritten after, by `sendfile` or `MSG_ZEROCOPY`). Until
+/// the server acknowledges the whole opening, each data segment of the flow comes to the queue
+/// and is compared with the bytes judged, and the server's packets come too; the acknowledgement
+/// that covers the opening makes the flow PASSED (or REFUSED, if the opening was judged under web
+/// shields since changed).
 ///
 /// PASSED carries a generation (0–7): when a child's policy changes the agent installs the rules
 /// with the next one, so a connection passed under the old policy is no longer on the fast path
@@ -66,6 +83,8 @@ public struct Firewall: Sendable {
     /// How far a connection has been judged, as the value of its mark's byte.
     public enum Standing: Sendable, Equatable {
         case dns, pending, refused
+        /// Its opening passed; watched until the server acknowledges the bytes judged.
+        case watched
         /// Passed under the policy in force.
         case passed
         /// Passed under an earlier policy: to be judged again.
@@ -86,7 +105,7 @@ public struct Firewall: Sendable {
     /// Where iptables, ip6tables and their -restore are looked for.
     public let toolDirectories: [String]
 
-    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 244; the next ten values
+    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 244; the next eleven values
     ///   mark the other connections' verdicts.
     public init(
         chain: String, queue: UInt16, mark: UInt8 = 0x53, rateLimit: Int = 200, connectionRateLimit: Int = 2000,
@@ -110,6 +129,7 @@ public struct Firewall: Sendable {
         case .pending: mark &+ 0x01_0000
         case .refused: mark &+ 0x02_0000
         case .passed, .passedEarlier: mark &+ (0x03_0000 &+ UInt32(generation % Self.generations) << 16)
+        case .watched: mark &+ (0x03_0000 &+ UInt32(Self.generations) << 16)
         }
     }
 
@@ -117,7 +137,7 @@ public struct Firewall: Sendable {
     /// rules restored from the connection's); nil for none of the agent's marks.
     public func standing(ofMark packetMark: UInt32, generation: UInt8) -> Standing? {
         let value = packetMark & Self.markMask
-        for standing in [Standing.dns, .pending, .refused] where mark(standing) == value { return standing }
+        for standing in [Standing.dns, .pending, .refused, .watched] where mark(standing) == value { return standing }
         for earlier in 0..<Self.generations where mark(.passed, generation: earlier) == value {
             return earlier == generation % Self.generations ? .passed : .passedEarlier
         }
@@ -154,13 +174,17 @@ public struct Firewall: Sendable {
         for owner in Self.ranges(owners) {
             lines.append("-A \(chain) -p udp \(quic) -m owner --uid-owner \(owner) -j REJECT")
         }
-        lines.append("-A \(chain) -m connmark --mark \(passed) -j RETURN")
+        // A UDP datagram longer than an Ethernet frame is a segmented send (UDP_SEGMENT): the
+        // kernel rule above reads only its first segment, so it comes to the queue, which is given
+        // each segment apart, even on a flow passed before (through the user's rules below).
+        lines.append("-A \(chain) -m length --length 0:1500 -m connmark --mark \(passed) -j RETURN")
         lines.append("-A \(chain) -m conntrack --ctdir REPLY -j RETURN")
-        for text in [passed, markText(.pending), markText(.refused)] {
+        for text in [passed, markText(.pending), markText(.refused), markText(.watched)] {
             lines.append("-A \(chain) -m mark --mark \(text) \(save)")
         }
-        lines.append("-A \(chain) -m mark --mark \(passed) -j RETURN")
-        lines.append("-A \(chain) -m mark --mark \(markText(.pending)) -j RETURN")
+        for text in [passed, markText(.pending), markText(.watched)] {
+            lines.append("-A \(chain) -m mark --mark \(text) -j RETURN")
+        }
         // Not the reset itself, which the kernel sends on the refused connection (and so with its
         // mark) from OUTPUT: rejecting it would drop it, and the child's socket would hang.
         lines.append(
@@ -203,6 +227,17 @@ public struct Firewall: Sendable {
         }
         lines.append("-A \(filterChain) -j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)")
         lines.append("-A \(filterChain) \(queue)")
+        // A watched flow's packets from the server: the agent waits for the acknowledgement of the
+        // opening it judged, then marks the flow through NF_REPEAT (passed or refused).
+        // (Only the reply direction: over loopback the client's own packets come in here too.)
+        let reply = "-p tcp -m conntrack --ctdir REPLY"
+        for text in [passed, markText(.refused)] {
+            lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) \(save)")
+            lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) -j RETURN")
+        }
+        let restore = "-j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)"
+        lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) \(restore)")
+        lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.watched)) \(queue)")
         lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
         lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
         lines.append("COMMIT")
@@ -229,7 +264,8 @@ public struct Firewall: Sendable {
     /// a restart keeps it, so connections passed before the restart stay passed.
     public func installedGeneration() -> UInt8? {
         guard let listing = try? run(Family.ipv4.command, ["-w", "-S", chain]) else { return nil }
-        let prefix = "-A \(chain) -m connmark --mark 0x"
+        // The fast path's rule: `-A CHAIN -p tcp -m connmark --mark 0x…/0xff0000 -j RETURN`.
+        let prefix = "-A \(chain) -p tcp -m connmark --mark 0x"
         for line in listing.split(separator: "\n") where line.hasPrefix(prefix) && line.hasSuffix("-j RETURN") {
             let hex = line.dropFirst(prefix.count).prefix { $0 != "/" }
             guard let value = UInt32(hex, radix: 16) else { continue }

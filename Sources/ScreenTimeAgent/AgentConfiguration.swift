@@ -37,7 +37,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ),
         (
             "connectionMark", "83",
-            "the byte (1–252) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next three values mark their other connections as passed, pending and refused"
+            "the byte (1–244) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next eleven values mark their other connections as pending, refused, passed (eight generations) and watched"
         ),
         (
             "dnsRateLimit", "200",
@@ -209,9 +209,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             )
         }
         if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
-            guard let byte = UInt8(exactly: mark), (1...252).contains(byte) else {
+            guard let byte = UInt8(exactly: mark), (1...244).contains(byte) else {
                 throw AgentError.configuration(
-                    "'connectionMark' is from 1 to 252 (the next three values mark judged connections), not \(mark)")
+                    "'connectionMark' is from 1 to 244 (the next eleven values mark judged connections), not \(mark)")
             }
             connectionMark = byte
         }

@@ -376,6 +376,41 @@ struct ConnectionShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// A decoy opening naming an allowed host, sent with TTL 1 (the router drops it) from pages
+    /// the child then rewrites to name the shielded host, so that TCP's retransmission carries
+    /// them: by `sendfile` from a file of hers and by `MSG_ZEROCOPY` from a buffer of hers, over
+    /// TLS and plain HTTP, in both families. The bystander's same trick shows it works on this
+    /// path; the child's is reset, and her unchanged retransmission is served.
+    @Test(arguments: ["sendfile", "zerocopy"])
+    func anOpeningSentAgainFromRewrittenPagesIsRefused(how: String) throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let routed = try RoutedServers(world)
+        defer { routed.tearDown() }
+        func resend(_ user: String, _ kind: String, _ address: String, decoy: String, real: String) throws -> String {
+            let result = try world.inNetwork(
+                as: user, "/usr/bin/python3",
+                [AgentWorld.fixture("resend.py"), how, kind, address, kind == "tls" ? "443" : "80", decoy, real])
+            guard result.status == 0 else { throw WorldError("resend.py \(how) \(kind): \(result.stderr)") }
+            return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for address in [RoutedServers.address4, RoutedServers.address6] {
+            let bystander = try resend(world.bystander, "tls", address, decoy: "allowed.test", real: "blocked.test")
+            #expect(bystander == "served blocked.test", "the trick itself, via \(address): \(bystander)")
+            for kind in ["tls", "http"] {
+                let child = try resend(world.child, kind, address, decoy: "allowed.test", real: "blocked.test")
+                #expect(child == "reset", "\(kind) via \(address): \(child)")
+            }
+            let same = try resend(world.child, "tls", address, decoy: "allowed.test", real: "allowed.test")
+            #expect(same == "served allowed.test", "unchanged, via \(address): \(same)")
+            let plain = try resend(world.child, "http", address, decoy: "allowed.test", real: "allowed.test")
+            #expect(plain == "answered", "unchanged HTTP, via \(address): \(plain)")
+        }
+        let counted = try world.status(of: world.child).domainShield?.refusedConnections ?? [:]
+        #expect((counted["resent"] ?? 0) >= 4, "\(counted)")
+        #expect(world.agentIsRunning)
+    }
+
     /// The agent's resident memory in bytes.
     func agentMemory(_ world: AgentWorld) throws -> Int {
         let pid = try #require(world.agentPID)

@@ -127,7 +127,8 @@ final class TemporaryDirectory {
         #expect(lines[4] == "-A screentime -p tcp -m connmark --mark 0x560000/0xff0000 -j RETURN")
         #expect(lines[5].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
         #expect(lines[5].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
-        #expect(lines[8] == "-A screentime -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        // …but a UDP datagram longer than a frame (sent in segments) is judged, segment by segment.
+        #expect(lines[8] == "-A screentime -m length --length 0:1500 -m connmark --mark 0x560000/0xff0000 -j RETURN")
         #expect(lines[9] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
         // An ACK without data is never queued: exactly the headers' length, no SYN.
         #expect(
@@ -143,12 +144,27 @@ final class TemporaryDirectory {
                 "-A screentime -p tcp -m tcp ! --tcp-flags RST RST -m connmark --mark 0x550000/0xff0000 -j REJECT --reject-with tcp-reset"
             ))
         #expect(lines.contains("-A screentime -m mark --mark 0x540000/0xff0000 -j RETURN"))
+        // A watched flow (its opening passed, not yet acknowledged) keeps coming to the queue.
+        #expect(lines.contains("-A screentime -m mark --mark 0x5e0000/0xff0000 -j RETURN"))
+        #expect(!lines.contains { $0.contains("-m connmark --mark 0x5e0000") && $0.hasSuffix("-j RETURN") })
         // The rest of each connection's opening goes to the queue, with its standing restored.
+        let filterTail = lines.filter { $0.hasPrefix("-A screentime-filter") }.suffix(2)
         #expect(
-            Array(lines.suffix(5).prefix(2)) == [
+            Array(filterTail) == [
                 "-A screentime-filter -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000",
                 "-A screentime-filter -j NFQUEUE --queue-num 53",
             ])
+        // The server's packets of a watched flow come too, and its verdict is kept on the flow.
+        #expect(
+            Array(lines.filter { $0.hasPrefix("-A screentime-in -p tcp") }.prefix(6)) == [
+                "-A screentime-in -p tcp -m conntrack --ctdir REPLY -m mark --mark 0x560000/0xff0000 -j CONNMARK --save-mark --nfmask 0xff0000 --ctmask 0xff0000",
+                "-A screentime-in -p tcp -m conntrack --ctdir REPLY -m mark --mark 0x560000/0xff0000 -j RETURN",
+                "-A screentime-in -p tcp -m conntrack --ctdir REPLY -m mark --mark 0x550000/0xff0000 -j CONNMARK --save-mark --nfmask 0xff0000 --ctmask 0xff0000",
+                "-A screentime-in -p tcp -m conntrack --ctdir REPLY -m mark --mark 0x550000/0xff0000 -j RETURN",
+                "-A screentime-in -p tcp -m conntrack --ctdir REPLY -m connmark --mark 0x5e0000/0xff0000 -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000",
+                "-A screentime-in -p tcp -m conntrack --ctdir REPLY -m mark --mark 0x5e0000/0xff0000 -j NFQUEUE --queue-num 53",
+            ])
+        #expect(firewall.standing(ofMark: 0x015E_0001, generation: 3) == .watched)
         // Another generation of PASSED: connections passed before are no longer on the fast path.
         let next = firewall.ruleset(for: .ipv4, owners: [1001...1001], dohAddresses: [], generation: 1)
         #expect(next.contains("-A screentime -p tcp -m connmark --mark 0x570000/0xff0000 -j RETURN"))

@@ -54,6 +54,27 @@ import Testing
             try? DNSPacket(parsing: bytes), bytes: bytes, owner: Self.child, standing: standing, filter: Self.filter)
     }
 
+    /// An IPv4 TCP packet from the server, 10.1.1.1:443, to 10.0.0.2:port.
+    static func reply(port: UInt16 = 40000, acknowledging: UInt32, flags: UInt8 = 0x18) -> [UInt8] {
+        var tcp: [UInt8] = [0x01, 0xBB, UInt8(port >> 8), UInt8(port & 0xFF), 0, 0, 0x10, 0]
+        tcp += [
+            UInt8(acknowledging >> 24), UInt8(acknowledging >> 16 & 0xFF), UInt8(acknowledging >> 8 & 0xFF),
+            UInt8(acknowledging & 0xFF),
+        ]
+        tcp += [0x50, flags, 0xFF, 0xFF, 0, 0, 0, 0]
+        let payload = Array("server".utf8)
+        let total = 20 + tcp.count + payload.count
+        let ip: [UInt8] = [
+            0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0x40, 0, 64, 6, 0, 0, 10, 1, 1, 1, 10, 0, 0, 2,
+        ]
+        return ip + tcp + payload
+    }
+
+    func acknowledgement(_ judge: ConnectionJudge, _ bytes: [UInt8], generation: UInt8 = 0) -> ConnectionJudge.Decision
+    {
+        judge.acknowledgement(try? DNSPacket(parsing: bytes), generation: generation).decision
+    }
+
     func isRefusal(_ decision: ConnectionJudge.Decision) -> Bool {
         if case .refuse = decision { return true }
         return false
@@ -74,7 +95,7 @@ import Testing
         #expect(isRefusal(last), "\(last)")
         #expect(connections.gathering == 0)
         // An allowed name, whole, passes.
-        #expect(judge(connections, Self.segment(port: 40001, sequence: 1, Self.hello("video.allowed.test."))) == .pass)
+        #expect(judge(connections, Self.segment(port: 40001, sequence: 1, Self.hello("video.allowed.test."))) == .watch)
     }
 
     /// A flow the rules know as pending whose gathered bytes the agent lost (a restart, a full
@@ -84,7 +105,7 @@ import Testing
         let hello = Self.hello("video.blocked.test.")
         #expect(isRefusal(judge(connections, Self.segment(sequence: 300, Array(hello[200...])), standing: .pending)))
         // Without the pending mark the same bytes would be a new opening that names nothing.
-        #expect(judge(connections, Self.segment(port: 40002, sequence: 300, Array(hello[250...]))) == .pass)
+        #expect(judge(connections, Self.segment(port: 40002, sequence: 300, Array(hello[250...]))) == .watch)
     }
 
     /// 300 half-sent hellos of one child: the table keeps 256 of its flows; the evicted ones are
@@ -103,7 +124,7 @@ import Testing
         #expect(isRefusal(evicted))
         let kept = judge(
             connections, Self.segment(port: 20299, sequence: 101, Array(hello[100...])), standing: .pending)
-        #expect(kept == .pass)
+        #expect(kept == .watch)
     }
 
     @Test func learnedAddressesRefuseTheSYNAndNamelessOpenings() {
@@ -115,7 +136,7 @@ import Testing
         connections.learn(
             [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: false)
         #expect(judge(connections, Self.segment(sequence: 99, flags: 0x02)) == .accept)
-        #expect(judge(connections, Self.segment(port: 40003, sequence: 1, Self.hello("video.allowed.test."))) == .pass)
+        #expect(judge(connections, Self.segment(port: 40003, sequence: 1, Self.hello("video.allowed.test."))) == .watch)
         #expect(isRefusal(judge(connections, Self.segment(port: 40004, sequence: 1, Array("SSH-2.0-x\r\n".utf8)))))
         // Another owner's book is its own.
         let other = connections.judge(
@@ -142,5 +163,65 @@ import Testing
         #expect(
             isRefusal(judge(connections, Self.segment(port: 41001, sequence: 5, flags: 0x10), standing: .passedEarlier))
         )
+    }
+
+    /// The opening passed is watched until the server acknowledges it: a segment sent again must
+    /// say what was judged (the decoy sent with TTL 1, then rewritten), and only the server's
+    /// acknowledgement of the whole opening, no further than what was sent, lets the flow go.
+    @Test func aPassedOpeningIsWatchedUntilTheServerAcknowledgesIt() {
+        let connections = ConnectionJudge()
+        let decoy = Self.hello("video.allowed.test.")
+        let real = Self.hello("video.blocked.test.")
+        #expect(decoy.count == real.count)
+        #expect(judge(connections, Self.segment(sequence: 100, decoy)) == .watch)
+        // The same bytes again, whole or in part: accepted, still watched.
+        #expect(judge(connections, Self.segment(sequence: 100, decoy), standing: .watched) == .accept)
+        #expect(judge(connections, Self.segment(sequence: 150, Array(decoy[50..<90])), standing: .watched) == .accept)
+        // The rewritten pages' bytes: refused, and the flow is forgotten.
+        let resent = judge(connections, Self.segment(sequence: 100, real), standing: .watched)
+        #expect(isRefusal(resent), "\(resent)")
+        #expect(connections.gathering == 0)
+
+        // A second flow: a part-acknowledgement (a delayed ACK) keeps it watched; an
+        // acknowledgement of bytes never sent is no acknowledgement; the whole opening's lets go.
+        #expect(judge(connections, Self.segment(port: 40010, sequence: 100, decoy)) == .watch)
+        let end = 100 + UInt32(decoy.count)
+        #expect(acknowledgement(connections, Self.reply(port: 40010, acknowledging: 150)) == .accept)
+        #expect(acknowledgement(connections, Self.reply(port: 40010, acknowledging: end + 500)) == .accept)
+        // Data past the opening is accepted (and counts as sent).
+        #expect(
+            judge(connections, Self.segment(port: 40010, sequence: end, Array("more".utf8)), standing: .watched)
+                == .accept)
+        #expect(acknowledgement(connections, Self.reply(port: 40010, acknowledging: end + 4)) == .pass)
+        // Packets already on their way before the flow's new mark was kept pass too.
+        #expect(judge(connections, Self.segment(port: 40010, sequence: end + 4, [1]), standing: .watched) == .pass)
+        #expect(acknowledgement(connections, Self.reply(port: 40010, acknowledging: end + 4)) == .pass)
+        // A new connection on the same ports later is judged afresh.
+        #expect(isRefusal(judge(connections, Self.segment(port: 40010, sequence: 9000, real))))
+    }
+
+    @Test func aWatchedFlowWithoutItsStateOrUnderChangedShieldsIsRefused() {
+        let connections = ConnectionJudge()
+        let hello = Self.hello("video.allowed.test.")
+        // Lost (a restart, an evicted flow): both the client's and the server's packets refuse it.
+        #expect(isRefusal(judge(connections, Self.segment(port: 40020, sequence: 100, hello), standing: .watched)))
+        #expect(isRefusal(acknowledgement(connections, Self.reply(port: 40020, acknowledging: 100))))
+        // Judged under generation 0, acknowledged under 1: refused.
+        #expect(judge(connections, Self.segment(port: 40021, sequence: 100, hello)) == .watch)
+        let end = 100 + UInt32(hello.count)
+        #expect(isRefusal(acknowledgement(connections, Self.reply(port: 40021, acknowledging: end), generation: 1)))
+        // A server that goes on without acknowledging the opening is refused after a while.
+        #expect(judge(connections, Self.segment(port: 40022, sequence: 100, hello)) == .watch)
+        var decisions: [ConnectionJudge.Decision] = []
+        for _ in 0...ConnectionJudge.unacknowledgingLimit {
+            decisions.append(acknowledgement(connections, Self.reply(port: 40022, acknowledging: 100)))
+        }
+        #expect(decisions.dropLast().allSatisfy { $0 == .accept })
+        #expect(decisions.last.map(isRefusal) == true)
+        // Urgent data over the opening: the server would read other bytes. Refused.
+        #expect(judge(connections, Self.segment(port: 40023, sequence: 100, hello)) == .watch)
+        let urgent = judge(
+            connections, Self.segment(port: 40023, sequence: 100, flags: 0x38, hello), standing: .watched)
+        #expect(isRefusal(urgent))
     }
 }

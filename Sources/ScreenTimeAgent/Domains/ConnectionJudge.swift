@@ -14,6 +14,13 @@ import Synchronization
 /// is incomplete (the flow is marked pending, so a flow whose state is lost is refused, not
 /// passed). The table of such flows is bounded per user and in all; a child filling it loses
 /// only its own oldest flows. Called on the queue's one thread.
+///
+/// A TCP opening judged and passed is watched until the server acknowledges it: what the agent
+/// judged is one copy of the bytes, and TCP sends them again from the sender's pages as they are
+/// then (a decoy sent with TTL 1, which the first router drops, from a page rewritten before its
+/// retransmission). Each data segment of a watched flow is compared with the bytes judged where
+/// it overlaps them, and a difference refuses the flow; the server's acknowledgement of the
+/// whole opening (no further than what was sent) lets it go to the kernel's fast path.
 final class ConnectionJudge: Sendable {
     enum Decision: Equatable {
         /// Let this packet through; the connection stays unjudged (a SYN, an empty ACK).
@@ -22,6 +29,9 @@ final class ConnectionJudge: Sendable {
         case drop
         /// The connection may go on; the kernel takes the rest.
         case pass
+        /// The connection's opening passed; its segments and the server's acknowledgements still
+        /// come here until the server has acknowledged the opening.
+        case watch
         /// Let this segment through; the opening is not all here yet.
         case pending
         /// Reset or reject the connection.
@@ -49,6 +59,16 @@ final class ConnectionJudge: Sendable {
         /// The sequence number of the opening's first byte.
         var start: UInt32
         var since: Double
+        /// Judged and passed, under this generation of the web shields: the opening is all here,
+        /// and the flow waits for the server's acknowledgement of it.
+        var passedUnder: UInt8?
+        /// How far past the opening's start the client's data has been seen.
+        var sent = 0
+        /// Packets from the server that did not acknowledge the whole opening.
+        var unacknowledging = 0
+        /// Acknowledged and let go (the opening's bytes no longer kept): packets of the flow that
+        /// were on their way to the queue before its new mark was kept pass too.
+        var released = false
     }
 
     private struct State {
@@ -64,10 +84,12 @@ final class ConnectionJudge: Sendable {
             if flowsOf[flow.owner] == 0 { flowsOf[flow.owner] = nil }
         }
 
-        /// The oldest flow of `owner` (every user's when nil): a scan, done only when a table
-        /// is full.
+        /// The oldest flow of `owner` (every user's when nil), a released one first: a scan,
+        /// done only when a table is full.
         func oldest(of owner: UInt32?) -> FlowKey? {
-            flows.lazy.filter { owner == nil || $0.value.owner == owner }.min { $0.value.since < $1.value.since }?.key
+            flows.lazy.filter { owner == nil || $0.value.owner == owner }.min {
+                ($0.value.released ? 0 : 1, $0.value.since) < ($1.value.released ? 0 : 1, $1.value.since)
+            }?.key
         }
     }
 
@@ -75,6 +97,9 @@ final class ConnectionJudge: Sendable {
     static let flowsInAll = 2048
     /// A flow whose opening has not all come after this long is forgotten (and then refused).
     static let flowLifetime: Double = 30
+    /// Packets a server may send on a watched flow without acknowledging the opening: a real one
+    /// acknowledges it with its first answer (a delayed ACK of part of it first, at most).
+    static let unacknowledgingLimit = 32
 
     private let state = Mutex(State())
     /// Told the names of each connection passed by name (usage: a web domain in use).
@@ -93,7 +118,8 @@ final class ConnectionJudge: Sendable {
     /// uid) whose connection stands `standing` so far (nil: not judged; `.pending`: its opening
     /// is being gathered).
     func judge(
-        _ parsed: DNSPacket?, bytes: [UInt8], owner: UInt32, standing: Firewall.Standing?, filter: DomainFilter
+        _ parsed: DNSPacket?, bytes: [UInt8], owner: UInt32, standing: Firewall.Standing?, filter: DomainFilter,
+        generation: UInt8 = 0
     ) -> Decision {
         guard let packet = parsed else {
             // ICMP, GRE and the like carry no name: passed. TCP or UDP that cannot be read (a
@@ -130,6 +156,7 @@ final class ConnectionJudge: Sendable {
         if standing == .passedEarlier {
             return .refuse(Refusal(kind: "changed", reason: "a connection passed before the web shields changed"))
         }
+        if standing == .watched { return watched(packet, key: key) }
         // Urgent data in an opening: the byte it marks is taken out of the stream by the server's
         // TCP, so the bytes here would not be what the server reads (one urgent byte before a
         // hello made it look like nothing).
@@ -151,7 +178,8 @@ final class ConnectionJudge: Sendable {
         // Data (under TCP Fast Open, on the SYN itself).
         let gathered: (opening: [UInt8], appended: Bool)?
         gathered = state.withLock { state -> (opening: [UInt8], appended: Bool)? in
-            guard let flow = state.flows[key] else { return ([], true) }
+            // (A flow watched or released under this key is another connection's, long gone.)
+            guard let flow = state.flows[key], flow.passedUnder == nil else { return ([], true) }
             let offset = Int(packet.sequence &- flow.start)
             let end = offset + packet.payload.count
             if offset > flow.opening.count || offset < 0 || packet.sequence &- flow.start > 0x7FFF_FFFF {
@@ -163,7 +191,12 @@ final class ConnectionJudge: Sendable {
             return (state.flows[key]?.opening ?? [], true)
         }
         guard let gathered else { return .drop }
-        if !gathered.appended { return .accept }  // a segment sent again: what it holds was judged
+        if !gathered.appended {
+            // A segment sent again, inside what has come so far: it must say the same.
+            return sameAsGathered(packet, key: key)
+                ? .accept
+                : .refuse(Refusal(kind: "resent", reason: "a segment sent again that differs from the one judged"))
+        }
         var opening = gathered.opening
         if opening.isEmpty {
             // The first data of the flow. One whose earlier segments were gathered by a state since
@@ -183,28 +216,145 @@ final class ConnectionJudge: Sendable {
             }
             return standing == .pending ? .accept : .pending
         }
-        state.withLock { $0.removeFlow(key) }
+        let decision: Decision
         switch reading {
         case .incomplete:
             return .pending
         case .unreadable(let kind, let reason):
-            return .refuse(Refusal(kind: "unreadable", reason: "\(kind.rawValue) that cannot be read: \(reason)"))
+            decision = .refuse(Refusal(kind: "unreadable", reason: "\(kind.rawValue) that cannot be read: \(reason)"))
         case .unnamed, .names([], _):
-            if addressStanding != .unknown {
-                return .refuse(Refusal(kind: "address", reason: "no name, to an address returned for a shielded name"))
-            }
-            return .pass
+            decision =
+                addressStanding != .unknown
+                ? .refuse(Refusal(kind: "address", reason: "no name, to an address returned for a shielded name"))
+                : .watch
         case .names(let names, let kind):
-            for name in names {
-                if let verdict = filter.verdict(for: name) {
-                    return .refuse(
+            decision =
+                names.lazy.compactMap { name in filter.verdict(for: name).map { (name, $0) } }.first.map {
+                    .refuse(
                         Refusal(
-                            kind: "name", reason: "\(kind.rawValue) names a shielded host", name: name, verdict: verdict
-                        ))
-                }
+                            kind: "name", reason: "\(kind.rawValue) names a shielded host", name: $0.0, verdict: $0.1))
+                } ?? .watch
+            if decision == .watch { passedNames.withLock { $0 }?(names, owner) }
+        }
+        guard decision == .watch else {
+            state.withLock { $0.removeFlow(key) }
+            return decision
+        }
+        // Kept, whole, until the server acknowledges it.
+        let start =
+            gathered.opening.isEmpty
+            ? packet.sequence &+ (packet.tcpFlags & DNSPacket.flagSYN != 0 ? 1 : 0)
+            : state.withLock { $0.flows[key]?.start } ?? packet.sequence
+        var flow = Flow(owner: owner, opening: opening, start: start, since: time, passedUnder: generation)
+        flow.sent = opening.count
+        if gathered.opening.isEmpty {
+            remember(key, flow)
+        } else {
+            state.withLock { $0.flows[key] = flow }
+        }
+        return .watch
+    }
+
+    /// Whether a segment inside the opening gathered so far says what the gathered bytes say.
+    private func sameAsGathered(_ packet: DNSPacket, key: FlowKey) -> Bool {
+        state.withLock { state in
+            guard let flow = state.flows[key] else { return false }
+            return Self.agrees(packet, with: flow)
+        }
+    }
+
+    /// Whether the bytes of a segment that overlap the opening are the opening's.
+    private static func agrees(_ packet: DNSPacket, with flow: Flow) -> Bool {
+        let distance = packet.sequence &- flow.start
+        // Before the opening's start (beyond half the sequence space): nothing a client resends.
+        guard distance <= 0x7FFF_FFFF else { return false }
+        let offset = Int(distance)
+        guard offset < flow.opening.count else { return true }
+        let overlap = min(packet.payload.count, flow.opening.count - offset)
+        return packet.payload.prefix(overlap).elementsEqual(flow.opening[offset..<(offset + overlap)])
+    }
+
+    /// A data segment of a flow whose opening passed and is not acknowledged yet.
+    private func watched(_ packet: DNSPacket, key: FlowKey) -> Decision {
+        state.withLock { state -> Decision in
+            guard var flow = state.flows[key], flow.passedUnder != nil else {
+                return .refuse(
+                    Refusal(kind: "lost", reason: "a watched connection whose judged opening the agent no longer holds")
+                )
             }
-            passedNames.withLock { $0 }?(names, owner)
-            return .pass
+            // Sent before the acknowledgement's mark was kept on the connection.
+            if flow.released { return .pass }
+            guard Self.agrees(packet, with: flow) else {
+                state.removeFlow(key)
+                return .refuse(
+                    Refusal(kind: "resent", reason: "a segment sent again that differs from the opening judged"))
+            }
+            let offset = Int(packet.sequence &- flow.start)
+            // Urgent data inside the opening: the server's TCP takes the marked byte out of it.
+            if packet.tcpFlags & DNSPacket.flagURG != 0, offset < flow.opening.count {
+                state.removeFlow(key)
+                return .refuse(Refusal(kind: "urgent", reason: "urgent data in a connection's opening"))
+            }
+            if packet.payload.isEmpty, packet.tcpFlags & (DNSPacket.flagFIN | DNSPacket.flagRST) != 0 {
+                state.removeFlow(key)
+                return .accept
+            }
+            flow.sent = max(flow.sent, offset + packet.payload.count)
+            state.flows[key] = flow
+            return .accept
+        }
+    }
+
+    /// A packet from the server on a watched flow (`standing` of the flow is `.watched`): `.pass`
+    /// once it acknowledges the whole opening and no byte the client has not sent, `.refuse` when
+    /// the flow was judged under web shields since changed, when its state is lost, or when the
+    /// server goes on without acknowledging it; else `.accept`, and the flow stays watched.
+    func acknowledgement(_ parsed: DNSPacket?, generation: UInt8) -> (decision: Decision, owner: UInt32?) {
+        guard let packet = parsed, packet.transport == .tcp,
+            let client = LearnedAddresses.Address(packet.destination),
+            let server = LearnedAddresses.Address(packet.source)
+        else { return (.drop, nil) }
+        let key = FlowKey(
+            source: client, destination: server,
+            ports: UInt32(packet.destinationPort) << 16 | UInt32(packet.sourcePort))
+        let time = now
+        return state.withLock { state -> (decision: Decision, owner: UInt32?) in
+            guard var flow = state.flows[key], let judgedUnder = flow.passedUnder else {
+                let lost = Refusal(
+                    kind: "lost", reason: "a watched connection whose judged opening the agent no longer holds")
+                return (.refuse(lost), nil)
+            }
+            let owner = flow.owner
+            if flow.released { return (.pass, owner) }
+            if packet.tcpFlags & DNSPacket.flagRST != 0 {
+                state.removeFlow(key)
+                return (.accept, owner)
+            }
+            let acknowledged = packet.acknowledgment &- flow.start
+            if packet.tcpFlags & DNSPacket.flagACK != 0, acknowledged <= 0x7FFF_FFFF,
+                Int(acknowledged) >= flow.opening.count, Int(acknowledged) <= flow.sent + 1
+            {
+                guard judgedUnder == generation else {
+                    state.removeFlow(key)
+                    let changed = Refusal(
+                        kind: "changed", reason: "a connection passed before the web shields changed")
+                    return (.refuse(changed), owner)
+                }
+                flow.released = true
+                flow.opening = []
+                flow.since = time
+                state.flows[key] = flow
+                return (.pass, owner)
+            }
+            flow.unacknowledging += 1
+            guard flow.unacknowledging <= Self.unacknowledgingLimit else {
+                state.removeFlow(key)
+                let silent = Refusal(
+                    kind: "unacknowledged", reason: "a server that does not acknowledge the opening judged")
+                return (.refuse(silent), owner)
+            }
+            state.flows[key] = flow
+            return (.accept, owner)
         }
     }
 
@@ -212,6 +362,7 @@ final class ConnectionJudge: Sendable {
     /// when it has too many, the oldest of all when the table is full, and every expired one.
     private func remember(_ key: FlowKey, _ flow: Flow) {
         state.withLock { state in
+            state.removeFlow(key)
             if state.flowsOf[flow.owner, default: 0] >= Self.flowsPerUser, let oldest = state.oldest(of: flow.owner) {
                 state.removeFlow(oldest)
             }

@@ -342,7 +342,15 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// The verdict on one queued packet: a filtered user's DNS query, a reply to one, or the
     /// opening of another of its connections (see `ConnectionJudge`).
     func judge(_ packet: NetfilterQueue.Packet) -> NetfilterQueue.Verdict {
-        if packet.incoming { return judgeReply(packet) }
+        if packet.incoming {
+            let generation = state.withLock { $0.installedRules?.generation ?? 0 }
+            guard firewall.standing(ofMark: packet.mark, generation: generation) == .watched else {
+                return judgeReply(packet)
+            }
+            let (decision, owner) = connections.acknowledgement(
+                try? DNSPacket(parsing: packet.bytes), generation: generation)
+            return verdict(decision, mark: packet.mark, owner: owner, generation: generation)
+        }
         guard let sender = packet.uid else { return .drop }
         // The sender's uid may be a subordinate one: the filter is its owner's.
         guard
@@ -361,17 +369,31 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             return judgeQuery(parsed, uid: uid, filter: filter)
         }
         let decision = connections.judge(
-            parsed, bytes: packet.bytes, owner: uid, standing: standing, filter: filter)
-        let others = packet.mark & ~Firewall.markMask
+            parsed, bytes: packet.bytes, owner: uid, standing: standing, filter: filter, generation: generation)
+        return verdict(decision, mark: packet.mark, owner: uid, generation: generation)
+    }
+
+    /// A connection judge's decision as the queue's verdict: a standing for the flow goes back
+    /// through NF_REPEAT as the packet's mark, which the rules keep on the connection.
+    private func verdict(
+        _ decision: ConnectionJudge.Decision, mark: UInt32, owner: UInt32?, generation: UInt8
+    ) -> NetfilterQueue.Verdict {
+        let others = mark & ~Firewall.markMask
         switch decision {
         case .accept: return .accept
         case .drop: return .drop
         case .pass: return .repeatMarked(others | firewall.mark(.passed, generation: generation))
+        case .watch: return .repeatMarked(others | firewall.mark(.watched))
         case .pending: return .repeatMarked(others | firewall.mark(.pending))
         case .refuse(let refusal):
-            if let name = refusal.name, let verdict = refusal.verdict { note(uid: uid, name: name, verdict: verdict) }
-            connections.count(refusal, owner: uid)
-            logger.debug("connection refused", metadata: ["uid": "\(uid)", "why": "\(refusal.reason)"])
+            if let owner {
+                if let name = refusal.name, let verdict = refusal.verdict {
+                    note(uid: owner, name: name, verdict: verdict)
+                }
+                connections.count(refusal, owner: owner)
+            }
+            logger.debug(
+                "connection refused", metadata: ["uid": "\(owner.map(String.init) ?? "-")", "why": "\(refusal.reason)"])
             return .repeatMarked(others | firewall.mark(.refused))
         }
     }

@@ -24,7 +24,8 @@ public struct DNSPacket: Sendable {
     /// TCP's sequence number (of the payload's first byte) and flags; 0 for UDP.
     public let sequence: UInt32
     public let tcpFlags: UInt8
-    private let acknowledgment: UInt32
+    /// TCP's acknowledgement number (the next byte the sender expects); 0 for UDP.
+    public let acknowledgment: UInt32
     private let window: UInt16
 
     public static let flagFIN: UInt8 = 0x01

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""A child's way past a connection judge that reads one copy of an opening: the opening is sent
+first as a decoy naming an allowed host, with TTL (hop limit) 1 so that the first router drops
+it, from pages the child still owns; she then rewrites those pages to name the shielded host and
+lets TCP send the segment again, rebuilt from them. Run as the child.
+
+  resend.py HOW KIND ADDRESS PORT DECOY REAL
+
+  HOW     sendfile (the decoy from a file of hers, rewritten in place) or zerocopy (MSG_ZEROCOPY
+          from a buffer of hers, rewritten after the send)
+  KIND    tls (a real TLS client naming REAL, which reads the answer through the connection) or
+          http (a request head naming REAL in Host)
+  DECOY, REAL  host names of the same length
+
+Prints one word: served NAME (the server answered, and said which name it saw), answered (it
+answered; plain HTTP does not say the name), reset, closed or timeout.
+"""
+import mmap
+import os
+import socket
+import ssl
+import sys
+import tempfile
+import time
+
+how, kind, address, port, decoy, real = sys.argv[1:7]
+port = int(port)
+if len(decoy) != len(real):
+    sys.exit("the decoy and the real name must have the same length")
+family = socket.AF_INET6 if ":" in address else socket.AF_INET
+SO_ZEROCOPY = 60
+MSG_ZEROCOPY = 0x4000000
+
+sock = socket.socket(family, socket.SOCK_STREAM)
+sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+sock.settimeout(8)
+sock.connect((address, port))
+
+
+def hop_limit(value):
+    if family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_UNICAST_HOPS, value)
+    else:
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, value)
+
+
+tls = None
+if kind == "tls":
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=real)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:
+        pass
+    opening = outgoing.read()
+else:
+    opening = b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % real.encode()
+if opening.count(real.encode()) != 1:
+    sys.exit("the real name is not once in the opening")
+first = opening.replace(real.encode(), decoy.encode())
+
+hop_limit(1)
+if how == "sendfile":
+    with tempfile.TemporaryFile() as page:
+        page.write(first)
+        page.flush()
+        sent = os.sendfile(sock.fileno(), page.fileno(), 0, len(first))
+        # The segment is in the socket's queue, its bytes still in the file's page: rewritten.
+        os.pwrite(page.fileno(), opening, 0)
+        page.flush()
+        hop_limit(64)
+        time.sleep(1.5)  # the retransmission goes while the file is open
+elif how == "zerocopy":
+    sock.setsockopt(socket.SOL_SOCKET, SO_ZEROCOPY, 1)
+    buffer = mmap.mmap(-1, 4096 * ((len(first) + 4095) // 4096))
+    buffer[: len(first)] = first
+    sent = sock.sendmsg([memoryview(buffer)[: len(first)]], [], MSG_ZEROCOPY)
+    buffer[: len(opening)] = opening
+    hop_limit(64)
+    time.sleep(1.5)
+else:
+    sys.exit("unknown way " + how)
+if sent != len(first):
+    sys.exit("sent %d of %d bytes" % (sent, len(first)))
+
+
+def outcome():
+    try:
+        if tls is None:
+            data = sock.recv(4096)
+            return "answered" if data else "closed"
+        while True:
+            try:
+                tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                data = outgoing.read()
+                if data:
+                    sock.sendall(data)
+                chunk = sock.recv(65536)
+                if not chunk:
+                    return "closed"
+                incoming.write(chunk)
+        sock.sendall(outgoing.read())
+        tls.write(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % real.encode())
+        sock.sendall(outgoing.read())
+        answer = b""
+        while b"\n" not in answer.split(b"\r\n\r\n", 1)[-1] or b"\r\n\r\n" not in answer:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            incoming.write(chunk)
+            try:
+                answer += tls.read(65536)
+            except ssl.SSLWantReadError:
+                pass
+        body = answer.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
+        return ("served " + body.split()[-1]) if body.startswith("https") else "closed"
+    except (ConnectionResetError, BrokenPipeError):
+        return "reset"
+    except socket.timeout:
+        return "timeout"
+    except (ssl.SSLError, OSError) as error:
+        return "reset" if "reset" in str(error).lower() else "error:%s" % error
+
+
+print(outcome())
