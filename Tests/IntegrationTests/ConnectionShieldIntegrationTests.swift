@@ -221,6 +221,20 @@ struct ConnectionShieldIntegrationTests {
         #expect(try child(world, "udp", "fd00::1", "4433", "quic") == "refused")
         #expect(try child(world, "udp", "10.1.1.1", "4433", "plain") == "answered")
         #expect(try child(world, "udp", "fd00::1", "4433", "plain") == "answered")
+        // A QUIC Initial behind a segment of zeros, in one segmented send (UDP_SEGMENT), on a flow
+        // a small datagram passed: the zeros may pass, the Initial never (the bystander's both do).
+        for address in ["10.1.1.1", "fd00::1"] {
+            let segmented = try child(world, "quic-segmented", address, "4433")
+            #expect(
+                ["answered echoed 0", "answered echoed 1", "answered refused"].contains(segmented),
+                "\(address): \(segmented)")
+            let theirs = try world.inNetwork(
+                as: world.bystander, "/usr/bin/python3",
+                [AgentWorld.fixture("web-child.py"), "quic-segmented", address, "4433"])
+            #expect(theirs.stdout.contains("answered echoed 2"), "\(address): \(theirs.stdout) \(theirs.stderr)")
+        }
+        let quicRefusals = try world.status(of: world.child).domainShield?.refusedConnections?["quic"] ?? 0
+        #expect(quicRefusals >= 2, "\(quicRefusals)")
         // While the child is authorized, browsers are told to keep DoH, ECH and QUIC off; the
         // policies go with the last authorization.
         let firefox = world.directory + "/root/etc/firefox/policies/policies.json"

@@ -16,6 +16,9 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
   urgent NAME ADDRESS PORT        one urgent byte (MSG_OOB), then a real TLS request naming NAME
   trickle NAME ADDRESS PORT MS    a real ClientHello naming NAME, one byte a segment, MS apart
   udp-then-quic ADDRESS PORT      a small datagram (echoed), then a QUIC-shaped one on the flow
+  quic-segmented ADDRESS PORT     a small datagram (echoed), then one send of two 1,200-byte
+                                  segments (UDP_SEGMENT): zeros, then a QUIC-shaped Initial;
+                                  prints the first outcome and how many segments were echoed
   keepalive NAME ADDRESS PORT GO  a TLS request on a kept-alive connection; once the file GO
                                   exists, a second request on the same connection
 """
@@ -245,6 +248,30 @@ def udp_then_quic(address, port):
     print(first, second)
 
 
+def quic_segmented(address, port):
+    sock = socket.socket(family(address), socket.SOCK_DGRAM)
+    sock.connect((address, port))
+    sock.send(b"hello")
+    first = outcome(sock)
+    initial = bytes([0xC3]) + (1).to_bytes(4, "big") + bytes([8]) + os.urandom(8) + bytes([0])
+    initial += os.urandom(1200 - len(initial))
+    UDP_SEGMENT = 103
+    try:
+        sock.sendmsg([bytes(1200) + initial], [(socket.SOL_UDP, UDP_SEGMENT, (1200).to_bytes(2, "little"))])
+    except (ConnectionRefusedError, PermissionError):
+        print(first, "refused")
+        return
+    echoed = 0
+    sock.settimeout(1.5)
+    while True:
+        try:
+            if sock.recv(4096).startswith(b"echo 1200"):
+                echoed += 1
+        except (socket.timeout, ConnectionRefusedError, OSError):
+            break
+    print(first, "echoed", echoed)
+
+
 def keepalive(name, address, port, go):
     sock = connect(address, port, timeout=30)
     tls = tls_request(sock, name)
@@ -277,6 +304,8 @@ elif command == "urgent":
     urgent(arguments[0], arguments[1], int(arguments[2]))
 elif command == "udp-then-quic":
     udp_then_quic(arguments[0], int(arguments[1]))
+elif command == "quic-segmented":
+    quic_segmented(arguments[0], int(arguments[1]))
 elif command == "keepalive":
     keepalive(arguments[0], arguments[1], int(arguments[2]), arguments[3])
 else:
