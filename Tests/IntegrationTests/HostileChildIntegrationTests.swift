@@ -273,6 +273,63 @@ struct HostileChildIntegrationTests {
         #expect(ran.isEmpty && loose.isEmpty, "counted: \(ran), not frozen: \(loose)")
     }
 
+    /// A process the agent never saw forked (restrictions, second round): `clone(CLONE_PARENT)`
+    /// gives a fork event naming the forker's parent. From a game's preloaded code the game that
+    /// plays was taken for a fork of the shell (a shield added later did not freeze it); from a
+    /// process init adopted it was not tracked at all (it ran through a lock). Each is judged
+    /// from what it is now, while the bystander's same programs run untouched.
+    @Test func aProcessForkedWithCloneParentIsJudgedLikeAnyOther() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let home = try world.makeHome(for: world.child)
+        let library = world.directory + "/bin/leave.so"
+        try system("/usr/bin/cc", "-shared", "-fPIC", "-o", library, AgentWorld.fixture("cloneparent.c"))
+        func pids(of user: String, running name: String) -> [Int32] {
+            ((try? run("/usr/bin/pgrep", ["-u", user, "-x", name]))?.stdout ?? "").split(separator: "\n").compactMap {
+                Int32($0)
+            }
+        }
+        // The game, started by a shell with the library preloaded: what plays is a clone of it.
+        _ = try world.launch(
+            as: world.child, "/bin/sh", ["-c", "LD_PRELOAD=\(library) \(world.counter) \(home)/game; sleep 600"])
+        let theirs = world.directory + "/theirs"
+        _ = try world.launch(as: world.bystander, world.counter, [theirs])
+        #expect(
+            eventually(10) {
+                pids(of: world.child, running: "counter").count == 1 && world.count(home + "/game") != nil
+            })
+        let game = try #require(pids(of: world.child, running: "counter").first)
+        #expect(!world.isFrozen(game))
+        let shield = try world.cli(as: world.guardian, "shield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(shield.status == 0, "\(shield.stderr)")
+        #expect(eventually(10) { world.isFrozen(game) }, "the game's clone, taken for the shell: \(world.agentLog())")
+
+        // Adopted by init, then a clone: the kernel names init as its parent.
+        _ = try world.launch(
+            as: world.child, "/usr/bin/python3", [AgentWorld.fixture("cloneparent.py"), home + "/play"])
+        #expect(eventually(10) { Files.exists(home + "/play.pid") && world.count(home + "/play") != nil })
+        let text = try String(contentsOfFile: home + "/play.pid", encoding: .utf8)
+        let played = try #require(Int32(text))
+        let now = Date()
+        func clock(_ date: Date) -> String {
+            let parts = Calendar.current.dateComponents([.hour, .minute], from: date)
+            return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+        }
+        let downtime = try world.cli(
+            as: world.guardian, "downtime", "--user", world.child, "--from", clock(now.addingTimeInterval(-60)), "--to",
+            clock(now.addingTimeInterval(30 * 60)), "--no-login")
+        #expect(downtime.status == 0, "\(downtime.stderr)")
+        #expect(eventually(10) { world.isFrozen(played) }, "init's clone under a lock: \(world.agentLog())")
+        let before = world.count(home + "/play")
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(world.count(home + "/play") == before, "it still counts")
+        // The bystander's game was never touched.
+        let bystanderGame = try #require(pids(of: world.bystander, running: "counter").first)
+        #expect(!world.isFrozen(bystanderGame))
+        #expect(world.agentIsRunning)
+    }
+
     /// Finding 2: the child's own desktop entry for a shielded app (`Hidden=true`, or
     /// `NoDisplay=true` with other categories) removed it from the catalogue, and the app ran.
     @Test func theChildsOwnEntriesLiftNoShield() throws {

@@ -82,36 +82,7 @@ extension ProcessShield {
     func handle(_ event: ProcConnector.Event) {
         switch event {
         case .fork(let parent, let child):
-            table.withLock { table in
-                let policy = currentPolicy()
-                guard let known = table.processes[parent] else { return }
-                var tracked = Tracked(
-                    uid: known.uid, owner: known.owner, startTime: inspector.startTime(pid: child) ?? 0)
-                tracked.kernel = known.kernel
-                tracked.evidence = known.evidence
-                tracked.inherited = known.identities
-                tracked.identities = known.identities
-                tracked.judged = known.judged
-                tracked.installRefusal = known.installRefusal
-                tracked.parent = parent
-                table.processes[child] = tracked
-                if let parentHold = known.hold {
-                    // Forked as it was held: the child is in the frozen group with it.
-                    let handle = ProcessHandle(pid: child, startTime: tracked.startTime, inspector: inspector)
-                    table.processes[child]?.hold = Hold(
-                        reason: parentHold.reason, origin: parentHold.origin, since: parentHold.since, handle: handle)
-                    if !(holder.withLock { $0 }.isInFrozenGroup(child)) {
-                        table.processes[child]?.hold = nil
-                        hold(child, &table, reason: parentHold.reason, stopFirst: true, waiting: false)
-                    }
-                }
-                if !known.judged {
-                    // Its parent is still being judged: so is it, with the parent's reads.
-                    judgeExec(child, &table, policy: policy, inherited: known.inherited, counting: false)
-                } else if known.action != nil || known.hold != nil {
-                    enforce(child, &table, policy: policy)
-                }
-            }
+            table.withLock { table in forked(child, parent: parent, &table, policy: currentPolicy()) }
         case .exec(let pid):
             let owner = table.withLock { table in
                 judgeExec(pid, &table, policy: currentPolicy())
@@ -143,6 +114,70 @@ extension ProcessShield {
         case .overrun:
             logger.warning("process events were lost; reading /proc again")
             table.withLock { reconcile(&$0, policy: currentPolicy()) }
+        }
+    }
+
+    /// A new process. The kernel names its real parent, which is not always the process that
+    /// forked it: under `CLONE_PARENT` it is the forker's own parent (init, for a forker adopted
+    /// by init; bash, for a game whose preloaded code forks so and exits). The new process runs
+    /// its forker's program, so the forker is the named parent or one of that parent's children
+    /// (an orphan, when the parent is not tracked) running the same program; the process
+    /// inherits what each of those is. With no such process known it is judged from its own uid
+    /// and program, as an exec is: no process of an authorized user goes untracked.
+    func forked(_ child: Int32, parent: Int32, _ table: inout Table, policy: AppPolicy) {
+        let known = table.processes[parent]
+        if known == nil {
+            // Most forks on the machine are other users': one read tells.
+            guard let uid = inspector.status(pid: child)?.uid, policy.owner(ofKernelUID: uid) != nil else { return }
+        }
+        let image = inspector.executableStatus(pid: child)?.key
+        var forkers: [Int32] = []
+        if let known, image == nil || known.kernel.executable?.key == image { forkers.append(parent) }
+        if let image {
+            for (pid, entry) in table.processes
+            where pid != parent && pid != child && entry.kernel.executable?.key == image
+                && (entry.parent == parent || (known == nil && entry.parent == nil))
+            {
+                forkers.append(pid)
+            }
+        }
+        guard let first = forkers.first, let forker = table.processes[first] else {
+            // Nothing tracked runs its program (it may have run another already): judged afresh.
+            judgeExec(child, &table, policy: policy, inherited: known?.identities ?? [], counting: false)
+            return
+        }
+        var tracked = Tracked(uid: forker.uid, owner: forker.owner, startTime: inspector.startTime(pid: child) ?? 0)
+        tracked.kernel = forker.kernel
+        tracked.evidence = forker.evidence
+        tracked.inherited = forker.identities
+        tracked.identities = forker.identities
+        tracked.judged = forker.judged
+        tracked.installRefusal = forker.installRefusal
+        tracked.parent = first
+        // Which of several it was cannot be told: it is all of them (most restrictive).
+        for other in forkers.dropFirst() {
+            for identity in table.processes[other]?.identities ?? [] where !tracked.identities.contains(identity) {
+                tracked.identities.append(identity)
+                tracked.inherited.append(identity)
+            }
+            tracked.judged = tracked.judged && (table.processes[other]?.judged ?? true)
+        }
+        table.processes[child] = tracked
+        if let parentHold = forker.hold {
+            // Forked as it was held: the child is in the frozen group with it.
+            let handle = ProcessHandle(pid: child, startTime: tracked.startTime, inspector: inspector)
+            table.processes[child]?.hold = Hold(
+                reason: parentHold.reason, origin: parentHold.origin, since: parentHold.since, handle: handle)
+            if !(holder.withLock { $0 }.isInFrozenGroup(child)) {
+                table.processes[child]?.hold = nil
+                hold(child, &table, reason: parentHold.reason, stopFirst: true, waiting: false)
+            }
+        }
+        if !forker.judged {
+            // Its forker is still being judged: so is it, with the forker's reads.
+            judgeExec(child, &table, policy: policy, inherited: tracked.inherited, counting: false)
+        } else if forker.action != nil || forker.hold != nil || forkers.count > 1 || first != parent {
+            enforce(child, &table, policy: policy)
         }
     }
 
