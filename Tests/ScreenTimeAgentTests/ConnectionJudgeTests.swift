@@ -130,11 +130,13 @@ import Testing
     @Test func learnedAddressesRefuseTheSYNAndNamelessOpenings() {
         let connections = ConnectionJudge()
         connections.learn(
-            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: true)
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: true,
+            trusted: true)
         #expect(isRefusal(judge(connections, Self.segment(sequence: 99, flags: 0x02))))
         // Shared with an allowed name: the SYN passes, the name decides, no name is refused.
         connections.learn(
-            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: false)
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: false,
+            trusted: true)
         #expect(judge(connections, Self.segment(sequence: 99, flags: 0x02)) == .accept)
         #expect(judge(connections, Self.segment(port: 40003, sequence: 1, Self.hello("video.allowed.test."))) == .watch)
         #expect(isRefusal(judge(connections, Self.segment(port: 40004, sequence: 1, Array("SSH-2.0-x\r\n".utf8)))))
@@ -223,5 +225,26 @@ import Testing
         let urgent = judge(
             connections, Self.segment(port: 40023, sequence: 100, flags: 0x38, hello), standing: .watched)
         #expect(isRefusal(urgent))
+    }
+
+    /// What a resolver the child chose says restricts her only: it cannot make an address the
+    /// system's resolver returned for a shielded name shared, nor push it out of the book.
+    @Test func theChildsOwnResolverNeitherSharesNorEvictsWhatWasLearned() {
+        let connections = ConnectionJudge()
+        let site = DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 60)
+        connections.learn([site], owner: Self.child, shielded: true, trusted: true)
+        connections.learn([site], owner: Self.child, shielded: false, trusted: false)
+        #expect(isRefusal(judge(connections, Self.segment(sequence: 99, flags: 0x02))), "made shared by her resolver")
+        for round in 0..<300 {
+            let flood = (0..<70).map { index in
+                DNSMessage.AddressRecord(address: [10, 200, UInt8(round % 256), UInt8(index + 1)], ttl: 86_400)
+            }
+            connections.learn(flood, owner: Self.child, shielded: true, trusted: false)
+        }
+        #expect(isRefusal(judge(connections, Self.segment(sequence: 99, flags: 0x02))), "pushed out by her flood")
+        // Her shielded answers do restrict her (her last ones: her flood pushes out her own).
+        var syn = Self.segment(sequence: 99, flags: 0x02)
+        syn.replaceSubrange(16..<20, with: [10, 200, 43, 5])
+        #expect(isRefusal(judge(connections, syn)))
     }
 }

@@ -75,7 +75,17 @@ final class ConnectionJudge: Sendable {
         var flows: [FlowKey: Flow] = [:]
         /// How many of `flows` each user has, kept with them.
         var flowsOf: [UInt32: Int] = [:]
+        /// What the system's resolvers and the agent's own lookups said, per user; and, apart,
+        /// the shielded names' addresses that a resolver the child chose said (which may lie):
+        /// answers of hers can neither make a learned address shared nor push it out.
         var addresses: [UInt32: LearnedAddresses] = [:]
+        var heard: [UInt32: LearnedAddresses] = [:]
+
+        func standing(of address: LearnedAddresses.Address, owner: UInt32, now: Double) -> LearnedAddresses.Standing {
+            let learned = addresses[owner]?.standing(of: address, now: now) ?? .unknown
+            guard learned == .unknown else { return learned }
+            return heard[owner]?.standing(of: address, now: now) ?? .unknown
+        }
         var refused: [UInt32: [String: Int]] = [:]
 
         mutating func removeFlow(_ key: FlowKey) {
@@ -133,7 +143,7 @@ final class ConnectionJudge: Sendable {
             let source = LearnedAddresses.Address(packet.source)
         else { return .drop }
         let time = now
-        let addressStanding = state.withLock { $0.addresses[owner]?.standing(of: destination, now: time) } ?? .unknown
+        let addressStanding = state.withLock { $0.standing(of: destination, owner: owner, now: time) }
         switch packet.transport {
         case .udp:
             // (A datagram passed under earlier web shields is simply judged again.)
@@ -391,24 +401,36 @@ final class ConnectionJudge: Sendable {
     // MARK: addresses
 
     /// Notes the addresses of a reply to `owner`: returned for a shielded name (`shielded`) or
-    /// for a name it may visit.
-    func learn(_ records: [DNSMessage.AddressRecord], owner: UInt32, shielded: Bool) {
-        guard !records.isEmpty else { return }
+    /// for a name it may visit, by one of the system's resolvers or the agent's own lookup
+    /// (`trusted`) or by a resolver the child chose. The child's resolver is believed only where
+    /// it restricts her: its addresses of shielded names are kept apart, and what it says of
+    /// allowed names is not kept.
+    func learn(_ records: [DNSMessage.AddressRecord], owner: UInt32, shielded: Bool, trusted: Bool) {
+        guard !records.isEmpty, trusted || shielded else { return }
         let time = now
         state.withLock { state in
             // In place: a copy taken out of the table would copy every address at each reply.
             for record in records {
                 guard let address = LearnedAddresses.Address(record.address) else { continue }
-                state.addresses[owner, default: LearnedAddresses()].learn(
-                    address, shielded: shielded, ttl: record.ttl, now: time)
+                if trusted {
+                    state.addresses[owner, default: LearnedAddresses()].learn(
+                        address, shielded: shielded, ttl: record.ttl, now: time)
+                } else {
+                    state.heard[owner, default: LearnedAddresses(capacity: Self.heardCapacity)].learn(
+                        address, shielded: true, ttl: record.ttl, now: time)
+                }
             }
         }
     }
+
+    /// Addresses kept per user from resolvers the child chose.
+    static let heardCapacity = 4096
 
     /// Forgets the users no longer filtered.
     func keep(owners: Set<UInt32>) {
         state.withLock { state in
             state.addresses = state.addresses.filter { owners.contains($0.key) }
+            state.heard = state.heard.filter { owners.contains($0.key) }
             state.refused = state.refused.filter { owners.contains($0.key) }
             state.flows = state.flows.filter { owners.contains($0.value.owner) }
             state.flowsOf = state.flowsOf.filter { owners.contains($0.key) }

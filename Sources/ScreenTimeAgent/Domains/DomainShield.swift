@@ -28,6 +28,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     private let events = Mutex(EventBuffer())
     private let outstanding = OutstandingQueries()
     private let connections = ConnectionJudge()
+    private let resolvers = SystemResolvers()
     private let shadows: ShadowLookups
     private let flushSignal: AsyncStream<Void>
     /// Told of each address question a filtered user asks (its registrable domain, the owner),
@@ -107,7 +108,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             chain: configuration.firewallChain, queue: configuration.dnsQueue, mark: configuration.connectionMark,
             rateLimit: configuration.dnsRateLimit, connectionRateLimit: configuration.connectionRateLimit)
         self.logger = logger
-        shadows = ShadowLookups(judge: connections)
+        shadows = ShadowLookups(judge: connections, resolvers: resolvers)
         (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         connections.passedNames.withLock { tell in
             tell = { [weak self] names, owner in
@@ -451,6 +452,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         // The rest of a TCP connection (its handshake, its acknowledgements).
         guard !messages.isEmpty else { return .accept }
         var rewrite: (message: DNSMessage, shielded: Bool)?
+        // From one of the system's resolvers (port 53), or from one the child chose.
+        let trusted = parsed.sourcePort == 53 && resolvers.contains(parsed.source)
         for bytes in messages {
             guard bytes.count >= 2, let owner = outstanding.owner(of: Self.key(parsed, id: bytes, reply: true)),
                 let filter = state.withLock({ $0.filters[owner] }),
@@ -463,7 +466,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 shielded = true
                 break
             }
-            connections.learn(answers.addresses, owner: owner, shielded: shielded)
+            connections.learn(answers.addresses, owner: owner, shielded: shielded, trusted: trusted)
             if shielded || answers.offersECH {
                 guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
                 rewrite = (message, shielded || rewrite?.shielded == true)

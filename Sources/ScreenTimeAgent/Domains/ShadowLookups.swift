@@ -4,9 +4,13 @@ import ScreenTimeCore
 import Synchronization
 
 /// When a child asks for a shielded name, the agent answers NXDOMAIN at once and asks the same
-/// resolver the same name itself, in the background, to learn the addresses behind it: for their
-/// TTL, that child's connections to them are refused whatever name they claim (`curl --resolve`,
-/// an address written into a program). The child's own answer is never delayed by this.
+/// name itself, in the background, to learn the addresses behind it: for their TTL, that child's
+/// connections to them are refused whatever name they claim (`curl --resolve`, an address
+/// written into a program). The child's own answer is never delayed by this.
+///
+/// It asks the system's resolvers (`/etc/resolv.conf`), whose answers it trusts, and the resolver
+/// the child asked when that is another one: what a resolver of the child's choosing says is
+/// kept apart (see `ConnectionJudge.learn`), so that it can never push out what the system's said.
 ///
 /// Bounded: at most `maximumWaiting` lookups wait, each name is asked at most once a minute per
 /// child, one lookup at a time, each given a second.
@@ -21,11 +25,13 @@ final class ShadowLookups: Sendable {
     static let timeout: Duration = .seconds(1)
 
     private let judge: ConnectionJudge
+    private let resolvers: SystemResolvers
     private let queue = DispatchQueue(label: "screentime.dns.shadow")
     private let state = Mutex(State())
 
-    init(judge: ConnectionJudge) {
+    init(judge: ConnectionJudge, resolvers: SystemResolvers) {
         self.judge = judge
+        self.resolvers = resolvers
     }
 
     /// Asks `resolver` (the address and port the child's query went to) for the A and AAAA
@@ -45,16 +51,22 @@ final class ShadowLookups: Sendable {
         guard admitted else { return }
         queue.async { [self] in
             defer { state.withLock { $0.waiting -= 1 } }
-            for type in [DNSMessage.typeA, DNSMessage.typeAAAA] {
-                let query = DNSMessage(
-                    id: UInt16.random(in: 0...UInt16.max), flags: 0x0100,
-                    questions: [DNSMessage.Question(name: name, type: type)])
-                guard
-                    let reply = try? DatagramExchange.ask(
-                        query.serialized(), address: resolver, port: port, timeout: Self.timeout),
-                    let answers = try? DNSMessage.answers(in: reply)
-                else { continue }
-                judge.learn(answers.addresses, owner: owner, shielded: true)
+            var asked = resolvers.addresses.prefix(1).map { (address: $0, port: UInt16(53), trusted: true) }
+            if !(port == 53 && resolvers.contains(resolver)) {
+                asked.append((resolver, port, false))
+            }
+            for server in asked {
+                for type in [DNSMessage.typeA, DNSMessage.typeAAAA] {
+                    let query = DNSMessage(
+                        id: UInt16.random(in: 0...UInt16.max), flags: 0x0100,
+                        questions: [DNSMessage.Question(name: name, type: type)])
+                    guard
+                        let reply = try? DatagramExchange.ask(
+                            query.serialized(), address: server.address, port: server.port, timeout: Self.timeout),
+                        let answers = try? DNSMessage.answers(in: reply)
+                    else { continue }
+                    judge.learn(answers.addresses, owner: owner, shielded: true, trusted: server.trusted)
+                }
             }
         }
     }

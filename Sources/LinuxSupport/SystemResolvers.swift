@@ -1,0 +1,65 @@
+import Synchronization
+
+/// The resolvers the system itself asks: the `nameserver` lines of `/etc/resolv.conf` (at most
+/// the three glibc reads), a file only root may change. Read again when the file changes (a
+/// network manager rewrites it), at most once every few seconds.
+///
+/// The agent trusts what these answer as much as the system does: an answer from any other
+/// server is one the child chose, and may lie.
+public final class SystemResolvers: Sendable {
+    private struct State {
+        var signature = ""
+        var addresses: [[UInt8]] = []
+        var checked: ContinuousClock.Instant?
+    }
+
+    public let path: String
+    private let state: Mutex<State>
+    private static let recheck: Duration = .seconds(5)
+
+    public init(path: String = "/etc/resolv.conf") {
+        self.path = path
+        state = Mutex(State())
+    }
+
+    /// The nameservers' addresses (4 or 16 bytes each), in the file's order.
+    public var addresses: [[UInt8]] {
+        let now = ContinuousClock.now
+        if let known = state.withLock({ state -> [[UInt8]]? in
+            guard let checked = state.checked, now - checked < Self.recheck else { return nil }
+            return state.addresses
+        }) {
+            return known
+        }
+        let signature = Files.signature(path)
+        let unchanged = state.withLock { state -> [[UInt8]]? in
+            state.checked = now
+            return state.signature == signature ? state.addresses : nil
+        }
+        if let unchanged { return unchanged }
+        let text = (try? Files.read(path, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let addresses = Self.parse(text)
+        state.withLock {
+            $0.signature = signature
+            $0.addresses = addresses
+        }
+        return addresses
+    }
+
+    /// Whether `address` (4 or 16 bytes) is one of the system's resolvers.
+    public func contains(_ address: some Collection<UInt8>) -> Bool {
+        addresses.contains { $0.elementsEqual(address) }
+    }
+
+    /// The `nameserver` lines' addresses; comments and other lines are skipped.
+    public static func parse(_ text: String) -> [[UInt8]] {
+        var found: [[UInt8]] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.count >= 2, words[0] == "nameserver", let bytes = IPAddress.bytes(words[1]) else { continue }
+            if !found.contains(bytes) { found.append(bytes) }
+            if found.count == 3 { break }
+        }
+        return found
+    }
+}
