@@ -489,6 +489,68 @@ struct HostileChildIntegrationTests {
         #expect(try asChild(world, "\(home)/quick && echo mine").stdout == "mine\n")
     }
 
+    /// The state database grew without bound (restrictions, second round): under deny-installs,
+    /// 22,000 execs of one-byte-different files in 22 s grew it from 0.25 to 7.5 MB, an event and a
+    /// token name per refused copy. Now each user's refusals are written down within a budget (60,
+    /// then one a second): the storm is refused all the same, and costs the database little.
+    @Test func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "deny-installs", "--user", world.child, "on")
+        world.kill9()
+        try world.start()
+        let home = try world.makeHome(for: world.child)
+        let database = world.directory + "/state/state.sqlite"
+        func rows() throws -> (events: Int, names: Int) {
+            let counted = try run(
+                "/usr/bin/python3",
+                [
+                    "-c",
+                    "import sqlite3, sys; d = sqlite3.connect('file:' + sys.argv[1] + '?mode=ro', uri=True); "
+                        + "print(d.execute('SELECT COUNT(*) FROM applicationEvent').fetchone()[0], "
+                        + "d.execute('SELECT COUNT(*) FROM tokenName').fetchone()[0])",
+                    database,
+                ])
+            let numbers = counted.stdout.split(separator: " ").compactMap {
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+            guard numbers.count == 2 else { throw WorldError("cannot count the database's rows: \(counted.stderr)") }
+            return (numbers[0], numbers[1])
+        }
+        func agentSeconds() throws -> Double {
+            let pid = try #require(world.agentPID)
+            let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+            let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+            return Double((Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+        func size() -> Int {
+            ["", "-wal"].map { (try? FileManager.default.attributesOfItem(atPath: database + $0)[.size] as? Int) ?? 0 }
+                .reduce(0, +)
+        }
+        let before = try rows()
+        let (cpuBefore, sizeBefore, started) = (try agentSeconds(), size(), Date())
+        let storm = try world.command(
+            as: world.child, "/usr/bin/python3", [AgentWorld.fixture("refusal-storm.py"), home, "3000"])
+        #expect(storm.stdout == "refused 3000 ran 0\n", "\(storm.stdout) \(storm.stderr)")
+        let elapsed = Date().timeIntervalSince(started)
+        Thread.sleep(forTimeInterval: 2)  // the journal's last batch
+        let after = try rows()
+        let budget = 60 + Int(elapsed.rounded(.up)) + 3
+        #expect(after.events - before.events >= 60, "the first refusals are written down")
+        #expect(after.events - before.events <= budget, "\(after.events - before.events) events for \(budget)")
+        #expect(after.names - before.names <= budget, "\(after.names - before.names) names for \(budget)")
+        print(
+            "refusal storm: 3000 refused in \(String(format: "%.1f", elapsed)) s; agent CPU "
+                + "\(String(format: "%.2f", try agentSeconds() - cpuBefore)) s; database \(sizeBefore) → \(size()) bytes; "
+                + "events +\(after.events - before.events), names +\(after.names - before.names)")
+        // The bystander runs her own copies as ever.
+        try world.giveChild(copyOf: "/usr/bin/true", at: home + "/quick")
+        #expect(try world.command(as: world.bystander, home + "/quick", []).status == 0)
+        #expect(try world.status(of: world.child).processShield?.recent.contains { $0.action == "uninstalled" } == true)
+        #expect(world.agentIsRunning)
+    }
+
     /// Finding 5: with uidmap, the child ran programs as one of its subordinate uids, which
     /// nobody had authorized. They are the child's: held, filtered, counted as the child.
     @Test func programsRunAsASubordinateUIDAreTheChilds() throws {

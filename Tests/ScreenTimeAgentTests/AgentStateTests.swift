@@ -349,3 +349,57 @@ final class TemporaryDirectory {
         #expect(try Files.mode(of: shared + "/state") == 0o700)
     }
 }
+
+/// A child's refusal storm (thousands of one-byte-different programs under `deny-installs`) is
+/// written down within a budget, and the names of the programs it refused go with their events.
+@Suite struct RefusalStormTests {
+    @Test func eachUserHasItsOwnBudgetAndIsToldWhatWentUnwritten() {
+        var budget = RefusalBudget()
+        let written = (0..<1000).filter { _ in budget.admit(1001, now: 0).write }.count
+        #expect(written == Int(RefusalBudget.burst))
+        // Another user's storm is its own.
+        #expect(budget.admit(1002, now: 0).write)
+        // Ten seconds on: ten more, the first of them told how many went unwritten.
+        let next = budget.admit(1001, now: 10)
+        #expect(next.write && next.unwritten == 1000 - Int(RefusalBudget.burst))
+        #expect((0..<100).filter { _ in budget.admit(1001, now: 10).write }.count == 9)
+    }
+
+    @Test func theNamesOfRefusedProgramsGoWithTheirEvents() throws {
+        let directory = try TemporaryDirectory()
+        let database = try StateDatabase(path: directory.path + "/state.sqlite")
+        let minter = try TokenMinter(secret: [UInt8](repeating: 1, count: 32))
+        func program(_ index: Int) -> (token: String, name: TokenName) {
+            let hex = String(repeating: String(format: "%02x", index), count: 32)
+            return (
+                minter.token(for: try! .executable(sha256: hex)).base64,
+                TokenName(kind: .app, identity: "exe:sha256:" + hex, displayName: "copy\(index)")
+            )
+        }
+        let old = Date(timeIntervalSinceNow: -40 * 86_400)
+        let events = (0..<3).map { index in
+            StateDatabase.ApplicationEvent(
+                time: index == 2 ? Date() : old, uid: 1001, token: program(index).token, pid: 100, action: .uninstalled)
+        }
+        var names = Dictionary(uniqueKeysWithValues: (0..<4).map { program($0) })
+        // A program a guardian shielded by its content keeps its name, events or not.
+        var settings = StoreSettings()
+        settings.shield.applications = [try ApplicationToken(base64: program(3).token)]
+        try database.saveStore(
+            uid: 1001, key: StoreKey(client: .commandLine, name: try StoreName("s")), settings: settings,
+            names: [program(3).token: program(3).name], at: Date())
+        names[program(3).token] = nil
+        try database.recordShieldChanges(frozen: [], thawed: [], events: events, names: names)
+        let chess = minter.token(for: .desktopEntry("org.gnome.Chess")).base64
+        try database.saveStore(
+            uid: 1002, key: StoreKey(client: .commandLine, name: try StoreName("t")), settings: StoreSettings(),
+            names: [chess: TokenName(kind: .app, identity: "desktop:org.gnome.Chess", displayName: "Chess")], at: Date()
+        )
+        try database.prune(before: Date(timeIntervalSinceNow: -30 * 86_400))
+        let kept = try database.tokenNames(Set((0..<4).map { program($0).token } + [chess]))
+        #expect(kept[program(0).token] == nil && kept[program(1).token] == nil, "their events are gone")
+        #expect(kept[program(2).token]?.displayName == "copy2")
+        #expect(kept[program(3).token]?.displayName == "copy3")
+        #expect(kept[chess]?.displayName == "Chess", "names of desktop entries are never swept")
+    }
+}

@@ -53,8 +53,23 @@ extension ProcessShield {
             stores: verdict.stores, pid: pid)
     }
 
+    /// Whether a refusal of a program no guardian installed is written down (hashed, logged, an
+    /// event), within the user's budget (see `RefusalBudget`): a storm of them costs the agent and
+    /// the state database a bounded amount, and is refused all the same.
+    func admitRefusalNote(uid: UInt32) -> Bool {
+        let elapsed = epoch.duration(to: .now).components
+        let now = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+        let (write, unwritten) = refusalBudget.withLock { $0.admit(uid, now: now) }
+        if write, unwritten > 0 {
+            logger.notice(
+                "refused more programs no guardian installed than are written down",
+                metadata: ["uid": "\(uid)", "notWritten": "\(unwritten)"])
+        }
+        return write
+    }
+
     /// A program no guardian installed, refused or killed: its event names the program by content
-    /// where it could be hashed, else by its path's last part.
+    /// where it could be hashed, else by its path's last part. Called only within the budget.
     func noteUninstalled(pid: Int32, uid: UInt32, path: String?) {
         let name = path.map { String($0.split(separator: "/").last ?? Substring($0)) } ?? "a program"
         let hash = path.flatMap { try? hashes.sha256(of: $0) }

@@ -39,10 +39,12 @@ extension ProcessShield {
             guard let refusal = installRefusal(path: path, status: fileStatus, owner: owner, kernelPath: true) else {
                 return true
             }
-            logger.info(
-                "refused a program no guardian installed",
-                metadata: ["pid": "\(request.tid)", "path": "\(path ?? "?")", "why": "\(refusal)"])
-            noteUninstalled(pid: status.threadGroup, uid: status.uid, path: path)
+            if admitRefusalNote(uid: status.uid) {
+                logger.info(
+                    "refused a program no guardian installed",
+                    metadata: ["pid": "\(request.tid)", "path": "\(path ?? "?")", "why": "\(refusal)"])
+                noteUninstalled(pid: status.threadGroup, uid: status.uid, path: path)
+            }
             return false
         }
         guard let key = fileStatus?.key, let verdict = policy.marked[FileIdentity(key)]?[owner] else { return true }

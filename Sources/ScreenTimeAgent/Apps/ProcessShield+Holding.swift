@@ -162,7 +162,7 @@ extension ProcessShield {
     /// Kills a program no guardian installed (`denyAppInstallation`).
     func kill(_ pid: Int32, _ table: inout Table, refusal: String) {
         guard let tracked = table.processes[pid] else { return }
-        if signalKill(pid, tracked, &table) {
+        if signalKill(pid, tracked, &table), admitRefusalNote(uid: tracked.uid) {
             logger.info("killed a program no guardian installed", metadata: ["pid": "\(pid)", "why": "\(refusal)"])
             noteUninstalled(pid: pid, uid: tracked.uid, path: tracked.kernel.executablePath)
         }

@@ -47,6 +47,9 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     let connector: Mutex<ProcConnector?> = Mutex(nil)
     let gate: Mutex<ExecGate?> = Mutex(nil)
     let gateState = Mutex(GateState())
+    /// Refusals of programs no guardian installed, written down per user within a budget.
+    let refusalBudget = Mutex(RefusalBudget())
+    let epoch = ContinuousClock.now
     /// Executables killed or frozen as themselves (known by content), marked for the gate too:
     /// by path, their content's hash and the file they were (changed under the table's lock).
     let learned = Mutex<[String: LearnedProgram]>([:])

@@ -304,7 +304,27 @@ final class StateDatabase: Sendable {
                       SELECT id FROM (SELECT id, ROW_NUMBER() OVER (PARTITION BY uid ORDER BY time DESC, id DESC) AS n
                                       FROM applicationEvent) WHERE n > ?)
                     """, arguments: [cap])
+            try Self.forgetUnusedProgramNames(db)
         }
+    }
+
+    /// Deletes the names of programs known only by their content (`exe:sha256:…`, most of them
+    /// refused copies of a child's) that nothing kept refers to any more: no event, frozen
+    /// process, usage span, request, monitor or store (whose JSON writes a token's `/` as `\/`).
+    /// A child's refusal storm adds a name per copy; they go with their events.
+    static func forgetUnusedProgramNames(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                DELETE FROM tokenName WHERE identity LIKE 'exe:sha256:%'
+                  AND token NOT IN (
+                    SELECT token FROM applicationEvent UNION SELECT token FROM shieldEvent
+                    UNION SELECT token FROM frozenProcess UNION SELECT token FROM usageSpan
+                    UNION SELECT token FROM timeRequest)
+                  AND NOT EXISTS (SELECT 1 FROM monitor m WHERE instr(m.definition, tokenName.token) > 0
+                                    OR instr(m.definition, replace(tokenName.token, '/', '\\/')) > 0)
+                  AND NOT EXISTS (SELECT 1 FROM store s WHERE instr(s.settings, tokenName.token) > 0
+                                    OR instr(s.settings, replace(tokenName.token, '/', '\\/')) > 0)
+                """)
     }
 
     /// How many events a user has, of each table (for tests and status).
