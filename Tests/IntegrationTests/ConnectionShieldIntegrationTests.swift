@@ -404,6 +404,45 @@ struct ConnectionShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// HTTP openings a lenient server reads and the agent once read as naming nothing (a form
+    /// feed between words, a leading blank) or as naming only the first request (a second behind
+    /// a chunked body), sent to Python's own `http.server`, which splits a request line on any
+    /// blank: the child's are reset; the bystander's same bytes are served.
+    @Test func httpOpeningsReadAsTheMostLenientServerReadsThem() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let namespace = try #require(world.namespace)
+        try system(
+            "/bin/sh", "-c",
+            "setsid /usr/sbin/ip netns exec \(namespace) /usr/bin/python3 -m http.server 8081 --bind 10.1.1.1 "
+                + "--directory \(world.directory) > /dev/null 2>&1 < /dev/null &")
+        var listening = false
+        for _ in 0..<250 where !listening {
+            Thread.sleep(forTimeInterval: 0.02)
+            listening = try world.inNetwork(as: nil, "/bin/bash", ["-c", "exec 3<>/dev/tcp/10.1.1.1/8081"]).status == 0
+        }
+        #expect(listening)
+        let openings = [
+            "GET\u{0C}/\u{0C}HTTP/1.1\r\nHost: blocked.test\r\n\r\n",
+            " GET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n",
+            "GET\u{1C}/ HTTP/1.1\r\nHost: blocked.test\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+                + "GET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n",
+        ]
+        for opening in openings {
+            let hex = Array(opening.utf8).hex
+            #expect(try child(world, "raw", "10.1.1.1", "8081", hex) == "reset", "\(opening.debugDescription)")
+            let theirs = try world.inNetwork(
+                as: world.bystander, "/usr/bin/python3",
+                [AgentWorld.fixture("web-child.py"), "raw", "10.1.1.1", "8081", hex])
+            #expect(
+                theirs.stdout.hasPrefix("answered"), "the server reads \(opening.debugDescription): \(theirs.stdout)")
+        }
+        // The same with an allowed host is served to her.
+        let allowed = Array("GET\u{0C}/\u{0C}HTTP/1.1\r\nHost: allowed.test\r\n\r\n".utf8).hex
+        #expect(try child(world, "raw", "10.1.1.1", "8081", allowed) == "answered")
+    }
+
     /// A decoy opening naming an allowed host, sent with TTL 1 (the router drops it) from pages
     /// the child then rewrites to name the shielded host, so that TCP's retransmission carries
     /// them: by `sendfile` from a file of hers and by `MSG_ZEROCOPY` from a buffer of hers, over

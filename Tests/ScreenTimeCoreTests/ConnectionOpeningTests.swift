@@ -217,6 +217,16 @@ import Testing
         ("\r\n\r\nGET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n", ["blocked.test"]),
         ("get\t/ HTTP/1.1\r\nHost : blocked.test\r\n\r\n", ["blocked.test"]),
         ("GET / HTTP/1.1\rHost: blocked.test\r\r\n\r\n", ["blocked.test"]),
+        // Read as the most lenient servers read them (restrictions, second round): a form feed
+        // between words, a leading blank, a request behind a chunked body.
+        ("GET\u{0C}/\u{0C}HTTP/1.1\r\nHost: blocked.test\r\n\r\n", ["blocked.test"]),
+        (" GET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n", ["blocked.test"]),
+        ("\tGET\u{0B}/ HTTP/1.1\r\nHost:\u{0C}blocked.test\u{0C}\r\n\r\n", ["blocked.test"]),
+        (
+            "POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nT: 1\r\n\r\n"
+                + "GET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n", ["a.test", "blocked.test"]
+        ),
+        ("POST / HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", ["a.test"]),
         // Pipelined: every request in the bytes, past a body.
         (
             "GET / HTTP/1.1\r\nHost: a.test\r\n\r\nGET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n",

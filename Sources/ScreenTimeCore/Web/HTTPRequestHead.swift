@@ -2,10 +2,14 @@
 /// it names — `Host` headers, an absolute-form target (`GET http://host/ HTTP/1.1`, as to a
 /// proxy) and a `CONNECT host:port` authority.
 ///
-/// The bytes are hostile. A request is recognised by its first word (a token of letters and a
-/// space, after any empty lines); from then on it is HTTP, and what cannot be read — no end of the head within the
-/// limit, a request line without a version, HTTP/2's clear-text preface — is `.invalid`, so the
-/// connection is refused rather than passed.
+/// The bytes are hostile, and read as the most lenient common server reads them: a request is
+/// recognised by its first word (a token of letters, after any empty lines and blanks, ended by
+/// a blank), where a blank is any byte some server splits a request line on (space and tab,
+/// and the vertical tab, form feed, 0x1C–0x1F, 0x85 and 0xA0 that Python's `str.split` takes);
+/// from then on it is HTTP, and what cannot be read — no end of the head within the limit, a
+/// request line without a version, HTTP/2's clear-text preface — is `.invalid`, so the
+/// connection is refused rather than passed. A request sent behind the first in the same bytes
+/// is judged too, past the first one's body (by `Content-Length`, or chunk by chunk).
 public struct HTTPRequestHead: Hashable, Sendable {
     public typealias Reading = OpeningReading<HTTPRequestHead>
 
@@ -17,8 +21,9 @@ public struct HTTPRequestHead: Hashable, Sendable {
     public var hosts: [[UInt8]]
 
     public static func read(_ bytes: ArraySlice<UInt8>) -> Reading {
-        // Empty lines before a request line are ignored by servers (RFC 9112 §2.2), so here too.
-        let start = bytes.firstIndex { $0 != 0x0D && $0 != 0x0A } ?? bytes.endIndex
+        // Empty lines before a request line are ignored by servers (RFC 9112 §2.2), and blanks by
+        // lenient ones, so here too.
+        let start = bytes.firstIndex { $0 != 0x0D && $0 != 0x0A && !isBlank($0) } ?? bytes.endIndex
         guard start - bytes.startIndex < 256 else { return .other }
         let request = bytes[start...]
         // The method: 3 to 20 letters of either case (lenient servers take `get`) or `-`/`_`,
@@ -30,9 +35,7 @@ public struct HTTPRequestHead: Hashable, Sendable {
             // Still all letters (or nothing yet): wait, unless it is already too long for a method.
             return methodLength > 20 ? .other : .incomplete
         }
-        guard methodLength >= 3, methodLength <= 20, request[index] == 0x20 || request[index] == 0x09 else {
-            return .other
-        }
+        guard methodLength >= 3, methodLength <= 20, isBlank(request[index]) else { return .other }
         let method = String(decoding: request[request.startIndex..<index], as: UTF8.self).uppercased()
         guard let headEnd = endOfHead(request) else {
             return bytes.count >= maximumLength
@@ -40,17 +43,30 @@ public struct HTTPRequestHead: Hashable, Sendable {
         }
         var hosts: [[UInt8]] = []
         var bodyLength = 0
+        var chunked = false
         if let problem = readHosts(
-            request[request.startIndex..<headEnd], method: method, into: &hosts, bodyLength: &bodyLength)
+            request[request.startIndex..<headEnd], method: method, into: &hosts, bodyLength: &bodyLength,
+            chunked: &chunked)
         {
             return .invalid(problem)
         }
         // A request sent behind this one in the same bytes (pipelined) is judged too, past this
-        // one's body (its Content-Length): the connection waits for it when it has begun.
-        guard bodyLength <= maximumLength, headEnd + bodyLength < request.endIndex else {
+        // one's body (its Content-Length, or its chunks): the connection waits for it when it
+        // has begun. A body not all here yet ends what can be judged.
+        var next: Int?
+        if chunked {
+            switch endOfChunks(request[headEnd...]) {
+            case .some(.some(let end)): next = end
+            case .some(.none): return .invalid("a chunked body that cannot be read")
+            case .none: next = nil
+            }
+        } else if bodyLength <= maximumLength, headEnd + bodyLength <= request.endIndex {
+            next = headEnd + bodyLength
+        }
+        guard let next, next < request.endIndex else {
             return .read(HTTPRequestHead(method: method, hosts: hosts))
         }
-        switch read(request[(headEnd + bodyLength)...]) {
+        switch read(request[next...]) {
         case .read(let next): hosts += next.hosts
         case .incomplete: return .incomplete
         case .invalid(let problem): return .invalid(problem)
@@ -61,13 +77,14 @@ public struct HTTPRequestHead: Hashable, Sendable {
 
     /// The hosts one head names; the problem when it cannot be read.
     private static func readHosts(
-        _ head: ArraySlice<UInt8>, method: String, into hosts: inout [[UInt8]], bodyLength: inout Int
+        _ head: ArraySlice<UInt8>, method: String, into hosts: inout [[UInt8]], bodyLength: inout Int,
+        chunked: inout Bool
     ) -> String? {
         // Lines end at LF; a bare CR ends one too for servers that take it.
         var lines = head.split(omittingEmptySubsequences: false) { $0 == 0x0A || $0 == 0x0D }
         lines.removeAll { $0.isEmpty }
         guard let requestLine = lines.first else { return "an empty request head" }
-        let words = requestLine.split(omittingEmptySubsequences: true) { $0 == 0x20 || $0 == 0x09 }
+        let words = requestLine.split(omittingEmptySubsequences: true, whereSeparator: isBlank)
         guard words.count == 3, words[2].starts(with: Array("HTTP/1.".utf8)) else {
             return "a request line that is not HTTP/1 (\(method))"
         }
@@ -84,19 +101,62 @@ public struct HTTPRequestHead: Hashable, Sendable {
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: 0x3A) else { return "a header line without a colon" }
             // `Host :` and ` Host:` are refused by careful servers and taken by others: a name.
-            let name = line[line.startIndex..<colon].filter { $0 != 0x20 && $0 != 0x09 }.map { $0 | 0x20 }
+            let name = line[line.startIndex..<colon].filter { !isBlank($0) }.map { $0 | 0x20 }
             if name == Array("content-length".utf8) {
-                let digits = line[(colon + 1)...].filter { $0 != 0x20 && $0 != 0x09 }
+                let digits = line[(colon + 1)...].filter { !isBlank($0) }
                 bodyLength = Int(String(decoding: digits, as: UTF8.self)) ?? Int.max
                 continue
             }
+            if name == Array("transfer-encoding".utf8) {
+                chunked = true
+                continue
+            }
             guard name == Array("host".utf8) else { continue }
-            let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
-            let trimmed = value.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
+            let value = line[(colon + 1)...].drop(while: isBlank)
+            let trimmed = value.reversed().drop(while: isBlank).reversed()
             guard let host = host(authority: ArraySlice(trimmed)) else { return "a Host header that is not a host" }
             hosts.append(host)
         }
         return nil
+    }
+
+    /// A byte some server takes for a blank between words.
+    static func isBlank(_ byte: UInt8) -> Bool {
+        switch byte {
+        case 0x20, 0x09, 0x0B, 0x0C, 0x1C...0x1F, 0x85, 0xA0: true
+        default: false
+        }
+    }
+
+    /// Where a chunked body that starts at `bytes`' start ends (past its last chunk and
+    /// trailers): `.none` while it is not all here, `.some(.none)` when it cannot be read.
+    private static func endOfChunks(_ bytes: ArraySlice<UInt8>) -> Int?? {
+        var index = bytes.startIndex
+        func line() -> ArraySlice<UInt8>? {
+            guard let end = bytes[index...].firstIndex(of: 0x0A) else { return nil }
+            defer { index = end + 1 }
+            return bytes[index..<end]
+        }
+        while index - bytes.startIndex <= maximumLength {
+            guard let sizeLine = line() else { return .none }
+            let digits = sizeLine.prefix { $0 != 0x3B && $0 != 0x0D }.filter { !isBlank($0) }
+            guard !digits.isEmpty, digits.count <= 8, let size = Int(String(decoding: digits, as: UTF8.self), radix: 16)
+            else { return .some(.none) }
+            if size == 0 {
+                // Trailers, up to an empty line.
+                while true {
+                    guard let trailer = line() else { return .none }
+                    if trailer.allSatisfy({ $0 == 0x0D }) { return .some(index) }
+                    if index - bytes.startIndex > maximumLength { return .some(.none) }
+                }
+            }
+            guard size <= maximumLength else { return .none }
+            index += size
+            guard index < bytes.endIndex else { return .none }
+            // The chunk's own line end.
+            guard line() != nil else { return .none }
+        }
+        return .none
     }
 
     private static func isMethodByte(_ byte: UInt8) -> Bool {
