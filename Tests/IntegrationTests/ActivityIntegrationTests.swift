@@ -302,6 +302,12 @@ struct ActivityIntegrationTests {
             as: world.guardian, "limit", "--user", world.child, "--app", "org.example.Terminal", "--daily", "1m")
         #expect(set.status == 0, "\(set.stderr)")
         #expect(set.stdout.contains("limit: org.example.Terminal"), "\(set.stdout)")
+        // The child, not shown names, sees the limit by its token, not by what it limits.
+        let hers = try world.cli(as: world.child, "monitor", "list", "--user", world.child)
+        #expect(hers.status == 0 && hers.stdout.contains("limit: 1 item"), "\(hers.stdout) \(hers.stderr)")
+        #expect(!hers.stdout.contains("org.example.Terminal") && !hers.stdout.contains("Terminal"), "\(hers.stdout)")
+        let herStatus = try world.cli(as: world.child, "status", "--json")
+        #expect(!herStatus.stdout.contains("org.example.Terminal"), "\(herStatus.stdout)")
         func terminal() -> Int32? {
             let found = try? run("/usr/bin/pgrep", ["-u", world.child, "-f", "xterm -class ChildTerm"])
             return found?.stdout.split(separator: "\n").first.flatMap { Int32($0) }

@@ -551,8 +551,17 @@ extension PolicyService {
         if let builtIn = monitor.builtIn, builtIn.noLogin {
             builtInName = (builtInName ?? builtIn.name) + ", no login"
         }
+        // An agent's limit is named after what it limits: to one not shown names, by count only.
+        var name = activity.name.rawValue
+        if !names, monitor.client == .agent, name.hasPrefix(Self.limitPrefix) {
+            let items = Set(
+                activity.events.values.flatMap { event in
+                    event.applications.map(\.base64) + event.categories.map(\.base64) + event.webDomains.map(\.base64)
+                })
+            name = Self.limitPrefix + (items.count == 1 ? "1 item" : "\(items.count) items")
+        }
         return MonitorReport(
-            client: monitor.client.rawValue, name: activity.name.rawValue, schedule: activity.schedule,
+            client: monitor.client.rawValue, name: name, schedule: activity.schedule,
             weekdays: activity.weekdays?.sorted(), events: events, extension: names ? monitor.program : nil,
             builtIn: builtInName, monitoringStart: activity.monitoringStart, currentInterval: interval,
             inInterval: inInterval, lastRun: run)
