@@ -62,6 +62,34 @@ public struct BrowserPolicies: Sendable {
         if !problems.isEmpty { throw SystemError(.badFile, problems.joined(separator: "; ")) }
     }
 
+    /// Whether every policy is in place as `install()` puts it: a file removed or changed by
+    /// someone else (a package's upgrade, a test, a person) is noticed and written again.
+    public var isInPlace: Bool {
+        for (path, wanted) in [(chromiumPath, true), (chromePath, Files.exists(root + "/opt/google/chrome"))]
+        where wanted {
+            guard let document = try? readJSON(path),
+                NSDictionary(dictionary: document).isEqual(to: Self.chromiumPolicies)
+            else { return false }
+        }
+        guard let firefox = try? readJSON(firefoxPath), let policies = firefox["policies"] as? [String: Any],
+            let preferences = policies["Preferences"] as? [String: Any]
+        else { return false }
+        for (key, value) in Self.firefoxPolicies
+        where !NSDictionary(dictionary: [key: value]).isEqual(to: [key: policies[key] as Any]) {
+            return false
+        }
+        for (key, value) in Self.firefoxPreferences
+        where !NSDictionary(dictionary: [key: value]).isEqual(to: [key: preferences[key] as Any]) {
+            return false
+        }
+        return true
+    }
+
+    /// The files `install()` writes, for a watch on them.
+    public var paths: [String] {
+        [firefoxPath, chromiumPath] + (Files.exists(root + "/opt/google/chrome") ? [chromePath] : [])
+    }
+
     /// Takes the policies away: the agent's own files go, Firefox's keys get back what they had.
     public func remove() throws(SystemError) {
         for path in [chromiumPath, chromePath] where Files.exists(path) { _ = Files.remove(path) }

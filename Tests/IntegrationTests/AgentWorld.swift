@@ -2,6 +2,7 @@ import Foundation
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
+import Synchronization
 
 /// What a command printed and how it ended.
 struct CommandResult {
@@ -48,6 +49,16 @@ struct WorldError: Error, CustomStringConvertible {
 /// guardian (in a guardian group of its own, with a password), a child, a bystander, and a fixture
 /// application. Everything is removed by `tearDown()`.
 final class AgentWorld {
+    /// The worlds' connection marks take turns through twelve values past an installed agent's
+    /// default (83, and the eleven after it), twelve apart, so that worlds alive at once differ.
+    private static let markTurn = Mutex(0)
+    static func nextConnectionMark() -> Int {
+        markTurn.withLock { turn in
+            defer { turn = (turn + 1) % 12 }
+            return 96 + 12 * turn
+        }
+    }
+
     static let binaries: String = {
         if let dir = ProcessInfo.processInfo.environment["SCREENTIME_BIN_DIR"] { return dir }
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
@@ -138,6 +149,9 @@ final class AgentWorld {
         if extra["logindBus"] == nil { extra["logindBus"] = "\"\"" }
         // Compositors' focus: a socket of the world's own.
         if extra["focusSocket"] == nil { extra["focusSocket"] = "\"\(directory)/focus.socket\"" }
+        // Connection marks of the world's own: an installed agent's (83 to 94) mark its children's
+        // DNS, whose replies a world's INPUT rules would otherwise take for its own.
+        if extra["connectionMark"] == nil { extra["connectionMark"] = "\(Self.nextConnectionMark())" }
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",

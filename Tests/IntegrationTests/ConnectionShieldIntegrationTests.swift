@@ -256,6 +256,22 @@ struct ConnectionShieldIntegrationTests {
         let policy = try String(contentsOfFile: chromium, encoding: .utf8)
         #expect(policy.contains("\"DnsOverHttpsMode\":\"off\"") && policy.contains("\"QuicAllowed\":false"))
         #expect(try String(contentsOfFile: firefox, encoding: .utf8).contains("DNSOverHTTPS"))
+        // Removed or changed by someone else (another agent's test, a package's upgrade), they
+        // are written again at once.
+        func eventually(_ condition: () -> Bool) -> Bool {
+            for _ in 0..<100 where !condition() { Thread.sleep(forTimeInterval: 0.05) }
+            return condition()
+        }
+        #expect(unlink(chromium) == 0)
+        #expect(eventually { ((try? String(contentsOfFile: chromium, encoding: .utf8)) ?? "").contains("QuicAllowed") })
+        try "{\"policies\": {\"DNSOverHTTPS\": {\"Enabled\": true}}}".write(
+            toFile: firefox, atomically: true, encoding: .utf8)
+        #expect(
+            eventually {
+                ((try? String(contentsOfFile: firefox, encoding: .utf8)) ?? "").contains("\"Locked\" : true")
+            }, "\((try? String(contentsOfFile: firefox, encoding: .utf8)) ?? "")")
+        #expect(try FileManager.default.removeItem(atPath: world.directory + "/root/etc/chromium") == ())
+        #expect(eventually { FileManager.default.fileExists(atPath: chromium) })
         try guardian(world, "revoke", "--user", world.child)
         #expect(!FileManager.default.fileExists(atPath: firefox) && !FileManager.default.fileExists(atPath: chromium))
         #expect(

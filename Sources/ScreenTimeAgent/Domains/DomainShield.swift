@@ -41,6 +41,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// return at once: it is called on the queue's thread.
     let shieldMet = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
     private let flushContinuation: AsyncStream<Void>.Continuation
+    /// Ends the watch on the browser policies' files.
+    private let policyWatchStop = try? StopSignal()
+    private let policiesPutInStep = DispatchSemaphore(value: 0)
 
     private struct State {
         /// The policy in force, and each authorized user's filter.
@@ -230,6 +233,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             $0.policiesInstalled = wanted
             $0.policiesProblem = problem
         }
+        policiesPutInStep.signal()
     }
 
     private func filter(_ user: PolicySnapshot.User, names known: [String: TokenName], lists: WebLists) -> DomainFilter
@@ -619,6 +623,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         let reloads = Self.hangups()
         async let flushing: Void = flushLoop()
         async let reloading: Void = reloadLoop(reloads)
+        async let watchingPolicies: Void = watchBrowserPolicies()
         var delay = Self.firstRetry
         var judged = 0
         var overruns = 0
@@ -645,7 +650,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         }
         flushContinuation.finish()
         reloads.continuation.finish()
-        _ = await (flushing, reloading)
+        policyWatchStop?.raise()
+        policiesPutInStep.signal()
+        _ = await (flushing, reloading, watchingPolicies)
         flushEvents()
         logger.info(
             "stopped reading the DNS queue; its rules stay, so filtered lookups fail until the agent is back",
@@ -685,6 +692,52 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             }
         } onGracefulShutdown: {
             queue.stop()
+        }
+    }
+
+    /// Watches the browser policies' files while they are installed: one removed or changed by
+    /// someone else is written again (a second agent's test removing them, a package's upgrade).
+    /// The watch is made again after each change (a removed folder takes its watch with it); it
+    /// sleeps while nothing changes.
+    private func watchBrowserPolicies() async {
+        guard !configuration.browserPolicies.isEmpty, let stop = policyWatchStop else { return }
+        let policies = BrowserPolicies(
+            root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json")
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                while !stop.isRaised {
+                    guard state.withLock({ $0.policiesInstalled == true }),
+                        let watch = try? FileWatch(files: policies.paths)
+                    else {
+                        // Not installed (or no folder to watch yet): until they are put in step again.
+                        policiesPutInStep.wait()
+                        continue
+                    }
+                    if !policies.isInPlace { restoreBrowserPolicies(policies) }
+                    try? watch.run(until: stop) { watch.stop() }
+                    guard !stop.isRaised else { break }
+                    if state.withLock({ $0.policiesInstalled == true }), !policies.isInPlace {
+                        restoreBrowserPolicies(policies)
+                    }
+                }
+                done.resume()
+            }
+            thread.name = "screentime.policies"
+            thread.start()
+        }
+    }
+
+    private func restoreBrowserPolicies(_ policies: BrowserPolicies) {
+        rebuilding.withLock { _ in
+            guard state.withLock({ $0.policiesInstalled == true }), !policies.isInPlace else { return }
+            do {
+                try policies.install()
+                logger.warning(
+                    "the browser policies were removed or changed; written again",
+                    metadata: ["firefox": "\(policies.firefoxPath)", "chromium": "\(policies.chromiumPath)"])
+            } catch {
+                logger.error("the browser policies could not be written again", metadata: ["error": "\(error)"])
+            }
         }
     }
 
