@@ -47,6 +47,8 @@ import Foundation
 ///                     R -m connmark --mark WATCHED/M -j CONNMARK --restore-mark
 ///                     R -m mark --mark WATCHED/M -j NFQUEUE --queue-num N   (the server's
 ///                                                              acknowledgement of a judged opening)
+///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -m hashlimit (per flow: 20/s
+///                        for UDP, L/s for TCP; per server: 5L/s) -j DROP      (a reply flood)
 ///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
 ///
 /// The agent judges each opening packet and answers `NF_REPEAT` with a mark: PASSED (the rest
@@ -238,6 +240,22 @@ public struct Firewall: Sendable {
         let restore = "-j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)"
         lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) \(restore)")
         lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.watched)) \(queue)")
+        // Replies come to the queue only as far as judging needs: a server of the child's that
+        // answers one question 80,000 times a second costs the agent what a few dozen cost.
+        // Per flow (a UDP question's port; a TCP connection's questions), then per server.
+        let dnsMark = "-m connmark --mark \(markText(.dns))"
+        let perServer = min(rateLimit * 5, 1_000_000)
+        let limits = [
+            ("udp", min(20, rateLimit), "srcip,srcport,dstip,dstport", "dnsu"),
+            ("tcp", min(rateLimit, 1_000_000), "srcip,srcport,dstip,dstport", "dnst"),
+            ("udp", perServer, "srcip", "dnss"), ("tcp", perServer, "srcip", "dnss"),
+        ]
+        for (transport, rate, mode, name) in limits {
+            lines.append(
+                "-A \(inputChain) -p \(transport) -m \(transport) --sport 53 \(dnsMark) -m hashlimit --hashlimit-above "
+                    + "\(rate)/sec --hashlimit-burst \(rate * 2) --hashlimit-mode \(mode) --hashlimit-name "
+                    + "\(chain.prefix(10))-\(name) -j DROP")
+        }
         lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
         lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
         lines.append("COMMIT")

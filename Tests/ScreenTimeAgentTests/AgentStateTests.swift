@@ -185,6 +185,15 @@ final class TemporaryDirectory {
             lines.contains(
                 "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -j NFQUEUE --queue-num 53"
             ))
+        // A flood of replies stays in the kernel: per flow, then per server.
+        #expect(
+            lines.contains(
+                "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -m hashlimit --hashlimit-above 20/sec --hashlimit-burst 40 --hashlimit-mode srcip,srcport,dstip,dstport --hashlimit-name screentime-dnsu -j DROP"
+            ))
+        #expect(
+            lines.contains(
+                "-A screentime-in -p tcp -m tcp --sport 53 -m connmark --mark 0x530000/0xff0000 -m hashlimit --hashlimit-above 1000/sec --hashlimit-burst 2000 --hashlimit-mode srcip --hashlimit-name screentime-dnss -j DROP"
+            ))
         #expect(!v4.contains("queue-bypass"), "the queue must fail closed")
         #expect(v4.contains("-d 8.8.8.8 ") && !v4.contains("2001:db8::1"))
         #expect(lines.first == "*filter" && lines.last == "COMMIT")
