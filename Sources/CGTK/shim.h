@@ -188,6 +188,10 @@ static inline void screentime_relay_closed(GDBusConnection *bus, gboolean remote
     g_main_loop_quit((GMainLoop *)loop);
 }
 
+/// Makes the process not the child's to trace or read (`gdb -p`, /proc/PID/mem): it runs as the
+/// child, and code of hers inside it would run through a lock. prctl(2) is variadic.
+static inline void screentime_undumpable(void) { prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+
 /// Runs the relay, writing to `out`; its exit status (0 when the agent's end closed).
 static inline int screentime_focus_relay(int out) {
     // Not the child's to trace or take descriptors from (pidfd_getfd): the pipe to the agent is

@@ -129,8 +129,9 @@ public struct ProcessInspector: Sendable {
         return found
     }
 
-    /// Whether the environment asks the dynamic loader to load code of the caller's choosing into
-    /// the program (`LD_PRELOAD`, `LD_AUDIT`, `LD_LIBRARY_PATH`); nil when it cannot be read.
+    /// Whether the environment asks the dynamic loader, or a library the program uses, to load
+    /// code of the caller's choosing into it (`LD_PRELOAD`, `LD_AUDIT`, `LD_LIBRARY_PATH`; GIO,
+    /// GTK, GStreamer, Qt and Mesa module paths); nil when it cannot be read.
     public func loadsOwnCode(pid: Int32) -> Bool? {
         guard let environment = bytes("\(root)/\(pid)/environ") else { return nil }
         return environment.split(separator: 0).contains { entry in
@@ -138,7 +139,45 @@ public struct ProcessInspector: Sendable {
         }
     }
 
-    static let loaderKeys = ["LD_PRELOAD=", "LD_AUDIT=", "LD_LIBRARY_PATH="].map { Array($0.utf8) }
+    static let loaderKeys = [
+        "LD_PRELOAD=", "LD_AUDIT=", "LD_LIBRARY_PATH=", "GIO_EXTRA_MODULES=", "GIO_MODULE_DIR=", "GTK_MODULES=",
+        "GTK3_MODULES=", "GTK_PATH=", "GTK_EXE_PREFIX=", "GTK_IM_MODULE_FILE=", "GDK_PIXBUF_MODULE_FILE=",
+        "GDK_PIXBUF_MODULEDIR=", "GST_PLUGIN_PATH=", "GST_PLUGIN_PATH_1_0=", "GST_PLUGIN_SYSTEM_PATH=",
+        "GST_PLUGIN_SYSTEM_PATH_1_0=", "QT_PLUGIN_PATH=", "QT_QPA_PLATFORM_PLUGIN_PATH=", "LIBGL_DRIVERS_PATH=",
+        "LIBVA_DRIVERS_PATH=", "VDPAU_DRIVER_PATH=", "GBM_BACKENDS_PATH=", "__EGL_VENDOR_LIBRARY_DIRS=",
+        "__EGL_VENDOR_LIBRARY_FILENAMES=", "VK_ICD_FILENAMES=", "VK_DRIVER_FILES=", "VK_ADD_DRIVER_FILES=",
+        "VK_LAYER_PATH=", "VK_INSTANCE_LAYERS=", "GCONV_PATH=", "GI_TYPELIB_PATH=", "PYTHONPATH=", "PYTHONHOME=",
+        "PYTHONSTARTUP=", "PERL5LIB=", "PERL5OPT=", "NODE_OPTIONS=", "LUA_CPATH=",
+    ].map { Array($0.utf8) }
+
+    /// Whether code not from `directories` is mapped into the process: an executable mapping of
+    /// `/proc/PID/maps` of a file elsewhere (a library of the caller's, loaded by `dlopen`, a GTK
+    /// or X module), or, with `anonymousIsForeign`, of no file at all (code written into memory,
+    /// as a debugger injects it; a JIT does the same, so only for programs without one). The
+    /// kernel's own (`[vdso]`, `[vsyscall]`) is not foreign. nil when the maps cannot be read.
+    public func runsForeignCode(pid: Int32, directories: [String], anonymousIsForeign: Bool) -> Bool? {
+        guard let maps = bytes("\(root)/\(pid)/maps", limit: 4 << 20) else { return nil }
+        for line in maps.split(separator: 0x0A) {
+            // address perms offset device inode [path]
+            let fields = line.split(separator: 0x20, maxSplits: 5, omittingEmptySubsequences: true)
+            guard fields.count >= 5, fields[1].count == 4, fields[1][fields[1].startIndex + 2] == UInt8(ascii: "x")
+            else { continue }
+            guard fields.count == 6 else {
+                if anonymousIsForeign { return true }
+                continue
+            }
+            var path = String(decoding: fields[5].drop { $0 == 0x20 }, as: UTF8.self)
+            if path.hasPrefix("[") {
+                if path == "[vdso]" || path == "[vsyscall]" { continue }
+                if anonymousIsForeign { return true }
+                continue
+            }
+            // A system file replaced under a running program (an upgrade) is still the system's.
+            if path.hasSuffix(" (deleted)") { path.removeLast(" (deleted)".count) }
+            guard !path.contains("/../"), directories.contains(where: path.hasPrefix) else { return true }
+        }
+        return false
+    }
 
     /// The mount namespace a process is in (`mnt:[4026531841]`), as its `ns/mnt` link names it.
     public func mountNamespace(pid: Int32) -> String? { link("\(root)/\(pid)/ns/mnt") }
@@ -228,7 +267,7 @@ public struct ProcessInspector: Sendable {
 
     private static let desktopFileKey = Array("GIO_LAUNCHED_DESKTOP_FILE=".utf8)
 
-    private func bytes(_ path: String) -> [UInt8]? { try? Files.read(path, limit: 1 << 20) }
+    private func bytes(_ path: String, limit: Int = 1 << 20) -> [UInt8]? { try? Files.read(path, limit: limit) }
 
     private func text(_ path: String) -> String? { bytes(path).map { String(decoding: $0, as: UTF8.self) } }
 

@@ -28,6 +28,8 @@ enum Answers {
 
     static func write(_ data: Data) { handle.write(data + Data([10])) }
 }
+// First: no one but root may trace this window or write into it (it runs through a lock).
+screentime_undumpable()
 _ = Answers.handle
 
 /// Reads standard input up to the first newline (at most 64 KiB).

@@ -255,7 +255,10 @@ struct LoginIntegrationTests {
 
     /// Only what draws the screen runs on while locked, as the system installed it: a copy of a
     /// program named as a display server, a real one that preloads the child's code, and a
-    /// program bind-mounted over a compositor's path in a namespace of the child's are held.
+    /// program bind-mounted over a compositor's path in a namespace of the child's are held. So
+    /// are (restrictions, second round) a real one into which she loaded a library of hers with
+    /// `gdb -p` before the lock, one started with a module path of hers (GIO_EXTRA_MODULES), and
+    /// a shield window she started herself from the system's copy.
     @Test func whileLockedOnlyTheSystemsOwnDisplayServerRunsNothingDressedAsOne() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
@@ -268,6 +271,24 @@ struct LoginIntegrationTests {
         let mounted = try world.launch(
             as: world.child, "/usr/bin/unshare",
             ["-r", "-m", "/bin/sh", "-c", "mount --bind /bin/sleep /usr/bin/sway && exec /usr/bin/sway 600"])
+        let injected = try startXvfb(world)
+        let library = home + "/evil.so"
+        try system("/usr/bin/cc", "-shared", "-fPIC", "-o", library, AgentWorld.fixture("evil.c"))
+        try system("/usr/bin/chown", world.child, library)
+        let gdb = try world.command(
+            as: world.child, "/usr/bin/gdb",
+            ["-p", "\(injected)", "-batch", "-ex", "call (void*)dlopen(\"\(library)\", 2)", "-ex", "detach"])
+        let maps = (try? run("/bin/cat", ["/proc/\(injected)/maps"]))?.stdout ?? ""
+        #expect(maps.contains(library), "her library is not in the server: \(gdb.stdout) \(gdb.stderr)")
+        let modules = try startXvfb(world, environment: ["GIO_EXTRA_MODULES=\(home)/modules"])
+        // A program installed as the system's shield window, started by her (not by the agent's
+        // launcher). (A copy of sleep: the test's own build of the window maps the toolchain's
+        // Swift libraries from /opt, which alone would hold it.)
+        let installed = "/usr/local/libexec/screentime-test-\(world.id)"
+        try Files.makeDirectory(installed, mode: 0o755)
+        defer { try? FileManager.default.removeItem(atPath: installed) }
+        try system("/usr/bin/install", "-m", "0755", "/bin/sleep", installed + "/screentime-shield")
+        let window = try world.launch(as: world.child, installed + "/screentime-shield", ["600"])
         Thread.sleep(forTimeInterval: 1)
         let now = Date()
         let set = try world.cli(
@@ -276,7 +297,8 @@ struct LoginIntegrationTests {
         #expect(set.status == 0, "\(set.stderr)")
         for (pid, what) in [
             (preloading, "a display server preloading the child's code"), (copy, "a copy named Xvfb"),
-            (mounted, "a program mounted over sway's path"),
+            (mounted, "a program mounted over sway's path"), (injected, "a display server with her library loaded"),
+            (modules, "a display server with a module path of hers"), (window, "a shield window she started"),
         ] {
             #expect(
                 eventually { world.isFrozen(pid) },

@@ -43,6 +43,7 @@ struct JudgeReads: Sendable {
     /// Whether its environment loads code of its own into the program (`LD_PRELOAD`, …).
     var loadsOwnCode: Bool?
     var mountNamespace: String?
+    var runsForeignCode: Bool?
     var flatpakID: String?
     /// Set when `installed` was needed: nil when installed, else why not.
     var installRefusal: String?

@@ -70,10 +70,15 @@ extension ProcessShield {
     /// one else may change, in a system directory, and the very file the agent finds at that path
     /// in its own mount namespace (a copy, or a bind mount in a namespace of the child's, is not);
     /// the process is in the agent's mount namespace, its environment loaded no code of its own
-    /// (`LD_PRELOAD`, `LD_AUDIT`, `LD_LIBRARY_PATH`), and nothing traces it. Anything else is held.
+    /// (`LD_PRELOAD`, module paths: see `ProcessInspector.loadsOwnCode`), no code from outside the
+    /// system's directories is mapped into it (read when the lock is put in force: a library
+    /// loaded into it before, by a debugger or a module path), and nothing traces it. The shield
+    /// window passes only as the agent started it (its launcher's child): one the child started
+    /// herself is hers. Anything else is held.
     func runsWhileLocked(_ pid: Int32, _ tracked: Tracked) -> Bool {
         let kernel = tracked.kernel
-        guard tracked.judged, tracked.loadsOwnCode == false, let namespace = tracked.mountNamespace,
+        guard tracked.judged, tracked.loadsOwnCode == false, tracked.runsForeignCode == false,
+            let namespace = tracked.mountNamespace,
             namespace == Self.ownMountNamespace,
             let path = kernel.executablePath, !kernel.executableDeleted, let status = kernel.executable,
             status.owner == 0, status.mode & 0o022 == 0, kernel.rootIsHost, !path.contains("/../"),
@@ -82,7 +87,21 @@ extension ProcessShield {
             let here = FileStatus.of(path: path), here.key.device == status.key.device,
             here.key.inode == status.key.inode, inspector.tracer(pid: pid) == 0
         else { return false }
+        if name == "screentime-shield" {
+            guard let launcher = launcher.withLock({ $0 }), inspector.status(pid: pid)?.parent == launcher.pid else {
+                return false
+            }
+        }
         return true
+    }
+
+    /// The directories whose code an exempt program may run: the system's.
+    static let systemCodeDirectories = ["/usr/", "/lib/", "/lib32/", "/lib64/", "/libx32/", "/bin/", "/sbin/"]
+
+    /// Whether a process's program is one of `passLock` by its path's last part: its maps are read.
+    static func mayPassLock(_ path: String?) -> Bool {
+        guard let name = path?.split(separator: "/").last else { return false }
+        return passLock.contains(String(name))
     }
 
     /// The agent's own mount namespace.

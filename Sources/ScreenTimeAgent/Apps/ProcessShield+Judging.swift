@@ -159,6 +159,10 @@ extension ProcessShield {
             reads.launchedDesktopFile = inspector.launchedDesktopFile(pid: pid)
             reads.loadsOwnCode = inspector.loadsOwnCode(pid: pid)
             reads.mountNamespace = inspector.mountNamespace(pid: pid)
+            if Self.mayPassLock(job.kernel.executablePath) {
+                reads.runsForeignCode = inspector.runsForeignCode(
+                    pid: pid, directories: Self.systemCodeDirectories, anonymousIsForeign: false)
+            }
         }
         if job.needs.contains(.sandbox) { reads.flatpakID = inspector.flatpakID(pid: pid) }
         if job.needs.contains(.installed), reads.installRefusal == nil {
@@ -220,6 +224,7 @@ extension ProcessShield {
             if let id = reads.flatpakID { tracked.evidence.flatpakID = id }
             tracked.loadsOwnCode = reads.loadsOwnCode
             tracked.mountNamespace = reads.mountNamespace
+            tracked.runsForeignCode = reads.runsForeignCode
             tracked.installRefusal = reads.installRefusal
             let before = Set(tracked.identities)
             tracked.identities = apps.filter.index.identities(of: tracked.evidence, inherited: tracked.inherited)

@@ -22,6 +22,27 @@ extension ProcessShield {
             var next = makePolicy(snapshot, previous: previous, learned: learnedBefore)
             let batch = judges.makeBatch()
             let records = reconciling ? (try? database.frozenProcesses()) ?? [] : []
+            // What code runs in the programs that may pass a lock, read now (off the table's lock:
+            // the maps of a process are the child's to make slow to read).
+            let candidates = table.withLock { table in
+                table.processes.filter {
+                    next.users[$0.value.owner]?.locked == true && Self.mayPassLock($0.value.kernel.executablePath)
+                }
+                .map { (pid: $0.key, startTime: $0.value.startTime) }
+            }
+            let foreign = candidates.map { candidate in
+                (
+                    candidate,
+                    inspector.runsForeignCode(
+                        pid: candidate.pid, directories: Self.systemCodeDirectories, anonymousIsForeign: false)
+                )
+            }
+            table.withLock { table in
+                for (candidate, runsForeign) in foreign
+                where table.processes[candidate.pid]?.startTime == candidate.startTime {
+                    table.processes[candidate.pid]?.runsForeignCode = runsForeign
+                }
+            }
             table.withLock { table in
                 // A copy learned while the policy was made (under this lock, as here) keeps its
                 // marks: without this, the swap and the gate's refresh drop them.

@@ -76,6 +76,10 @@ struct Tracked: Sendable {
     /// its mount namespace: what a lock's exemption asks (nil until judged).
     var loadsOwnCode: Bool?
     var mountNamespace: String?
+    /// Whether code from outside the system's directories is mapped into it (see
+    /// `ProcessInspector.runsForeignCode`): read when a lock is put in force, for the programs
+    /// that may run through it (nil until then).
+    var runsForeignCode: Bool?
     /// Why the program may not run as a guardian installed it, when `denyAppInstallation` holds.
     var installRefusal: String?
     /// What the last verdict said (nil: let it run).
