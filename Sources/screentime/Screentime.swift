@@ -19,7 +19,8 @@ struct Screentime: ParsableCommand {
         subcommands: [
             Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
             Unshield.self, Block.self, Unblock.self, DenyInstalls.self, FilterCommand.self, Clear.self, Pick.self,
-            Unlock.self, Report.self, MonitorCommand.self, Limit.self, Downtime.self, Ask.self, Requests.self,
+            Unlock.self, Forget.self, Report.self, MonitorCommand.self, Limit.self, Downtime.self, Ask.self,
+            Requests.self,
             Grant.self, Deny.self, ShieldConfig.self,
             Ping.self, LauncherCheck.self,
         ])
@@ -480,6 +481,28 @@ struct Unlock: ParsableCommand {
             reply.hadFailures
                 ? "\(reply.user.name) may try guardian passwords again"
                 : "\(reply.user.name) had no wrong guardian passwords to forget")
+    }
+}
+
+struct Forget: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Remove everything kept of a user who is no longer authorized (guardians).",
+        discussion: """
+            For an account revoked, or deleted or renamed while authorized: its record leaves \
+            `status`, and an account given the same uid later inherits nothing. An authorization in \
+            force is revoked first (`screentime revoke --user NAME`).
+            """)
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The user: its name as authorized, or its uid.") var user: String
+
+    func run() throws {
+        let reply = try perform(connection, ForgetRequest(user: user))
+        if output.json { return try printJSON(reply) }
+        print(
+            reply.forgotten
+                ? "forgot \(reply.user.name) (uid \(reply.user.uid))"
+                : "nothing was kept of \(reply.user.name) (uid \(reply.user.uid))")
     }
 }
 

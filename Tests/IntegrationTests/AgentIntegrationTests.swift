@@ -145,6 +145,43 @@ struct AgentIntegrationTests {
         #expect(try world.cli(as: world.child, "status").stdout.contains("Counter Game"))
     }
 
+    /// Users that are gone (restrictions, second round): a child deleted while authorized stayed
+    /// in status, and what the agent kept was keyed by a uid that a new account can be given. The
+    /// new account inherits nothing (its program runs, it is not authorized), the guardian is told
+    /// why, and `forget` removes the old record; an authorization in force is not forgotten.
+    @Test func aUidGivenAgainInheritsNothingAndAGuardianForgetsTheOld() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let uid = try UserDirectory().user(world.child).uid
+        let refused = try world.cli(as: world.guardian, "forget", "--user", world.child)
+        #expect(refused.status != 0 && refused.stderr.contains("revoke it first"), "\(refused.stderr)")
+        #expect(try world.cli(as: world.child, "forget", "--user", world.child).status != 0)
+        try system("/usr/sbin/userdel", world.child)
+        let newcomer = try world.makeUser("stnew", uid: uid)
+        _ = try world.cli(as: world.guardian, "shield", "--user", world.bystander, "--app", "org.example.Counter")
+        let home = try world.makeHome(for: newcomer)
+        let game = try world.launch(as: newcomer, world.counter, [home + "/count"])
+        for _ in 0..<50 where world.count(home + "/count") == nil { Thread.sleep(forTimeInterval: 0.05) }
+        Thread.sleep(forTimeInterval: 1)
+        #expect(!world.isFrozen(game), "the new account on the old uid was held as the old child")
+        let theirs = try world.status(of: newcomer)
+        #expect(theirs.authorization.status == .notDetermined, "\(theirs.authorization)")
+        #expect(world.agentLog(naming: ["now belongs to"]).contains(newcomer))
+        // Forgotten by uid (the old name no longer resolves): gone from the guardian's list.
+        let forgot = try world.cli(as: world.guardian, "forget", "--user", "\(uid)")
+        #expect(forgot.status == 0 && forgot.stdout.contains("forgot \(world.child) (uid \(uid))"), "\(forgot.stdout)")
+        let listed = try world.status(of: world.guardian).authorizedUsers ?? []
+        #expect(!listed.contains { $0.user.uid == uid }, "\(listed)")
+        let again = try world.cli(as: world.guardian, "forget", "--user", "\(uid)")
+        #expect(again.status == 0 && again.stdout.contains("nothing was kept"), "\(again.stdout)")
+        // Authorized now, the new account starts clean: no shield of the old child's holds it.
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", newcomer).status == 0)
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(!world.isFrozen(game))
+        #expect(world.agentIsRunning)
+    }
+
     @Test func theBystanderSeesNothingOfTheChild() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

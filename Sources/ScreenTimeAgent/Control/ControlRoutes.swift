@@ -16,6 +16,7 @@ extension ControlRouter {
         router.register(ClearRequest.self, policy.clear)
         router.register(FilterRequest.self, policy.filter)
         router.register(UnlockRequest.self, policy.unlock)
+        router.register(ForgetRequest.self, policy.forget)
         router.register(DenyInstallsRequest.self, policy.denyInstalls)
         router.register(ReportRequest.self, policy.report)
         router.register(MonitorStartRequest.self, policy.monitorStart)

@@ -73,6 +73,15 @@ final class PolicyPublisher: Sendable {
         var result: [UInt32: PolicySnapshot.User] = [:]
         var tokens: Set<String> = []
         for record in try database.authorizations() where record.status == .approved {
+            // A uid given again to another account (the child's deleted, a new user made): the new
+            // account inherits nothing of the old one's.
+            if let holder = try? users.user(uid: record.uid), holder.name != record.userName {
+                problems.append(
+                    "uid \(record.uid) was authorized as '\(record.userName)' and now belongs to '\(holder.name)': "
+                        + "nothing of \(record.userName)'s applies to \(holder.name) (screentime forget --user "
+                        + "\(record.uid) removes it)")
+                continue
+            }
             // Time a guardian granted lifts those shields until it ends (the scheduler publishes
             // again then).
             let now = Date()

@@ -215,7 +215,8 @@ public final class PolicyService: Sendable {
     // MARK: authorization
 
     func authorizationReply(_ account: UserAccount) throws -> AuthorizationReply {
-        let record = try database.authorization(uid: account.uid)
+        // A record made for another account that had this uid is not this account's.
+        let record = try database.authorization(uid: account.uid).flatMap { $0.userName == account.name ? $0 : nil }
         return AuthorizationReply(
             user: summary(account), status: record?.status ?? .notDetermined, member: record?.member,
             showNamesToChild: record?.showNamesToChild ?? false, changedAt: record?.changedAt)
@@ -259,7 +260,8 @@ public final class PolicyService: Sendable {
                 showNamesToChild: request.showNamesToChild
                     ?? (anotherAccount ? nil : existing?.showNamesToChild) ?? false,
                 changedAt: Date(), changedByUID: caller.account.uid)
-            try database.save(record, clearingStoresAndEvents: anotherAccount)
+            if anotherAccount { try database.forget(uid: account.uid) }
+            try database.save(record)
             if anotherAccount, let existing {
                 logger.notice(
                     "a new account on a deleted one's uid: the old account's settings and usage are removed",
@@ -288,6 +290,51 @@ public final class PolicyService: Sendable {
         try approvals.approve(
             guardian: String(credentials.user.prefix(64)), password: credentials.password, asker: asker.account.uid,
             askerName: asker.account.name)
+    }
+
+    /// A guardian forgets a user the agent no longer enforces for: revoked, or whose account is
+    /// gone or now another's (a uid given again). An authorization in force for the account that
+    /// has it is revoked first, by name.
+    func forget(_ request: ForgetRequest, _ context: RequestContext) throws -> ForgetReply {
+        let caller = try caller(context)
+        guard caller.isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian can forget a user") }
+        let reference = request.user.trimmingCharacters(in: .whitespaces)
+        guard !reference.isEmpty, reference.utf8.count <= 256 else {
+            throw ScreenTimeIPCError(.invalidArgument, "name the user to forget (a name or a uid)")
+        }
+        return try changes.withLock { _ -> ForgetReply in
+            let records = try database.authorizations()
+            let current = try? users.user(reference)
+            let record =
+                UInt32(reference).flatMap { uid in records.first { $0.uid == uid } }
+                ?? records.first { $0.userName == reference }
+                ?? current.flatMap { account in
+                    records.first { $0.uid == account.uid }
+                }
+            guard let record else {
+                let uid = UInt32(reference) ?? current?.uid
+                guard let uid else {
+                    throw ScreenTimeIPCError(.unknownUser, "the agent knows no user '\(reference.prefix(64))'")
+                }
+                try database.forget(uid: uid)
+                return ForgetReply(user: UserSummary(name: current?.name ?? reference, uid: uid), forgotten: false)
+            }
+            let holder = try? users.user(uid: record.uid)
+            if record.status == .approved, holder?.name == record.userName {
+                throw ScreenTimeIPCError(
+                    .invalidArgument,
+                    "\(record.userName) is authorized; revoke it first (screentime revoke --user \(record.userName))")
+            }
+            try database.forget(uid: record.uid)
+            logger.notice(
+                "forgot a user",
+                metadata: [
+                    "user": "\(record.userName)", "uid": "\(record.uid)", "account": "\(holder?.name ?? "none")",
+                    "by": "\(caller.account.name)",
+                ])
+            enforce()
+            return ForgetReply(user: UserSummary(name: record.userName, uid: record.uid), forgotten: true)
+        }
     }
 
     /// A guardian lifts a user's lockout after too many wrong guardian passwords.

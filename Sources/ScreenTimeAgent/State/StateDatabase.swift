@@ -205,6 +205,19 @@ final class StateDatabase: Sendable {
         }
     }
 
+    /// Deletes every row of a user's, its authorization with them, in one transaction.
+    func forget(uid: UInt32) throws {
+        try queue.write { db in
+            for table in [
+                "authorization", "store", "shieldEvent", "applicationEvent", "frozenProcess", "passwordFailure",
+                "usageSpan", "domainLookup", "webActivity", "timeRequest", "shieldExtension", "loginLock",
+            ] {
+                try db.execute(sql: "DELETE FROM \(table) WHERE uid = ?", arguments: [Int64(uid)])
+            }
+            try Self.deleteActivity(db, uid: uid)
+        }
+    }
+
     private static func authorization(from row: Row) -> Authorization? {
         guard let member = FamilyControlsMember(rawValue: row["member"]),
             let status = AuthorizationStatus(rawValue: row["status"])
