@@ -568,9 +568,25 @@ public final class X11FocusWatch {
         return PeerCredentials(pid: pid, uid: uid, gid: gid)
     }
 
-    /// A Unix stream connection to `path`, given up after `timeout` (a listener whose backlog is
-    /// full makes `connect` wait: SO_SNDTIMEO bounds that wait).
+    /// A Unix stream connection to a display's socket `path`, or, where no server listens there,
+    /// to the same name in the abstract namespace (`@/tmp/.X11-unix/X67`, where `Xvfb -nolisten
+    /// unix` and `startx -- -nolisten unix` listen, as libxcb's clients look first). Who answers
+    /// is asked of the kernel (SO_PEERCRED) by the callers either way. Given up after `timeout`
+    /// (a listener whose backlog is full makes `connect` wait: SO_SNDTIMEO bounds that wait).
     static func connect(_ path: String, timeout: Duration) throws(SystemError) -> Int32 {
+        do {
+            return try connect(path, abstract: false, timeout: timeout)
+        } catch let error where error.errno == ENOENT || error.errno == ECONNREFUSED {
+            do {
+                return try connect(path, abstract: true, timeout: timeout)
+            } catch let abstractError {
+                throw SystemError(
+                    .systemCall, "\(error.message); \(abstractError.message)", errno: abstractError.errno)
+            }
+        }
+    }
+
+    private static func connect(_ path: String, abstract: Bool, timeout: Duration) throws(SystemError) -> Int32 {
         let fd = try systemCall("socket(AF_UNIX)") {
             socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         }
@@ -578,7 +594,8 @@ public final class X11FocusWatch {
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
+        // An abstract name is a NUL, then the path's bytes, its length the address's own.
+        let bytes = (abstract ? [0] : []) + Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
             close(fd)
             throw SystemError(.badFile, "\(path) is too long for a socket path")
@@ -586,15 +603,19 @@ public final class X11FocusWatch {
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
         }
+        let length =
+            abstract
+            ? socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? 2) + socklen_t(bytes.count)
+            : socklen_t(MemoryLayout<sockaddr_un>.size)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                Glibc.connect(fd, $0, length)
             }
         }
         guard result == 0 else {
             let error = errno
             close(fd)
-            throw SystemError.call("connect(\(path))", error)
+            throw SystemError.call("connect(\(abstract ? "@" : "")\(path))", error)
         }
         var none = timeval(tv_sec: 0, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))

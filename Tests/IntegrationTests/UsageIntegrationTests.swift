@@ -1168,6 +1168,28 @@ struct UsageIntegrationTests {
         #expect(terminal > 4, "her terminal connected over TCP counted \(terminal) s of 5 s")
     }
 
+    /// Her own X server on an abstract socket only (`Xvfb -nolisten unix`; on a real PC `startx --
+    /// :1 -nolisten unix`): the agent tried only `/tmp/.X11-unix/XN`, and 85 s of play counted 0 s
+    /// against a one-minute limit (restrictions, second round). It connects to the abstract name
+    /// too (asking the kernel who serves it), and her terminal there counts.
+    @Test func herDisplayOnAnAbstractSocketOnlyIsRead() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child, serverArguments: ["-nolisten", "unix"])
+        defer { desktop.stop() }
+        #expect(!Files.exists("/tmp/.X11-unix/X\(desktop.display)"), "the server made its socket file after all")
+        try openNotes(on: &desktop, world)
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil }, "her terminal did not show")
+        try desktop.activate("ChildTerm")
+        Thread.sleep(forTimeInterval: 1)
+        let before = try report(world)
+        Thread.sleep(forTimeInterval: 5)
+        let after = try report(world)
+        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        #expect(terminal > 4, "her terminal on a display with only an abstract socket counted \(terminal) s of 5 s")
+    }
+
     /// A display with two screens (each its own root window and windows; her window manager on the
     /// first only), her programs naming the first: the second is found and read too, and her
     /// terminal there counts beside the notes active on the first.
