@@ -51,6 +51,46 @@ public final class SystemResolvers: Sendable {
         addresses.contains { $0.elementsEqual(address) }
     }
 
+    /// The ways the system resolves names without a DNS packet of the asker's own, which the
+    /// agent then does not see (its lookups do not pass the filter as DNS: shields hold at the
+    /// connection only), as sentences for `status`: glibc's `resolve` module (systemd-resolved
+    /// over its varlink socket) and nscd's cache, from `nsswitch.conf`'s `hosts` line and the
+    /// sockets that are there.
+    public static func unseenLookups(
+        nsswitch: String = "/etc/nsswitch.conf", resolvedSocket: String = "/run/systemd/resolve/io.systemd.Resolve",
+        nscdSocket: String = "/var/run/nscd/socket"
+    ) -> [String] {
+        let text = (try? Files.read(nsswitch, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        return unseenLookups(
+            hostsLine: hostsSources(text), resolved: Files.exists(resolvedSocket), nscd: Files.exists(nscdSocket))
+    }
+
+    static func unseenLookups(hostsLine sources: [String], resolved: Bool, nscd: Bool) -> [String] {
+        var found: [String] = []
+        if sources.contains("resolve"), resolved {
+            found.append(
+                "names are looked up through systemd-resolved's own socket (nsswitch.conf: resolve), not as DNS packets "
+                    + "of the child's: the DNS filter does not see them; web shields hold at the connection")
+        }
+        if nscd {
+            found.append(
+                "nscd answers lookups from its cache, as its own account: the DNS filter does not see them; web shields "
+                    + "hold at the connection")
+        }
+        return found
+    }
+
+    /// The sources of the `hosts` line (`files`, `resolve`, `dns`…), actions left out.
+    static func hostsSources(_ text: String) -> [String] {
+        for line in text.split(whereSeparator: \.isNewline) {
+            let words = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                .split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard words.first == "hosts:" else { continue }
+            return words.dropFirst().filter { !$0.hasPrefix("[") }.map { String($0) }
+        }
+        return []
+    }
+
     /// The `nameserver` lines' addresses; comments and other lines are skipped.
     public static func parse(_ text: String) -> [[UInt8]] {
         var found: [[UInt8]] = []

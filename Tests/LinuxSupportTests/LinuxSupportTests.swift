@@ -1,8 +1,9 @@
 import Foundation
-import LinuxSupport
 import ScreenTimeCore
 import Synchronization
 import Testing
+
+@testable import LinuxSupport
 
 /// A temporary directory tree, removed at the end.
 final class Fixture {
@@ -626,5 +627,20 @@ struct NetfilterQueueTests {
         try fixture.write("resolv.conf", "nameserver 10.0.0.1\n")
         let resolvers = SystemResolvers(path: fixture.root + "/resolv.conf")
         #expect(resolvers.contains([10, 0, 0, 1]) && !resolvers.contains([10, 0, 0, 2]))
+    }
+}
+
+@Suite struct UnseenLookupsTests {
+    @Test func lookupsThatSendNoDNSPacketOfTheChildsAreNamed() {
+        let ubuntu = SystemResolvers.hostsSources(
+            "passwd: files systemd\nhosts:          files mdns4_minimal [NOTFOUND=return] resolve [!UNAVAIL=return] dns myhostname # x\n"
+        )
+        #expect(ubuntu == ["files", "mdns4_minimal", "resolve", "dns", "myhostname"])
+        #expect(SystemResolvers.unseenLookups(hostsLine: ubuntu, resolved: true, nscd: false).count == 1)
+        // The module listed but no systemd-resolved running: glibc falls through to dns.
+        #expect(SystemResolvers.unseenLookups(hostsLine: ubuntu, resolved: false, nscd: false).isEmpty)
+        let debian = SystemResolvers.hostsSources("hosts:          files dns\n")
+        #expect(SystemResolvers.unseenLookups(hostsLine: debian, resolved: true, nscd: false).isEmpty)
+        #expect(SystemResolvers.unseenLookups(hostsLine: debian, resolved: false, nscd: true).count == 1)
     }
 }

@@ -468,6 +468,11 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 guard let verdict = filter.verdict(for: name) else { continue }
                 note(uid: owner, name: name, verdict: verdict)
                 shielded = true
+                // A reply may carry the alias alone (`alias.test CNAME blocked.test`, no address):
+                // the shielded target's addresses are learned by the agent's own lookup.
+                if verdict.reason != .bypass {
+                    shadows.lookUp(name, owner: owner, resolver: Array(parsed.source), port: parsed.sourcePort)
+                }
                 break
             }
             connections.learn(answers.addresses, owner: owner, shielded: shielded, trusted: trusted)
@@ -586,6 +591,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         }
         guard let filter else { return nil }
         var problems = [firewallProblem, queueProblem, policiesProblem].compactMap { $0 } + lists.problems
+        problems += SystemResolvers.unseenLookups()
         if !filter.unnamedDomains.isEmpty {
             problems.append(
                 "\(filter.unnamedDomains.count) shielded domain token(s) have no known name and are not enforced")
