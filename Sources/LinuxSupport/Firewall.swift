@@ -12,7 +12,8 @@ import Foundation
 ///
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
-///     CHAIN           -p tcp -m connmark --mark PASSED/M -j RETURN   (a judged TCP flow)
+///     CHAIN           -p tcp --syn -j CONNMARK --set-xmark 0/M   (a new connection on a reused flow)
+///                     -p tcp -m connmark --mark PASSED/M -j RETURN   (a judged TCP flow)
 ///                     per filtered uid range R, for every packet:
 ///                     -p udp -m length (a 1,200-byte payload) -m owner R -m u32 (a QUIC long
 ///                        header: 0b11…, version ≠ 0) -j REJECT             (QUIC on any port)
@@ -47,8 +48,8 @@ import Foundation
 ///                     R -m connmark --mark WATCHED/M -j CONNMARK --restore-mark
 ///                     R -m mark --mark WATCHED/M -j NFQUEUE --queue-num N   (the server's
 ///                                                              acknowledgement of a judged opening)
-///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -m hashlimit (per flow: 20/s
-///                        for UDP, L/s for TCP; per server: 5L/s) -j DROP      (a reply flood)
+///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -m hashlimit (per flow: L/s,
+///                        per server: 5L/s, bursts of five times that) -j DROP   (a reply flood)
 ///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
 ///
 /// The agent judges each opening packet and answers `NF_REPEAT` with a mark: PASSED (the rest
@@ -171,6 +172,10 @@ public struct Firewall: Sendable {
             family == .ipv4
             ? "-m length --length 1228:65535 -m u32 --u32 \"0>>22&0x3C@8>>24&0xC0=0xC0&&0>>22&0x3C@9=1:0xFFFFFFFF\""
             : "-m length --length 1248:65535 -m u32 --u32 \"48>>24&0xC0=0xC0&&49=1:0xFFFFFFFF\""
+        // A SYN opens a new connection, whatever conntrack kept under its addresses and ports: a
+        // flow the server ended with a reset is reused by a new SYN on the same ports, with the
+        // old flow's mark (its PASSED once let a second hello by unjudged). The agent's byte goes.
+        lines.append("-A \(chain) -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/\(mask)")
         // The fast path first for TCP, the bulk of what a judged flow sends.
         lines.append("-A \(chain) -p tcp -m connmark --mark \(passed) -j RETURN")
         for owner in Self.ranges(owners) {
@@ -241,20 +246,20 @@ public struct Firewall: Sendable {
         lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) \(restore)")
         lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.watched)) \(queue)")
         // Replies come to the queue only as far as judging needs: a server of the child's that
-        // answers one question 80,000 times a second costs the agent what a few dozen cost.
-        // Per flow (a UDP question's port; a TCP connection's questions), then per server.
+        // answers one question 80,000 times a second costs the agent what a few thousand cost.
+        // Per flow (a socket's questions to a server) no more than its user may ask, then per
+        // server five times that.
         let dnsMark = "-m connmark --mark \(markText(.dns))"
+        let perFlow = min(rateLimit, 1_000_000)
         let perServer = min(rateLimit * 5, 1_000_000)
-        let limits = [
-            ("udp", min(20, rateLimit), "srcip,srcport,dstip,dstport", "dnsu"),
-            ("tcp", min(rateLimit, 1_000_000), "srcip,srcport,dstip,dstport", "dnst"),
-            ("udp", perServer, "srcip", "dnss"), ("tcp", perServer, "srcip", "dnss"),
-        ]
-        for (transport, rate, mode, name) in limits {
-            lines.append(
-                "-A \(inputChain) -p \(transport) -m \(transport) --sport 53 \(dnsMark) -m hashlimit --hashlimit-above "
-                    + "\(rate)/sec --hashlimit-burst \(rate * 2) --hashlimit-mode \(mode) --hashlimit-name "
-                    + "\(chain.prefix(10))-\(name) -j DROP")
+        let limits = [(perFlow, "srcip,srcport,dstip,dstport", "dnsf"), (perServer, "srcip", "dnss")]
+        for (rate, mode, name) in limits {
+            for transport in ["udp", "tcp"] {
+                lines.append(
+                    "-A \(inputChain) -p \(transport) -m \(transport) --sport 53 \(dnsMark) -m hashlimit "
+                        + "--hashlimit-above \(rate)/sec --hashlimit-burst \(rate * 5) --hashlimit-mode \(mode) "
+                        + "--hashlimit-name \(chain.prefix(10))-\(name) -j DROP")
+            }
         }
         lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
         lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")

@@ -492,6 +492,29 @@ struct ConnectionShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// A connection the server ended with a reset (it was sent what it would not read) is reused
+    /// by conntrack for a new SYN on the same ports, with the old flow's mark: the second hello,
+    /// naming the shielded host, went by unjudged (found by the attack on the installed agent,
+    /// TLS and HTTP). A SYN now clears the agent's mark: the second connection is judged, and
+    /// refused; the bystander's same trick reaches the site.
+    @Test func aConnectionReopenedOnAResetFlowsPortsIsJudgedAgain() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let routed = try RoutedServers(world)
+        defer { routed.tearDown() }
+        for (kind, port) in [("tls", "443"), ("http", "80")] {
+            for address in [RoutedServers.address4, RoutedServers.address6] {
+                let hers = try child(world, "reopen", kind, address, port, "allowed.test", "blocked.test")
+                #expect(hers == "reset", "\(kind) via \(address): \(hers)")
+                let theirs = try world.inNetwork(
+                    as: world.bystander, "/usr/bin/python3",
+                    [AgentWorld.fixture("web-child.py"), "reopen", kind, address, port, "allowed.test", "blocked.test"])
+                #expect(theirs.stdout.hasPrefix("answered"), "the bystander, \(kind) via \(address): \(theirs.stdout)")
+            }
+        }
+        #expect(world.agentIsRunning)
+    }
+
     /// HTTP openings a lenient server reads and the agent once read as naming nothing (a form
     /// feed between words, a leading blank) or as naming only the first request (a second behind
     /// a chunked body), sent to Python's own `http.server`, which splits a request line on any

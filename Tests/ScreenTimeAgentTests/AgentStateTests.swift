@@ -124,12 +124,16 @@ final class TemporaryDirectory {
         // QUIC is refused in the kernel first, for each range; then a judged connection never
         // reaches the queue again, nor what a local server sends back; a verdict come back
         // through NF_REPEAT is kept by the connection; a refused one is reset, but not its own reset.
-        #expect(lines[4] == "-A screentime -p tcp -m connmark --mark 0x560000/0xff0000 -j RETURN")
-        #expect(lines[5].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
-        #expect(lines[5].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
+        // A SYN clears the agent's byte first: a new connection on a reused flow's ports is judged.
+        #expect(
+            lines[4]
+                == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/0xff0000")
+        #expect(lines[5] == "-A screentime -p tcp -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        #expect(lines[6].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
+        #expect(lines[6].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
         // …but a UDP datagram longer than a frame (sent in segments) is judged, segment by segment.
-        #expect(lines[8] == "-A screentime -m length --length 0:1500 -m connmark --mark 0x560000/0xff0000 -j RETURN")
-        #expect(lines[9] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
+        #expect(lines[9] == "-A screentime -m length --length 0:1500 -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        #expect(lines[10] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
         // An ACK without data is never queued: exactly the headers' length, no SYN.
         #expect(
             lines.contains(
@@ -188,11 +192,11 @@ final class TemporaryDirectory {
         // A flood of replies stays in the kernel: per flow, then per server.
         #expect(
             lines.contains(
-                "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -m hashlimit --hashlimit-above 20/sec --hashlimit-burst 40 --hashlimit-mode srcip,srcport,dstip,dstport --hashlimit-name screentime-dnsu -j DROP"
+                "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -m hashlimit --hashlimit-above 200/sec --hashlimit-burst 1000 --hashlimit-mode srcip,srcport,dstip,dstport --hashlimit-name screentime-dnsf -j DROP"
             ))
         #expect(
             lines.contains(
-                "-A screentime-in -p tcp -m tcp --sport 53 -m connmark --mark 0x530000/0xff0000 -m hashlimit --hashlimit-above 1000/sec --hashlimit-burst 2000 --hashlimit-mode srcip --hashlimit-name screentime-dnss -j DROP"
+                "-A screentime-in -p tcp -m tcp --sport 53 -m connmark --mark 0x530000/0xff0000 -m hashlimit --hashlimit-above 1000/sec --hashlimit-burst 5000 --hashlimit-mode srcip --hashlimit-name screentime-dnss -j DROP"
             ))
         #expect(!v4.contains("queue-bypass"), "the queue must fail closed")
         #expect(v4.contains("-d 8.8.8.8 ") && !v4.contains("2001:db8::1"))

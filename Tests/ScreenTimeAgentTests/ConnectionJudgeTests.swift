@@ -247,4 +247,18 @@ import Testing
         syn.replaceSubrange(16..<20, with: [10, 200, 43, 5])
         #expect(isRefusal(judge(connections, syn)))
     }
+
+    /// A segment sent again over part of what was gathered and running past it: its overlap must
+    /// say what was gathered (found reading the judge during the attack on the installed agent).
+    @Test func aGatheringSegmentThatRewritesWhatCameBeforeIsRefused() {
+        let connections = ConnectionJudge()
+        let decoy = Self.hello("video.allowed.test.")
+        let real = Self.hello("video.blocked.test.")
+        let name = decoy.firstRange(of: Array("allowed".utf8))!.lowerBound
+        #expect(judge(connections, Self.segment(port: 40030, sequence: 100, Array(decoy[0..<(name + 3)]))) == .pending)
+        let rewritten = judge(
+            connections, Self.segment(port: 40030, sequence: 100 + UInt32(name), Array(real[name...])),
+            standing: .pending)
+        #expect(isRefusal(rewritten), "\(rewritten)")
+    }
 }

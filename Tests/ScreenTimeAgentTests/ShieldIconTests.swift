@@ -22,7 +22,9 @@ import Testing
         let pixmaps = try folder()
         defer { try? FileManager.default.removeItem(atPath: pixmaps) }
         FileManager.default.createFile(atPath: pixmaps + "/xjump-icon.xpm", contents: Data("/* XPM */".utf8))
-        #expect(ShieldPresenter.systemIcon("xjump-icon.xpm", pixmaps: ["/nonexistent", pixmaps]) == pixmaps + "/xjump-icon.xpm")
+        #expect(
+            ShieldPresenter.systemIcon("xjump-icon.xpm", pixmaps: ["/nonexistent", pixmaps]) == pixmaps
+                + "/xjump-icon.xpm")
         // None there: the name without its extension, for the theme.
         #expect(ShieldPresenter.systemIcon("supertux.PNG", pixmaps: [pixmaps]) == "supertux")
         // Not a regular file (a link or a folder of that name): not shown from there.
@@ -33,7 +35,9 @@ import Testing
     }
 
     @Test func pathsOnlyInTheSystemsData() {
-        #expect(ShieldPresenter.systemIcon("/usr/share/icons/hicolor/48x48/apps/x.png") == "/usr/share/icons/hicolor/48x48/apps/x.png")
+        #expect(
+            ShieldPresenter.systemIcon("/usr/share/icons/hicolor/48x48/apps/x.png")
+                == "/usr/share/icons/hicolor/48x48/apps/x.png")
         #expect(ShieldPresenter.systemIcon("/home/kid/x.png") == nil)
         #expect(ShieldPresenter.systemIcon("/usr/share/../../home/kid/x.png") == nil)
         #expect(ShieldPresenter.systemIcon("icons/x.png") == nil)

@@ -245,6 +245,8 @@ import Testing
         for unreadable in [
             "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "GET /\r\n\r\n", "GET / HTTP/1.1\r\nHost: a b/c\r\n\r\n",
             "GET / HTTP/1.1\r\nno colon here\r\n\r\n",
+            // Two lengths that differ: where a second request starts depends on the server.
+            "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nGET / HTTP/1.1\r\n\r\n",
         ] {
             guard case .unreadable(.http, _) = ConnectionOpening.read(Array(unreadable.utf8)[...]) else {
                 Issue.record("\(unreadable.debugDescription) was not refused")

@@ -196,6 +196,8 @@ final class ConnectionJudge: Sendable {
                 return nil  // ahead of a gap (or before the start): dropped, sent again in order
             }
             if end <= flow.opening.count { return (flow.opening, false) }
+            // Overlapping what came before and running past it: the overlap must say the same.
+            if offset < flow.opening.count, !Self.agrees(packet, with: flow) { return ([], false) }
             // Appended in place: the table's copy is the only one.
             state.flows[key]?.opening += packet.payload.dropFirst(flow.opening.count - offset)
             return (state.flows[key]?.opening ?? [], true)

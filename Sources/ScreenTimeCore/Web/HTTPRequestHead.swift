@@ -98,13 +98,18 @@ public struct HTTPRequestHead: Hashable, Sendable {
             guard let host = host(authority: authority) else { return "a request target whose host is unreadable" }
             hosts.append(host)
         }
+        var sawLength = false
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: 0x3A) else { return "a header line without a colon" }
             // `Host :` and ` Host:` are refused by careful servers and taken by others: a name.
             let name = line[line.startIndex..<colon].filter { !isBlank($0) }.map { $0 | 0x20 }
             if name == Array("content-length".utf8) {
                 let digits = line[(colon + 1)...].filter { !isBlank($0) }
-                bodyLength = Int(String(decoding: digits, as: UTF8.self)) ?? Int.max
+                let length = Int(String(decoding: digits, as: UTF8.self)) ?? Int.max
+                // Two that differ: servers take either, so where the next request starts is unknown.
+                if sawLength, length != bodyLength { return "conflicting Content-Length headers" }
+                sawLength = true
+                bodyLength = length
                 continue
             }
             if name == Array("transfer-encoding".utf8) {

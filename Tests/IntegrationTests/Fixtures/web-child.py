@@ -16,6 +16,9 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
   urgent NAME ADDRESS PORT        one urgent byte (MSG_OOB), then a real TLS request naming NAME
   trickle NAME ADDRESS PORT MS    a real ClientHello naming NAME, one byte a segment, MS apart
   udp-then-quic ADDRESS PORT      a small datagram (echoed), then a QUIC-shaped one on the flow
+  reopen KIND ADDRESS PORT ALLOWED SHIELDED  a connection passed naming ALLOWED, ended by the
+                                  server's reset (it is sent what it will not read), then a new
+                                  one from the same port naming SHIELDED (KIND tls or http)
   quic-segmented ADDRESS PORT     a small datagram (echoed), then one send of two 1,200-byte
                                   segments (UDP_SEGMENT): zeros, then a QUIC-shaped Initial;
                                   prints the first outcome and how many segments were echoed
@@ -272,6 +275,46 @@ def quic_segmented(address, port):
     print(first, "echoed", echoed)
 
 
+def reopen(kind, address, port, allowed, shielded):
+    local = random.randint(42000, 48000)
+
+    def opened():
+        sock = socket.socket(family(address), socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("::" if ":" in address else "0.0.0.0", local))
+        sock.settimeout(5)
+        sock.connect((address, port))
+        return sock
+
+    first = opened()
+    if kind == "tls":
+        first.sendall(client_hello(allowed))
+        time.sleep(0.3)
+        junk = b"\x17\x03\x03\x40\x00" + b"x" * 200000
+    else:
+        junk = b"POST / HTTP/1.1\r\nHost: %s\r\nContent-Length: 200000\r\n\r\n" % allowed.encode() + b"x" * 200000
+    try:
+        first.sendall(junk)
+    except OSError:
+        pass
+    try:
+        while first.recv(65536):
+            pass
+    except OSError:
+        pass
+    first.close()
+    time.sleep(0.5)
+    try:
+        second = opened()
+        if kind == "tls":
+            print(answer(tls_request(second, shielded)))
+        else:
+            second.sendall(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % shielded.encode())
+            print(outcome(second))
+    except (ConnectionResetError, ConnectionRefusedError, BrokenPipeError, ssl.SSLError, OSError):
+        print("reset")
+
+
 def keepalive(name, address, port, go):
     sock = connect(address, port, timeout=30)
     tls = tls_request(sock, name)
@@ -306,6 +349,8 @@ elif command == "udp-then-quic":
     udp_then_quic(arguments[0], int(arguments[1]))
 elif command == "quic-segmented":
     quic_segmented(arguments[0], int(arguments[1]))
+elif command == "reopen":
+    reopen(arguments[0], arguments[1], int(arguments[2]), arguments[3], arguments[4])
 elif command == "keepalive":
     keepalive(arguments[0], arguments[1], int(arguments[2]), arguments[3])
 else:
