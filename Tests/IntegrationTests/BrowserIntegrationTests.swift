@@ -11,9 +11,12 @@ import Testing
 /// the shielded site does not load while an allowed one does. A bystander, under the same system
 /// policies, loads the shielded site.
 ///
-/// The agent writes the REAL system policy files (`/etc/firefox/policies`,
-/// `/etc/chromium/policies/managed`): browsers read only those. Each test leaves `/etc` as it
-/// found it, bytes and modes, failing or not.
+/// Browsers read only the system's policy folders (`/etc/firefox/policies`,
+/// `/etc/chromium/policies/managed`). The world's agent writes its own, and each browser runs in a
+/// mount namespace of its own where the world's folders are mounted over the system's: an agent
+/// installed on the machine keeps its real files (and its children their policies), which no
+/// test reads or changes (before, a run deleted them). Each test leaves `/etc` as it found it,
+/// bytes and modes, failing or not (it makes the two folders to mount over where they are not).
 @Suite(
     .serialized,
     .enabled(
@@ -24,6 +27,13 @@ struct BrowserIntegrationTests {
     static let firefoxPolicy = "/etc/firefox/policies/policies.json"
     static let chromiumPolicy = "/etc/chromium/policies/managed/screentime.json"
     static let chromePolicy = "/etc/opt/chrome/policies/managed/screentime.json"
+    /// The system's policy folders the browsers read, with the world's that stand in for them.
+    static func policyFolders(_ world: AgentWorld) -> [(system: String, own: String)] {
+        ["/etc/chromium/policies/managed", "/etc/firefox/policies"].map { ($0, world.directory + "/root" + $0) }
+    }
+    /// The world's agent's policy files.
+    static func firefoxPolicy(_ world: AgentWorld) -> String { world.directory + "/root" + firefoxPolicy }
+    static func chromiumPolicy(_ world: AgentWorld) -> String { world.directory + "/root" + chromiumPolicy }
     /// The DoH provider the profiles name: an address, so that no lookup is needed to reach it.
     static let provider = "https://10.6.6.6:8443/dns-query"
     /// A name only the DoH provider answers (the namespace's resolver does not know it): a page
@@ -51,6 +61,17 @@ struct BrowserIntegrationTests {
                 contents[file] = (try Files.read(file), UInt32(status.st_mode) & 0o7777)
             }
             existing = Set(Self.directories.filter { Files.exists($0) })
+            // The folders the world's are mounted over (empty, where the machine has none).
+            for folder in ["/etc/chromium/policies/managed", "/etc/firefox/policies"] {
+                try Files.makeDirectory(folder, mode: 0o755)
+            }
+        }
+
+        /// Whether the machine's files are as they were (an installed agent's, untouched).
+        var unchanged: Bool {
+            Self.files.allSatisfy { file in
+                contents[file].map { (try? Files.read(file)) == $0.bytes } ?? !Files.exists(file)
+            }
         }
 
         /// What the machine had at `path`, as a JSON object; nil when it had no file.
@@ -86,7 +107,7 @@ struct BrowserIntegrationTests {
                     "\(program) is missing: `sudo make deps` installs chromium, firefox-esr, libnss3-tools")
             }
         }
-        let world = try AgentWorld(network: true, configuration: ["browserPolicies": "\"/\""])
+        let world = try AgentWorld(network: true)
         do {
             try world.startWebServers(names: [
                 "allowed.test", "*.allowed.test", "blocked.test", "*.blocked.test", "doh-only.test", "*.doh-only.test",
@@ -178,17 +199,31 @@ struct BrowserIntegrationTests {
         return home
     }
 
+    /// Runs `command` in the world's network namespace and a mount namespace of its own, with the
+    /// world's policy folders mounted over the system's, as `user` (nil: root).
+    func browserRun(_ world: AgentWorld, as user: String?, _ command: [String]) throws -> CommandResult {
+        var script = ""
+        for (system, own) in Self.policyFolders(world) {
+            script += "mkdir -p '\(own)' && mount --bind '\(own)' '\(system)' && "
+        }
+        script += "exec \"$@\""
+        let who = user.map { ["/usr/bin/setpriv", "--reuid=\($0)", "--regid=users", "--init-groups", "--"] } ?? []
+        return try world.inNetwork(
+            as: nil, "/usr/bin/unshare",
+            ["-m", "--propagation", "private", "/bin/sh", "-c", script, "sh"] + who + command)
+    }
+
     /// What Chromium shows `user` for `url`: the page's DOM, or the error it names
     /// (`Page load failed: net::ERR_...`) when the page does not load.
     func chromium(
         _ world: AgentWorld, as user: String, home: String, _ url: String, flags: [String] = []
     ) throws -> (dom: String, error: String?) {
-        var result = try world.inNetwork(
-            as: user, "/usr/bin/env", chromiumCommand(home: home) + ["--dump-dom"] + flags + [url])
+        var result = try browserRun(
+            world, as: user, ["/usr/bin/env"] + chromiumCommand(home: home) + ["--dump-dom"] + flags + [url])
         // A change of the namespace's network under a loaded machine: once more, the same.
         if result.stderr.contains("ERR_NETWORK_CHANGED") {
-            result = try world.inNetwork(
-                as: user, "/usr/bin/env", chromiumCommand(home: home) + ["--dump-dom"] + flags + [url])
+            result = try browserRun(
+                world, as: user, ["/usr/bin/env"] + chromiumCommand(home: home) + ["--dump-dom"] + flags + [url])
         }
         let error = result.stderr.split(separator: "\n").first { $0.contains("Page load failed") }
         // The line is Chromium's log line: "[pid:tid:time:ERROR:file.cc:403] Page load failed: net::ERR_...".
@@ -202,9 +237,9 @@ struct BrowserIntegrationTests {
     func screenshot(_ world: AgentWorld, as user: String, home: String, _ url: String, name: String) throws {
         guard let keep = ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] else { return }
         let file = "\(home)/\(name).png"
-        _ = try world.inNetwork(
-            as: user, "/usr/bin/env",
-            chromiumCommand(home: home) + [
+        _ = try browserRun(
+            world, as: user,
+            ["/usr/bin/env"] + chromiumCommand(home: home) + [
                 "--screenshot=" + file, "--window-size=800,450", "--timeout=2500",
                 "data:text/html,<script>location.href='\(url)'</script>",
             ])
@@ -229,10 +264,12 @@ struct BrowserIntegrationTests {
 
     /// The pages Firefox shows `user` for `urls`, in one run of the browser.
     func firefox(_ world: AgentWorld, as user: String, home: String, _ urls: String...) throws -> [Page] {
-        let result = try world.inNetwork(
-            as: nil, "/usr/bin/timeout",
-            ["120", "/usr/bin/python3", AgentWorld.fixture("firefox-load.py"), user, home, home + "/profile", "2828"]
-                + urls)
+        let result = try browserRun(
+            world, as: nil,
+            [
+                "/usr/bin/timeout", "120", "/usr/bin/python3", AgentWorld.fixture("firefox-load.py"), user, home,
+                home + "/profile", "2828",
+            ] + urls)
         let pages = try result.stdout.split(separator: "\n").map {
             try JSONDecoder().decode(Page.self, from: Data($0.utf8))
         }
@@ -244,9 +281,9 @@ struct BrowserIntegrationTests {
         return pages
     }
 
-    /// Waits (up to 5 s) for the agent to have written or removed its policy files.
-    func waitForPolicies(present: Bool) {
-        for _ in 0..<250 where Files.exists(Self.chromiumPolicy) != present {
+    /// Waits (up to 5 s) for the world's agent to have written or removed its policy files.
+    func waitForPolicies(_ world: AgentWorld, present: Bool) {
+        for _ in 0..<250 where Files.exists(Self.chromiumPolicy(world)) != present {
             Thread.sleep(forTimeInterval: 0.02)
         }
     }
@@ -264,14 +301,16 @@ struct BrowserIntegrationTests {
 
     /// After the last revocation: the agent's files are gone, Firefox's is what the machine (or
     /// the guardian) had.
-    func expectPoliciesGone(firefoxHad expected: [String: Any]?) {
-        waitForPolicies(present: false)
-        #expect(!Files.exists(Self.chromiumPolicy), "Chromium's policy outlived the last child")
+    func expectPoliciesGone(_ world: AgentWorld, firefoxHad expected: [String: Any]?, machine: SystemPolicies) {
+        waitForPolicies(world, present: false)
+        #expect(!Files.exists(Self.chromiumPolicy(world)), "Chromium's policy outlived the last child")
         if let expected {
-            #expect(canonical(object(Self.firefoxPolicy)) == canonical(expected), "Firefox's policies not restored")
+            #expect(
+                canonical(object(Self.firefoxPolicy(world))) == canonical(expected), "Firefox's policies not restored")
         } else {
-            #expect(!Files.exists(Self.firefoxPolicy), "Firefox's policy outlived the last child")
+            #expect(!Files.exists(Self.firefoxPolicy(world)), "Firefox's policy outlived the last child")
         }
+        #expect(machine.unchanged, "the machine's own policy files (an installed agent's) were changed")
     }
 
     @Test func chromiumWithACustomDoHProviderDoesNotLoadAShieldedSite() throws {
@@ -292,10 +331,10 @@ struct BrowserIntegrationTests {
 
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
-        waitForPolicies(present: true)
-        let policy = object(Self.chromiumPolicy) ?? [:]
+        waitForPolicies(world, present: true)
+        let policy = object(Self.chromiumPolicy(world)) ?? [:]
         #expect(policy["DnsOverHttpsMode"] as? String == "off" && policy["QuicAllowed"] as? Bool == false, "\(policy)")
-        #expect(Files.exists(Self.firefoxPolicy))
+        #expect(Files.exists(Self.firefoxPolicy(world)))
 
         // The child, same profile: the shielded site does not load (its name does not resolve),
         // an allowed one does, and the provider is no longer asked anything.
@@ -323,7 +362,7 @@ struct BrowserIntegrationTests {
         #expect(bystander.dom.contains("https video.blocked.test"), "\(bystander)")
 
         try guardian(world, "revoke", "--user", world.child)
-        expectPoliciesGone(firefoxHad: machine.json(Self.firefoxPolicy))
+        expectPoliciesGone(world, firefoxHad: nil, machine: machine)
     }
 
     @Test func firefoxWithACustomDoHProviderDoesNotLoadAShieldedSite() throws {
@@ -334,13 +373,13 @@ struct BrowserIntegrationTests {
         let guardians: [String: Any] = [
             "policies": ["DisableTelemetry": true, "DNSOverHTTPS": ["Enabled": true, "Locked": false]]
         ]
-        try Files.makeDirectory("/etc/firefox/policies", mode: 0o755)
-        try Files.writeAtomically(
-            Array(try JSONSerialization.data(withJSONObject: guardians, options: [.prettyPrinted])),
-            to: Self.firefoxPolicy,
-            mode: 0o644)
         let world = try browserWorld()
         defer { world.tearDown() }
+        try Files.makeDirectory(world.directory + "/root/etc/firefox/policies", mode: 0o755)
+        try Files.writeAtomically(
+            Array(try JSONSerialization.data(withJSONObject: guardians, options: [.prettyPrinted])),
+            to: Self.firefoxPolicy(world),
+            mode: 0o644)
         let childHome = try home(world, world.child, "firefox")
         let bystanderHome = try home(world, world.bystander, "firefox")
 
@@ -353,12 +392,12 @@ struct BrowserIntegrationTests {
 
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
-        waitForPolicies(present: true)
-        let merged = object(Self.firefoxPolicy)?["policies"] as? [String: Any] ?? [:]
+        waitForPolicies(world, present: true)
+        let merged = object(Self.firefoxPolicy(world))?["policies"] as? [String: Any] ?? [:]
         #expect(merged["DisableTelemetry"] as? Bool == true, "the guardian's policy was lost: \(merged)")
         let doh = merged["DNSOverHTTPS"] as? [String: Any] ?? [:]
         #expect(doh["Enabled"] as? Bool == false && doh["Locked"] as? Bool == true, "\(merged)")
-        #expect(Files.exists(Self.chromiumPolicy))
+        #expect(Files.exists(Self.chromiumPolicy(world)))
 
         // The child, same profile: the shielded site does not load (an error page), an allowed
         // one does, and the provider is no longer asked anything.
@@ -377,6 +416,6 @@ struct BrowserIntegrationTests {
         #expect(bystander[0].text.contains("https video.blocked.test"), "\(bystander[0])")
 
         try guardian(world, "revoke", "--user", world.child)
-        expectPoliciesGone(firefoxHad: guardians)
+        expectPoliciesGone(world, firefoxHad: guardians, machine: machine)
     }
 }

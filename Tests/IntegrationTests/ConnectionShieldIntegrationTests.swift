@@ -177,74 +177,81 @@ struct ConnectionShieldIntegrationTests {
     }
 
     /// Learned addresses with the resolver a family PC really has, on loopback (issue 39): a
-    /// dnsmasq on 127.0.0.53, as systemd-resolved listens, named by the system's resolv.conf,
-    /// and the world's own on 127.0.0.1, each answering the shielded name with a loopback address
-    /// of the shielded site (127.0.0.80) and an allowed alias of it with a CNAME. The alias is
-    /// answered NXDOMAIN and its address learned; the shielded name asked for is learned by the
-    /// agent's own lookup; connections to the address under another name are refused; the
-    /// bystander is served throughout.
+    /// dnsmasq on 127.0.0.53, as systemd-resolved listens, and one on 127.0.0.1 (in place of the
+    /// world's), each named by the system's resolv.conf. Each answers the shielded site's names
+    /// with loopback addresses, and allowed names that lead to them: a CNAME (which dnsmasq sends
+    /// alone, with no address), a DNAME and an HTTPS record's target. Each such answer is
+    /// NXDOMAIN for the child and the address behind it is learned (by the agent's own lookup of
+    /// the target), as is the shielded name's she asked for herself; the bystander is served.
     @Test(arguments: ["127.0.0.53", "127.0.0.1"])
     func addressesAreLearnedFromAResolverOnLoopback(resolver: String) throws {
         let world = try shieldedWorld()
         defer { world.tearDown() }
         let namespace = try #require(world.namespace)
+        if resolver == "127.0.0.1",
+            let text = try? String(contentsOfFile: world.directory + "/dnsmasq.pid", encoding: .utf8),
+            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        {
+            kill(pid, SIGKILL)  // the world's own, replaced by this test's
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        func wire(_ name: String) -> String {
+            name.split(separator: ".").map { String(format: "%02x", $0.utf8.count) + Array($0.utf8).hex }.joined()
+                + "00"
+        }
+        try system(
+            "/usr/sbin/ip", "netns", "exec", namespace, "/usr/sbin/dnsmasq", "--no-resolv", "--no-hosts",
+            "--bind-interfaces", "--listen-address=\(resolver)", "--port=53", "--user=root", "--cache-size=0",
+            "--address=/blocked.test/127.0.0.80", "--address=/d.blocked.test/127.0.0.82",
+            "--address=/s.blocked.test/127.0.0.83", "--address=/blocked.test/::",
+            // (dnsmasq sends a CNAME to an --address name alone, with no address.)
+            "--cname=alias.test,blocked.test", "--dns-rr=old.test,39,\(wire("d.blocked.test"))",
+            "--dns-rr=svc.test,65,0001\(wire("s.blocked.test"))", "--pid-file=\(world.directory)/loopback-resolver.pid")
+        defer {
+            if let text = try? String(contentsOfFile: world.directory + "/loopback-resolver.pid", encoding: .utf8),
+                let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
+                kill(pid, SIGKILL)
+            }
+        }
         if resolver != "127.0.0.1" {
-            try system(
-                "/usr/sbin/ip", "netns", "exec", namespace, "/usr/sbin/dnsmasq", "--no-resolv", "--no-hosts",
-                "--bind-interfaces", "--listen-address=\(resolver)", "--port=53", "--user=root", "--cache-size=0",
-                // The alias's reply carries the CNAME alone (dnsmasq gives no address for an
-                // --address name behind a --cname): its address is learned by the agent's lookup.
-                "--address=/blocked.test/127.0.0.80", "--address=/blocked.test/::", "--cname=alias.test,blocked.test",
-                "--pid-file=\(world.directory)/loopback-resolver.pid")
             // The system's resolver is this one now (written in place: the agent sees the file
-            // `ip netns exec` mounted over its resolv.conf).
+            // `ip netns exec` mounted over its resolv.conf, and looks at it at most every 5 s).
             let handle = try #require(FileHandle(forWritingAtPath: "/etc/netns/\(namespace)/resolv.conf"))
             try handle.truncate(atOffset: 0)
             try handle.write(contentsOf: Data("nameserver \(resolver)\n".utf8))
             try handle.close()
-            Thread.sleep(forTimeInterval: 5.5)  // the agent looks at the file at most every 5 s
+            Thread.sleep(forTimeInterval: 5.5)
         }
-        let (shieldedAddress, aliasAddress, alias) =
-            resolver == "127.0.0.1"
-            ? ("10.2.2.2", "10.2.2.3", "video.allowed.test") : ("127.0.0.80", "127.0.0.80", "alias.test")
-        // Before: the alias's address is served to her under another name.
-        let before = try curl(
-            world, as: world.child, "--resolve", "other-name.test:443:\(aliasAddress)", "https://other-name.test/")
-        #expect(before.status == 0, "\(before)")
-        let aliased = try world.inNetwork(as: world.child, "/usr/bin/dig", ["+tries=1", "@\(resolver)", alias])
-        #expect(aliased.stdout.contains("NXDOMAIN"), "\(aliased.stdout)")
-        var aliasLearned = false
-        for _ in 0..<100 where !aliasLearned {
-            aliasLearned =
-                try curl(
-                    world, as: world.child, "--resolve", "other-name.test:443:\(aliasAddress)",
-                    "https://other-name.test/"
-                ).status == 7
-            if !aliasLearned { Thread.sleep(forTimeInterval: 0.05) }
+        func refused(_ address: String) throws -> Bool {
+            try curl(
+                world, as: world.child, "--resolve", "other-name.test:443:\(address)", "https://other-name.test/"
+            ).status == 7
         }
-        #expect(aliasLearned, "the alias's address, learned from the reply or by the agent's lookup of its target")
-        // The shielded name itself: its address is learned by the agent's own lookup.
+        for (name, type, address) in [
+            ("alias.test", "A", "127.0.0.80"), ("old.test", "DNAME", "127.0.0.82"), ("svc.test", "HTTPS", "127.0.0.83"),
+        ] {
+            #expect(try !refused(address), "\(address) refused before anything named it")
+            let theirs = try world.inNetwork(
+                as: world.bystander, "/usr/bin/dig", ["+tries=1", "@\(resolver)", name, type])
+            #expect(
+                theirs.stdout.contains("status: NOERROR") && theirs.stdout.contains("blocked.test"), "\(theirs.stdout)")
+            let hers = try world.inNetwork(as: world.child, "/usr/bin/dig", ["+tries=1", "@\(resolver)", name, type])
+            #expect(hers.stdout.contains("NXDOMAIN"), "\(name) \(type) via \(resolver): \(hers.stdout)")
+            var learned = false
+            for _ in 0..<100 where !learned {
+                learned = try refused(address)
+                if !learned { Thread.sleep(forTimeInterval: 0.05) }
+            }
+            #expect(learned, "\(address), behind \(name) \(type), learned via \(resolver)")
+        }
+        // The shielded name asked for itself is NXDOMAIN; the bystander reaches every address.
         let direct = try world.inNetwork(as: world.child, "/usr/bin/dig", ["+tries=1", "@\(resolver)", "blocked.test"])
         #expect(direct.stdout.contains("NXDOMAIN"), "\(direct.stdout)")
-        var learned = false
-        for _ in 0..<100 where !learned {
-            Thread.sleep(forTimeInterval: 0.05)
-            learned =
-                try curl(
-                    world, as: world.child, "--resolve", "other-name.test:443:\(shieldedAddress)",
-                    "https://other-name.test/"
-                ).status == 7
-        }
-        #expect(learned, "the shielded name's address, learned by the agent's own lookup of \(resolver)")
-        for address in [shieldedAddress, aliasAddress] {
-            let theirs = try curl(
+        for address in ["127.0.0.80", "127.0.0.82", "127.0.0.83"] {
+            let served = try curl(
                 world, as: world.bystander, "--resolve", "other-name.test:443:\(address)", "https://other-name.test/")
-            #expect(theirs.status == 0, "the bystander at \(address): \(theirs)")
-        }
-        if let text = try? String(contentsOfFile: world.directory + "/loopback-resolver.pid", encoding: .utf8),
-            let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
-        {
-            kill(pid, SIGKILL)
+            #expect(served.status == 0, "the bystander at \(address): \(served)")
         }
     }
 
