@@ -439,6 +439,15 @@ final class AgentWorld {
     /// The running agent's pid.
     var agentPID: Int32? { agent.flatMap { $0.isRunning ? $0.processIdentifier : nil } }
 
+    /// The CPU time (user and system) the agent has used, in seconds.
+    func agentCPUSeconds() throws -> Double {
+        guard let pid = agentPID else { throw WorldError("the agent is not running") }
+        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+        guard let end = stat.lastIndex(of: ")") else { throw WorldError("/proc/\(pid)/stat: \(stat)") }
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        return Double((Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     /// Runs `screentime` as a user (nil: root), with this world's socket.
     func cli(as user: String?, _ arguments: String..., input: String? = nil) throws -> CommandResult {
         try cli(as: user, arguments: arguments, input: input)

@@ -386,13 +386,7 @@ struct DomainShieldIntegrationTests {
             ],
             output: output)
         for _ in 0..<250 where !Files.exists(ready) { Thread.sleep(forTimeInterval: 0.02) }
-        func agentSeconds() throws -> Double {
-            let pid = try #require(world.agentPID)
-            let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-            let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
-            return Double((Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        }
-        let before = try agentSeconds()
+        let before = try world.agentCPUSeconds()
         // Her one question starts the flood.
         _ = try dig(world, as: world.child, "anything.test", server: "10.6.6.9", timeout: 1)
         var answered = 0
@@ -418,7 +412,7 @@ struct DomainShieldIntegrationTests {
         #expect((queued ?? .max) <= 1_000 + 200 * 8, "\(queued ?? -1) replies queued of \(sent): \(listing.stdout)")
         print(
             "reply flood: \(sent) replies sent, \(queued ?? -1) queued; agent CPU "
-                + "\(String(format: "%.2f", try agentSeconds() - before)) s; the sibling's slowest lookup "
+                + "\(String(format: "%.2f", try world.agentCPUSeconds() - before)) s; the sibling's slowest lookup "
                 + "\(String(format: "%.1f", slowest * 1000)) ms")
         #expect(world.agentIsRunning)
     }

@@ -518,18 +518,12 @@ struct HostileChildIntegrationTests {
             guard numbers.count == 2 else { throw WorldError("cannot count the database's rows: \(counted.stderr)") }
             return (numbers[0], numbers[1])
         }
-        func agentSeconds() throws -> Double {
-            let pid = try #require(world.agentPID)
-            let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-            let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
-            return Double((Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        }
         func size() -> Int {
             ["", "-wal"].map { (try? FileManager.default.attributesOfItem(atPath: database + $0)[.size] as? Int) ?? 0 }
                 .reduce(0, +)
         }
         let before = try rows()
-        let (cpuBefore, sizeBefore, started) = (try agentSeconds(), size(), Date())
+        let (cpuBefore, sizeBefore, started) = (try world.agentCPUSeconds(), size(), Date())
         let storm = try world.command(
             as: world.child, "/usr/bin/python3", [AgentWorld.fixture("refusal-storm.py"), home, "3000"])
         #expect(storm.stdout == "refused 3000 ran 0\n", "\(storm.stdout) \(storm.stderr)")
@@ -542,7 +536,7 @@ struct HostileChildIntegrationTests {
         #expect(after.names - before.names <= budget, "\(after.names - before.names) names for \(budget)")
         print(
             "refusal storm: 3000 refused in \(String(format: "%.1f", elapsed)) s; agent CPU "
-                + "\(String(format: "%.2f", try agentSeconds() - cpuBefore)) s; database \(sizeBefore) → \(size()) bytes; "
+                + "\(String(format: "%.2f", try world.agentCPUSeconds() - cpuBefore)) s; database \(sizeBefore) → \(size()) bytes; "
                 + "events +\(after.events - before.events), names +\(after.names - before.names)")
         // The bystander runs her own copies as ever.
         try world.giveChild(copyOf: "/usr/bin/true", at: home + "/quick")

@@ -1159,13 +1159,20 @@ struct UsageIntegrationTests {
                 "600",
             ])
         #expect(eventually(30) { desktop.window("ChildTerm") != nil }, "her terminal over TCP did not show")
-        try desktop.activate("ChildTerm")
+        let terminal = try secondsInFront(world, desktop, "ChildTerm", "org.example.Terminal", for: 5)
+        #expect(terminal > 4, "her terminal connected over TCP counted \(terminal) s of 5 s")
+    }
+
+    /// How much of `duration` seconds with the window of `windowClass` in front `application` got.
+    func secondsInFront(
+        _ world: AgentWorld, _ desktop: XDesktop, _ windowClass: String, _ application: String, for duration: Double
+    ) throws -> Double {
+        try desktop.activate(windowClass)
         Thread.sleep(forTimeInterval: 1)
         let before = try report(world)
-        Thread.sleep(forTimeInterval: 5)
+        Thread.sleep(forTimeInterval: duration)
         let after = try report(world)
-        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
-        #expect(terminal > 4, "her terminal connected over TCP counted \(terminal) s of 5 s")
+        return seconds(after, application) - seconds(before, application)
     }
 
     /// Her own X server on an abstract socket only (`Xvfb -nolisten unix`; on a real PC `startx --
@@ -1181,12 +1188,7 @@ struct UsageIntegrationTests {
         try openNotes(on: &desktop, world)
         try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
         #expect(eventually(30) { desktop.window("ChildTerm") != nil }, "her terminal did not show")
-        try desktop.activate("ChildTerm")
-        Thread.sleep(forTimeInterval: 1)
-        let before = try report(world)
-        Thread.sleep(forTimeInterval: 5)
-        let after = try report(world)
-        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        let terminal = try secondsInFront(world, desktop, "ChildTerm", "org.example.Terminal", for: 5)
         #expect(terminal > 4, "her terminal on a display with only an abstract socket counted \(terminal) s of 5 s")
     }
 

@@ -242,10 +242,27 @@ import Testing
             connections.learn(flood, owner: Self.child, shielded: true, trusted: false)
         }
         #expect(isRefusal(judge(connections, Self.segment(sequence: 99, flags: 0x02))), "pushed out by her flood")
-        // Her shielded answers do restrict her (her last ones: her flood pushes out her own).
+        // Her shielded answers do restrict her (the first she gave: her flood pushes none out).
         var syn = Self.segment(sequence: 99, flags: 0x02)
         syn.replaceSubrange(16..<20, with: [10, 200, 43, 5])
         #expect(isRefusal(judge(connections, syn)))
+    }
+
+    /// A site's address that only her own resolver gave (the system's knows nothing of it) is not
+    /// pushed out by a flood of her aliases into the shielded name, 70 addresses each, for a day
+    /// (found by the second attack on the installed agent).
+    @Test func herFloodKeepsWhatHerResolverSaidFirst() {
+        let connections = ConnectionJudge()
+        connections.learn(
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 60)], owner: Self.child, shielded: true,
+            trusted: false)
+        for round in 0..<70 {
+            let flood = (0..<70).map { index in
+                DNSMessage.AddressRecord(address: [10, 201, UInt8(round), UInt8(index + 1)], ttl: 86_400)
+            }
+            connections.learn(flood, owner: Self.child, shielded: true, trusted: false)
+        }
+        #expect(isRefusal(judge(connections, Self.segment(sequence: 99, flags: 0x02))))
     }
 
     /// A segment sent again over part of what was gathered and running past it: its overlap must

@@ -233,7 +233,7 @@ import Testing
             ["a.test", "blocked.test"]
         ),
         (
-            "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\n\r\nGET HEAD / HTTP/1.1\r\nHost: blocked.test\r\n\r\n",
+            "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\n\r\nXYZ HEAD / HTTP/1.1\r\nHost: blocked.test\r\n\r\n",
             ["a.test", "blocked.test"]
         ),
     ])
@@ -241,10 +241,27 @@ import Testing
         #expect(ConnectionOpening.read(Array(request.utf8)[...]) == .names(try hosts.map(dnsName), .http))
     }
 
+    /// A GET with a body that is a request: Python's BaseHTTPRequestHandler reads no body for a
+    /// GET and serves the body as the next request (found by the second attack on the installed
+    /// agent). Both readings are judged; a body that does not begin with a method is no request.
+    @Test func aBodyThatIsARequestIsJudgedToo() throws {
+        let inner = "GET /x HTTP/1.1\r\nHost: blocked.test\r\n\r\n"
+        let outer = "GET / HTTP/1.1\r\nHost: a.test\r\nContent-Length: \(inner.utf8.count)\r\n\r\n"
+        #expect(
+            ConnectionOpening.read(Array((outer + inner).utf8)[...])
+                == .names(try ["a.test", "blocked.test"].map(dnsName), .http))
+        let text = "Dear teacher, here is my homework."
+        let post = "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: \(text.utf8.count)\r\n\r\n" + text
+        #expect(ConnectionOpening.read(Array(post.utf8)[...]) == .names([try dnsName("a.test")], .http))
+    }
+
     @Test func httpThatCannotBeReadIsUnreadableAndOtherProtocolsAreUnnamed() {
         for unreadable in [
             "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "GET /\r\n\r\n", "GET / HTTP/1.1\r\nHost: a b/c\r\n\r\n",
             "GET / HTTP/1.1\r\nno colon here\r\n\r\n",
+            // A body that begins as a request and is none (`GET HEAD /`): a server that reads no
+            // body would take it for one.
+            "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 4\r\n\r\nGET HEAD / HTTP/1.1\r\nHost: b.test\r\n\r\n",
             // Two lengths that differ: where a second request starts depends on the server.
             "POST / HTTP/1.1\r\nHost: a.test\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nGET / HTTP/1.1\r\n\r\n",
         ] {

@@ -418,7 +418,7 @@ final class ConnectionJudge: Sendable {
                     state.addresses[owner, default: LearnedAddresses()].learn(
                         address, shielded: shielded, ttl: record.ttl, now: time)
                 } else {
-                    state.heard[owner, default: LearnedAddresses(capacity: Self.heardCapacity)].learn(
+                    state.heard[owner, default: LearnedAddresses(capacity: Self.heardCapacity)].learnKeepingOldest(
                         address, shielded: true, ttl: record.ttl, now: time)
                 }
             }

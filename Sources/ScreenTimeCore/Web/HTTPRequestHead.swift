@@ -50,6 +50,17 @@ public struct HTTPRequestHead: Hashable, Sendable {
         {
             return .invalid(problem)
         }
+        // A server that reads no body for this method (Python's BaseHTTPRequestHandler, for a
+        // GET) takes a body that is a request for the next request: a body that begins with a
+        // method is judged as one too.
+        if bodyLength > 0 || chunked, startsWithMethod(request[headEnd...]) {
+            switch read(request[headEnd...]) {
+            case .read(let inner): hosts += inner.hosts
+            case .incomplete: return .incomplete
+            case .invalid(let problem): return .invalid(problem)
+            case .other: break
+            }
+        }
         // A request sent behind this one in the same bytes (pipelined) is judged too, past this
         // one's body (its Content-Length, or its chunks): the connection waits for it when it
         // has begun. A body not all here yet ends what can be judged.
@@ -123,6 +134,16 @@ public struct HTTPRequestHead: Hashable, Sendable {
             hosts.append(host)
         }
         return nil
+    }
+
+    /// Whether bytes begin with an HTTP method servers know (any case) and a blank, after blanks
+    /// and empty lines: what a body that is a request begins with.
+    static func startsWithMethod(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let start = bytes.firstIndex { $0 != 0x0D && $0 != 0x0A && !isBlank($0) } ?? bytes.endIndex
+        let word = bytes[start...].prefix { isMethodByte($0) }
+        guard start + word.count < bytes.endIndex, isBlank(bytes[start + word.count]) else { return false }
+        let method = String(decoding: word.map { $0 & ~0x20 }, as: UTF8.self)
+        return ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "CONNECT", "TRACE"].contains(method)
     }
 
     /// A byte some server takes for a blank between words.

@@ -76,6 +76,17 @@ public struct LearnedAddresses: Sendable {
         entries[address] = entry
     }
 
+    /// Like `learn`, but when the book is full (expired entries gone) a new address is not kept:
+    /// for a book of what a resolver the child chose says, whose flood must not push out what
+    /// it said before (it only ever restricts her).
+    public mutating func learnKeepingOldest(_ address: Address, shielded: Bool, ttl: UInt32, now: Double) {
+        if entries[address] == nil, entries.count >= capacity {
+            entries = entries.filter { max($0.value.shieldedUntil, $0.value.allowedUntil) > now }
+            guard entries.count < capacity else { return }
+        }
+        learn(address, shielded: shielded, ttl: ttl, now: now)
+    }
+
     public func standing(of address: Address, now: Double) -> Standing {
         guard let entry = entries[address], entry.shieldedUntil > now else { return .unknown }
         return entry.allowedUntil > now ? .shared : .shielded
