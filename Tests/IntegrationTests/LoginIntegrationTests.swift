@@ -71,6 +71,13 @@ struct LoginIntegrationTests {
         return try condition()
     }
 
+    private func weekday(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_GB")
+        formatter.dateFormat = "EEEE"
+        return formatter.string(from: date)
+    }
+
     private func clock(_ date: Date) -> String {
         let parts = Calendar.current.dateComponents([.hour, .minute], from: date)
         return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
@@ -155,7 +162,10 @@ struct LoginIntegrationTests {
 
         let refused = try logins.login(world.child)
         #expect(refused.status == 1, "\(refused.stdout)")
-        #expect(refused.stdout.contains("say: It is downtime until \(clock(now.addingTimeInterval(30 * 60)))."))
+        // The end, said with its day when it is past midnight (a run near midnight: "until Friday at 00:13").
+        let end = now.addingTimeInterval(30 * 60)
+        let day = Calendar.current.isDate(end, inSameDayAs: Date()) ? "" : weekday(end) + " at "
+        #expect(refused.stdout.contains("say: It is downtime until \(day)\(clock(end))."), "\(refused.stdout)")
         #expect(refused.stdout.contains("\(world.child) may log in again then."), "\(refused.stdout)")
         // Everyone else logs in as before.
         for user in [world.bystander, world.guardian, "root"] {
