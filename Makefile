@@ -1,7 +1,8 @@
 # screentime — build, test, install. See README.md.
 #
 #   sudo make install   system packages, release build, install, start the agent
-#   make test           system packages, build, every test suite (fails if any test skipped)
+#   make test           system packages, the house format (make lint), build, every test suite
+#                       (fails if any test skipped)
 
 PREFIX      ?= /usr/local
 SYSCONFDIR  ?= /etc
@@ -86,7 +87,7 @@ deps:
 build: deps
 	$(SWIFT) build $(RELEASE)
 
-test: deps
+test: deps lint
 	$(SWIFT) build --build-tests
 	scripts/run-tests
 	$(MAKE) --no-print-directory package-test

@@ -94,7 +94,9 @@ public struct RunQueueWait: Sendable {
             let allowed = Self.allowedProcessors(Self.contents(base + "status", limit: 4096)), allowed >= online
         else { return true }
         if let group = Self.contents("\(root)/\(pid)/autogroup").map({ String(decoding: $0, as: UTF8.self) }),
-            let nice = group.split(separator: " ").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }),
+            let nice = group.split(separator: " ").last.flatMap({
+                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }),
             nice > 0
         {
             return true

@@ -24,7 +24,9 @@ import Testing
     }
 
     @Test func aThreadThatWorksRunsAndIsReadyAThreadThatIsGoneIsNothing() {
-        let scheduler = RunQueueWait(threads: [(getpid(), getpid(), false), (getpid(), 0, false), (getpid(), Int32.max, true)])
+        let scheduler = RunQueueWait(threads: [
+            (getpid(), getpid(), false), (getpid(), 0, false), (getpid(), Int32.max, true),
+        ])
         let before = scheduler.sample()
         var sum = 0.0
         for value in 0..<3_000_000 { sum += sqrt(Double(value)) }
@@ -83,14 +85,22 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: base) }
         let task = base + "/proc/42/task/42"
         try FileManager.default.createDirectory(atPath: task, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: base + "/cg/system.slice/display.scope", withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(atPath: base + "/cg/user.slice/hers/game", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: base + "/cg/system.slice/display.scope", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: base + "/cg/user.slice/hers/game", withIntermediateDirectories: true)
         chown(base + "/cg/user.slice/hers", 1000, 1000)
         chown(base + "/cg/user.slice/hers/game", 1000, 1000)
-        func write(_ text: String, _ path: String) throws { try text.write(toFile: path, atomically: false, encoding: .utf8) }
-        func set(nice: Int = 0, policy: Int = 0, cpus: String = "0-3", group: Int = 0, cgroup: String = "/system.slice/display.scope") throws {
+        func write(_ text: String, _ path: String) throws {
+            try text.write(toFile: path, atomically: false, encoding: .utf8)
+        }
+        func set(
+            nice: Int = 0, policy: Int = 0, cpus: String = "0-3", group: Int = 0,
+            cgroup: String = "/system.slice/display.scope"
+        ) throws {
             try write(statLine(nice: nice, policy: policy), task + "/stat")
-            try write("Name:\tXvfb\nCpus_allowed:\tf\nCpus_allowed_list:\t\(cpus)\nMems_allowed_list:\t0\n", task + "/status")
+            try write(
+                "Name:\tXvfb\nCpus_allowed:\tf\nCpus_allowed_list:\t\(cpus)\nMems_allowed_list:\t0\n", task + "/status")
             try write("/autogroup-7 nice \(group)\n", base + "/proc/42/autogroup")
             try write("0::\(cgroup)\n", task + "/cgroup")
         }
