@@ -119,7 +119,7 @@ bench: deps
 	Benchmarks/shield.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 
 lint:
-	$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES)
+	@$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES) && echo "lint: the house format holds"
 
 format:
 	$(SWIFT) format format --in-place --parallel --recursive $(SWIFT_SOURCES)

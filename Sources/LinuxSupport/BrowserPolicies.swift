@@ -65,24 +65,21 @@ public struct BrowserPolicies: Sendable {
     /// Whether every policy is in place as `install()` puts it: a file removed or changed by
     /// someone else (a package's upgrade, a test, a person) is noticed and written again.
     public var isInPlace: Bool {
+        // JSON values compare as their sorted serializations.
+        func same(_ found: Any?, _ wanted: Any) -> Bool {
+            guard let found else { return false }
+            let data = { (value: Any) in try? JSONSerialization.data(withJSONObject: [value], options: [.sortedKeys]) }
+            return data(found) != nil && data(found) == data(wanted)
+        }
         for (path, wanted) in [(chromiumPath, true), (chromePath, Files.exists(root + "/opt/google/chrome"))]
         where wanted {
-            guard let document = try? readJSON(path),
-                NSDictionary(dictionary: document).isEqual(to: Self.chromiumPolicies)
-            else { return false }
+            guard let document = try? readJSON(path), same(document, Self.chromiumPolicies) else { return false }
         }
         guard let firefox = try? readJSON(firefoxPath), let policies = firefox["policies"] as? [String: Any],
             let preferences = policies["Preferences"] as? [String: Any]
         else { return false }
-        for (key, value) in Self.firefoxPolicies
-        where !NSDictionary(dictionary: [key: value]).isEqual(to: [key: policies[key] as Any]) {
-            return false
-        }
-        for (key, value) in Self.firefoxPreferences
-        where !NSDictionary(dictionary: [key: value]).isEqual(to: [key: preferences[key] as Any]) {
-            return false
-        }
-        return true
+        return Self.firefoxPolicies.allSatisfy { same(policies[$0.key], $0.value) }
+            && Self.firefoxPreferences.allSatisfy { same(preferences[$0.key], $0.value) }
     }
 
     /// The files `install()` writes, for a watch on them.

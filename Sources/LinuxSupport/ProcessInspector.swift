@@ -152,26 +152,19 @@ public struct ProcessInspector: Sendable {
 
     /// Whether code not from `directories` is mapped into the process: an executable mapping of
     /// `/proc/PID/maps` of a file elsewhere (a library of the caller's, loaded by `dlopen`, a GTK
-    /// or X module), or, with `anonymousIsForeign`, of no file at all (code written into memory,
-    /// as a debugger injects it; a JIT does the same, so only for programs without one). The
-    /// kernel's own (`[vdso]`, `[vsyscall]`) is not foreign. nil when the maps cannot be read.
-    public func runsForeignCode(pid: Int32, directories: [String], anonymousIsForeign: Bool) -> Bool? {
+    /// or X module). Code of no file (a JIT's, or written into memory by a debugger) is not told
+    /// apart. nil when the maps cannot be read.
+    public func runsForeignCode(pid: Int32, directories: [String]) -> Bool? {
         guard let maps = bytes("\(root)/\(pid)/maps", limit: 4 << 20) else { return nil }
         for line in maps.split(separator: 0x0A) {
             // address perms offset device inode [path]
             let fields = line.split(separator: 0x20, maxSplits: 5, omittingEmptySubsequences: true)
             guard fields.count >= 5, fields[1].count == 4, fields[1][fields[1].startIndex + 2] == UInt8(ascii: "x")
             else { continue }
-            guard fields.count == 6 else {
-                if anonymousIsForeign { return true }
-                continue
-            }
+            // No file, or the kernel's own (`[vdso]`, `[vsyscall]`).
+            guard fields.count == 6 else { continue }
             var path = String(decoding: fields[5].drop { $0 == 0x20 }, as: UTF8.self)
-            if path.hasPrefix("[") {
-                if path == "[vdso]" || path == "[vsyscall]" { continue }
-                if anonymousIsForeign { return true }
-                continue
-            }
+            if path.hasPrefix("[") { continue }
             // A system file replaced under a running program (an upgrade) is still the system's.
             if path.hasSuffix(" (deleted)") { path.removeLast(" (deleted)".count) }
             guard !path.contains("/../"), directories.contains(where: path.hasPrefix) else { return true }

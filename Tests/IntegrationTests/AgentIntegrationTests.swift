@@ -159,7 +159,6 @@ struct AgentIntegrationTests {
         #expect(try world.cli(as: world.child, "forget", "--user", world.child).status != 0)
         try system("/usr/sbin/userdel", world.child)
         let newcomer = try world.makeUser("stnew", uid: uid)
-        _ = try world.cli(as: world.guardian, "shield", "--user", world.bystander, "--app", "org.example.Counter")
         let home = try world.makeHome(for: newcomer)
         let game = try world.launch(as: newcomer, world.counter, [home + "/count"])
         for _ in 0..<50 where world.count(home + "/count") == nil { Thread.sleep(forTimeInterval: 0.05) }

@@ -321,15 +321,27 @@ struct DomainShieldIntegrationTests {
         #expect(names.contains("blocked.test"), "\(names)")
     }
 
+    /// A world whose child and a sibling (shielded from `blocked.test`) are authorized: the
+    /// flood tests time the sibling's lookups while the child floods.
+    func worldWithASibling() throws -> (AgentWorld, String) {
+        let world = try AgentWorld(network: true)
+        do {
+            let sibling = try world.makeUser("stsib")
+            try guardian(world, "authorize", "--child", world.child)
+            try guardian(world, "authorize", "--child", sibling)
+            try guardian(world, "shield", "--user", sibling, "--domain", "blocked.test")
+            return (world, sibling)
+        } catch {
+            world.tearDown()
+            throw error
+        }
+    }
+
     /// Finding 11: one child's flood of queries made another child's lookups fail through the
     /// shared queue. Each user's DNS is limited before the queue: a flood slows only its sender.
     @Test func aChildFloodingTheQueueSlowsOnlyItself() throws {
-        let world = try AgentWorld(network: true)
+        let (world, sibling) = try worldWithASibling()
         defer { world.tearDown() }
-        let sibling = try world.makeUser("stsib")
-        try guardian(world, "authorize", "--child", world.child)
-        try guardian(world, "authorize", "--child", sibling)
-        try guardian(world, "shield", "--user", sibling, "--domain", "blocked.test")
         let output = world.directory + "/flood.out"
         var flood: Int32 = 0
         if let namespace = world.namespace {
@@ -368,12 +380,8 @@ struct DomainShieldIntegrationTests {
     /// second round). Its replies now come to the queue only as far as judging needs; the rest
     /// stay in the kernel, and the sibling's lookups are all answered meanwhile.
     @Test func aFloodOfRepliesFromHerOwnServerStaysInTheKernel() throws {
-        let world = try AgentWorld(network: true)
+        let (world, sibling) = try worldWithASibling()
         defer { world.tearDown() }
-        let sibling = try world.makeUser("stsib")
-        try guardian(world, "authorize", "--child", world.child)
-        try guardian(world, "authorize", "--child", sibling)
-        try guardian(world, "shield", "--user", sibling, "--domain", "blocked.test")
         let namespace = try #require(world.namespace)
         try system("/usr/sbin/ip", "-n", namespace, "addr", "add", "10.6.6.9/32", "dev", "lo")
         let ready = world.directory + "/reply-flood.ready"

@@ -141,6 +141,16 @@ struct ShieldIntegrationTests {
         // It runs as the child.
         let owner = try run("/usr/bin/pgrep", ["-u", world.child, "-f", "screentime-shield"])
         #expect(owner.status == 0, "the shield window is not the child's")
+        // …and is not hers to trace or read (it runs through a lock): its /proc files are root's.
+        for window in owner.stdout.split(separator: "\n").compactMap({ Int32($0) }) {
+            let read = try world.command(as: world.child, "/bin/cat", ["/proc/\(window)/environ"])
+            #expect(read.status != 0 && read.stderr.contains("Permission denied"), "she read her window's memory")
+            let traced = try world.command(
+                as: world.child, "/usr/bin/gdb", ["-p", "\(window)", "-batch", "-ex", "detach"])
+            #expect(
+                (traced.stdout + traced.stderr).contains("ptrace: Operation not permitted"),
+                "she traced her window: \(traced.stdout) \(traced.stderr)")
+        }
         // Her time on it is named for what it is in the guardian's report (not an unknown
         // program's file and hash).
         var named: [String] = []

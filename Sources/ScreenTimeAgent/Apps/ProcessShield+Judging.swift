@@ -161,7 +161,7 @@ extension ProcessShield {
             reads.mountNamespace = inspector.mountNamespace(pid: pid)
             if Self.mayPassLock(job.kernel.executablePath) {
                 reads.runsForeignCode = inspector.runsForeignCode(
-                    pid: pid, directories: Self.systemCodeDirectories, anonymousIsForeign: false)
+                    pid: pid, directories: Self.systemCodeDirectories)
             }
         }
         if job.needs.contains(.sandbox) { reads.flatpakID = inspector.flatpakID(pid: pid) }

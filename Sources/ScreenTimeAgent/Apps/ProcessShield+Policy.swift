@@ -34,7 +34,7 @@ extension ProcessShield {
                 (
                     candidate,
                     inspector.runsForeignCode(
-                        pid: candidate.pid, directories: Self.systemCodeDirectories, anonymousIsForeign: false)
+                        pid: candidate.pid, directories: Self.systemCodeDirectories)
                 )
             }
             table.withLock { table in

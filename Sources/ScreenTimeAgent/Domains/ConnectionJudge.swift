@@ -195,19 +195,19 @@ final class ConnectionJudge: Sendable {
             if offset > flow.opening.count || offset < 0 || packet.sequence &- flow.start > 0x7FFF_FFFF {
                 return nil  // ahead of a gap (or before the start): dropped, sent again in order
             }
+            // Sent again over what came before (inside it, or running past it): the overlap must say
+            // the same. (Not appended, with nothing: a difference.)
+            guard Self.agrees(packet, with: flow) else { return ([], false) }
             if end <= flow.opening.count { return (flow.opening, false) }
-            // Overlapping what came before and running past it: the overlap must say the same.
-            if offset < flow.opening.count, !Self.agrees(packet, with: flow) { return ([], false) }
             // Appended in place: the table's copy is the only one.
             state.flows[key]?.opening += packet.payload.dropFirst(flow.opening.count - offset)
             return (state.flows[key]?.opening ?? [], true)
         }
         guard let gathered else { return .drop }
         if !gathered.appended {
-            // A segment sent again, inside what has come so far: it must say the same.
-            return sameAsGathered(packet, key: key)
-                ? .accept
-                : .refuse(Refusal(kind: "resent", reason: "a segment sent again that differs from the one judged"))
+            return gathered.opening.isEmpty
+                ? .refuse(Refusal(kind: "resent", reason: "a segment sent again that differs from the one judged"))
+                : .accept
         }
         var opening = gathered.opening
         if opening.isEmpty {
@@ -265,14 +265,6 @@ final class ConnectionJudge: Sendable {
             state.withLock { $0.flows[key] = flow }
         }
         return .watch
-    }
-
-    /// Whether a segment inside the opening gathered so far says what the gathered bytes say.
-    private func sameAsGathered(_ packet: DNSPacket, key: FlowKey) -> Bool {
-        state.withLock { state in
-            guard let flow = state.flows[key] else { return false }
-            return Self.agrees(packet, with: flow)
-        }
     }
 
     /// Whether the bytes of a segment that overlap the opening are the opening's.

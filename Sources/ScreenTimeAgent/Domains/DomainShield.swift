@@ -719,12 +719,10 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                         policiesPutInStep.wait()
                         continue
                     }
-                    if !policies.isInPlace { restoreBrowserPolicies(policies) }
+                    restoreBrowserPolicies(policies)
                     try? watch.run(until: stop) { watch.stop() }
                     guard !stop.isRaised else { break }
-                    if state.withLock({ $0.policiesInstalled == true }), !policies.isInPlace {
-                        restoreBrowserPolicies(policies)
-                    }
+                    restoreBrowserPolicies(policies)
                 }
                 done.resume()
             }
@@ -733,6 +731,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         }
     }
 
+    /// Writes the policies again if they are installed and not in place.
     private func restoreBrowserPolicies(_ policies: BrowserPolicies) {
         rebuilding.withLock { _ in
             guard state.withLock({ $0.policiesInstalled == true }), !policies.isInPlace else { return }

@@ -214,10 +214,4 @@ extension StateDatabase {
         }
     }
 
-    /// Everything about a user's monitors goes (a revocation).
-    static func deleteActivity(_ db: Database, uid: UInt32) throws {
-        for table in ["monitor", "owedCallback", "extensionRun"] {
-            try db.execute(sql: "DELETE FROM \(table) WHERE uid = ?", arguments: [Int64(uid)])
-        }
-    }
 }

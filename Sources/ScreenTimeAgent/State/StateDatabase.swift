@@ -191,31 +191,29 @@ final class StateDatabase: Sendable {
                     authorization.status.rawValue, authorization.showNamesToChild, authorization.changedAt,
                     Int64(authorization.changedByUID),
                 ])
-            if clearingStoresAndEvents {
-                try db.execute(sql: "DELETE FROM store WHERE uid = ?", arguments: [Int64(authorization.uid)])
-                try db.execute(sql: "DELETE FROM shieldEvent WHERE uid = ?", arguments: [Int64(authorization.uid)])
-                try db.execute(sql: "DELETE FROM applicationEvent WHERE uid = ?", arguments: [Int64(authorization.uid)])
-                try db.execute(sql: "DELETE FROM usageSpan WHERE uid = ?", arguments: [Int64(authorization.uid)])
-                try db.execute(sql: "DELETE FROM domainLookup WHERE uid = ?", arguments: [Int64(authorization.uid)])
-                try Self.deleteActivity(db, uid: authorization.uid)
-                try db.execute(sql: "DELETE FROM webActivity WHERE uid = ?", arguments: [Int64(authorization.uid)])
-                try db.execute(sql: "DELETE FROM timeRequest WHERE uid = ?", arguments: [Int64(authorization.uid)])
-                try db.execute(sql: "DELETE FROM shieldExtension WHERE uid = ?", arguments: [Int64(authorization.uid)])
-            }
+            if clearingStoresAndEvents { try Self.delete(Self.settingsAndUsage, of: authorization.uid, in: db) }
         }
     }
 
-    /// Deletes every row of a user's, its authorization with them, in one transaction.
+    /// What a revocation clears: a user's settings, usage, events, requests and activity.
+    static let settingsAndUsage = [
+        "store", "shieldEvent", "applicationEvent", "usageSpan", "domainLookup", "webActivity", "timeRequest",
+        "shieldExtension", "monitor", "owedCallback", "extensionRun",
+    ]
+
+    /// Deletes every row of a user's, its authorization with them, in one transaction: what a
+    /// revocation clears, and what it keeps (the record, password failures, a login lock, frozen
+    /// processes).
     func forget(uid: UInt32) throws {
         try queue.write { db in
-            for table in [
-                "authorization", "store", "shieldEvent", "applicationEvent", "frozenProcess", "passwordFailure",
-                "usageSpan", "domainLookup", "webActivity", "timeRequest", "shieldExtension", "loginLock",
-            ] {
-                try db.execute(sql: "DELETE FROM \(table) WHERE uid = ?", arguments: [Int64(uid)])
-            }
-            try Self.deleteActivity(db, uid: uid)
+            try Self.delete(
+                Self.settingsAndUsage + ["authorization", "passwordFailure", "loginLock", "frozenProcess"], of: uid,
+                in: db)
         }
+    }
+
+    private static func delete(_ tables: [String], of uid: UInt32, in db: Database) throws {
+        for table in tables { try db.execute(sql: "DELETE FROM \(table) WHERE uid = ?", arguments: [Int64(uid)]) }
     }
 
     private static func authorization(from row: Row) -> Authorization? {
