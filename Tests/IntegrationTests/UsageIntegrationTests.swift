@@ -1192,6 +1192,72 @@ struct UsageIntegrationTests {
         #expect(terminal > 4, "her terminal on a display with only an abstract socket counted \(terminal) s of 5 s")
     }
 
+    /// A display the agent cannot read at all (restrictions, second round): her own server on an
+    /// abstract socket that no program of hers names, and a socket of hers in /tmp/.X11-unix that
+    /// passes her programs' connections on to it and closes the agent's. The session said why
+    /// and counted nothing. It is counted the conservative way: every program of hers connected
+    /// to it is in use, from when it connects until it goes.
+    @Test func aDisplayTheAgentCannotReadCountsEveryProgramConnectedToIt() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
+        let hidden = XDesktop.freeNumber(in: 8000...8900)
+        var shown = XDesktop.freeNumber(in: 8000...8900)
+        while shown == hidden { shown = XDesktop.freeNumber(in: 8000...8900) }
+        let gate = "/tmp/.X11-unix/X\(shown)"
+        defer { unlink(gate) }
+        let server = try world.launch(
+            as: world.child, "/usr/bin/Xvfb",
+            [":\(hidden)", "-screen", "0", "800x600x24", "-nolisten", "tcp", "-nolisten", "unix", "-noreset"])
+        defer {
+            kill(server, SIGTERM)
+            _ = world.wait(server, seconds: 5)
+        }
+        let abstract = "@/tmp/.X11-unix/X\(hidden)"
+        #expect(
+            eventually(20) {
+                ((try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8)) ?? "").contains(abstract)
+            }, "her server never listened")
+        _ = try world.launch(
+            as: world.child, "/usr/bin/python3",
+            [AgentWorld.fixture("display-relay.py"), gate, abstract, "--refuse-root"])
+        #expect(eventually { Files.exists(gate) })
+        let before = try report(world)
+        let terminal = try world.launch(
+            as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"],
+            environment: ["DISPLAY=:\(shown)"])
+        func session() -> SessionReport? {
+            (try? world.status(of: world.child).sessions?.first { $0.display == ":\(shown)" }) ?? nil
+        }
+        #expect(
+            eventually(20) {
+                session()?.problem?.contains("every program of the user's connected to it counts") == true
+            },
+            "\(String(describing: session()))")
+        #expect(
+            try eventually(15) {
+                seconds(try report(world), "org.example.Terminal") > seconds(before, "org.example.Terminal")
+            },
+            "her terminal never counted: \(String(describing: session()))")
+        let counting = try report(world)
+        let start = Date()
+        Thread.sleep(forTimeInterval: 5)
+        kill(terminal, SIGKILL)
+        _ = world.wait(terminal, seconds: 5)
+        let gone = Date()
+        // Connections are looked at every 3 s or less: a program gone is seen gone at the next look.
+        Thread.sleep(until: gone.addingTimeInterval(5))
+        let after = try report(world)
+        let counted = seconds(after, "org.example.Terminal") - seconds(counting, "org.example.Terminal")
+        let shownFor = gone.timeIntervalSince(start)
+        #expect(
+            counted > shownFor - 1.5 && counted < shownFor + 3.5,
+            "her terminal on a display the agent cannot read counted \(counted) s of \(shownFor) s")
+        // Nothing else of hers counted: no other program was connected to it.
+        #expect(
+            after.applications.allSatisfy { $0.id == "org.example.Terminal" }, "\(after.applications.map(\.id))")
+    }
+
     /// A display with two screens (each its own root window and windows; her window manager on the
     /// first only), her programs naming the first: the second is found and read too, and her
     /// terminal there counts beside the notes active on the first.

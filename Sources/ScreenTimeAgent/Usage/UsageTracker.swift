@@ -666,8 +666,12 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         var delay: Duration = .milliseconds(500)
         var failingSince: ContinuousClock.Instant?
         var lostAt: SuspendingClock.Instant?
+        // The server found and taken as the session's, on this try (its pid and start time): one
+        // that then cannot be read is counted the conservative way.
+        var reached: (pid: Int32, startTime: UInt64?)?
         // While the session under the key is this thread's (one made again later has its own).
         while let session = state.withLock({ $0.sessions[key] }), session.stop === mine, !session.stop.isRaised {
+            reached = nil
             do throws(SystemError) {
                 let server = try X11FocusWatch.server(of: display)
                 let policy = processes.currentPolicy()
@@ -687,6 +691,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     }
                 }
                 let serverStart = inspector.startTime(pid: server.pid)
+                reached = (server.pid, serverStart)
                 // Another session of the user reads this very server (a second name for its socket).
                 let duplicate = state.withLock { state in
                     state.sessions.contains { other in
@@ -770,6 +775,15 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     state.withLock { Self.endFront(&$0, key, at: lost) }
                     lostAt = nil
                 }
+                if !wasReading, let server = reached,
+                    unreadable(key, error, server: server, addresses: [display.socketPath, "@" + display.socketPath])
+                {
+                    // Looked at again soon: a program she starts there counts from then.
+                    failingSince = nil
+                    session.stop.wait(for: min(delay, Self.unreadableLook))
+                    delay = min(delay * 2, Self.unreadableLook)
+                    continue
+                }
                 if failed(key, error, since: &failingSince) { return }
                 session.stop.wait(for: delay)
                 delay = min(delay * 2, .seconds(5))
@@ -799,6 +813,46 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             }
         }
         flushContinuation.yield()
+        return true
+    }
+
+    /// How often a display that cannot be read is looked at again (for her programs connected to
+    /// it, and whether it can be read now).
+    static let unreadableLook: Duration = .seconds(3)
+
+    /// What `status` says of a display that cannot be read, after why.
+    static let unreadableProblem =
+        "the display cannot be read; every program of the user's connected to it counts meanwhile"
+
+    /// A display whose server is the session's (the user's own, or root's with a program of the
+    /// user's its client) but which the agent cannot read: it refuses or closes the agent's
+    /// connection (a relay of hers that passes on only her programs'), no cookie lets the agent in,
+    /// or it answers out of bounds. Counted the conservative way, never as nothing: every program
+    /// of the user's connected to it is in use (its idle cannot be told), until it can be read or
+    /// its server is gone. True while that holds.
+    func unreadable(
+        _ key: String, _ error: SystemError, server: (pid: Int32, startTime: UInt64?), addresses: Set<String>
+    ) -> Bool {
+        guard server.startTime != nil, inspector.startTime(pid: server.pid) == server.startTime,
+            let owner = state.withLock({ $0.sessions[key]?.owner })
+        else { return false }
+        let clients = displayClients(server: server.pid, owner: owner, listening: addresses)
+        let message = String(error.message.prefix(240)) + "; " + Self.unreadableProblem
+        let first = state.withLock { state -> Bool in
+            guard var session = state.sessions[key] else { return false }
+            defer { state.sessions[key] = session }
+            session.idle = false
+            session.source = "none (the display cannot be read): every program of the user's connected to it counts"
+            // Written down once, when it first cannot be read (not each look).
+            defer { session.problem = message }
+            return session.problem?.hasSuffix(Self.unreadableProblem) != true
+        }
+        if first {
+            logger.notice(
+                "cannot read a display: every program of the user's connected to it counts",
+                metadata: ["session": "\(key)", "error": "\(error.message)", "clients": "\(clients.count)"])
+        }
+        focused(key, pids: clients.map { $0 })
         return true
     }
 

@@ -2,13 +2,20 @@
 # A display of a child's own making: a socket of hers that passes every connection on to the real
 # display's, byte for byte (X clients connected to it draw on the real display, where the server
 # knows only this relay as its client).
-# Usage: display-relay.py LISTEN_PATH SERVER_PATH
+# Usage: display-relay.py LISTEN_PATH SERVER_PATH [--refuse-root]
+# SERVER_PATH may be an abstract name (@/tmp/.X11-unix/XN: a server started with -nolisten unix).
+# With --refuse-root the relay closes every connection root makes to it at once (the agent's): a
+# display the agent cannot read, which her programs still draw on.
 import os
 import socket
+import struct
 import sys
 import threading
 
 listen_path, server_path = sys.argv[1], sys.argv[2]
+refuse_root = "--refuse-root" in sys.argv[3:]
+if server_path.startswith("@"):
+    server_path = "\0" + server_path[1:]
 
 
 def pump(source, target):
@@ -37,6 +44,11 @@ listener.bind(listen_path)
 listener.listen(16)
 while True:
     client, _ = listener.accept()
+    if refuse_root:
+        _, uid, _ = struct.unpack("3i", client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+        if uid == 0:
+            client.close()
+            continue
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.connect(server_path)
     threading.Thread(target=pump, args=(client, server), daemon=True).start()
