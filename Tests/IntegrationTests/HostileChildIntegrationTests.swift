@@ -330,6 +330,90 @@ struct HostileChildIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// The same game on her desktop (restrictions, second round): its preloaded code clones it
+    /// with `CLONE_PARENT` and exits, so the window in front is the clone's. Taken for a fork of
+    /// the shell, it counted nothing toward the game's limit and a grant's end did not hold it
+    /// again. Its time in front counts toward the limit, the limit holds it, a guardian's grant
+    /// lets it play for the minute, and at the minute's end it is held again.
+    @Test func aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds() throws {
+        let world = try AgentWorld(configuration: ["idleTimeout": "600"])
+        defer { world.tearDown() }
+        try world.installDesktopEntry(
+            id: "org.example.Game", name: "Game", exec: "/usr/bin/xmessage", categories: "Game;")
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let library = world.directory + "/bin/leave.so"
+        try system("/usr/bin/cc", "-shared", "-fPIC", "-o", library, AgentWorld.fixture("cloneparent.c"))
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(
+            as: world.child, "/bin/sh",
+            ["-c", "LD_PRELOAD=\(library) /usr/bin/xmessage -name game 'a game'; sleep 600"])
+        #expect(eventually(30) { desktop.window("XMessage") != nil }, "the game never showed")
+        let found = try run("/usr/bin/pgrep", ["-u", world.child, "-x", "xmessage"]).stdout.split(separator: "\n")
+        #expect(found.count == 1, "\(found)")
+        let game = try #require(found.first.flatMap { Int32($0) })
+        let shell = try #require(
+            (try? String(contentsOfFile: "/proc/\(game)/stat", encoding: .utf8))?.split(separator: ")").last?
+                .split(separator: " ").dropFirst(1).first.flatMap { Int32($0) })
+        #expect(
+            (try? String(contentsOfFile: "/proc/\(shell)/comm", encoding: .utf8)) == "sh\n",
+            "what plays is not the shell's clone")
+        try desktop.activate("XMessage")
+        #expect(eventually { ((try? world.status(of: world.child).sessions?.first?.inFrontName) ?? nil) == "Game" })
+        func reported() throws -> Double {
+            let result = try world.cli(as: world.guardian, "report", "--user", world.child, "--today", "--json")
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            let report = try decoder.decode(UsageReport.self, from: Data(result.stdout.utf8))
+            return report.applications.first { $0.id == "org.example.Game" }?.seconds ?? 0
+        }
+        let playedBefore = try reported()
+        let set = try world.cli(
+            as: world.guardian, "limit", "--user", world.child, "--app", "org.example.Game", "--daily", "1m")
+        #expect(set.status == 0, "\(set.stderr)")
+        let limited = Date()
+        func used() -> Double? {
+            guard let result = try? world.cli(as: nil, "monitor", "list", "--user", world.child, "--json"),
+                result.status == 0
+            else { return nil }
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            let reply = try? decoder.decode(MonitorListReply.self, from: Data(result.stdout.utf8))
+            return reply?.monitors.first { $0.builtIn == "limit" }?.events.first?.usedSeconds
+        }
+        // A 1-minute limit is warned of at once, with the time it has (it said "5 minutes").
+        #expect(
+            eventually(10) {
+                (try? desktop.runXdotool(["search", "--name", "^1 minute left today$"]))?.status == 0
+            }, "no warning of the minute")
+        // Counted toward the limit as the report counts the game (the warning took the focus for
+        // a while: that time is not the game's).
+        Thread.sleep(until: limited.addingTimeInterval(45))
+        #expect(!world.isFrozen(game), "held before its time was up")
+        let counted = used() ?? 0
+        let inFront = try reported() - playedBefore
+        #expect(
+            counted > 30 && abs(counted - inFront) < 2,
+            "the limit counted \(counted) s of the game's \(inFront) s in front")
+        #expect(eventually(30) { world.isFrozen(game) }, "never held at its limit (counted \(used() ?? -1) s)")
+        let atHold = used() ?? 0
+        #expect(atHold >= 59 && atHold < 64, "held with \(atHold) s counted")
+        // She asks, a guardian grants a minute: it plays, then is held again.
+        let asked = try world.cli(as: world.child, "ask", "--app", "org.example.Game", "--minutes", "1", "--json")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        let reply = try JSONSerialization.jsonObject(with: Data(asked.stdout.utf8)) as? [String: Any]
+        let id = try #require(reply?["id"] as? Int, "\(asked.stdout)")
+        let granted = try world.cli(as: world.guardian, "grant", "\(id)", "--minutes", "1")
+        #expect(granted.status == 0, "\(granted.stderr)")
+        let grantedAt = Date()
+        #expect(eventually(5) { !world.isFrozen(game) }, "the grant did not let it play")
+        Thread.sleep(until: grantedAt.addingTimeInterval(50))
+        #expect(!world.isFrozen(game), "held again before the minute was over")
+        #expect(eventually(20) { world.isFrozen(game) }, "not held again when the grant ended")
+        #expect(Date().timeIntervalSince(grantedAt) < 70)
+        #expect(world.agentIsRunning)
+    }
+
     /// Finding 2: the child's own desktop entry for a shielded app (`Hidden=true`, or
     /// `NoDisplay=true` with other categories) removed it from the catalogue, and the app ran.
     @Test func theChildsOwnEntriesLiftNoShield() throws {

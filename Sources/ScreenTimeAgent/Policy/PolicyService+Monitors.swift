@@ -331,10 +331,14 @@ extension PolicyService {
             logger.notice(
                 "limit in 5 minutes", metadata: ["user": "\(account.name)", "limit": "\(monitor.activity.name)"])
             let what = monitor.itemNames["limit"]?.joined(separator: ", ") ?? "it"
+            // A limit shorter than the warning is warned of at once: with what it has.
+            let threshold = monitor.activity.events.values.map(\.thresholdDuration).max() ?? 300
+            let minutes = max(1, min(5, Int((threshold / 60).rounded(.up))))
+            let left = minutes == 1 ? "1 minute" : "\(minutes) minutes"
             presenter.withLock { $0 }?.tell(
                 .notice(
-                    uid: account.uid, title: "5 minutes left today",
-                    subtitle: "Today's time for \(what) ends in 5 minutes.",
+                    uid: account.uid, title: "\(left) left today",
+                    subtitle: "Today's time for \(what) ends in \(left).",
                     icon: "alarm-symbolic"))
         case (.downtime(let storeName, let allowed, let noLogin), .intervalDidStart):
             let store = StoreKey(client: monitor.client, name: storeName)
