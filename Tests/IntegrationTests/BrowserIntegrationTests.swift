@@ -365,6 +365,67 @@ struct BrowserIntegrationTests {
         expectPoliciesGone(world, firefoxHad: nil, machine: machine)
     }
 
+    /// The re-sent opening in a real browser (restrictions, second round): Chromium through a
+    /// SOCKS proxy of her own (`Fixtures/socks-resend.py`) that sends the browser's hello first
+    /// as a decoy naming an allowed host with TTL 1, then lets TCP send it again from the page
+    /// she rewrote, to a server one router away (no lookup: the proxy keeps its own address
+    /// book). The bystander's Chromium through the same proxy of his is served the shielded
+    /// site: the trick works on this path. Hers gets no page, and an allowed site loads through
+    /// her proxy as ever.
+    @Test func chromiumThroughHerResendingProxyDoesNotLoadAShieldedSite() throws {
+        let machine = try SystemPolicies()
+        defer { machine.restore() }
+        let world = try browserWorld()
+        defer { world.tearDown() }
+        let routed = try RoutedServers(world)
+        defer { routed.tearDown() }
+        let namespace = try #require(world.namespace)
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        waitForPolicies(world, present: true)
+        func text(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+        /// Her proxy (or his), listening on 127.0.0.1:`port` in the world's network; its log.
+        func proxy(_ user: String, port: Int, home: String) throws -> String {
+            let ready = home + "/proxy.ready"
+            let log = world.directory + "/proxy-\(user).log"
+            _ = try world.launch(
+                as: nil, "/usr/sbin/ip",
+                [
+                    "netns", "exec", namespace, "/usr/bin/setpriv", "--reuid=\(user)", "--regid=users",
+                    "--init-groups", "--", "/usr/bin/python3", AgentWorld.fixture("socks-resend.py"), "\(port)",
+                    RoutedServers.address4, "video.blocked.test", "video.allowed.test", ready,
+                ], output: log)
+            for _ in 0..<500 where !Files.exists(ready) { Thread.sleep(forTimeInterval: 0.02) }
+            #expect(Files.exists(ready), "\(user)'s proxy did not start: \(text(log))")
+            return log
+        }
+        let childHome = try home(world, world.child, "chromium")
+        let bystanderHome = try home(world, world.bystander, "chromium")
+        let theirLog = try proxy(world.bystander, port: 1081, home: bystanderHome)
+        let herLog = try proxy(world.child, port: 1080, home: childHome)
+
+        let theirs = try chromium(
+            world, as: world.bystander, home: bystanderHome, "https://video.blocked.test/",
+            flags: ["--proxy-server=socks5://127.0.0.1:1081"])
+        #expect(
+            theirs.dom.contains("https video.blocked.test"),
+            "the trick through Chromium, for the bystander: \(theirs) \(text(theirLog))")
+        let hers = try chromium(
+            world, as: world.child, home: childHome, "https://video.blocked.test/",
+            flags: ["--proxy-server=socks5://127.0.0.1:1080"])
+        #expect(!hers.dom.contains("https video.blocked.test"), "the shielded site loaded: \(hers) \(text(herLog))")
+        #expect(hers.error != nil, "\(hers)")
+        #expect(text(herLog).contains("passed"), "her proxy never sent an opening: \(text(herLog))")
+        let allowed = try chromium(
+            world, as: world.child, home: childHome, "https://video.allowed.test/",
+            flags: ["--proxy-server=socks5://127.0.0.1:1080"])
+        #expect(allowed.dom.contains("https video.allowed.test"), "the allowed site did not load: \(allowed)")
+        let counted = try world.status(of: world.child).domainShield?.refusedConnections ?? [:]
+        #expect((counted["resent"] ?? 0) >= 1, "\(counted)")
+        try guardian(world, "revoke", "--user", world.child)
+        expectPoliciesGone(world, firefoxHad: nil, machine: machine)
+    }
+
     @Test func firefoxWithACustomDoHProviderDoesNotLoadAShieldedSite() throws {
         let machine = try SystemPolicies()
         defer { machine.restore() }
