@@ -126,9 +126,18 @@ public struct FreezerCgroup: Sendable {
     }
 
     /// The group a process is in, as `/proc/PID/cgroup` names it: the unified line (`0::`) for
-    /// v2, the line of the freezer controller for v1.
+    /// v2, the line of the freezer controller for v1. A process whose leader thread ended first
+    /// (a zombie, its other threads running on) is where its live threads are: a move of the
+    /// process moves them, not the leader.
     public static func group(of pid: Int32, version: Version = .v2, proc: String = "/proc") -> String? {
-        guard let record = KernelRecord.read("\(proc)/\(pid)/cgroup") else { return nil }
+        var task = "\(proc)/\(pid)"
+        if let stat = KernelRecord.read(task + "/stat"),
+            KernelRecord.statFields(stat)?.first?.first == UInt8(ascii: "Z"),
+            let other = ProcessInspector(root: proc).otherThread(pid: pid)
+        {
+            task = "\(proc)/\(pid)/task/\(other)"
+        }
+        guard let record = KernelRecord.read(task + "/cgroup") else { return nil }
         let colon = UInt8(ascii: ":")
         for line in record.split(separator: UInt8(ascii: "\n")) {
             // hierarchy-ID:controllers:path, where the path may itself hold colons.

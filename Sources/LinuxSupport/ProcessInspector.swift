@@ -235,6 +235,23 @@ public struct ProcessInspector: Sendable {
         return Character(Unicode.Scalar(state))
     }
 
+    /// Whether the process has a thread besides its leader (`/proc/PID/task`): when the leader
+    /// thread ends first (`pthread_exit` in main) the process runs on, its leader a zombie.
+    public func hasOtherThreads(pid: Int32) -> Bool { otherThread(pid: pid) != nil }
+
+    /// A thread of the process other than its leader, if any.
+    public func otherThread(pid: Int32) -> Int32? {
+        guard let directory = opendir("\(root)/\(pid)/task") else { return nil }
+        defer { closedir(directory) }
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if let thread = Int32(name), thread != pid { return thread }
+        }
+        return nil
+    }
+
     /// Whether the process is in the foreground process group of its controlling terminal (a
     /// job a shell waits for: stopping it with SIGSTOP would make the shell take the terminal
     /// back). Fields 5 (`pgrp`), 7 (`tty_nr`) and 8 (`tpgid`) of `stat`.

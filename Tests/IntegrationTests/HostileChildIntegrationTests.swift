@@ -414,6 +414,90 @@ struct HostileChildIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// A game whose first thread ends before the others (restrictions, second round, third
+    /// attack): its preloaded code runs main() on a second thread and ends the first with
+    /// `pthread_exit`. The kernel tells the leader's exit while the game plays on: the agent
+    /// forgot it, so a shield added later and a `--no-login` lock did not hold it, and its window
+    /// counted as "unidentified". It is tracked as what it is until its last thread ends.
+    @Test func aGameWhoseFirstThreadEndsIsStillTrackedAndHeld() throws {
+        let world = try AgentWorld(configuration: ["idleTimeout": "600"])
+        defer { world.tearDown() }
+        try world.installDesktopEntry(
+            id: "org.example.Game", name: "Game", exec: "/usr/bin/xmessage", categories: "Game;")
+        try world.installDesktopEntry(
+            id: "org.example.Counter", name: "Counter Game", exec: world.counter, categories: "Game;")
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let home = try world.makeHome(for: world.child)
+        let library = world.directory + "/bin/leave-leader.so"
+        try system(
+            "/usr/bin/cc", "-shared", "-fPIC", "-o", library, AgentWorld.fixture("leaveleader.c"), "-ldl", "-pthread")
+        func leaderless(_ pid: Int32) -> Bool {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            return status.contains("State:\tZ")
+                && ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"))?.count ?? 0) > 1
+        }
+        // Her game on her desktop: counted as itself while in front.
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        try desktop.open(
+            as: world.child, "/bin/sh",
+            ["-c", "LD_PRELOAD=\(library) /usr/bin/xmessage -name game 'a game'; sleep 600"])
+        #expect(eventually(30) { desktop.window("XMessage") != nil }, "the game never showed")
+        let shown = try #require(
+            try run("/usr/bin/pgrep", ["-u", world.child, "-x", "xmessage"]).stdout.split(separator: "\n").first.flatMap
+            {
+                Int32($0)
+            })
+        #expect(leaderless(shown), "the game's first thread did not end")
+        try desktop.activate("XMessage")
+        #expect(
+            eventually(10) { ((try? world.status(of: world.child).sessions?.first?.inFrontName) ?? nil) == "Game" },
+            "in front: \(String(describing: (try? world.status(of: world.child).sessions?.first?.inFrontName) ?? nil))")
+
+        // The counter, so: a shield added later holds it, lifted it plays, a lock holds it again.
+        _ = try world.launch(
+            as: world.child, "/bin/sh", ["-c", "LD_PRELOAD=\(library) \(world.counter) \(home)/game; sleep 600"])
+        let theirs = try world.makeHome(for: world.bystander) + "/theirs"
+        _ = try world.launch(
+            as: world.bystander, "/bin/sh", ["-c", "LD_PRELOAD=\(library) \(world.counter) \(theirs); sleep 600"])
+        #expect(eventually(10) { world.count(home + "/game") != nil && world.count(theirs) != nil })
+        let game = try #require(
+            try run("/usr/bin/pgrep", ["-u", world.child, "-x", "counter"]).stdout.split(separator: "\n").first.flatMap
+            {
+                Int32($0)
+            })
+        #expect(leaderless(game), "the counter's first thread did not end")
+        // Its leader is gone from view: the thread that plays is what a freezer holds.
+        let thread = try #require(ProcessInspector(root: "/proc").otherThread(pid: game))
+        func counts() -> Bool {
+            let before = world.count(home + "/game")
+            Thread.sleep(forTimeInterval: 0.5)
+            return world.count(home + "/game") != before
+        }
+        #expect(counts() && !world.isFrozen(thread))
+        try guardian(world, "shield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(eventually(10) { world.isFrozen(thread) }, "a later shield did not hold it: \(world.agentLog())")
+        #expect(!counts(), "it still counts")
+        try guardian(world, "unshield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(eventually(10) { !world.isFrozen(thread) } && counts(), "lifted, it did not play")
+        let now = Date()
+        func clock(_ date: Date) -> String {
+            let parts = Calendar.current.dateComponents([.hour, .minute], from: date)
+            return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+        }
+        let downtime = try world.cli(
+            as: world.guardian, "downtime", "--user", world.child, "--from", clock(now.addingTimeInterval(-60)), "--to",
+            clock(now.addingTimeInterval(30 * 60)), "--no-login")
+        #expect(downtime.status == 0, "\(downtime.stderr)")
+        #expect(eventually(10) { world.isFrozen(thread) }, "the lock did not hold it")
+        #expect(!counts(), "it counts through the lock")
+        // The bystander's same game was never touched.
+        let before = world.count(theirs)
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(world.count(theirs) != before, "the bystander's game stopped")
+        #expect(world.agentIsRunning)
+    }
+
     /// Finding 2: the child's own desktop entry for a shielded app (`Hidden=true`, or
     /// `NoDisplay=true` with other categories) removed it from the catalogue, and the app ran.
     @Test func theChildsOwnEntriesLiftNoShield() throws {

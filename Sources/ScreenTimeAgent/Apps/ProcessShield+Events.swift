@@ -115,12 +115,21 @@ extension ProcessShield {
                 }
             }
         case .exit(let pid, _):
-            table.withLock { table in
-                guard let tracked = table.processes.removeValue(forKey: pid) else { return }
-                table.stoppedBySignal.remove(pid)
-                // Its pid may come back as another process: its children forget it.
-                for (child, entry) in table.processes where entry.parent == pid { table.processes[child]?.parent = nil }
-                if tracked.hold?.reason.token != nil { journal.thawed(pid: pid, startTime: tracked.startTime) }
+            let runsOn = table.withLock { table -> Bool in
+                guard table.processes[pid] != nil else { return false }
+                // The leader thread ended and other threads go on (`pthread_exit` in main, the
+                // game playing on a thread of its own): the process runs on as what it was,
+                // held as it was, until its last thread ends.
+                if inspector.hasOtherThreads(pid: pid) {
+                    table.leaderless.insert(pid)
+                    return true
+                }
+                forget(pid, &table)
+                return false
+            }
+            if runsOn {
+                restopContinuation.yield()
+                return
             }
             gateState.withLock { state in
                 state.held[pid] = nil
@@ -196,6 +205,36 @@ extension ProcessShield {
         }
     }
 
+    /// A process that ended: out of the table.
+    func forget(_ pid: Int32, _ table: inout Table) {
+        guard let tracked = table.processes.removeValue(forKey: pid) else { return }
+        table.stoppedBySignal.remove(pid)
+        table.leaderless.remove(pid)
+        // Its pid may come back as another process: its children forget it.
+        for (child, entry) in table.processes where entry.parent == pid { table.processes[child]?.parent = nil }
+        if tracked.hold?.reason.token != nil { journal.thawed(pid: pid, startTime: tracked.startTime) }
+    }
+
+    /// The processes whose leader thread ended before the others, looked at again: one whose
+    /// last thread ended (or whose pid names another process now) is forgotten; one whose leader
+    /// is alive again (a thread of it ran a program, and leads) is an ordinary process.
+    func lookAtLeaderless(_ table: inout Table) {
+        for pid in table.leaderless {
+            guard let tracked = table.processes[pid] else {
+                table.leaderless.remove(pid)
+                continue
+            }
+            let state = inspector.state(pid: pid)
+            if state == nil || inspector.startTime(pid: pid) != tracked.startTime {
+                forget(pid, &table)
+            } else if state != "Z" {
+                table.leaderless.remove(pid)
+            } else if !inspector.hasOtherThreads(pid: pid) {
+                forget(pid, &table)
+            }
+        }
+    }
+
     /// After lost events: what the table says is checked against `/proc`. Entries whose process
     /// is gone or whose pid now names another process are dropped; processes of authorized
     /// users not in the table are judged; members of the frozen group nobody accounts for go back.
@@ -206,6 +245,7 @@ extension ProcessShield {
             guard current == tracked.startTime, let status, policy.owner(ofKernelUID: status.uid) != nil else {
                 table.processes[pid] = nil
                 table.stoppedBySignal.remove(pid)
+                table.leaderless.remove(pid)
                 continue
             }
         }

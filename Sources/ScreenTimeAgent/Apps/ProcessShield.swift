@@ -78,6 +78,9 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
         var processes: [Int32: Tracked] = [:]
         /// Processes held by SIGSTOP alone, checked again while any exist.
         var stoppedBySignal: Set<Int32> = []
+        /// Processes whose leader thread ended while others go on (`pthread_exit` in main),
+        /// tracked until their last thread ends: checked again every half second while any exist.
+        var leaderless: Set<Int32> = []
         var execsJudged = 0
     }
 
@@ -243,14 +246,22 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     }
 
     /// Where no freezer holds them, stopped processes are stopped again if someone continued
-    /// them: checked every 20 ms while there are such processes, not at all otherwise.
+    /// them: checked every 20 ms while there are such processes, not at all otherwise. And
+    /// processes whose leader thread ended before the others: looked at every half second while
+    /// there are any, forgotten when their last thread ends.
     private func restopLoop() async {
         for await _ in restopSignal {
+            var round = 0
             while true {
-                let handles = table.withLock { table in
-                    table.stoppedBySignal.compactMap { table.processes[$0]?.hold?.handle }
+                let (handles, leaderless) = table.withLock { table in
+                    if round % 25 == 0, !table.leaderless.isEmpty { lookAtLeaderless(&table) }
+                    return (
+                        table.stoppedBySignal.compactMap { table.processes[$0]?.hold?.handle },
+                        !table.leaderless.isEmpty
+                    )
                 }
-                if handles.isEmpty { break }
+                round += 1
+                if handles.isEmpty, !leaderless { break }
                 for handle in handles where inspector.state(pid: handle.pid).map({ $0 != "T" && $0 != "t" }) ?? false {
                     handle.stop()
                 }
