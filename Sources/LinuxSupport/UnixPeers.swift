@@ -162,6 +162,35 @@ public enum UnixPeers {
         return candidates.filter { $0 != relay && !socketInodes(pid: $0, root: root).isDisjoint(with: ends) }
     }
 
+    /// The pids among `candidates` holding the client end of a connection accepted at one of
+    /// `addresses` (a display's socket, by path or abstract name), whoever holds the accepted end:
+    /// the process that made the listener may have ended, or given it away. `all` is a sock_diag
+    /// dump, `held` each candidate's socket inodes (one look shared by many sockets).
+    public static func connected(
+        to addresses: Set<String>, among candidates: [Int32], sockets all: [UInt32: Socket],
+        held: [Int32: Set<UInt32>]
+    ) -> [Int32] {
+        let files = Set(
+            addresses.compactMap { path -> UInt32? in
+                var status = stat()
+                guard path.hasPrefix("/"), stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else {
+                    return nil
+                }
+                return UInt32(truncatingIfNeeded: status.st_ino)
+            })
+        // An accepted connection carries its listener's address (and bound file); its peer is the
+        // client's end.
+        let ends = Set(
+            all.values.compactMap { socket -> UInt32? in
+                guard let peer = socket.peer else { return nil }
+                let named = socket.name.map(addresses.contains) ?? false
+                let bound = socket.fileInode.map(files.contains) ?? false
+                return named || bound ? peer : nil
+            })
+        guard !ends.isEmpty else { return [] }
+        return candidates.filter { !(held[$0] ?? []).isDisjoint(with: ends) }
+    }
+
     /// Whether sock_diag pairs any of `server`'s sockets with a peer here (it cannot across
     /// network namespaces): when not, who its clients are cannot be told.
     public static func canPair(server: Int32, listening: Set<String>? = nil, root: String = "/proc") -> Bool {

@@ -1196,8 +1196,12 @@ struct UsageIntegrationTests {
     /// abstract socket that no program of hers names, and a socket of hers in /tmp/.X11-unix that
     /// passes her programs' connections on to it and closes the agent's. The session said why
     /// and counted nothing. It is counted the conservative way: every program of hers connected
-    /// to it is in use, from when it connects until it goes.
-    @Test func aDisplayTheAgentCannotReadCountsEveryProgramConnectedToIt() throws {
+    /// to it is in use, from when it connects until it goes. The third attack's ways: the
+    /// listener made by a process that then ends (`--ghost`: the kernel names a pid gone as its
+    /// server), or that stays having closed its copy (`--holder`): counted all the same, from
+    /// the connections accepted at the display's address, whoever holds them.
+    @Test(arguments: ["", "--ghost", "--holder"])
+    func aDisplayTheAgentCannotReadCountsEveryProgramConnectedToIt(listener: String) throws {
         let world = try world()
         defer { world.tearDown() }
         try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
@@ -1220,7 +1224,8 @@ struct UsageIntegrationTests {
             }, "her server never listened")
         _ = try world.launch(
             as: world.child, "/usr/bin/python3",
-            [AgentWorld.fixture("display-relay.py"), gate, abstract, "--refuse-root"])
+            [AgentWorld.fixture("display-relay.py"), gate, abstract, "--refuse-root"]
+                + (listener.isEmpty ? [] : [listener]))
         #expect(eventually { Files.exists(gate) })
         let before = try report(world)
         let terminal = try world.launch(

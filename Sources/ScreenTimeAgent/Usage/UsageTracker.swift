@@ -37,6 +37,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// The applications connected to each session's X server, as last found for a late answer:
     /// reused for a second (late answers come every 50 ms while the server is asked closely, and
     /// finding them reads every socket of the machine's and the user's descriptors).
+    /// One look at the sockets per user, shared by their displays that cannot be read.
+    let socketViews = Mutex<[UInt32: SocketView]>([:])
     let connectedApplications = Mutex<[String: (at: ContinuousClock.Instant, applications: [ForegroundApplication])]>(
         [:])
     /// What compositors' extensions told of their focus, by compositor pid (UsageTracker+Shell).
@@ -830,13 +832,25 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// or it answers out of bounds. Counted the conservative way, never as nothing: every program
     /// of the user's connected to it is in use (its idle cannot be told), until it can be read or
     /// its server is gone. True while that holds.
+    /// The server answered on the display's socket this very try: its pid may name a process
+    /// that ended (the listener's maker, its socket passed on) or one that holds no connection;
+    /// the connections accepted at the display's address are what count.
     func unreadable(
         _ key: String, _ error: SystemError, server: (pid: Int32, startTime: UInt64?), addresses: Set<String>
     ) -> Bool {
-        guard server.startTime != nil, inspector.startTime(pid: server.pid) == server.startTime,
-            let owner = state.withLock({ $0.sessions[key]?.owner })
-        else { return false }
-        let clients = displayClients(server: server.pid, owner: owner, listening: addresses)
+        guard let owner = state.withLock({ $0.sessions[key]?.owner }) else { return false }
+        let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
+        var clients: [Int32] = []
+        if let view = socketView(owner: owner, pids: mine) {
+            clients = UnixPeers.connected(to: addresses, among: mine, sockets: view.sockets, held: view.held)
+        }
+        // Over TCP, when the server that answered still runs (a server of hers listening there
+        // too cannot name those clients).
+        if server.startTime != nil, inspector.startTime(pid: server.pid) == server.startTime {
+            for pid in TCPPeers.clients(of: server.pid, among: mine) where !clients.contains(pid) {
+                clients.append(pid)
+            }
+        }
         let message = String(error.message.prefix(240)) + "; " + Self.unreadableProblem
         let first = state.withLock { state -> Bool in
             guard var session = state.sessions[key] else { return false }
@@ -854,6 +868,31 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         }
         focused(key, pids: clients.map { $0 })
         return true
+    }
+
+    /// The machine's Unix sockets and each of a user's processes' socket inodes, as looked at
+    /// last (within `socketViewAge`): the displays of hers that cannot be read share one look,
+    /// however many there are and however many sockets her processes hold.
+    func socketView(owner: UInt32, pids: [Int32]) -> SocketView? {
+        let now = ContinuousClock.now
+        if let known = socketViews.withLock({ $0[owner] }), now - known.at < Self.socketViewAge { return known }
+        guard let sockets = try? UnixPeers.sockets() else { return nil }
+        var held: [Int32: Set<UInt32>] = [:]
+        for pid in pids { held[pid] = UnixPeers.socketInodes(pid: pid) }
+        let view = SocketView(at: now, sockets: sockets, held: held)
+        socketViews.withLock { views in
+            views = views.filter { now - $0.value.at < Self.socketViewAge }
+            views[owner] = view
+        }
+        return view
+    }
+
+    static let socketViewAge: Duration = .milliseconds(2500)
+
+    struct SocketView: Sendable {
+        var at: ContinuousClock.Instant
+        var sockets: [UInt32: UnixPeers.Socket]
+        var held: [Int32: Set<UInt32>]
     }
 
     /// What `status` says of a display whose server stopped answering.

@@ -2,10 +2,12 @@
 # A display of a child's own making: a socket of hers that passes every connection on to the real
 # display's, byte for byte (X clients connected to it draw on the real display, where the server
 # knows only this relay as its client).
-# Usage: display-relay.py LISTEN_PATH SERVER_PATH [--refuse-root]
+# Usage: display-relay.py LISTEN_PATH SERVER_PATH [--refuse-root] [--ghost | --holder]
 # SERVER_PATH may be an abstract name (@/tmp/.X11-unix/XN: a server started with -nolisten unix).
 # With --refuse-root the relay closes every connection root makes to it at once (the agent's): a
-# display the agent cannot read, which her programs still draw on.
+# display the agent cannot read, which her programs still draw on. With --ghost the process that
+# made the listener forks the relay and ends (the kernel's word on who serves the socket names a
+# process gone); with --holder it stays, having closed its copy (it holds no connection).
 import os
 import socket
 import struct
@@ -42,6 +44,13 @@ except FileNotFoundError:
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(listen_path)
 listener.listen(16)
+if "--ghost" in sys.argv[3:] or "--holder" in sys.argv[3:]:
+    if os.fork() > 0:
+        if "--ghost" in sys.argv[3:]:
+            os._exit(0)
+        listener.close()
+        while True:
+            threading.Event().wait(3600)
 while True:
     client, _ = listener.accept()
     if refuse_root:
