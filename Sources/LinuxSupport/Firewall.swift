@@ -27,6 +27,8 @@ import Foundation
 ///                                                                  the flow)
 ///                     -m connmark --mark REFUSED/M -j REJECT  (TCP but its own reset: a reset;
 ///                                                              UDP: ICMP port unreachable)
+///                     -p tcp -m owner ! --socket-exists -m connmark --mark WATCHED/M -j CHAIN-filter
+///                                                (a watched flow's segment sent by a closed socket)
 ///                     per filtered uid range R (a user, its subordinate uids):
 ///                     -m owner --uid-owner R -p udp --dport 53 -m limit --limit L/sec -j CHAIN-filter
 ///                     -m owner --uid-owner R -p tcp --dport 53 -m limit --limit L/sec -j CHAIN-filter
@@ -198,6 +200,10 @@ public struct Firewall: Sendable {
             "-A \(chain) -p tcp -m tcp ! --tcp-flags RST RST -m connmark --mark \(markText(.refused)) -j REJECT --reject-with tcp-reset"
         )
         lines.append("-A \(chain) -p udp -m connmark --mark \(markText(.refused)) -j REJECT")
+        // A watched flow's segment that no socket sends (her process closed it at once: TCP sends
+        // the opening again alone, with no owner to match below) is compared all the same.
+        lines.append(
+            "-A \(chain) -p tcp -m owner ! --socket-exists -m connmark --mark \(markText(.watched)) -j \(filterChain)")
         let limit = "-m limit --limit \(rateLimit)/sec --limit-burst \(rateLimit * 5)"
         let connectionLimit = "-m limit --limit \(connectionRateLimit)/sec --limit-burst \(connectionRateLimit * 5)"
         for owner in Self.ranges(owners) {

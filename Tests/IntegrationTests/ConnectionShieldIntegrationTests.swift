@@ -599,6 +599,67 @@ struct ConnectionShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// The re-sent opening from a socket closed at once (third attack): the decoy goes with TTL 1,
+    /// the page is rewritten, and the child closes the socket; TCP sends the opening again from
+    /// a socket no process holds, which no owner rule matched, and the server was sent the
+    /// shielded name (send-only: nothing can be read back, but a plain-HTTP request is a request).
+    /// The bystander's same trick shows the name reaching a logging server one router away; the
+    /// child's never reaches it.
+    @Test(arguments: ["sendfile", "zerocopy"])
+    func anOpeningSentAgainFromAClosedSocketIsComparedToo(how: String) throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let routed = try RoutedServers(world)
+        defer { routed.tearDown() }
+        // A server that writes down whatever each connection sends it, in the server's namespace.
+        let log = world.directory + "/received.log"
+        let ready = world.directory + "/received.ready"
+        let script = """
+            import socket, sys, threading
+            listener = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+            listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            listener.bind(("::", 8080)); listener.listen(64)
+            open(sys.argv[2], "w").close()
+            def take(connection):
+                connection.settimeout(5)
+                try:
+                    data = connection.recv(65536)
+                except OSError:
+                    data = b""
+                with open(sys.argv[1], "ab") as out:
+                    out.write(data + b"\\n")
+            while True:
+                connection, _ = listener.accept()
+                threading.Thread(target=take, args=(connection,), daemon=True).start()
+            """
+        try system(
+            "/bin/sh", "-c",
+            "setsid /usr/sbin/ip netns exec \(routed.server) /usr/bin/python3 -c '\(script)' \(log) \(ready)"
+                + " > /dev/null 2>&1 < /dev/null &")
+        for _ in 0..<500 where !Files.exists(ready) { Thread.sleep(forTimeInterval: 0.02) }
+        #expect(Files.exists(ready), "the logging server did not start")
+        func received() -> String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
+        func closeEarly(_ user: String, _ address: String) throws {
+            let result = try world.inNetwork(
+                as: user, "/usr/bin/python3",
+                [
+                    AgentWorld.fixture("resend.py"), how, "http", address, "8080", "allowed.test", "blocked.test",
+                    "close",
+                ])
+            #expect(result.stdout.contains("closed early"), "\(result.stdout) \(result.stderr)")
+        }
+        for address in [RoutedServers.address4, RoutedServers.address6] {
+            try closeEarly(world.bystander, address)
+            let theirs = received().components(separatedBy: "Host: blocked.test").count - 1
+            #expect(theirs >= 1, "the trick itself, via \(address): the server got \(received())")
+            try closeEarly(world.child, address)
+            Thread.sleep(forTimeInterval: 1)
+            let now = received().components(separatedBy: "Host: blocked.test").count - 1
+            #expect(now == theirs, "the child's closed socket sent the shielded name via \(address): \(received())")
+        }
+        #expect(world.agentIsRunning)
+    }
+
     /// The agent's resident memory in bytes.
     func agentMemory(_ world: AgentWorld) throws -> Int {
         let pid = try #require(world.agentPID)

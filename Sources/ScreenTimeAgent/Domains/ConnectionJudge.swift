@@ -279,6 +279,21 @@ final class ConnectionJudge: Sendable {
     }
 
     /// A data segment of a flow whose opening passed and is not acknowledged yet.
+    /// A segment of a watched flow that no socket sent (its process closed the socket: TCP
+    /// sends what it has not had acknowledged alone): judged as the flow's own segments are,
+    /// for the flow's owner. Nothing else of no socket's comes here.
+    func unowned(_ parsed: DNSPacket?) -> (decision: Decision, owner: UInt32?) {
+        guard let packet = parsed, packet.transport == .tcp,
+            let source = LearnedAddresses.Address(packet.source),
+            let destination = LearnedAddresses.Address(packet.destination)
+        else { return (.drop, nil) }
+        let key = FlowKey(
+            source: source, destination: destination,
+            ports: UInt32(packet.sourcePort) << 16 | UInt32(packet.destinationPort))
+        let owner = state.withLock { $0.flows[key]?.owner }
+        return (watched(packet, key: key), owner)
+    }
+
     private func watched(_ packet: DNSPacket, key: FlowKey) -> Decision {
         state.withLock { state -> Decision in
             guard var flow = state.flows[key], flow.passedUnder != nil else {

@@ -356,7 +356,14 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 try? DNSPacket(parsing: packet.bytes), generation: generation)
             return verdict(decision, mark: packet.mark, owner: owner, generation: generation)
         }
-        guard let sender = packet.uid else { return .drop }
+        guard let sender = packet.uid else {
+            // A segment of a watched flow whose socket its process closed (TCP sends the opening
+            // again alone): compared with the opening judged, as any other.
+            let generation = state.withLock { $0.installedRules?.generation ?? 0 }
+            guard firewall.standing(ofMark: packet.mark, generation: generation) == .watched else { return .drop }
+            let (decision, owner) = connections.unowned(try? DNSPacket(parsing: packet.bytes))
+            return verdict(decision, mark: packet.mark, owner: owner, generation: generation)
+        }
         // The sender's uid may be a subordinate one: the filter is its owner's.
         guard
             let (uid, filter, generation) = state.withLock({ state in

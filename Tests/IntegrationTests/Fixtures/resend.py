@@ -4,7 +4,7 @@ first as a decoy naming an allowed host, with TTL (hop limit) 1 so that the firs
 it, from pages the child still owns; she then rewrites those pages to name the shielded host and
 lets TCP send the segment again, rebuilt from them. Run as the child.
 
-  resend.py HOW KIND ADDRESS PORT DECOY REAL
+  resend.py HOW KIND ADDRESS PORT DECOY REAL [close]
 
   HOW     sendfile (the decoy from a file of hers, rewritten in place) or zerocopy (MSG_ZEROCOPY
           from a buffer of hers, rewritten after the send)
@@ -12,7 +12,11 @@ lets TCP send the segment again, rebuilt from them. Run as the child.
           http (a request head naming REAL in Host)
   DECOY, REAL  host names of the same length
 
-Prints one word: served NAME (the server answered, and said which name it saw), answered (it
+With close, the socket is closed as soon as the page is rewritten: TCP sends the opening again
+from a socket no process holds, and nothing can be read back (prints "closed early"; the server's
+own log tells what it was sent).
+
+Otherwise prints one word: served NAME (the server answered, and said which name it saw), answered (it
 answered; plain HTTP does not say the name), reset, closed or timeout.
 """
 import mmap
@@ -24,6 +28,7 @@ import tempfile
 import time
 
 how, kind, address, port, decoy, real = sys.argv[1:7]
+close_early = sys.argv[7:8] == ["close"]
 port = int(port)
 if len(decoy) != len(real):
     sys.exit("the decoy and the real name must have the same length")
@@ -72,7 +77,12 @@ if how == "sendfile":
         os.pwrite(page.fileno(), opening, 0)
         page.flush()
         hop_limit(64)
+        if close_early:
+            sock.close()
         time.sleep(1.5)  # the retransmission goes while the file is open
+        if close_early:
+            print("closed early")
+            sys.exit(0)
 elif how == "zerocopy":
     sock.setsockopt(socket.SOL_SOCKET, SO_ZEROCOPY, 1)
     buffer = mmap.mmap(-1, 4096 * ((len(first) + 4095) // 4096))
@@ -80,7 +90,12 @@ elif how == "zerocopy":
     sent = sock.sendmsg([memoryview(buffer)[: len(first)]], [], MSG_ZEROCOPY)
     buffer[: len(opening)] = opening
     hop_limit(64)
+    if close_early:
+        sock.close()
     time.sleep(1.5)
+    if close_early:
+        print("closed early")
+        sys.exit(0)
 else:
     sys.exit("unknown way " + how)
 if sent != len(first):
