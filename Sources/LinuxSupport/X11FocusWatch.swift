@@ -9,10 +9,28 @@ import Synchronization
 public struct X11Display: Hashable, Sendable, CustomStringConvertible {
     public let number: Int
     public let screen: Int
+    /// Reached over TCP on loopback (`localhost:N`, `127.0.0.1:N`, this machine's name): port
+    /// 6000 + N, where a server started with `-listen tcp` answers, whatever answers at its
+    /// Unix socket (another server may).
+    public let overTCP: Bool
+
+    public init(number: Int, screen: Int, overTCP: Bool = false) {
+        self.number = number
+        self.screen = screen
+        self.overTCP = overTCP
+    }
 
     public init?(_ value: String) {
         var text = Substring(value)
         if text.hasPrefix("unix:") { text = text.dropFirst(4) }
+        var overTCP = false
+        // `HOST:N`: a display over TCP, read when the host is this machine (any other is not
+        // the child's screen here).
+        if text.first != ":", let colon = text.lastIndex(of: ":") {
+            guard Self.isThisMachine(text[..<colon]) else { return nil }
+            text = text[colon...]
+            overTCP = true
+        }
         guard text.first == ":" else { return nil }
         let parts = text.dropFirst().split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
         guard let first = parts.first, (1...6).contains(first.count), first.allSatisfy(\.isASCII),
@@ -25,12 +43,37 @@ public struct X11Display: Hashable, Sendable, CustomStringConvertible {
         }
         self.number = number
         self.screen = screen
+        self.overTCP = overTCP
+    }
+
+    /// A host name that is this machine: loopback's names and addresses, and its own name.
+    static func isThisMachine(_ host: Substring) -> Bool {
+        let name = host.lowercased()
+        if ["localhost", "localhost.localdomain", "ip6-localhost", "::1", "[::1]"].contains(name) { return true }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
+        if parts.count == 4, parts.first == "127", parts.allSatisfy({ UInt8($0) != nil }) { return true }
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return false }
+        let own = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return !own.isEmpty && name == own.lowercased()
     }
 
     /// The server's socket.
     public var socketPath: String { "/tmp/.X11-unix/X\(number)" }
 
-    public var description: String { screen == 0 ? ":\(number)" : ":\(number).\(screen)" }
+    /// The Unix addresses its server's connections are accepted at (path and abstract name);
+    /// none over TCP.
+    public var unixAddresses: Set<String> { overTCP ? [] : [socketPath, "@" + socketPath] }
+
+    /// Where its server is reached, as said in messages.
+    public var address: String { overTCP ? "localhost port \(6000 + number)" : socketPath }
+
+    /// The same display, another screen.
+    public func screen(_ other: Int) -> X11Display { X11Display(number: number, screen: other, overTCP: overTCP) }
+
+    public var description: String {
+        (overTCP ? "localhost" : "") + (screen == 0 ? ":\(number)" : ":\(number).\(screen)")
+    }
 }
 
 /// Reading an Xauthority file's bytes (the child's file: read as `UntrustedFile`, parsed here
@@ -125,9 +168,16 @@ public final class X11FocusWatch {
     ) throws(SystemError)
         -> PeerCredentials
     {
-        let fd = try connect(display.socketPath, timeout: timeout)
+        let fd = try connect(display, timeout: timeout)
         defer { close(fd) }
-        return try peerCredentials(fd, path: display.socketPath)
+        return try peerCredentials(fd, path: display.address)
+    }
+
+    /// A connection to `display`'s server: its Unix socket (or abstract name), or over TCP.
+    static func connect(_ display: X11Display, timeout: Duration) throws(SystemError) -> Int32 {
+        display.overTCP
+            ? try connectTCP(port: 6000 + display.number, timeout: timeout)
+            : try connect(display.socketPath, timeout: timeout)
     }
 
     /// Connects to `display` with `cookie` (nil: none), waiting at most `setupTimeout` for the
@@ -141,9 +191,9 @@ public final class X11FocusWatch {
         self.display = display
         // libxcb owns (and closes) a copy; the watchdogs shut the socket through this one, which
         // stays open until both of them are done.
-        let fd = try Self.connect(display.socketPath, timeout: setupTimeout)
+        let fd = try Self.connect(display, timeout: setupTimeout)
         defer { close(fd) }
-        server = try Self.peerCredentials(fd, path: display.socketPath)
+        server = try Self.peerCredentials(fd, path: display.address)
         if let expecting, expecting.pid != server.pid || expecting.uid != server.uid {
             throw SystemError(.command, "X11 display \(display): another process serves it now")
         }
@@ -164,7 +214,7 @@ public final class X11FocusWatch {
         finished.withLock { $0 = true }
         guard let opened else {
             throw SystemError(
-                .command, "X11 display \(display): \(Self.string(message)) (at \(display.socketPath))")
+                .command, "X11 display \(display): \(Self.string(message)) (at \(display.address))")
         }
         session = opened
         let idleMilliseconds = UInt32(clamping: idleTimeout.milliseconds)
@@ -559,6 +609,28 @@ public final class X11FocusWatch {
 
     /// Who is at the other end of a connected socket, as the kernel saw them (`SO_PEERCRED`).
     static func peerCredentials(_ fd: Int32, path: String) throws(SystemError) -> PeerCredentials {
+        // Over TCP the kernel keeps no credentials: the process holding the server's end of the
+        // connection, in the kernel's table of connections, and its owner.
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        if named == 0, Int32(address.ss_family) == AF_INET || Int32(address.ss_family) == AF_INET6 {
+            var peer = sockaddr_storage()
+            var peerLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let found = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &peerLength) }
+            }
+            // Both families' ports are the same two bytes after the family.
+            let port = withUnsafeBytes(of: peer) { Int(UInt16($0[2]) << 8 | UInt16($0[3])) }
+            guard found == 0,
+                let server = TCPPeers.listener(port: port, ipv6: Int32(address.ss_family) == AF_INET6)
+            else {
+                throw SystemError(.command, "\(path): no process of this machine listens there")
+            }
+            return PeerCredentials(pid: server.pid, uid: server.uid, gid: 0)
+        }
         var pid: pid_t = 0
         var uid: uid_t = 0
         var gid: gid_t = 0
@@ -584,6 +656,51 @@ public final class X11FocusWatch {
                     .systemCall, "\(error.message); \(abstractError.message)", errno: abstractError.errno)
             }
         }
+    }
+
+    /// A TCP connection to `port` on loopback (IPv4, else IPv6), given up after `timeout`.
+    static func connectTCP(port: Int, timeout: Duration) throws(SystemError) -> Int32 {
+        guard (1...65535).contains(port) else { throw SystemError(.badFile, "no TCP port \(port)") }
+        var failure = SystemError(.systemCall, "connect(localhost:\(port)) was not tried")
+        for family in [AF_INET, AF_INET6] {
+            let fd = try systemCall("socket(TCP)") {
+                socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            }
+            var limit = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+            let result: Int32
+            if family == AF_INET {
+                var address = sockaddr_in()
+                address.sin_family = sa_family_t(AF_INET)
+                address.sin_port = in_port_t(UInt16(port).bigEndian)
+                address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+                result = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+            } else {
+                var address = sockaddr_in6()
+                address.sin6_family = sa_family_t(AF_INET6)
+                address.sin6_port = in_port_t(UInt16(port).bigEndian)
+                var loopback = in6_addr()
+                withUnsafeMutableBytes(of: &loopback) { $0[15] = 1 }
+                address.sin6_addr = loopback
+                result = withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                    }
+                }
+            }
+            if result == 0 {
+                var none = timeval(tv_sec: 0, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
+                return fd
+            }
+            failure = SystemError.call("connect(\(family == AF_INET ? "127.0.0.1" : "[::1]"):\(port))", errno)
+            close(fd)
+        }
+        throw failure
     }
 
     private static func connect(_ path: String, abstract: Bool, timeout: Duration) throws(SystemError) -> Int32 {

@@ -1192,6 +1192,57 @@ struct UsageIntegrationTests {
         #expect(terminal > 4, "her terminal on a display with only an abstract socket counted \(terminal) s of 5 s")
     }
 
+    /// Her own X server over TCP alone (third attack: `Xvfb :N -listen tcp -nolisten unix
+    /// -nolisten local`, her programs told `DISPLAY=127.0.0.1:N`): no session was ever found, and
+    /// 349 s of play counted 0 s. A display named with a host that is this machine is read over
+    /// TCP (port 6000 + N, its server the process holding the listening socket, from the
+    /// kernel's table), and her terminal there counts (the server cannot name a TCP client's process:
+    /// every program of hers connected to it over TCP counts).
+    @Test(arguments: ["127.0.0.1", "localhost"])
+    func herDisplayOverTCPAloneIsRead(host: String) throws {
+        let world = try world()
+        defer { world.tearDown() }
+        try Files.makeDirectory("/tmp/.X11-unix", mode: 0o1777)
+        var number = XDesktop.freeNumber(in: 300...900)
+        while (try? run("/bin/sh", ["-c", "ss -ltn | grep -q ':\(6000 + number)\\b'"]))?.status == 0 {
+            number = XDesktop.freeNumber(in: 300...900)
+        }
+        let server = try world.launch(
+            as: world.child, "/usr/bin/Xvfb",
+            [
+                ":\(number)", "-screen", "0", "800x600x24", "-listen", "tcp", "-nolisten", "unix", "-nolisten", "local",
+                "-noreset",
+            ])
+        defer {
+            kill(server, SIGTERM)
+            _ = world.wait(server, seconds: 5)
+        }
+        #expect(
+            eventually(20) {
+                (try? run("/bin/sh", ["-c", "ss -ltn | grep -q ':\(6000 + number)\\b'"]))?.status == 0
+            }, "her server never listened on TCP")
+        #expect(!Files.exists("/tmp/.X11-unix/X\(number)"), "her server made its socket file after all")
+        let before = try report(world)
+        let terminal = try world.launch(
+            as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"],
+            environment: ["DISPLAY=\(host):\(number)"])
+        func session() -> SessionReport? {
+            (try? world.status(of: world.child).sessions?.first { $0.display == "localhost:\(number)" }) ?? nil
+        }
+        #expect(
+            try eventually(20) {
+                seconds(try report(world), "org.example.Terminal") > seconds(before, "org.example.Terminal")
+            }, "her terminal never counted: \(String(describing: try? world.status(of: world.child).sessions))")
+        #expect(session()?.problem == nil, "\(String(describing: session()))")
+        let counting = try report(world)
+        let start = Date()
+        Thread.sleep(forTimeInterval: 5)
+        let counted = seconds(try report(world), "org.example.Terminal") - seconds(counting, "org.example.Terminal")
+        let shown = Date().timeIntervalSince(start)
+        #expect(counted > shown - 1.5, "her terminal over TCP counted \(counted) s of \(shown) s")
+        kill(terminal, SIGKILL)
+    }
+
     /// A display the agent cannot read at all (restrictions, second round): her own server on an
     /// abstract socket that no program of hers names, and a socket of hers in /tmp/.X11-unix that
     /// passes her programs' connections on to it and closes the agent's. The session said why

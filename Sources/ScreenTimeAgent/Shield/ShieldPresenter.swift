@@ -778,8 +778,8 @@ final class ShieldPresenter: Sendable {
             guard let server = try? X11FocusWatch.server(of: display, timeout: .seconds(1)) else { return false }
             if server.uid == uid { return true }
             guard server.uid == 0 else { return false }
-            let addresses: Set<String> = [display.socketPath, "@" + display.socketPath]
-            return (try? UnixPeers.clients(of: server.pid, among: programs, listening: addresses))?.isEmpty == false
+            return (try? UnixPeers.clients(of: server.pid, among: programs, listening: display.unixAddresses))?
+                .isEmpty == false
         }
         if let name = environment["WAYLAND_DISPLAY"], let runtime = environment["XDG_RUNTIME_DIR"] {
             let path = name.hasPrefix("/") ? name : runtime + "/" + name

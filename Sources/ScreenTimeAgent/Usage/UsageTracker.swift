@@ -509,7 +509,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     func noteX11(_ display: X11Display, owner: UInt32, authority: String?) {
         let home = try? users.user(uid: owner).home
         for screen in Set([0, display.screen]).sorted() {
-            guard let shown = X11Display(":\(display.number).\(screen)") else { continue }
+            let shown = display.screen(screen)
             let key = "x11 \(shown) \(owner)"
             let isNew = noteSession(
                 key, kind: "x11", display: "\(shown)", owner: owner, authority: authority,
@@ -684,7 +684,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 // Root's server (a display manager's) is read for this user only while a program
                 // of theirs is its client: a name in the environment is not enough, or a child
                 // could have a bystander's windows counted as theirs.
-                let addresses: Set<String> = [display.socketPath, "@" + display.socketPath]
+                let addresses = display.unixAddresses
                 if server.uid == 0, UnixPeers.canPair(server: server.pid, listening: addresses) {
                     let mine = processes.trackedProcesses().filter { $0.owner == session.owner }.map(\.pid)
                     if (try? UnixPeers.clients(of: server.pid, among: mine, listening: addresses))?.isEmpty != false {
@@ -742,7 +742,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 // The display's other screens: each read as a session of its own.
                 if display.screen == 0, watch.screens > 1 {
                     for screen in 1..<watch.screens {
-                        guard let other = X11Display(":\(display.number).\(screen)") else { continue }
+                        let other = display.screen(screen)
                         noteX11(other, owner: session.owner, authority: session.authorityFiles.first)
                     }
                 }
@@ -778,7 +778,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     lostAt = nil
                 }
                 if !wasReading, let server = reached,
-                    unreadable(key, error, server: server, addresses: [display.socketPath, "@" + display.socketPath])
+                    unreadable(key, error, server: server, addresses: display.unixAddresses)
                 {
                     // Looked at again soon: a program she starts there counts from then.
                     failingSince = nil
@@ -955,8 +955,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         if let known = connectedApplications.withLock({ $0[key] }), now - known.at < .seconds(1) {
             applications = known.applications
         } else {
-            let socketPath = X11Display(display)?.socketPath ?? "/tmp/.X11-unix/X" + display.dropFirst()
-            let clients = displayClients(server: server, owner: owner, listening: [socketPath, "@" + socketPath])
+            let clients = displayClients(
+                server: server, owner: owner, listening: X11Display(display)?.unixAddresses ?? [])
             applications = self.applications(key, pids: clients.isEmpty ? [nil] : clients.map { $0 })
             connectedApplications.withLock { known in
                 known = known.filter { now - $0.value.at < .seconds(10) }
@@ -1206,8 +1206,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         }
         // The display's socket (`:N`), by path and abstract name: the server's connections are
         // those it accepted there.
-        let socketPath = X11Display(display)?.socketPath ?? "/tmp/.X11-unix/X" + display.dropFirst()
-        let addresses: Set<String> = [socketPath, "@" + socketPath]
+        let addresses = X11Display(display)?.unixAddresses ?? []
         let policy = processes.currentPolicy()
         var applications: [ForegroundApplication] = []
         func add(_ found: [ForegroundApplication]) {
