@@ -162,33 +162,40 @@ public enum UnixPeers {
         return candidates.filter { $0 != relay && !socketInodes(pid: $0, root: root).isDisjoint(with: ends) }
     }
 
-    /// The pids among `candidates` holding the client end of a connection accepted at one of
-    /// `addresses` (a display's socket, by path or abstract name), whoever holds the accepted end:
-    /// the process that made the listener may have ended, or given it away. `all` is a sock_diag
-    /// dump, `held` each candidate's socket inodes (one look shared by many sockets).
-    public static func connected(
-        to addresses: Set<String>, among candidates: [Int32], sockets all: [UInt32: Socket],
-        held: [Int32: Set<UInt32>]
-    ) -> [Int32] {
-        let files = Set(
-            addresses.compactMap { path -> UInt32? in
+    /// One look at the machine's Unix sockets and at some processes' descriptors, indexed: which
+    /// of those processes hold the client end of a connection accepted at an address (a display's
+    /// socket, by path or abstract name), whoever holds the accepted end: the process that made
+    /// the listener may have ended, or given it away. Many addresses are asked of one look.
+    public struct View: Sendable {
+        /// The peers of accepted connections, by their listener's address and by its bound file.
+        private var peersByName: [String: [UInt32]] = [:]
+        private var peersByFile: [UInt32: [UInt32]] = [:]
+        /// The processes holding each socket, among those looked at.
+        private var holders: [UInt32: [Int32]] = [:]
+
+        /// `all` is a sock_diag dump (`sockets()`), `pids` the processes to look among.
+        public init(sockets all: [UInt32: Socket], pids: [Int32], root: String = "/proc") {
+            for socket in all.values {
+                guard let peer = socket.peer else { continue }
+                if let name = socket.name { peersByName[name, default: []].append(peer) }
+                if let file = socket.fileInode { peersByFile[file, default: []].append(peer) }
+            }
+            for pid in pids {
+                for inode in UnixPeers.socketInodes(pid: pid, root: root) { holders[inode, default: []].append(pid) }
+            }
+        }
+
+        /// The processes looked at holding the client end of a connection accepted at one of
+        /// `addresses`.
+        public func connected(to addresses: Set<String>) -> [Int32] {
+            var ends = addresses.flatMap { peersByName[$0] ?? [] }
+            for path in addresses where path.hasPrefix("/") {
                 var status = stat()
-                guard path.hasPrefix("/"), stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else {
-                    return nil
-                }
-                return UInt32(truncatingIfNeeded: status.st_ino)
-            })
-        // An accepted connection carries its listener's address (and bound file); its peer is the
-        // client's end.
-        let ends = Set(
-            all.values.compactMap { socket -> UInt32? in
-                guard let peer = socket.peer else { return nil }
-                let named = socket.name.map(addresses.contains) ?? false
-                let bound = socket.fileInode.map(files.contains) ?? false
-                return named || bound ? peer : nil
-            })
-        guard !ends.isEmpty else { return [] }
-        return candidates.filter { !(held[$0] ?? []).isDisjoint(with: ends) }
+                guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { continue }
+                ends += peersByFile[UInt32(truncatingIfNeeded: status.st_ino)] ?? []
+            }
+            return Set(ends.flatMap { holders[$0] ?? [] }).sorted()
+        }
     }
 
     /// Whether sock_diag pairs any of `server`'s sockets with a peer here (it cannot across

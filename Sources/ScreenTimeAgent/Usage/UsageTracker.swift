@@ -38,7 +38,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// reused for a second (late answers come every 50 ms while the server is asked closely, and
     /// finding them reads every socket of the machine's and the user's descriptors).
     /// One look at the sockets per user, shared by their displays that cannot be read.
-    let socketViews = Mutex<[UInt32: SocketView]>([:])
+    let socketViews = Mutex<[UInt32: (at: ContinuousClock.Instant, view: UnixPeers.View)]>([:])
     let connectedApplications = Mutex<[String: (at: ContinuousClock.Instant, applications: [ForegroundApplication])]>(
         [:])
     /// What compositors' extensions told of their focus, by compositor pid (UsageTracker+Shell).
@@ -841,8 +841,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         guard let owner = state.withLock({ $0.sessions[key]?.owner }) else { return false }
         let mine = processes.trackedProcesses().filter { $0.owner == owner }.map(\.pid)
         var clients: [Int32] = []
-        if let view = socketView(owner: owner, pids: mine) {
-            clients = UnixPeers.connected(to: addresses, among: mine, sockets: view.sockets, held: view.held)
+        if !addresses.isEmpty, let view = socketView(owner: owner, pids: mine) {
+            clients = view.connected(to: addresses)
         }
         // Over TCP, when the server that answered still runs (a server of hers listening there
         // too cannot name those clients).
@@ -870,30 +870,23 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         return true
     }
 
-    /// The machine's Unix sockets and each of a user's processes' socket inodes, as looked at
-    /// last (within `socketViewAge`): the displays of hers that cannot be read share one look,
-    /// however many there are and however many sockets her processes hold.
-    func socketView(owner: UInt32, pids: [Int32]) -> SocketView? {
-        let now = ContinuousClock.now
-        if let known = socketViews.withLock({ $0[owner] }), now - known.at < Self.socketViewAge { return known }
-        guard let sockets = try? UnixPeers.sockets() else { return nil }
-        var held: [Int32: Set<UInt32>] = [:]
-        for pid in pids { held[pid] = UnixPeers.socketInodes(pid: pid) }
-        let view = SocketView(at: now, sockets: sockets, held: held)
-        socketViews.withLock { views in
+    /// The machine's Unix sockets and a user's processes' socket inodes, as looked at last
+    /// (within `socketViewAge`): the displays of hers that cannot be read share one look, however
+    /// many there are and however many sockets her processes hold. One look at a time: the
+    /// displays' threads that ask meanwhile wait for it (none of them enforces anything).
+    func socketView(owner: UInt32, pids: [Int32]) -> UnixPeers.View? {
+        socketViews.withLock { views -> UnixPeers.View? in
+            let now = ContinuousClock.now
+            if let known = views[owner], now - known.at < Self.socketViewAge { return known.view }
+            guard let sockets = try? UnixPeers.sockets() else { return nil }
+            let view = UnixPeers.View(sockets: sockets, pids: pids)
             views = views.filter { now - $0.value.at < Self.socketViewAge }
-            views[owner] = view
+            views[owner] = (ContinuousClock.now, view)
+            return view
         }
-        return view
     }
 
     static let socketViewAge: Duration = .milliseconds(2500)
-
-    struct SocketView: Sendable {
-        var at: ContinuousClock.Instant
-        var sockets: [UInt32: UnixPeers.Socket]
-        var held: [Int32: Set<UInt32>]
-    }
 
     /// What `status` says of a display whose server stopped answering.
     static let stalledProblem =
