@@ -38,7 +38,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// reused for a second (late answers come every 50 ms while the server is asked closely, and
     /// finding them reads every socket of the machine's and the user's descriptors).
     /// One look at the sockets per user, shared by their displays that cannot be read.
-    let socketViews = Mutex<[UInt32: (at: ContinuousClock.Instant, view: UnixPeers.View)]>([:])
+    let socketViews = Mutex<[UInt32: (at: ContinuousClock.Instant, age: Duration, view: UnixPeers.View)]>([:])
     let connectedApplications = Mutex<[String: (at: ContinuousClock.Instant, applications: [ForegroundApplication])]>(
         [:])
     /// What compositors' extensions told of their focus, by compositor pid (UsageTracker+Shell).
@@ -877,11 +877,13 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     func socketView(owner: UInt32, pids: [Int32]) -> UnixPeers.View? {
         socketViews.withLock { views -> UnixPeers.View? in
             let now = ContinuousClock.now
-            if let known = views[owner], now - known.at < Self.socketViewAge { return known.view }
+            if let known = views[owner], now - known.at < known.age { return known.view }
             guard let sockets = try? UnixPeers.sockets() else { return nil }
             let view = UnixPeers.View(sockets: sockets, pids: pids)
-            views = views.filter { now - $0.value.at < Self.socketViewAge }
-            views[owner] = (ContinuousClock.now, view)
+            // A look made slow by her sockets is made less often: at most a twentieth of the time.
+            let age = max(Self.socketViewAge, (ContinuousClock.now - now) * 20)
+            views = views.filter { now - $0.value.at < $0.value.age }
+            views[owner] = (ContinuousClock.now, age, view)
             return view
         }
     }
