@@ -498,6 +498,44 @@ struct HostileChildIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// The same game whose first thread ended before the agent read it (started before the
+    /// child was authorized; under load, a judge reading after the leader's exit): the leader's
+    /// `exe` is gone with it, and the game is read through a live thread, as what it is. A
+    /// shield holds it and lifting the shield lets it play (a full run once saw it stay held).
+    @Test func aGameWhoseFirstThreadEndedBeforeItWasReadIsJudgedAsWhatItIs() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.installDesktopEntry(
+            id: "org.example.Counter", name: "Counter Game", exec: world.counter, categories: "Game;")
+        let home = try world.makeHome(for: world.child)
+        let library = world.directory + "/bin/leave-leader.so"
+        try system(
+            "/usr/bin/cc", "-shared", "-fPIC", "-o", library, AgentWorld.fixture("leaveleader.c"), "-ldl", "-pthread")
+        _ = try world.launch(
+            as: world.child, "/bin/sh", ["-c", "LD_PRELOAD=\(library) \(world.counter) \(home)/game; sleep 600"])
+        #expect(eventually(10) { world.count(home + "/game") != nil })
+        let game = try #require(
+            try run("/usr/bin/pgrep", ["-u", world.child, "-x", "counter"]).stdout.split(separator: "\n").first.flatMap
+            {
+                Int32($0)
+            })
+        let thread = try #require(ProcessInspector(root: "/proc").otherThread(pid: game))
+        #expect(Files.readLink("/proc/\(game)/exe") == nil, "the leader's exe is still there")
+        func counts() -> Bool {
+            let before = world.count(home + "/game")
+            Thread.sleep(forTimeInterval: 0.5)
+            return world.count(home + "/game") != before
+        }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        try guardian(world, "shield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(eventually(10) { world.isFrozen(thread) }, "the shield did not hold it: \(world.agentLog())")
+        #expect(!counts(), "it still counts")
+        try guardian(world, "unshield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(eventually(10) { !world.isFrozen(thread) } && counts(), "lifted, it did not play")
+        try guardian(world, "shield", "--user", world.child, "--app-category", "Game")
+        #expect(eventually(10) { world.isFrozen(thread) }, "a category shield did not hold it")
+    }
+
     /// Finding 2: the child's own desktop entry for a shielded app (`Hidden=true`, or
     /// `NoDisplay=true` with other categories) removed it from the catalogue, and the app ran.
     @Test func theChildsOwnEntriesLiftNoShield() throws {

@@ -235,7 +235,7 @@ extension ProcessShield {
             learned.withLock({ $0[path]?.hash }) != hash
         else { return }
         // Through /proc/PID/exe: the very file it runs, even if renamed since.
-        if (try? gate.mark("\(inspector.root)/\(pid)/exe")) != nil {
+        if (try? gate.mark(inspector.file("exe", of: pid))) != nil {
             let file = tracked.kernel.executable.map { FileIdentity($0.key) }
             learned.withLock { $0[path] = LearnedProgram(hash: hash, file: file) }
             if let status = tracked.kernel.executable {

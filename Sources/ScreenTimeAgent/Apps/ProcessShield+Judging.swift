@@ -132,7 +132,7 @@ extension ProcessShield {
         var reads = JudgeReads()
         let pid = job.pid
         if job.needs.contains(.executableHash) {
-            reads.executableHash = try? hashes.sha256(of: "\(inspector.root)/\(pid)/exe")
+            reads.executableHash = try? hashes.sha256(of: inspector.file("exe", of: pid))
         }
         let isLoader =
             job.isLoader
