@@ -101,19 +101,25 @@ public struct ProcessInspector: Sendable {
     }
 
     /// Where `exe` points (` (deleted)` kept when the file is gone). Kernel-made.
-    public func executable(pid: Int32) -> String? { link(file("exe", of: pid)) }
+    public func executable(pid: Int32) -> String? {
+        link("\(root)/\(pid)/exe") ?? leaderGone(pid).flatMap { link($0 + "/exe") }
+    }
 
     /// The status of the process's executable file (`stat` through `exe`, which reaches it even
     /// when renamed or deleted). The file was executed, so it is no FIFO; on FUSE, root is refused.
-    public func executableStatus(pid: Int32) -> FileStatus? { FileStatus.of(path: file("exe", of: pid)) }
+    public func executableStatus(pid: Int32) -> FileStatus? {
+        FileStatus.of(path: "\(root)/\(pid)/exe") ?? leaderGone(pid).flatMap { FileStatus.of(path: $0 + "/exe") }
+    }
 
     /// The status of the process's root directory: another than the agent's means a sandbox or a
     /// chroot, whose files (`.flatpak-info`) are worth reading.
-    public func rootStatus(pid: Int32) -> FileStatus? { FileStatus.of(path: file("root", of: pid)) }
+    public func rootStatus(pid: Int32) -> FileStatus? {
+        FileStatus.of(path: "\(root)/\(pid)/root") ?? leaderGone(pid).flatMap { FileStatus.of(path: $0 + "/root") }
+    }
 
     /// The command line (the process's own memory: the judges' read).
     public func commandLine(pid: Int32) -> [String] {
-        guard let arguments = bytes(file("cmdline", of: pid)) else { return [] }
+        guard let arguments = memory("cmdline", of: pid) else { return [] }
         return arguments.split(separator: 0, omittingEmptySubsequences: false).dropLast().map {
             String(decoding: $0, as: UTF8.self)
         }
@@ -121,7 +127,7 @@ public struct ProcessInspector: Sendable {
 
     /// `GIO_LAUNCHED_DESKTOP_FILE` of the environment (the process's own memory).
     public func launchedDesktopFile(pid: Int32) -> String? {
-        guard let environment = bytes(file("environ", of: pid)) else { return nil }
+        guard let environment = memory("environ", of: pid) else { return nil }
         var found: String?
         for entry in environment.split(separator: 0) where entry.starts(with: Self.desktopFileKey) {
             found = String(decoding: entry.dropFirst(Self.desktopFileKey.count), as: UTF8.self)
@@ -133,7 +139,7 @@ public struct ProcessInspector: Sendable {
     /// code of the caller's choosing into it (`LD_PRELOAD`, `LD_AUDIT`, `LD_LIBRARY_PATH`; GIO,
     /// GTK, GStreamer, Qt and Mesa module paths); nil when it cannot be read.
     public func loadsOwnCode(pid: Int32) -> Bool? {
-        guard let environment = bytes(file("environ", of: pid)) else { return nil }
+        guard let environment = memory("environ", of: pid) else { return nil }
         return environment.split(separator: 0).contains { entry in
             Self.loaderKeys.contains { entry.starts(with: $0) }
         }
@@ -155,7 +161,7 @@ public struct ProcessInspector: Sendable {
     /// or X module). Code of no file (a JIT's, or written into memory by a debugger) is not told
     /// apart. nil when the maps cannot be read.
     public func runsForeignCode(pid: Int32, directories: [String]) -> Bool? {
-        guard let maps = bytes(file("maps", of: pid), limit: 4 << 20) else { return nil }
+        guard let maps = memory("maps", of: pid, limit: 4 << 20) else { return nil }
         for line in maps.split(separator: 0x0A) {
             // address perms offset device inode [path]
             let fields = line.split(separator: 0x20, maxSplits: 5, omittingEmptySubsequences: true)
@@ -185,7 +191,7 @@ public struct ProcessInspector: Sendable {
     /// `WAYLAND_DISPLAY`, `SWAYSOCK`, `XDG_RUNTIME_DIR`): hints the process's own memory gives,
     /// to be checked before they are believed.
     public func sessionEnvironment(pid: Int32) -> [String: String] {
-        guard let environment = bytes(file("environ", of: pid)) else { return [:] }
+        guard let environment = memory("environ", of: pid) else { return [:] }
         var found: [String: String] = [:]
         for entry in environment.split(separator: 0) {
             guard let equals = entry.firstIndex(of: UInt8(ascii: "=")), equals - entry.startIndex <= 24 else {
@@ -238,13 +244,25 @@ public struct ProcessInspector: Sendable {
     /// Where a file of the process's is read: `/proc/PID/NAME`, or, when its leader thread ended
     /// first (a zombie whose other threads run on, its `exe`, `root`, `environ` and `maps` gone
     /// with it), the same file of a live thread of it.
+    /// (One `access` more than the direct path: for callers handed a path, hashing and the gate.)
     public func file(_ name: String, of pid: Int32) -> String {
-        let base = "\(root)/\(pid)"
-        // (A zombie leader's `environ` and `maps` are there, and empty: its `exe` tells.)
-        guard access(base + "/exe", F_OK) != 0, state(pid: pid) == "Z", let other = otherThread(pid: pid) else {
-            return base + "/" + name
-        }
-        return base + "/task/\(other)/" + name
+        let direct = "\(root)/\(pid)/" + name
+        guard access(direct, F_OK) != 0, let thread = leaderGone(pid) else { return direct }
+        return thread + "/" + name
+    }
+
+    /// A live thread's directory of a process whose leader thread ended first; nil otherwise.
+    private func leaderGone(_ pid: Int32) -> String? {
+        guard state(pid: pid) == "Z", let other = otherThread(pid: pid) else { return nil }
+        return "\(root)/\(pid)/task/\(other)"
+    }
+
+    /// A file of the process's memory (`environ`, `cmdline`, `maps`): a zombie leader's are
+    /// there and empty, so an empty read is read again through a live thread.
+    private func memory(_ name: String, of pid: Int32, limit: Int = 1 << 20) -> [UInt8]? {
+        let direct = bytes("\(root)/\(pid)/" + name, limit: limit)
+        guard direct?.isEmpty != false, let thread = leaderGone(pid) else { return direct }
+        return bytes(thread + "/" + name, limit: limit)
     }
 
     /// Whether the process has a thread besides its leader (`/proc/PID/task`): when the leader
