@@ -199,6 +199,12 @@ struct HostileChildIntegrationTests {
 
     private static let barely = ProcessShieldIntegrationTests.barely
 
+    /// A time of day as the CLI takes it (HH:MM).
+    static func clock(_ date: Date) -> String {
+        let parts = Calendar.current.dateComponents([.hour, .minute], from: date)
+        return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+    }
+
     private func guardian(_ world: AgentWorld, _ arguments: String...) throws {
         let result = try world.cli(as: world.guardian, arguments: arguments)
         guard result.status == 0 else { throw WorldError("\(arguments.joined(separator: " ")): \(result.stderr)") }
@@ -312,13 +318,10 @@ struct HostileChildIntegrationTests {
         let text = try String(contentsOfFile: home + "/play.pid", encoding: .utf8)
         let played = try #require(Int32(text))
         let now = Date()
-        func clock(_ date: Date) -> String {
-            let parts = Calendar.current.dateComponents([.hour, .minute], from: date)
-            return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
-        }
         let downtime = try world.cli(
-            as: world.guardian, "downtime", "--user", world.child, "--from", clock(now.addingTimeInterval(-60)), "--to",
-            clock(now.addingTimeInterval(30 * 60)), "--no-login")
+            as: world.guardian, "downtime", "--user", world.child, "--from", Self.clock(now.addingTimeInterval(-60)),
+            "--to",
+            Self.clock(now.addingTimeInterval(30 * 60)), "--no-login")
         #expect(downtime.status == 0, "\(downtime.stderr)")
         #expect(eventually(10) { world.isFrozen(played) }, "init's clone under a lock: \(world.agentLog())")
         let before = world.count(home + "/play")
@@ -481,13 +484,10 @@ struct HostileChildIntegrationTests {
         try guardian(world, "unshield", "--user", world.child, "--app", "org.example.Counter")
         #expect(eventually(10) { !world.isFrozen(thread) } && counts(), "lifted, it did not play")
         let now = Date()
-        func clock(_ date: Date) -> String {
-            let parts = Calendar.current.dateComponents([.hour, .minute], from: date)
-            return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
-        }
         let downtime = try world.cli(
-            as: world.guardian, "downtime", "--user", world.child, "--from", clock(now.addingTimeInterval(-60)), "--to",
-            clock(now.addingTimeInterval(30 * 60)), "--no-login")
+            as: world.guardian, "downtime", "--user", world.child, "--from", Self.clock(now.addingTimeInterval(-60)),
+            "--to",
+            Self.clock(now.addingTimeInterval(30 * 60)), "--no-login")
         #expect(downtime.status == 0, "\(downtime.stderr)")
         #expect(eventually(10) { world.isFrozen(thread) }, "the lock did not hold it")
         #expect(!counts(), "it counts through the lock")
