@@ -90,13 +90,13 @@ for storeIndex in 0..<50 {
     settings.shield.applications = Set(apps)
     if storeIndex % 5 == 0 {
         settings.shield.applicationCategories = .specific(
-            [minter.token(for: try ActivityCategory("cat\(storeIndex)"))], except: [apps[0]])
+            [minter.token(for: try CategoryName("cat\(storeIndex)"))], except: [apps[0]])
     }
     try collection.set(settings, for: StoreKey(client: client, name: try StoreName("s\(storeIndex)")))
 }
 let policy = collection.effectivePolicy
 let stores = collection.stores.sorted { $0.key < $1.key }
-let queryCategories: Set<ActivityCategoryToken> = [minter.token(for: try ActivityCategory("game"))]
+let queryCategories: Set<ActivityCategoryToken> = [minter.token(for: try CategoryName("game"))]
 let unknownApps = (0..<1_000).map { minter.token(for: .desktopEntry("org.bench.other\($0)")) }
 let queries = (0..<1_000).map { $0 % 2 == 0 ? allApps[$0 * 2] : unknownApps[$0] }
 
@@ -221,7 +221,7 @@ if let suffixes = try? PublicSuffixList(parsing: String(contentsOfFile: listPath
     var webSettings = StoreSettings()
     let shieldedDomains = try (0..<50).map { try DomainName("blocked\($0).example") }
     webSettings.shield.webDomains = Set(shieldedDomains.map { minter.token(for: $0) })
-    let gamesCategory = minter.token(for: try ActivityCategory("games"))
+    let gamesCategory = minter.token(for: try CategoryName("games"))
     webSettings.shield.webDomainCategories = .specific([gamesCategory])
     let webPolicy = try StoreCollection([(StoreKey(client: client, name: .default), webSettings)]).effectivePolicy
     let gamesList = DomainList(parsing: (0..<1_000).map { "game\($0).example\n" }.joined())

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import ScreenTimeClient
 public import ScreenTimeCore
 import ScreenTimeIPC
@@ -14,83 +14,11 @@ public typealias ActivityCategoryToken = ScreenTimeCore.ActivityCategoryToken
 
 /// The name of a monitored activity (Apple's `DeviceActivityName`): 1 to 128 characters, no
 /// control characters (checked by the agent when monitoring starts).
-public struct DeviceActivityName: RawRepresentable, Hashable, Sendable {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-}
-
+public typealias DeviceActivityName = ScreenTimeCore.DeviceActivityName
 /// Usage to watch for within an activity's intervals (Apple's `DeviceActivityEvent`): reached
 /// when the applications, categories and web domains together have been used for `threshold`
 /// within one interval.
-public struct DeviceActivityEvent: Hashable, Sendable {
-    /// An event's name (Apple's `DeviceActivityEvent.Name`).
-    public struct Name: RawRepresentable, Hashable, Sendable {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public init(_ rawValue: String) { self.rawValue = rawValue }
-    }
-
-    public var applications: Set<ApplicationToken>
-    public var categories: Set<ActivityCategoryToken>
-    public var webDomains: Set<WebDomainToken>
-    /// The usage that reaches it, as a duration (`DateComponents(minute: 30)`).
-    public var threshold: DateComponents
-    /// Whether usage in the interval from before monitoring started counts.
-    public var includesPastActivity: Bool
-
-    public init(
-        applications: Set<ApplicationToken> = [], categories: Set<ActivityCategoryToken> = [],
-        webDomains: Set<WebDomainToken> = [], threshold: DateComponents, includesPastActivity: Bool = false
-    ) {
-        self.applications = applications
-        self.categories = categories
-        self.webDomains = webDomains
-        self.threshold = threshold
-        self.includesPastActivity = includesPastActivity
-    }
-
-    var thresholdSeconds: Double {
-        let parts = [
-            (threshold.day, 86_400.0), (threshold.hour, 3_600.0), (threshold.minute, 60.0), (threshold.second, 1.0),
-        ]
-        return parts.reduce(0) { $0 + Double($1.0 ?? 0) * $1.1 }
-    }
-}
-
-/// Apple's `DeviceActivityCenter.MonitoringError`, with the agent's message.
-public enum MonitoringError: Error, Sendable, Hashable, CustomStringConvertible {
-    case excessiveActivities(String)
-    case intervalTooLong(String)
-    case intervalTooShort(String)
-    case invalidDateComponents(String)
-    case unauthorized(String)
-    /// Anything else the agent refused (an unknown token, an extension it may not run).
-    case other(code: String, message: String)
-
-    init(_ error: any Error) {
-        guard let error = error as? ScreenTimeIPCError else {
-            self = .other(code: "internalError", message: "\(error)")
-            return
-        }
-        switch error.code.rawValue {
-        case "excessiveActivities": self = .excessiveActivities(error.message)
-        case "intervalTooLong": self = .intervalTooLong(error.message)
-        case "intervalTooShort": self = .intervalTooShort(error.message)
-        case "invalidDateComponents": self = .invalidDateComponents(error.message)
-        case "notAllowed", "notAuthorized": self = .unauthorized(error.message)
-        default: self = .other(code: error.code.rawValue, message: error.message)
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .excessiveActivities(let message), .intervalTooLong(let message), .intervalTooShort(let message),
-            .invalidDateComponents(let message), .unauthorized(let message), .other(_, let message):
-            message
-        }
-    }
-}
+public typealias DeviceActivityEvent = ScreenTimeCore.DeviceActivityEvent
 
 /// Starts and stops monitoring activities (Apple's `DeviceActivityCenter`): at each interval's
 /// start and end, each warning and each event's threshold, the agent runs the monitor extension —
@@ -102,6 +30,49 @@ public final class DeviceActivityCenter: @unchecked Sendable {
     public let user: String?
     public let monitorExtension: String?
     let client: ScreenTimeClient
+
+    /// Why monitoring could not start (Apple's `DeviceActivityCenter.MonitoringError`). Any other
+    /// refusal of the agent (an unknown token, an extension it may not run, no agent) is thrown as
+    /// the agent's `ScreenTimeIPCError`; the agent's own words for the last failure are in
+    /// `lastErrorMessage`.
+    public enum MonitoringError: Error, Sendable, Hashable, CustomStringConvertible {
+        /// More than 20 activities for this client.
+        case excessiveActivities
+        /// An interval over a week.
+        case intervalTooLong
+        /// An interval under 15 minutes.
+        case intervalTooShort
+        /// A start, end or warning time that is not one.
+        case invalidDateComponents
+        /// The user is not authorized, or this program may not monitor them.
+        case unauthorized
+
+        init?(_ error: ScreenTimeIPCError) {
+            switch error.code.rawValue {
+            case "excessiveActivities": self = .excessiveActivities
+            case "intervalTooLong": self = .intervalTooLong
+            case "intervalTooShort": self = .intervalTooShort
+            case "invalidDateComponents": self = .invalidDateComponents
+            case "notAllowed", "notAuthorized": self = .unauthorized
+            default: return nil
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .excessiveActivities: "too many activities are monitored (at most 20 per client)"
+            case .intervalTooLong: "the interval is longer than a week"
+            case .intervalTooShort: "the interval is shorter than 15 minutes"
+            case .invalidDateComponents: "the schedule's date components are not valid"
+            case .unauthorized: "not authorized to monitor this user"
+            }
+        }
+    }
+
+    /// The agent's words for the last refusal of `startMonitoring` (nil after a success). Not Apple's.
+    public var lastErrorMessage: String? { lock.withLock { failure } }
+    private let lock = NSLock()
+    private var failure: String?
 
     public init(user: String? = nil, monitorExtension: String? = nil, socket: String? = nil) {
         self.user = user
@@ -122,15 +93,18 @@ public final class DeviceActivityCenter: @unchecked Sendable {
                     selection: FamilyActivitySelection(
                         applicationTokens: event.applications, categoryTokens: event.categories,
                         webDomainTokens: event.webDomains)),
-                thresholdSeconds: event.thresholdSeconds, includesPastActivity: event.includesPastActivity)
+                thresholdSeconds: event.thresholdDuration, includesPastActivity: event.includesPastActivity)
         }
-        do {
+        do throws(ScreenTimeIPCError) {
             _ = try client.send(
                 MonitorStartRequest(
                     user: user, name: activity.rawValue, schedule: schedule, events: requested,
                     extension: monitorExtension))
+            lock.withLock { failure = nil }
         } catch {
-            throw MonitoringError(error)
+            lock.withLock { failure = error.message }
+            if let monitoring = MonitoringError(error) { throw monitoring }
+            throw error
         }
     }
 

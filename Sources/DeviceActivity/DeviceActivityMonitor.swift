@@ -1,6 +1,6 @@
 public import Foundation
 import ScreenTimeClient
-import ScreenTimeCore
+public import ScreenTimeCore
 import ScreenTimeIPC
 
 /// The callbacks of a monitor extension (Apple's `DeviceActivityMonitor`): subclass it, override

@@ -24,6 +24,7 @@ public final class AuthorizationCenter: @unchecked Sendable {
 
     private let lock = NSLock()
     private var status = AuthorizationStatus.notDetermined
+    private var failure: String?
     /// The agent's socket (nil: `$SCREENTIME_SOCKET`, else the default).
     public var socket: String?
 
@@ -56,15 +57,20 @@ public final class AuthorizationCenter: @unchecked Sendable {
             record(reply.status)
         } catch {
             if error.code == .notAllowed { record(.denied) }
+            lock.withLock { failure = error.message }
             throw FamilyControlsError(error)
         }
     }
 
     private func record(_ new: AuthorizationStatus) {
-        lock.lock()
-        status = new
-        lock.unlock()
+        lock.withLock {
+            status = new
+            failure = nil
+        }
     }
+
+    /// The agent's words for the last failed request (nil after a success). Not Apple's.
+    public var lastErrorMessage: String? { lock.withLock { failure } }
 
     /// Revokes the authorization of the user running this program (an individual's own; a
     /// child's only as a guardian, with `user`).
@@ -76,40 +82,54 @@ public final class AuthorizationCenter: @unchecked Sendable {
             record(.notDetermined)
             completionHandler(.success(()))
         } catch {
+            lock.withLock { failure = error.message }
             completionHandler(.failure(FamilyControlsError(error)))
         }
     }
 }
 
-/// Apple's `FamilyControlsError`, with the agent's message.
+/// Why authorizing failed (Apple's `FamilyControlsError`). The agent's own words for the last
+/// failure are in `AuthorizationCenter.lastErrorMessage`.
 public enum FamilyControlsError: Error, Sendable, Hashable, CustomStringConvertible {
-    case authorizationCanceled(String)
-    case authorizationConflict(String)
-    case invalidAccountType(String)
-    case invalidArgument(String)
-    case networkError(String)
-    case restricted(String)
-    case unavailable(String)
-    case authenticationMethodUnavailable(String)
+    /// The guardian cancelled (or gave no password).
+    case authorizationCanceled
+    /// Another authorization is in force (an individual asked while a guardian's is, or the other way round).
+    case authorizationConflict
+    /// The account cannot be authorized that way (a guardian as a child, a system account).
+    case invalidAccountType
+    /// What was asked was not right.
+    case invalidArgument
+    /// The agent cannot be reached, or is busy.
+    case networkError
+    /// Not allowed: a wrong password, too many tries, or the caller may not do this.
+    case restricted
+    /// The agent cannot authorize now.
+    case unavailable
+    /// No way to ask a guardian here.
+    case authenticationMethodUnavailable
 
     init(_ error: ScreenTimeIPCError) {
         switch error.code {
-        case .authorizationCanceled: self = .authorizationCanceled(error.message)
-        case .authorizationConflict: self = .authorizationConflict(error.message)
-        case .invalidAccountType: self = .invalidAccountType(error.message)
-        case .agentUnreachable, .busy: self = .networkError(error.message)
-        case .notAllowed, .restricted, .authenticationFailed, .tooManyAttempts: self = .restricted(error.message)
-        case .unavailable: self = .unavailable(error.message)
-        default: self = .invalidArgument(error.message)
+        case .authorizationCanceled: self = .authorizationCanceled
+        case .authorizationConflict: self = .authorizationConflict
+        case .invalidAccountType: self = .invalidAccountType
+        case .agentUnreachable, .busy: self = .networkError
+        case .notAllowed, .restricted, .authenticationFailed, .tooManyAttempts: self = .restricted
+        case .unavailable: self = .unavailable
+        default: self = .invalidArgument
         }
     }
 
     public var description: String {
         switch self {
-        case .authorizationCanceled(let message), .authorizationConflict(let message),
-            .invalidAccountType(let message), .invalidArgument(let message), .networkError(let message),
-            .restricted(let message), .unavailable(let message), .authenticationMethodUnavailable(let message):
-            message
+        case .authorizationCanceled: "the guardian cancelled"
+        case .authorizationConflict: "another authorization is in force"
+        case .invalidAccountType: "this account cannot be authorized that way"
+        case .invalidArgument: "the request was not valid"
+        case .networkError: "the screentime agent cannot be reached"
+        case .restricted: "not allowed"
+        case .unavailable: "authorization is unavailable"
+        case .authenticationMethodUnavailable: "no way to ask a guardian here"
         }
     }
 }

@@ -3,6 +3,10 @@ import ScreenTimeClient
 public import ScreenTimeCore
 import ScreenTimeIPC
 
+/// The shields of a store (Apple's `ShieldSettings`), a value: `store.shield.applications = …`
+/// writes it back. Nil means "not set by this store".
+public typealias ShieldSettings = ScreenTimeCore.ShieldSettings
+
 /// The settings a client puts in force for a user (Apple's `ManagedSettingsStore`): shields on
 /// applications, categories and web domains, blocked applications, the web-content filter.
 ///
@@ -10,6 +14,10 @@ import ScreenTimeIPC
 /// agent merges every store of every client for the user, most restrictive wins. Setting a
 /// property writes the store and returns once the agent has it in force; reading one gives what
 /// this client set. Up to 50 named stores per client, 50 tokens per setting, as Apple's.
+///
+/// `shield`, `application` and `webContent` are values, as Apple's are: `store.shield.webDomains =
+/// …` reads the group and writes back what changed in it, and only that, so a read that failed
+/// never clears what the store set before.
 ///
 /// On Linux a store also names its user: by default the user running the code (an individual),
 /// or, inside an extension the agent started, that extension's user; a guardian's app names the
@@ -29,16 +37,9 @@ public final class ManagedSettingsStore: @unchecked Sendable {
     /// The user whose settings these are (nil: see the type's discussion).
     public let user: String?
     let client: ScreenTimeClient
-    /// Why the last write failed, if it did (Apple's setters cannot throw; `write(_:)` does).
-    public private(set) var lastError: (any Error)?
     private let lock = NSLock()
-
-    /// The settings of its shields (Apple's `ShieldSettings`).
-    public private(set) lazy var shield = ShieldSettings(store: self)
-    /// Applications that may not run (Apple's `ApplicationSettings`).
-    public private(set) lazy var application = ApplicationSettings(store: self)
-    /// The web-content filter (Apple's `WebContentSettings`).
-    public private(set) lazy var webContent = WebContentSettings(store: self)
+    private var failure: (any Error)?
+    private var lastRead = StoreSettings()
 
     /// The default store.
     public convenience init() { self.init(named: .default) }
@@ -50,13 +51,68 @@ public final class ManagedSettingsStore: @unchecked Sendable {
         client = ScreenTimeClient(socket: socket)
     }
 
+    /// Why the last read or write of a property failed, if it did (Apple's properties cannot
+    /// throw; `write(_:)` and `read()` do). Not Apple's.
+    public var lastError: (any Error)? { lock.withLock { failure } }
+
+    /// The settings of its shields (Apple's `shield`).
+    public var shield: ShieldSettings {
+        get { value().shield }
+        set {
+            let before = lock.withLock { lastRead }.shield
+            record {
+                try self.write { settings in
+                    if newValue.applications != before.applications {
+                        settings.shield.applications = newValue.applications
+                    }
+                    if newValue.applicationCategories != before.applicationCategories {
+                        settings.shield.applicationCategories = newValue.applicationCategories
+                    }
+                    if newValue.webDomains != before.webDomains { settings.shield.webDomains = newValue.webDomains }
+                    if newValue.webDomainCategories != before.webDomainCategories {
+                        settings.shield.webDomainCategories = newValue.webDomainCategories
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applications that may not run (Apple's `application`).
+    public var application: ApplicationSettings {
+        get { ApplicationSettings(value().application) }
+        set {
+            let before = ApplicationSettings(lock.withLock { lastRead }.application)
+            record {
+                let blocked = newValue.blockedApplications != before.blockedApplications
+                let tokens = blocked ? try newValue.blockedApplications.map { try self.tokens(of: $0) } : nil
+                try self.write { settings in
+                    if blocked { settings.application.blockedApplications = tokens }
+                    if newValue.denyAppInstallation != before.denyAppInstallation {
+                        settings.application.denyAppInstallation = newValue.denyAppInstallation
+                    }
+                }
+            }
+        }
+    }
+
+    /// The web-content filter (Apple's `webContent`).
+    public var webContent: WebContentSettings {
+        get { WebContentSettings(value().webContent) }
+        set {
+            record {
+                let policy = try newValue.blockedByFilter.map { try $0.named() }
+                try self.write { $0.webContent.blockedByFilter = policy }
+            }
+        }
+    }
+
     /// Unsets every setting of this store (Apple's `clearAllSettings()`).
     public func clearAllSettings() {
         record { _ = try self.client.send(ClearRequest(self.target)) }
     }
 
     /// Changes the store's settings in one write; throws what the agent refused (an unknown
-    /// token, more than 50, a user not authorized, not allowed).
+    /// token, more than 50, a user not authorized, not allowed). Not Apple's.
     public func write(_ change: (inout StoreSettings) -> Void) throws {
         try lock.withLock {
             var settings = try read()
@@ -65,105 +121,54 @@ public final class ManagedSettingsStore: @unchecked Sendable {
         }
     }
 
-    /// What this client's store sets now.
+    /// What this client's store sets now. Not Apple's.
     public func read() throws -> StoreSettings {
         try client.send(StoreReadRequest(target)).store.settings
     }
 
     var target: StoreTarget { StoreTarget(user: user, client: nil, store: name.rawValue) }
 
-    /// A property's value, or nil when it cannot be read (the error kept in `lastError`).
-    func value<T>(_ read: (StoreSettings) -> T?) -> T? {
+    /// The store as read, or as this client last read it when it cannot be (the error kept in
+    /// `lastError`). A property set writes only what differs from this, so that setting one field
+    /// after a failed read leaves the others as they are.
+    private func value() -> StoreSettings {
         do {
-            return read(try self.read())
+            let settings = try read()
+            lock.withLock {
+                failure = nil
+                lastRead = settings
+            }
+            return settings
         } catch {
-            lastError = error
-            return nil
+            return lock.withLock {
+                failure = error
+                return lastRead
+            }
         }
     }
 
-    /// A property set: written at once; a refusal is kept in `lastError` and said on stderr.
-    func set(_ change: (inout StoreSettings) -> Void) {
-        record { try self.write(change) }
-    }
-
+    /// Runs a write; a refusal is kept in `lastError` and said on stderr.
     private func record(_ body: () throws -> Void) {
         do {
             try body()
-            lastError = nil
+            lock.withLock { failure = nil }
         } catch {
-            lastError = error
+            lock.withLock { failure = error }
             FileHandle.standardError.write(Data("ManagedSettingsStore \(name.rawValue): \(error)\n".utf8))
         }
     }
-}
 
-/// The shields of a store (Apple's `ShieldSettings`).
-public final class ShieldSettings: @unchecked Sendable {
-    /// Which categories a category shield covers, and its exceptions.
-    public typealias ActivityCategoryPolicy<Kind: TokenKind> = ScreenTimeCore.ActivityCategoryPolicy<Kind>
-    unowned let store: ManagedSettingsStore
-    init(store: ManagedSettingsStore) { self.store = store }
-
-    /// Applications shielded (frozen behind the shield window); nil: none set by this store.
-    public var applications: Set<ApplicationToken>? {
-        get { store.value { $0.shield.applications } }
-        set { store.set { $0.shield.applications = newValue } }
-    }
-
-    /// Applications shielded by category (`.specific(_, except:)`, `.all(except:)`).
-    public var applicationCategories: ActivityCategoryPolicy<ApplicationKind>? {
-        get { store.value { $0.shield.applicationCategories } }
-        set { store.set { $0.shield.applicationCategories = newValue } }
-    }
-
-    /// Web domains shielded (and everything under each).
-    public var webDomains: Set<WebDomainToken>? {
-        get { store.value { $0.shield.webDomains } }
-        set { store.set { $0.shield.webDomains = newValue } }
-    }
-
-    /// Web domains shielded by web category.
-    public var webDomainCategories: ActivityCategoryPolicy<WebDomainKind>? {
-        get { store.value { $0.shield.webDomainCategories } }
-        set { store.set { $0.shield.webDomainCategories = newValue } }
-    }
-}
-
-/// Applications a store blocks outright (Apple's `ApplicationSettings`).
-public final class ApplicationSettings: @unchecked Sendable {
-    unowned let store: ManagedSettingsStore
-    init(store: ManagedSettingsStore) { self.store = store }
-
-    /// Applications that may not run at all (refused at exec, not shielded).
-    public var blockedApplications: Set<Application>? {
-        get {
-            store.value { settings in
-                settings.application.blockedApplications.map { Set($0.map { Application(token: $0) }) }
-            }
-        }
-        set {
-            let tokens = newValue.map { Set($0.compactMap(\.token)) }
-            store.set { $0.application.blockedApplications = tokens }
-        }
-    }
-
-    /// Whether only programs a guardian installed may run.
-    public var denyAppInstallation: Bool? {
-        get { store.value { $0.application.denyAppInstallation } }
-        set { store.set { $0.application.denyAppInstallation = newValue } }
-    }
-}
-
-/// The web-content filter of a store (Apple's `WebContentSettings`).
-public final class WebContentSettings: @unchecked Sendable {
-    /// What the filter blocks (`.auto(_, except:)`, `.specific(_)`, `.all(except:)`, `.none`).
-    public typealias FilterPolicy = ScreenTimeCore.FilterPolicy
-    unowned let store: ManagedSettingsStore
-    init(store: ManagedSettingsStore) { self.store = store }
-
-    public var blockedByFilter: FilterPolicy? {
-        get { store.value { $0.webContent.blockedByFilter } }
-        set { store.set { $0.webContent.blockedByFilter = newValue } }
+    /// The tokens of applications; one known by its bundle identifier alone is asked of the agent.
+    private func tokens(of applications: Set<Application>) throws -> Set<ApplicationToken> {
+        Set(
+            try applications.map { application in
+                if let token = application.token { return token }
+                guard let identifier = application.bundleIdentifier else {
+                    throw ScreenTimeIPCError(
+                        .invalidArgument, "an application in blockedApplications has neither a token nor a bundle identifier")
+                }
+                let reply = try client.send(TokenRequest(kind: .app, identity: identifier, user: user))
+                return try decoded(reply.token)
+            })
     }
 }

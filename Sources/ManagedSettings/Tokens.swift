@@ -1,6 +1,6 @@
 import ScreenTimeClient
 public import ScreenTimeCore
-import ScreenTimeIPC
+public import ScreenTimeIPC
 
 /// An opaque token for an application, web domain or category (Apple's `Token<T>`).
 public typealias Token = ScreenTimeCore.Token
@@ -12,65 +12,51 @@ public typealias WebDomainToken = ScreenTimeCore.WebDomainToken
 public typealias ActivityCategoryToken = ScreenTimeCore.ActivityCategoryToken
 /// Everything one store sets, as a value.
 public typealias StoreSettings = ScreenTimeCore.StoreSettings
-
-/// An application (Apple's `Application`): on Linux its bundle identifier is its desktop-entry ID
+/// An application (Apple's `Application`): its bundle identifier is its desktop-entry ID
 /// (`org.gnome.Chess`, a Flatpak ID, or `snap:NAME`).
-public struct Application: Hashable, Sendable {
-    public let bundleIdentifier: String?
-    public let token: ApplicationToken?
-    public let localizedDisplayName: String?
+public typealias Application = ScreenTimeCore.Application
+/// A web domain (Apple's `WebDomain`).
+public typealias WebDomain = ScreenTimeCore.WebDomain
+/// An app or web category (Apple's `ActivityCategory`).
+public typealias ActivityCategory = ScreenTimeCore.ActivityCategory
 
-    /// The application with this desktop-entry ID; its token is asked of the agent (guardians,
-    /// and individuals for themselves, may ask), nil when it cannot be had.
-    public init(bundleIdentifier: String, user: String? = nil, socket: String? = nil) {
-        self.bundleIdentifier = bundleIdentifier
-        let reply = try? ScreenTimeClient(socket: socket).send(
+// Not Apple's: on Apple's platforms only the picker gives tokens. Here a guardian's program may ask
+// the agent for the token of an application, domain or category it names (guardians, and
+// individuals for themselves). Each asks the agent once and throws what it refused.
+extension Application {
+    /// The application with this desktop-entry ID, with its token (of `user`'s PC-wide catalogue).
+    public static func resolving(
+        bundleIdentifier: String, user: String? = nil, socket: String? = nil
+    ) throws(ScreenTimeIPCError) -> Application {
+        let reply = try ScreenTimeClient(socket: socket).send(
             TokenRequest(kind: .app, identity: bundleIdentifier, user: user))
-        token = reply.flatMap { try? ApplicationToken(base64: $0.token) }
-        localizedDisplayName = nil
-    }
-
-    /// An application known by its token alone (what a selection or a monitor gives).
-    public init(token: ApplicationToken, bundleIdentifier: String? = nil, localizedDisplayName: String? = nil) {
-        self.token = token
-        self.bundleIdentifier = bundleIdentifier
-        self.localizedDisplayName = localizedDisplayName
+        return Application(token: try decoded(reply.token), bundleIdentifier: bundleIdentifier)
     }
 }
 
-/// A web domain (Apple's `WebDomain`): the name as written covers every name under it.
-public struct WebDomain: Hashable, Sendable {
-    public let domain: String?
-    public let token: WebDomainToken?
-
-    /// The domain; its token is asked of the agent, nil when it cannot be had.
-    public init(domain: String, socket: String? = nil) {
-        self.domain = domain
-        let reply = try? ScreenTimeClient(socket: socket).send(TokenRequest(kind: .domain, identity: domain))
-        token = reply.flatMap { try? WebDomainToken(base64: $0.token) }
-    }
-
-    public init(token: WebDomainToken, domain: String? = nil) {
-        self.token = token
-        self.domain = domain
+extension WebDomain {
+    /// The domain, with its token.
+    public static func resolving(domain: String, socket: String? = nil) throws(ScreenTimeIPCError) -> WebDomain {
+        let reply = try ScreenTimeClient(socket: socket).send(TokenRequest(kind: .domain, identity: domain))
+        return WebDomain(token: try decoded(reply.token), domain: domain)
     }
 }
 
-/// An app or web category (Apple's `ActivityCategory`): a freedesktop category (`Game`) or a web
-/// category list's name.
-public struct ActivityCategory: Hashable, Sendable {
-    public let token: ActivityCategoryToken?
-    public let localizedDisplayName: String?
-
-    public init(token: ActivityCategoryToken, localizedDisplayName: String? = nil) {
-        self.token = token
-        self.localizedDisplayName = localizedDisplayName
+extension ActivityCategory {
+    /// The category with this name (`Game`, `gambling`), with its token.
+    public static func resolving(named name: String, socket: String? = nil) throws(ScreenTimeIPCError)
+        -> ActivityCategory
+    {
+        let reply = try ScreenTimeClient(socket: socket).send(TokenRequest(kind: .category, identity: name))
+        return ActivityCategory(token: try decoded(reply.token), localizedDisplayName: name)
     }
+}
 
-    /// The category with this name; its token is asked of the agent.
-    public init(named name: String, socket: String? = nil) {
-        localizedDisplayName = name
-        let reply = try? ScreenTimeClient(socket: socket).send(TokenRequest(kind: .category, identity: name))
-        token = reply.flatMap { try? ActivityCategoryToken(base64: $0.token) }
+/// A token the agent sent; an agent that sent something else is answered with its own error code.
+func decoded<Kind>(_ text: String) throws(ScreenTimeIPCError) -> Token<Kind> {
+    do {
+        return try Token<Kind>(base64: text)
+    } catch {
+        throw ScreenTimeIPCError(.malformedReply, "the agent sent a token that is not one: \(error.description)")
     }
 }

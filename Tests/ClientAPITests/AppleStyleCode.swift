@@ -101,3 +101,42 @@ func requestAuthorizationAsApple() async {
         print("Failed to enroll with error: \(error)")
     }
 }
+
+// The shapes of Apple's types that code catches, compares and names.
+func startMonitoringAsApple(_ center: DeviceActivityCenter, schedule: DeviceActivitySchedule) -> String {
+    do {
+        try center.startMonitoring(.daily, during: schedule)
+        return "started"
+    } catch DeviceActivityCenter.MonitoringError.excessiveActivities {
+        return "too many"
+    } catch let error as DeviceActivityCenter.MonitoringError where error == .intervalTooShort {
+        return "too short"
+    } catch {
+        return "other"
+    }
+}
+
+func authorizeAsApple(_ center: AuthorizationCenter) async -> String {
+    do {
+        try await center.requestAuthorization(for: .child)
+        return "approved"
+    } catch let error as FamilyControlsError {
+        if error == .restricted { return "restricted" }
+        switch error {
+        case .authorizationCanceled, .authorizationConflict, .invalidAccountType, .invalidArgument, .networkError,
+            .unavailable, .authenticationMethodUnavailable, .restricted:
+            return "\(error)"
+        }
+    } catch {
+        return "other"
+    }
+}
+
+func shieldEveryCategoryExcept(_ store: ManagedSettingsStore, _ allowed: Set<ApplicationToken>) {
+    let policy: ShieldSettings.ActivityCategoryPolicy<Application> = .all(except: allowed)
+    store.shield.applicationCategories = policy
+    let web: ShieldSettings.ActivityCategoryPolicy<WebDomain> = .none
+    store.shield.webDomainCategories = web
+    store.application.blockedApplications = [Application(bundleIdentifier: "com.valvesoftware.Steam")]
+    store.webContent.blockedByFilter = .auto([WebDomain(domain: "example.com")], except: [])
+}

@@ -115,8 +115,8 @@ final class AgentDouble: @unchecked Sendable {
         #expect(store.shield.applications == [chess])
         store.shield.applicationCategories = .all(except: [chess])
         #expect(store.shield.applicationCategories == .all(except: [chess]))
-        store.webContent.blockedByFilter = .specific([try DomainName("example.com")])
-        #expect(store.webContent.blockedByFilter == .specific([try DomainName("example.com")]))
+        store.webContent.blockedByFilter = .specific([WebDomain(domain: "example.com")])
+        #expect(store.webContent.blockedByFilter == .specific([WebDomain(domain: "example.com")]))
         // nil clears a setting.
         store.shield.applications = nil
         #expect(store.shield.applications == nil)
@@ -130,6 +130,68 @@ final class AgentDouble: @unchecked Sendable {
         #expect(status.effective.applicationCategoryShields.contains { $0.policy == "all" })
         store.clearAllSettings()
         #expect(try store.read().isEmpty)
+    }
+
+    @Test func applesCodeNamesCatchesAndComparesTheErrorsItKnows() throws {
+        let center = DeviceActivityCenter(user: "kid", socket: agent.socket)
+        let short = DeviceActivitySchedule(
+            intervalStart: DateComponents(hour: 8, minute: 0), intervalEnd: DateComponents(hour: 8, minute: 10),
+            repeats: true)
+        #expect(startMonitoringAsApple(center, schedule: short) == "too short")
+        #expect(center.lastErrorMessage?.contains("15 minutes") == true, "\(center.lastErrorMessage ?? "nil")")
+        let day = DeviceActivitySchedule(
+            intervalStart: DateComponents(hour: 8, minute: 0), intervalEnd: DateComponents(hour: 20, minute: 0),
+            repeats: true)
+        #expect(startMonitoringAsApple(center, schedule: day) == "started")
+        #expect(center.lastErrorMessage == nil)
+        for index in 1..<20 {
+            try center.startMonitoring(DeviceActivityName("a\(index)"), during: day)
+        }
+        // The 21st: Apple's error, caught by its case.
+        center.stopMonitoring([.daily])
+        try center.startMonitoring(DeviceActivityName("a20"), during: day)
+        #expect(startMonitoringAsApple(center, schedule: day) == "too many")
+        center.stopMonitoring()
+        // Another refusal is not one of Apple's five: the agent's own error, its words kept.
+        let nobody = DeviceActivityCenter(user: "nobody-by-that-name", socket: agent.socket)
+        #expect(throws: ScreenTimeIPCError.self) { try nobody.startMonitoring(.daily, during: day) }
+        #expect(nobody.lastErrorMessage?.contains("nobody-by-that-name") == true, "\(nobody.lastErrorMessage ?? "nil")")
+    }
+
+    @Test func aStoresGroupsAreValuesAndASetWritesOnlyWhatChanged() throws {
+        let store = ManagedSettingsStore(named: .school, user: "kid", socket: agent.socket)
+        let chess = agent.app("org.gnome.Chess")
+        store.shield.applications = [chess]
+        store.shield.webDomains = [agent.minter.token(for: try DomainName("youtube.com"))]
+        // A copy of the group changes nothing until it is set back.
+        var shield = store.shield
+        shield.applications = nil
+        #expect(store.shield.applications == [chess])
+        store.shield = shield
+        #expect(store.shield.applications == nil)
+        #expect(store.shield.webDomains?.count == 1)
+        // A store whose read fails (no agent there) writes nothing over what the agent holds.
+        let elsewhere = ManagedSettingsStore(named: .school, user: "kid", socket: agent.directory + "/none.sock")
+        elsewhere.shield.applications = [chess]
+        #expect(elsewhere.lastError != nil)
+        #expect(store.shield.webDomains?.count == 1)
+        // An application named by its bundle identifier gets its token from the agent when written
+        // (xterm's entry, which the test packages install); one the agent does not know is refused
+        // and changes nothing.
+        store.application.blockedApplications = [Application(bundleIdentifier: "org.gnome.Chess")]
+        #expect("\(String(describing: store.lastError))".contains("unknownApplication"))
+        #expect(try store.read().application.blockedApplications == nil)
+        let xterm = agent.app("debian-xterm")
+        store.application.blockedApplications = [Application(bundleIdentifier: "debian-xterm")]
+        #expect(store.lastError == nil, "\(String(describing: store.lastError))")
+        #expect(try store.read().application.blockedApplications == [xterm])
+        #expect(store.application.blockedApplications?.compactMap(\.token) == [xterm])
+        #expect(store.shield.webDomains?.count == 1)
+        // A filter names domains; a WebDomain with only a token is refused and changes nothing.
+        store.webContent.blockedByFilter = .specific([WebDomain(token: agent.minter.token(for: try DomainName("a.com")))])
+        #expect(store.lastError != nil)
+        #expect(try store.read().webContent.blockedByFilter == nil)
+        store.clearAllSettings()
     }
 
     @Test func oneClientsStoresAreApartFromAnothers() throws {
@@ -168,8 +230,7 @@ final class AgentDouble: @unchecked Sendable {
         #expect {
             try center.startMonitoring(DeviceActivity.DeviceActivityName("short"), during: short)
         } throws: { error in
-            if case .intervalTooShort = error as? MonitoringError { return true }
-            return false
+            error as? DeviceActivityCenter.MonitoringError == .intervalTooShort
         }
         for index in 1..<20 {
             try center.startMonitoring(DeviceActivity.DeviceActivityName("a\(index)"), during: schedule)
@@ -177,8 +238,7 @@ final class AgentDouble: @unchecked Sendable {
         #expect {
             try center.startMonitoring(DeviceActivity.DeviceActivityName("one too many"), during: schedule)
         } throws: { error in
-            if case .excessiveActivities = error as? MonitoringError { return true }
-            return false
+            error as? DeviceActivityCenter.MonitoringError == .excessiveActivities
         }
         center.stopMonitoring()
         #expect(center.activities.isEmpty)
@@ -188,9 +248,10 @@ final class AgentDouble: @unchecked Sendable {
         let center = AuthorizationCenter(socket: agent.socket)
         #expect(center.authorizationStatus == .notDetermined)
         // A request that fails leaves it undetermined, with Apple's error type.
-        await #expect(throws: FamilyControlsError.self) {
+        await #expect(throws: FamilyControlsError.invalidArgument) {
             try await center.requestAuthorization(for: .child, user: "nobody-by-that-name")
         }
+        #expect(center.lastErrorMessage?.contains("nobody-by-that-name") == true, "\(center.lastErrorMessage ?? "nil")")
         #expect(center.authorizationStatus == .notDetermined)
         // A guardian authorizes a child by name.
         try await center.requestAuthorization(for: .child, user: "kid")

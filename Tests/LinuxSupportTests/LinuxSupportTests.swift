@@ -98,7 +98,7 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         let app = try #require(index.application(.desktopEntry("org.example.Game")))
         #expect(app.name == "Game")
         #expect(app.isListed)
-        #expect(app.categories == [try ActivityCategory("Game")])
+        #expect(app.categories == [try CategoryName("Game")])
     }
 
     /// Finding 1: a FIFO (and a device, a huge file) planted as a desktop entry is skipped, and

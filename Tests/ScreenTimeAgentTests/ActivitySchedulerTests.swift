@@ -34,7 +34,7 @@ import Testing
         let components = calendar.dateComponents([.hour, .minute], from: start)
         let end = calendar.dateComponents([.hour, .minute], from: start.addingTimeInterval(3_600))
         let activity = MonitoredActivity(
-            name: try DeviceActivityName("homework"),
+            name: try DeviceActivityName.validated("homework"),
             schedule: DeviceActivitySchedule(
                 intervalStart: DateComponents(hour: components.hour, minute: components.minute),
                 intervalEnd: DateComponents(hour: end.hour, minute: end.minute), repeats: true),

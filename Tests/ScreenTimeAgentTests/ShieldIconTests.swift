@@ -21,7 +21,7 @@ import Testing
     @Test func aFileNameIsTheFileInTheSystemsPixmaps() throws {
         let pixmaps = try folder()
         defer { try? FileManager.default.removeItem(atPath: pixmaps) }
-        FileManager.default.createFile(atPath: pixmaps + "/xjump-icon.xpm", contents: Data("/* XPM */".utf8))
+        _ = FileManager.default.createFile(atPath: pixmaps + "/xjump-icon.xpm", contents: Data("/* XPM */".utf8))
         #expect(
             ShieldPresenter.systemIcon("xjump-icon.xpm", pixmaps: ["/nonexistent", pixmaps]) == pixmaps
                 + "/xjump-icon.xpm")

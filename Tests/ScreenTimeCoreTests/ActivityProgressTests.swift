@@ -10,10 +10,10 @@ import Testing
         events: [String: DeviceActivityEvent] = [:], since: Date, weekdays: Set<Int>? = nil
     ) -> MonitoredActivity {
         MonitoredActivity(
-            name: try! DeviceActivityName("homework"),
+            name: try! DeviceActivityName.validated("homework"),
             schedule: DeviceActivitySchedule(
                 intervalStart: start, intervalEnd: end, repeats: repeats, warningTime: warning),
-            events: Dictionary(uniqueKeysWithValues: events.map { (try! DeviceActivityEvent.Name($0.key), $0.value) }),
+            events: Dictionary(uniqueKeysWithValues: events.map { (try! DeviceActivityEvent.Name.validated($0.key), $0.value) }),
             monitoringStart: since, weekdays: weekdays)
     }
 

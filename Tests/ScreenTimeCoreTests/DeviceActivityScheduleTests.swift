@@ -217,16 +217,16 @@ import Testing
     @Test func twentyActivitiesAndTheTwentyFirstIsRefused() throws {
         var activities = MonitoredActivities()
         for index in 0..<20 {
-            try activities.startMonitoring(try DeviceActivityName("a\(index)"), during: daily, at: now)
+            try activities.startMonitoring(try DeviceActivityName.validated("a\(index)"), during: daily, at: now)
         }
         let error = #expect(throws: ScreenTimeCoreError.self) {
-            try activities.startMonitoring(try DeviceActivityName("a20"), during: daily, at: now)
+            try activities.startMonitoring(try DeviceActivityName.validated("a20"), during: daily, at: now)
         }
         #expect(error?.code == .excessiveActivities)
         // Restarting an activity already monitored replaces it and is not an extra one.
-        try activities.startMonitoring(try DeviceActivityName("a0"), during: daily, at: now)
-        #expect(activities.stopMonitoring([try DeviceActivityName("a1")]).count == 1)
-        try activities.startMonitoring(try DeviceActivityName("a20"), during: daily, at: now)
+        try activities.startMonitoring(try DeviceActivityName.validated("a0"), during: daily, at: now)
+        #expect(activities.stopMonitoring([try DeviceActivityName.validated("a1")]).count == 1)
+        try activities.startMonitoring(try DeviceActivityName.validated("a20"), during: daily, at: now)
         #expect(activities.stopMonitoring().count == 20)
         #expect(activities.activities.isEmpty)
     }
@@ -235,12 +235,12 @@ import Testing
         var activities = MonitoredActivities()
         let short = DeviceActivitySchedule(intervalStart: hm(8), intervalEnd: hm(8, 5), repeats: true)
         #expect(throws: ScreenTimeCoreError.self) {
-            try activities.startMonitoring(try DeviceActivityName("x"), during: short, at: now)
+            try activities.startMonitoring(try DeviceActivityName.validated("x"), during: short, at: now)
         }
         let zero = DeviceActivityEvent(applications: [app("a")], threshold: DateComponents(minute: 0))
         do {
             try activities.startMonitoring(
-                try DeviceActivityName("x"), during: daily, events: [try .init("limit"): zero], at: now)
+                try DeviceActivityName.validated("x"), during: daily, events: [try .validated("limit"): zero], at: now)
             Issue.record("a zero threshold was accepted")
         } catch {
             #expect(error.code == .invalidThreshold)
@@ -250,17 +250,17 @@ import Testing
     }
 
     @Test func namesAreValidated() {
-        #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityName("") }
-        #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityName("bad\nname") }
-        #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityEvent.Name(String(repeating: "x", count: 129)) }
-        #expect((try? DeviceActivityName("Schlafenszeit 🌙")) != nil)
+        #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityName.validated("") }
+        #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityName.validated("bad\nname") }
+        #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityEvent.Name.validated(String(repeating: "x", count: 129)) }
+        #expect((try? DeviceActivityName.validated("Schlafenszeit 🌙")) != nil)
     }
 
     @Test func aScheduleThatDoesNotRepeatEndsAfterItsFirstInterval() throws {
         let once = DeviceActivitySchedule(intervalStart: hm(15), intervalEnd: hm(17), repeats: false)
         let berlin = calendar("Europe/Berlin")
         let activity = MonitoredActivity(
-            name: try DeviceActivityName("once"), schedule: once, events: [:], monitoringStart: now)
+            name: try DeviceActivityName.validated("once"), schedule: once, events: [:], monitoringStart: now)
         let first = DateInterval(start: at("2026-06-10T15:00:00+02:00"), end: at("2026-06-10T17:00:00+02:00"))
         #expect(activity.currentOrNextInterval(at: now, calendar: berlin) == first)
         #expect(activity.currentOrNextInterval(at: at("2026-06-10T16:00:00+02:00"), calendar: berlin) == first)

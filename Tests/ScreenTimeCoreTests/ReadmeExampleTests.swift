@@ -9,7 +9,7 @@ import Testing
         let minter = try TokenMinter(secret: secret)  // the agent's per-installation secret
         let chess = minter.token(for: .desktopEntry("org.gnome.Chess"))
         let mines = minter.token(for: .desktopEntry("org.gnome.Mines"))
-        let games = minter.token(for: try ActivityCategory("Game"))
+        let games = minter.token(for: try CategoryName("Game"))
 
         var stores = StoreCollection()
         try stores.update(StoreKey(client: .commandLine, name: .default)) {

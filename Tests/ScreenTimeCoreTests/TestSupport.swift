@@ -15,7 +15,7 @@ func app(_ id: String) -> ApplicationToken {
 }
 
 func category(_ name: String) -> ActivityCategoryToken {
-    testMinter.token(for: try! ActivityCategory(name))
+    testMinter.token(for: try! CategoryName(name))
 }
 
 func domainName(_ text: String) -> DomainName {

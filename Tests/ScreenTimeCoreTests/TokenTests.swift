@@ -41,7 +41,7 @@ import Testing
 
     @Test func kindsNeverShareTokens() throws {
         // The same text as a category and as a domain gives unrelated bytes.
-        let asCategory = testMinter.token(for: try ActivityCategory("games"))
+        let asCategory = testMinter.token(for: try CategoryName("games"))
         let asDomain = testMinter.token(for: try DomainName("games"))
         #expect(asCategory.bytes != asDomain.bytes)
     }
@@ -116,10 +116,10 @@ import Testing
     }
 
     @Test func categoriesFoldCase() throws {
-        #expect(try ActivityCategory(" Game ").name == "game")
-        #expect(testMinter.token(for: try ActivityCategory("Game")) == category("game"))
-        #expect(try ActivityCategory("X-GNOME-Utilities").name == "x-gnome-utilities")
-        #expect(throws: ScreenTimeCoreError.self) { try ActivityCategory("") }
-        #expect(throws: ScreenTimeCoreError.self) { try ActivityCategory("two words") }
+        #expect(try CategoryName(" Game ").name == "game")
+        #expect(testMinter.token(for: try CategoryName("Game")) == category("game"))
+        #expect(try CategoryName("X-GNOME-Utilities").name == "x-gnome-utilities")
+        #expect(throws: ScreenTimeCoreError.self) { try CategoryName("") }
+        #expect(throws: ScreenTimeCoreError.self) { try CategoryName("two words") }
     }
 }

@@ -167,7 +167,7 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         let limit = DeviceActivityEvent(
             categories: [games], threshold: DateComponents(minute: 30), includesPastActivity: includesPast)
         return MonitoredActivity(
-            name: try! DeviceActivityName("daily"), schedule: schedule, events: [try! .init("games-30m"): limit],
+            name: try! DeviceActivityName.validated("daily"), schedule: schedule, events: [try! .validated("games-30m"): limit],
             monitoringStart: at(start))
     }
 
@@ -178,7 +178,7 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
 
     @Test func warningThenThresholdEachExactlyOnce() throws {
         let activity = activity()
-        let name = try DeviceActivityEvent.Name("games-30m")
+        let name = try DeviceActivityEvent.Name.validated("games-30m")
         var tracker = ThresholdTracker()
         var ledger = UsageLedger()
         let day = try #require(activity.currentOrNextInterval(at: at("2026-06-10T09:00:00+02:00"), calendar: berlin))
@@ -230,7 +230,7 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         ledger.record(playing(from: "2026-06-10T09:00:00+02:00", minutes: 25))
         ledger.record(playing(from: "2026-06-10T10:05:00+02:00", minutes: 10))
         let now = at("2026-06-10T10:15:00+02:00")
-        let name = try DeviceActivityEvent.Name("games-30m")
+        let name = try DeviceActivityEvent.Name.validated("games-30m")
 
         let fresh = activity(warning: nil, includesPast: false, start: "2026-06-10T10:00:00+02:00")
         let day = try #require(fresh.currentOrNextInterval(at: now, calendar: berlin))
@@ -250,7 +250,7 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         let day = try #require(activity.currentOrNextInterval(at: now, calendar: berlin))
         #expect(
             tracker.evaluate(activity, interval: day, ledger: UsageLedger(), now: now) == [
-                .eventWillReachThresholdWarning(try .init("games-30m"))
+                .eventWillReachThresholdWarning(.init("games-30m"))
             ])
     }
 

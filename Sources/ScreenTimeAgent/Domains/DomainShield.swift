@@ -277,7 +277,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         for file in files {
             let path = directory + "/" + file
             let name = String(file.dropLast(".list".count))
-            guard let category = try? ActivityCategory(name) else {
+            guard let category = try? CategoryName(name) else {
                 problems.append("\(path): '\(name)' is not a category name")
                 continue
             }

@@ -30,7 +30,7 @@ extension PolicyService {
         let caller = try caller(context)
         let account = try storeOwner(StoreTarget(user: request.user, client: request.client), caller: caller)
         let client = try client(request.client, caller: caller)
-        let name = try DeviceActivityName(request.name)
+        let name = try DeviceActivityName.validated(request.name)
         let scheduler = try activityScheduler
         if let existing = scheduler.entry(Monitor.Key(uid: account.uid, client: client, name: name)),
             let builtIn = existing.monitor.builtIn
@@ -43,7 +43,7 @@ extension PolicyService {
         var events: [DeviceActivityEvent.Name: DeviceActivityEvent] = [:]
         var itemNames: [String: [String]] = [:]
         for requested in request.events {
-            let eventName = try DeviceActivityEvent.Name(requested.name)
+            let eventName = try DeviceActivityEvent.Name.validated(requested.name)
             guard events[eventName] == nil else {
                 throw ScreenTimeIPCError(.invalidArgument, "two events are named '\(eventName)'")
             }
@@ -88,7 +88,7 @@ extension PolicyService {
             keys = mine.filter { $0.monitor.builtIn == nil }.map(\.monitor.key)
         } else {
             for text in request.names {
-                let name = try DeviceActivityName(text)
+                let name = try DeviceActivityName.validated(text)
                 guard let entry = mine.first(where: { $0.monitor.activity.name == name }) else {
                     throw ScreenTimeIPCError(
                         .invalidArgument, "\(client) monitors no activity '\(name)' for \(account.name)")
@@ -150,7 +150,7 @@ extension PolicyService {
         var resolver = Resolver(service: self, account: account)
         let (event, itemNames, shieldDomains) = try resolve(
             request.items, threshold: request.dailySeconds ?? 60, past: true, resolver: &resolver, what: "the limit")
-        let name = try DeviceActivityName(Self.limitName(itemNames))
+        let name = try DeviceActivityName.validated(Self.limitName(itemNames))
         let scheduler = try activityScheduler
         let key = Monitor.Key(uid: account.uid, client: .agent, name: name)
         let existing = scheduler.entry(key)
@@ -175,7 +175,7 @@ extension PolicyService {
         let monitor = try makeMonitor(
             account: account, client: .agent, name: name,
             schedule: Self.everyDay,
-            events: [try DeviceActivityEvent.Name("limit"): event], weekdays: nil, scheduler: scheduler,
+            events: [try DeviceActivityEvent.Name.validated("limit"): event], weekdays: nil, scheduler: scheduler,
             program: nil, builtIn: .limit(shield), itemNames: ["limit": itemNames])
         // A limit replaced starts over: what the old one shielded is lifted, and the new one,
         // counting the whole day, shields again at once if the day's use is already past it.
@@ -202,7 +202,7 @@ extension PolicyService {
             throw ScreenTimeIPCError(
                 .invalidArgument, "--screen-time is the whole day's time: it takes no --app, --domain or --store")
         }
-        let name = try DeviceActivityName(Self.screenTimeName)
+        let name = try DeviceActivityName.validated(Self.screenTimeName)
         let scheduler = try activityScheduler
         let key = Monitor.Key(uid: account.uid, client: .agent, name: name)
         let store = StoreKey(client: .agent, name: try StoreName(Self.screenTimeStore))
@@ -226,7 +226,7 @@ extension PolicyService {
         let monitor = try makeMonitor(
             account: account, client: .agent, name: name,
             schedule: Self.everyDay,
-            events: [try DeviceActivityEvent.Name("limit"): event], weekdays: nil, scheduler: scheduler,
+            events: [try DeviceActivityEvent.Name.validated("limit"): event], weekdays: nil, scheduler: scheduler,
             program: nil, builtIn: .screenTime(store: store.name, noLogin: request.noLogin == true),
             itemNames: ["limit": ["screen time"]])
         // Replaced: it starts over, and shields again at once if the day is already past it.
@@ -247,7 +247,7 @@ extension PolicyService {
         let caller = try caller(context)
         let account = try storeOwner(StoreTarget(user: request.user), caller: caller)
         let scheduler = try activityScheduler
-        let name = try DeviceActivityName(Self.downtimeName)
+        let name = try DeviceActivityName.validated(Self.downtimeName)
         let key = Monitor.Key(uid: account.uid, client: .agent, name: name)
         let store = StoreKey(client: .agent, name: try StoreName(Self.downtimeStore))
         if request.off {

@@ -546,12 +546,12 @@ public final class PolicyService: Sendable {
         }
         var reports: [CategoryReport] = []
         for (name, count) in counts.sorted(by: { $0.key < $1.key }) {
-            guard let category = try? ActivityCategory(name) else { continue }
+            guard let category = try? CategoryName(name) else { continue }
             reports.append(
                 CategoryReport(name: name, kind: "app", token: minter.token(for: category).base64, count: count))
         }
         for name in webCategoryNames() {
-            guard let category = try? ActivityCategory(name) else { continue }
+            guard let category = try? CategoryName(name) else { continue }
             reports.append(
                 CategoryReport(name: name, kind: "web", token: minter.token(for: category).base64, count: nil))
         }
@@ -581,7 +581,7 @@ public final class PolicyService: Sendable {
             token = domain.base64
             identity = name.identity
         case .category:
-            let category = try ActivityCategory(request.identity)
+            let category = try CategoryName(request.identity)
             token = minter.token(for: category).base64
             identity = category.name
         }
@@ -895,7 +895,7 @@ public final class PolicyService: Sendable {
         }
 
         mutating func applicationCategory(_ text: String) throws -> ActivityCategoryToken {
-            let category = try ActivityCategory(text)
+            let category = try CategoryName(text)
             let catalogue = loadedCatalogue ?? service.catalogue(for: account)
             loadedCatalogue = catalogue
             let known = Set(PolicyService.mainCategories.map { $0.lowercased() }).union(
@@ -912,7 +912,7 @@ public final class PolicyService: Sendable {
         }
 
         mutating func webCategory(_ text: String) throws -> ActivityCategoryToken {
-            let category = try ActivityCategory(text)
+            let category = try CategoryName(text)
             guard service.webCategoryNames().contains(category.name) else {
                 throw ScreenTimeIPCError(
                     .unknownCategory,

@@ -99,7 +99,7 @@ extension UsageTracker {
             guard let token = try? ApplicationToken(base64: row.token) else { continue }
             var categories = Set<ActivityCategoryToken>()
             for name in row.categories {
-                guard let category = try? ActivityCategory(name) else { continue }
+                guard let category = try? CategoryName(name) else { continue }
                 let categoryToken = minter.token(for: category)
                 categories.insert(categoryToken)
                 categoryNames[categoryToken] = name

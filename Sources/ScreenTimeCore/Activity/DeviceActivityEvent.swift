@@ -5,19 +5,10 @@ public import Foundation
 /// `threshold` within one interval.
 public struct DeviceActivityEvent: Hashable, Sendable, Codable {
     /// The name of an event (Apple's `DeviceActivityEvent.Name`): 1 to 128 characters, no control
-    /// characters.
-    public struct Name: ValidatedString {
+    /// characters, checked as an activity's name is.
+    public struct Name: CheckedName {
         public let rawValue: String
-
-        public init(_ rawValue: String) throws(ScreenTimeCoreError) {
-            guard isNameText(rawValue) else {
-                throw ScreenTimeCoreError(
-                    .invalidEventName,
-                    "'\(rawValue.prefix(80))' is not an event name (1 to 128 characters, no control characters)"
-                )
-            }
-            self.rawValue = rawValue
-        }
+        public init(rawValue: String) { self.rawValue = rawValue }
     }
 
     public var applications: Set<ApplicationToken>

@@ -43,7 +43,7 @@ public struct ApplicationIndex: Sendable {
         public var identity: ApplicationIdentity
         public var name: String
         /// The entry's `Categories=`, as category names.
-        public var categories: Set<ActivityCategory>
+        public var categories: Set<CategoryName>
         /// A `Type=Application` entry shown in menus: what category shields apply to (a
         /// `.all` category shield must not freeze a session's helpers).
         public var isListed: Bool
@@ -108,7 +108,7 @@ public struct ApplicationIndex: Sendable {
             if applications[identity] == nil {
                 applications[identity] = Application(
                     identity: identity, name: entry.name,
-                    categories: Set(entry.categories.compactMap { try? ActivityCategory($0) }),
+                    categories: Set(entry.categories.compactMap { try? CategoryName($0) }),
                     isListed: entry.isListedApplication, icon: entry.icon)
             }
             for program in programs {

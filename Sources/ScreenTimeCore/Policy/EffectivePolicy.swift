@@ -11,8 +11,8 @@ public struct EffectivePolicy: Sendable {
     private let shieldedApplications: [ApplicationToken: [StoreKey]]
     private let blockedApplications: [ApplicationToken: [StoreKey]]
     private let shieldedWebDomains: [WebDomainToken: [StoreKey]]
-    private let applicationCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<ApplicationKind>)]
-    private let webDomainCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<WebDomainKind>)]
+    private let applicationCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<Application>)]
+    private let webDomainCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<WebDomain>)]
     private let filterPolicies: [(StoreKey, FilterPolicy)]
 
     /// The stores that deny installing applications.
@@ -29,8 +29,8 @@ public struct EffectivePolicy: Sendable {
         var shieldedApplications: [ApplicationToken: [StoreKey]] = [:]
         var blockedApplications: [ApplicationToken: [StoreKey]] = [:]
         var shieldedWebDomains: [WebDomainToken: [StoreKey]] = [:]
-        var applicationCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<ApplicationKind>)] = []
-        var webDomainCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<WebDomainKind>)] = []
+        var applicationCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<Application>)] = []
+        var webDomainCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<WebDomain>)] = []
         var filterPolicies: [(StoreKey, FilterPolicy)] = []
         var appInstallationDenied: [StoreKey] = []
 
@@ -125,11 +125,11 @@ public struct EffectivePolicy: Sendable {
     /// Every web-domain token shielded by token, with its stores.
     public var webDomainsShieldedByToken: [WebDomainToken: [StoreKey]] { shieldedWebDomains }
     /// The category policies for applications in force, by store.
-    public var applicationCategoryShields: [(store: StoreKey, policy: ActivityCategoryPolicy<ApplicationKind>)] {
+    public var applicationCategoryShields: [(store: StoreKey, policy: ActivityCategoryPolicy<Application>)] {
         applicationCategoryPolicies.map { (store: $0.0, policy: $0.1) }
     }
     /// The category policies for web domains in force, by store.
-    public var webDomainCategoryShields: [(store: StoreKey, policy: ActivityCategoryPolicy<WebDomainKind>)] {
+    public var webDomainCategoryShields: [(store: StoreKey, policy: ActivityCategoryPolicy<WebDomain>)] {
         webDomainCategoryPolicies.map { (store: $0.0, policy: $0.1) }
     }
     /// The web-content filters in force, by store.

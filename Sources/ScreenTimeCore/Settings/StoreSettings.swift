@@ -1,15 +1,15 @@
 /// The `shield` group of a store (Apple's `ShieldSettings`). Nil means "not set by this store".
 public struct ShieldSettings: Hashable, Sendable, Codable {
     public var applications: Set<ApplicationToken>?
-    public var applicationCategories: ActivityCategoryPolicy<ApplicationKind>?
+    public var applicationCategories: ActivityCategoryPolicy<Application>?
     public var webDomains: Set<WebDomainToken>?
-    public var webDomainCategories: ActivityCategoryPolicy<WebDomainKind>?
+    public var webDomainCategories: ActivityCategoryPolicy<WebDomain>?
 
     public init(
         applications: Set<ApplicationToken>? = nil,
-        applicationCategories: ActivityCategoryPolicy<ApplicationKind>? = nil,
+        applicationCategories: ActivityCategoryPolicy<Application>? = nil,
         webDomains: Set<WebDomainToken>? = nil,
-        webDomainCategories: ActivityCategoryPolicy<WebDomainKind>? = nil
+        webDomainCategories: ActivityCategoryPolicy<WebDomain>? = nil
     ) {
         self.applications = applications
         self.applicationCategories = applicationCategories
@@ -113,4 +113,9 @@ public struct StoreSettings: Hashable, Sendable, Codable {
         let what = code == .tooManyExceptions ? "exceptions" : "items"
         throw ScreenTimeCoreError(code, "\(setting) has \(count) \(what); a store may hold at most \(limit)")
     }
+}
+
+extension ShieldSettings {
+    /// Apple's spelling of a category shield's policy: `ShieldSettings.ActivityCategoryPolicy<Application>`.
+    public typealias ActivityCategoryPolicy<Kind: TokenKind> = ScreenTimeCore.ActivityCategoryPolicy<Kind>
 }

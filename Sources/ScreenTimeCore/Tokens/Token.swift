@@ -6,19 +6,61 @@ public protocol TokenKind: Sendable {
     static var kindName: String { get }
 }
 
-/// Tokens of desktop applications (`ApplicationToken`).
-public enum ApplicationKind: TokenKind {
+/// An application (Apple's `Application`), and the kind of its tokens (`Token<Application>`).
+///
+/// On Linux its bundle identifier is its desktop-entry ID (`org.gnome.Chess`, a Flatpak ID, or
+/// `snap:NAME`). Made from a bundle identifier it has no token: a store's
+/// `application.blockedApplications` asks the agent for it when written, and says there if the agent
+/// does not know the application.
+public struct Application: TokenKind, Hashable, Codable {
     public static let kindName = "application"
+
+    public var bundleIdentifier: String?
+    public var token: ApplicationToken?
+    public var localizedDisplayName: String?
+
+    public init(bundleIdentifier: String) {
+        self.bundleIdentifier = bundleIdentifier
+    }
+
+    /// An application known by its token (what a selection or a monitor gives).
+    public init(token: ApplicationToken, bundleIdentifier: String? = nil, localizedDisplayName: String? = nil) {
+        self.token = token
+        self.bundleIdentifier = bundleIdentifier
+        self.localizedDisplayName = localizedDisplayName
+    }
 }
 
-/// Tokens of web domains (`WebDomainToken`).
-public enum WebDomainKind: TokenKind {
+/// A web domain (Apple's `WebDomain`), and the kind of its tokens: the name as written covers every
+/// name under it.
+public struct WebDomain: TokenKind, Hashable, Codable {
     public static let kindName = "webDomain"
+
+    public var domain: String?
+    public var token: WebDomainToken?
+
+    public init(domain: String) {
+        self.domain = domain
+    }
+
+    public init(token: WebDomainToken, domain: String? = nil) {
+        self.token = token
+        self.domain = domain
+    }
 }
 
-/// Tokens of app and web categories (`ActivityCategoryToken`).
-public enum ActivityCategoryKind: TokenKind {
+/// An app or web category (Apple's `ActivityCategory`), and the kind of its tokens: a freedesktop
+/// category (`Game`) or a web category list's name (`gambling`).
+public struct ActivityCategory: TokenKind, Hashable, Codable {
     public static let kindName = "activityCategory"
+
+    public var token: ActivityCategoryToken?
+    public var localizedDisplayName: String?
+
+    public init(token: ActivityCategoryToken, localizedDisplayName: String? = nil) {
+        self.token = token
+        self.localizedDisplayName = localizedDisplayName
+    }
 }
 
 /// An opaque stand-in for an application, web domain or category.
@@ -95,8 +137,8 @@ public struct Token<Kind: TokenKind>: Hashable, Comparable, Sendable, Codable, C
 }
 
 /// A token of a desktop application.
-public typealias ApplicationToken = Token<ApplicationKind>
+public typealias ApplicationToken = Token<Application>
 /// A token of a web domain (its registrable form).
-public typealias WebDomainToken = Token<WebDomainKind>
+public typealias WebDomainToken = Token<WebDomain>
 /// A token of an app or web category.
-public typealias ActivityCategoryToken = Token<ActivityCategoryKind>
+public typealias ActivityCategoryToken = Token<ActivityCategory>

@@ -31,17 +31,17 @@ public struct TokenMinter: Sendable {
     }
 
     public func token(for application: ApplicationIdentity) -> ApplicationToken {
-        mint(ApplicationKind.self, application.canonical)
+        mint(Application.self, application.canonical)
     }
 
     /// The token of a domain name exactly as given. A guardian's domain is first reduced to its
     /// registrable form with `PublicSuffixList.webDomain(for:)`.
     public func token(for domain: DomainName) -> WebDomainToken {
-        mint(WebDomainKind.self, domain.ascii)
+        mint(WebDomain.self, domain.ascii)
     }
 
-    public func token(for category: ActivityCategory) -> ActivityCategoryToken {
-        mint(ActivityCategoryKind.self, category.name)
+    public func token(for category: CategoryName) -> ActivityCategoryToken {
+        mint(ActivityCategory.self, category.name)
     }
 
     private func mint<Kind: TokenKind>(_ kind: Kind.Type, _ identity: String) -> Token<Kind> {

@@ -4,7 +4,7 @@
 /// `Education`, `X-GNOME-Utilities`); web categories are the names of the domain lists under
 /// `etc/screentime/categories/` (`adult`, `gambling`). Both compare without case, so the canonical
 /// form is lower-case.
-public struct ActivityCategory: ValidatedString {
+public struct CategoryName: ValidatedString {
     /// The canonical (lower-case) name.
     public let name: String
 
