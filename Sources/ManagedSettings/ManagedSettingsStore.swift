@@ -165,7 +165,8 @@ public final class ManagedSettingsStore: @unchecked Sendable {
                 if let token = application.token { return token }
                 guard let identifier = application.bundleIdentifier else {
                     throw ScreenTimeIPCError(
-                        .invalidArgument, "an application in blockedApplications has neither a token nor a bundle identifier")
+                        .invalidArgument,
+                        "an application in blockedApplications has neither a token nor a bundle identifier")
                 }
                 let reply = try client.send(TokenRequest(kind: .app, identity: identifier, user: user))
                 return try decoded(reply.token)

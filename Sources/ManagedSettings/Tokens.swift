@@ -44,7 +44,9 @@ extension WebDomain {
 
 extension ActivityCategory {
     /// The category with this name (`Game`, `gambling`), with its token.
-    public static func resolving(named name: String, socket: String? = nil) throws(ScreenTimeIPCError)
+    public static func resolving(
+        named name: String, socket: String? = nil
+    ) throws(ScreenTimeIPCError)
         -> ActivityCategory
     {
         let reply = try ScreenTimeClient(socket: socket).send(TokenRequest(kind: .category, identity: name))

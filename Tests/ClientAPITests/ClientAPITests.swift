@@ -54,6 +54,9 @@ final class AgentDouble: @unchecked Sendable {
     let directory: String
     let socket: String
     let minter: TokenMinter
+    let database: StateDatabase
+    let publisher: PolicyPublisher
+    let kid: UInt32
 
     init() async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("st-api-\(UUID().uuidString)").path
@@ -68,9 +71,10 @@ final class AgentDouble: @unchecked Sendable {
         configuration.socket = socket
         let logger = Logger(label: "test")
         let accounts = Family()
-        let database = try StateDatabase(path: directory + "/state.sqlite")
+        database = try StateDatabase(path: directory + "/state.sqlite")
+        kid = try accounts.user("kid").uid
         minter = try TokenMinter(secret: [UInt8](repeating: 9, count: 32))
-        let publisher = PolicyPublisher(
+        publisher = PolicyPublisher(
             database: database, configuration: configuration, logger: logger, users: accounts)
         let policy = PolicyService(
             configuration: configuration, database: database, minter: minter,
@@ -188,9 +192,37 @@ final class AgentDouble: @unchecked Sendable {
         #expect(store.application.blockedApplications?.compactMap(\.token) == [xterm])
         #expect(store.shield.webDomains?.count == 1)
         // A filter names domains; a WebDomain with only a token is refused and changes nothing.
-        store.webContent.blockedByFilter = .specific([WebDomain(token: agent.minter.token(for: try DomainName("a.com")))])
+        store.webContent.blockedByFilter = .specific([
+            WebDomain(token: agent.minter.token(for: try DomainName("a.com")))
+        ])
         #expect(store.lastError != nil)
         #expect(try store.read().webContent.blockedByFilter == nil)
+        store.clearAllSettings()
+    }
+
+    /// During a grant, what a reply and `status` call effective is what the shields enforce (the
+    /// publisher's snapshot): both come from `StoreCollection.policyInForce`.
+    @Test func repliesStatusAndEnforcementAgreeDuringAGrant() throws {
+        let store = ManagedSettingsStore(named: .school, user: "kid", socket: agent.socket)
+        let chess = agent.app("org.gnome.Chess")
+        let mines = agent.app("org.gnome.Mines")
+        store.shield.applications = [chess, mines]
+        // The child's ask (as the agent records it), granted by a guardian through the socket.
+        let ask = try agent.database.addTimeRequest(
+            StateDatabase.TimeRequest(
+                uid: agent.kid, kind: .application, token: chess.base64, name: "org.gnome.Chess", minutes: 10,
+                state: .pending, createdAt: Date()))
+        let client = ScreenTimeClient(socket: agent.socket)
+        let granted = try client.send(DecideRequest(id: try #require(ask.id), grant: true))
+        #expect(granted.state == "granted")
+        let enforced = try #require(agent.publisher.publish().users[agent.kid]?.policy)
+        #expect(enforced.applicationsShieldedByToken[chess] == nil)
+        #expect(enforced.applicationsShieldedByToken[mines] != nil)
+        let status = try client.send(StatusRequest(user: "kid")).effective
+        let read = try client.send(StoreReadRequest(StoreTarget(user: "kid", client: nil, store: "school"))).effective
+        #expect(status == PolicyService.report(enforced))
+        #expect(read == status)
+        #expect(status.shieldedApplications.map(\.token) == [mines.base64])
         store.clearAllSettings()
     }
 

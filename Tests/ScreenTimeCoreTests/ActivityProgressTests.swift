@@ -13,7 +13,8 @@ import Testing
             name: try! DeviceActivityName.validated("homework"),
             schedule: DeviceActivitySchedule(
                 intervalStart: start, intervalEnd: end, repeats: repeats, warningTime: warning),
-            events: Dictionary(uniqueKeysWithValues: events.map { (try! DeviceActivityEvent.Name.validated($0.key), $0.value) }),
+            events: Dictionary(
+                uniqueKeysWithValues: events.map { (try! DeviceActivityEvent.Name.validated($0.key), $0.value) }),
             monitoringStart: since, weekdays: weekdays)
     }
 

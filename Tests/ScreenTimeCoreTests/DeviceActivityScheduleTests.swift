@@ -252,7 +252,9 @@ import Testing
     @Test func namesAreValidated() {
         #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityName.validated("") }
         #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityName.validated("bad\nname") }
-        #expect(throws: ScreenTimeCoreError.self) { try DeviceActivityEvent.Name.validated(String(repeating: "x", count: 129)) }
+        #expect(throws: ScreenTimeCoreError.self) {
+            try DeviceActivityEvent.Name.validated(String(repeating: "x", count: 129))
+        }
         #expect((try? DeviceActivityName.validated("Schlafenszeit 🌙")) != nil)
     }
 

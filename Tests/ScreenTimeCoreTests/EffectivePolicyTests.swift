@@ -57,8 +57,14 @@ import Testing
             $0.shield.webDomainCategories = .specific([category("video")])
             $0.application.blockedApplications = [app("mines")]
         }
-        let granted = collection.effectivePolicy(
-            grantedApplications: [app("chess"), app("mines")], grantedWebDomains: [domain("youtube.com")])
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let later = now.addingTimeInterval(600)
+        let granted = collection.policyInForce(
+            grants: [
+                TimeGrant(.application(app("chess")), until: later),
+                TimeGrant(.application(app("mines")), until: later),
+                TimeGrant(.webDomain(domain("youtube.com")), until: later),
+            ], at: now)
         #expect(granted.applicationShield(for: app("chess"), categories: games).isEmpty)
         #expect(granted.applicationShield(for: app("editor"), categories: []) == [store("downtime")])
         #expect(granted.applicationBlock(for: app("mines")) == [store("school")], "a block is not lifted")
@@ -69,10 +75,27 @@ import Testing
             "nor by its category")
         #expect(
             granted.webDomainShield(for: [domain("vimeo.com")], categories: [category("video")]) == [store("school")])
-        // Without the grant, all of it applies.
-        let ungranted = collection.effectivePolicy
-        #expect(!ungranted.applicationShield(for: app("chess"), categories: games).isEmpty)
-        #expect(!ungranted.webDomainShield(for: [domain("youtube.com")], categories: []).isEmpty)
+        // Without the grant, or once it ended, all of it applies.
+        for ungranted in [collection.effectivePolicy, collection.policyInForce(grants: [], at: now)] {
+            #expect(!ungranted.applicationShield(for: app("chess"), categories: games).isEmpty)
+            #expect(!ungranted.webDomainShield(for: [domain("youtube.com")], categories: []).isEmpty)
+        }
+        let ended = collection.policyInForce(grants: [TimeGrant(.application(app("chess")), until: now)], at: now)
+        #expect(!ended.applicationShield(for: app("chess"), categories: games).isEmpty)
+    }
+
+    @Test func moreScreenTimeLiftsDowntimeAndTheScreenTimeLimitButNoOtherStore() throws {
+        var collection = StoreCollection()
+        try collection.update(.downtime) { $0.shield.applicationCategories = .all(except: [app("calculator")]) }
+        try collection.update(.screenTime) { $0.shield.webDomainCategories = .all() }
+        try collection.update(store("school")) { $0.shield.applications = [app("chess")] }
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let granted = collection.policyInForce(grants: [TimeGrant(.screenTime, until: now + 60)], at: now)
+        #expect(granted.applicationShield(for: app("editor"), categories: []).isEmpty)
+        #expect(granted.webDomainShield(for: [domain("example.com")], categories: []).isEmpty)
+        #expect(granted.applicationShield(for: app("chess"), categories: []) == [store("school")])
+        let after = collection.policyInForce(grants: [TimeGrant(.screenTime, until: now + 60)], at: now + 60)
+        #expect(after.applicationShield(for: app("editor"), categories: []) == [.downtime])
     }
 
     @Test func anExceptionNeverLiftsAnotherStoresShield() {

@@ -167,7 +167,8 @@ private func interval(_ start: String, _ end: String) -> DateInterval {
         let limit = DeviceActivityEvent(
             categories: [games], threshold: DateComponents(minute: 30), includesPastActivity: includesPast)
         return MonitoredActivity(
-            name: try! DeviceActivityName.validated("daily"), schedule: schedule, events: [try! .validated("games-30m"): limit],
+            name: try! DeviceActivityName.validated("daily"), schedule: schedule,
+            events: [try! .validated("games-30m"): limit],
             monitoringStart: at(start))
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import LinuxSupport
 import Logging
 import ScreenTimeCore
-public import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 /// Runs every client's monitors: wakes at their boundaries only — an interval's start or end, a

@@ -85,27 +85,15 @@ final class PolicyPublisher: Sendable {
             // Time a guardian granted lifts those shields until it ends (the scheduler publishes
             // again then).
             let now = Date()
-            let grants = try database.grants(uid: record.uid, at: now)
+            let grants = try database.timeGrants(uid: record.uid, at: now)
             let locks = try database.loginLocks(uid: record.uid, at: now)
-            let screenTimeGrant = grants.filter { $0.kind == .screenTime }.compactMap(\.until).max()
+            let screenTimeGrant = grants.filter { $0.scope == .screenTime }.map(\.until).max()
             let loginLock = locks.first.map { lock in
                 PolicySnapshot.LoginLock(
                     reason: lock.reason.rawValue, until: lock.until,
                     grantedUntil: screenTimeGrant.flatMap { $0 > now ? $0 : nil })
             }
-            var stores = try database.stores(uid: record.uid).collection
-            // More screen time granted: downtime's and the day's screen time's shields are lifted
-            // with their lock (a guardian app's stores and the limits stay).
-            if let granted = screenTimeGrant, granted > now {
-                for name in [PolicyService.downtimeStore, PolicyService.screenTimeStore] {
-                    if let store = try? StoreName(name) { stores.clear(StoreKey(client: .agent, name: store)) }
-                }
-            }
-            let policy = try stores.effectivePolicy(
-                grantedApplications: Set(
-                    grants.filter { $0.kind == .application }.compactMap { try? ApplicationToken(base64: $0.token) }),
-                grantedWebDomains: Set(
-                    grants.filter { $0.kind == .webDomain }.compactMap { try? WebDomainToken(base64: $0.token) }))
+            let policy = try database.stores(uid: record.uid).collection.policyInForce(grants: grants, at: now)
             let account = try? users.user(uid: record.uid)
             let name = account?.name ?? record.userName
             var uids = UIDRanges([record.uid...record.uid])
@@ -114,7 +102,7 @@ final class PolicyPublisher: Sendable {
             result[record.uid] = PolicySnapshot.User(
                 uid: record.uid, name: name, home: account?.home, member: record.member, policy: policy, uids: uids,
                 groups: account.map { users.groupIDs(of: $0) } ?? [], subordinateGIDs: subordinateGroups,
-                grantsEnd: (grants.compactMap(\.until) + locks.map(\.until)).min(), loginLock: loginLock)
+                grantsEnd: (grants.map(\.until) + locks.map(\.until)).min(), loginLock: loginLock)
             tokens.formUnion(policy.webDomainsShieldedByToken.keys.map(\.base64))
             tokens.formUnion(policy.applicationsShieldedByToken.keys.map(\.base64))
             tokens.formUnion(policy.applicationsBlocked.keys.map(\.base64))

@@ -9,9 +9,7 @@ import ScreenTimeIPC
 /// downtime set during its hours is in force when the command returns).
 extension PolicyService {
     static let limitStore = "limits"
-    static let downtimeStore = "downtime"
     static let downtimeName = "downtime"
-    static let screenTimeStore = "screen-time"
     static let screenTimeName = "screen time"
     static let limitPrefix = "limit: "
 
@@ -205,7 +203,7 @@ extension PolicyService {
         let name = try DeviceActivityName.validated(Self.screenTimeName)
         let scheduler = try activityScheduler
         let key = Monitor.Key(uid: account.uid, client: .agent, name: name)
-        let store = StoreKey(client: .agent, name: try StoreName(Self.screenTimeStore))
+        let store = StoreKey.screenTime
         if request.remove {
             guard scheduler.entry(key) != nil else {
                 throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no screen-time limit")
@@ -249,7 +247,7 @@ extension PolicyService {
         let scheduler = try activityScheduler
         let name = try DeviceActivityName.validated(Self.downtimeName)
         let key = Monitor.Key(uid: account.uid, client: .agent, name: name)
-        let store = StoreKey(client: .agent, name: try StoreName(Self.downtimeStore))
+        let store = StoreKey.downtime
         if request.off {
             guard scheduler.entry(key) != nil else {
                 throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no downtime")

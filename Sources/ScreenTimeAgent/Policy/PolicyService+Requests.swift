@@ -237,7 +237,8 @@ extension PolicyService {
         let (collection, updated) = try database.stores(uid: account.uid)
         let store = StoreReport(
             client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: updated[key])
-        return StoreReply(user: summary(account), store: store, effective: Self.report(collection.effectivePolicy))
+        return StoreReply(
+            user: summary(account), store: store, effective: Self.report(try inForce(collection, uid: account.uid)))
     }
 
     func storeWrite(_ request: StoreWriteRequest, _ context: RequestContext) throws -> StoreReply {

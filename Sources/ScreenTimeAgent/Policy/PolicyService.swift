@@ -388,7 +388,7 @@ public final class PolicyService: Sendable {
                 client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: updated[key]
             )
         }
-        let effective = Self.report(collection.effectivePolicy)
+        let effective = Self.report(try inForce(collection, uid: account.uid))
         let mayReadNames = Self.mayReadNames(caller, authorization)
         var names = mayReadNames ? try database.tokenNames(Self.tokens(in: stores)) : [:]
         let everyone =
@@ -743,7 +743,7 @@ public final class PolicyService: Sendable {
             let store = StoreReport(
                 client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
             return StoreReply(
-                user: summary(account), store: store, effective: Self.report(collection.effectivePolicy),
+                user: summary(account), store: store, effective: Self.report(try inForce(collection, uid: account.uid)),
                 names: try database.tokenNames(Self.tokens(in: [store])))
         }
     }
@@ -770,6 +770,13 @@ public final class PolicyService: Sendable {
     }
 
     // MARK: reports
+
+    /// The policy in force for the user now, grants lifting what they lift: what the shields
+    /// enforce, which every reply reports.
+    func inForce(_ stores: StoreCollection, uid: UInt32) throws -> EffectivePolicy {
+        let now = Date()
+        return stores.policyInForce(grants: try database.timeGrants(uid: uid, at: now), at: now)
+    }
 
     static func report(_ policy: EffectivePolicy) -> EffectiveReport {
         func shielded<Kind>(_ map: [Token<Kind>: [StoreKey]]) -> [ShieldedToken] {

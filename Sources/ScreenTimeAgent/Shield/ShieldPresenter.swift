@@ -254,7 +254,7 @@ final class ShieldPresenter: Sendable {
 
     private static func subtitle(_ thing: ShieldedThing) -> String {
         let stores = Set(thing.stores.map(\.description))
-        if stores.contains("\(ClientID.agent)/\(PolicyService.downtimeStore)") { return "It's downtime." }
+        if stores.contains(StoreKey.downtime.description) { return "It's downtime." }
         if stores.contains("\(ClientID.agent)/\(PolicyService.limitStore)") { return "Today's time for it is used up." }
         return thing.kind == .application
             ? "Your guardian chose to shield it for now." : "Your guardian chose to shield this site."

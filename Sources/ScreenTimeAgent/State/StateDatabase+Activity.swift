@@ -154,7 +154,8 @@ extension StateDatabase {
         try queue.read { db in
             let decoder = Self.decoder()
             return try Row.fetchAll(db, sql: "SELECT * FROM owedCallback ORDER BY id").compactMap { row in
-                guard let name = try? DeviceActivityName.validated(row["name"]), let client = try? ClientID(row["client"]),
+                guard let name = try? DeviceActivityName.validated(row["name"]),
+                    let client = try? ClientID(row["client"]),
                     let callback = try? decoder.decode(
                         ActivityCallback.self, from: Data((row["callback"] as String).utf8))
                 else { return nil }
@@ -201,7 +202,8 @@ extension StateDatabase {
             for row in try Row.fetchAll(
                 db, sql: "SELECT * FROM extensionRun WHERE uid = ? ORDER BY id", arguments: [Int64(uid)])
             {
-                guard let name = try? DeviceActivityName.validated(row["name"]), let client = try? ClientID(row["client"]),
+                guard let name = try? DeviceActivityName.validated(row["name"]),
+                    let client = try? ClientID(row["client"]),
                     let callback = try? decoder.decode(
                         ActivityCallback.self, from: Data((row["callback"] as String).utf8)),
                     let outcome = ExtensionRun.Outcome(rawValue: row["outcome"])

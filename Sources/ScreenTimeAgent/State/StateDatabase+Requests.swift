@@ -122,6 +122,20 @@ extension StateDatabase {
         }
     }
 
+    /// The grants in force for a user at `date`, as the effective policy takes them.
+    func timeGrants(uid: UInt32, at date: Date) throws -> [TimeGrant] {
+        try grants(uid: uid, at: date).compactMap { grant in
+            guard let until = grant.until else { return nil }
+            switch grant.kind {
+            case .application:
+                return (try? ApplicationToken(base64: grant.token)).map { TimeGrant(.application($0), until: until) }
+            case .webDomain:
+                return (try? WebDomainToken(base64: grant.token)).map { TimeGrant(.webDomain($0), until: until) }
+            case .screenTime: return TimeGrant(.screenTime, until: until)
+            }
+        }
+    }
+
     /// The earliest end of a grant after `date`, anyone's.
     func nextGrantEnd(after date: Date) throws -> Date? {
         try queue.read { db in

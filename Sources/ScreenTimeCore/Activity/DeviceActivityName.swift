@@ -20,7 +20,8 @@ extension CheckedName {
     /// The name, if it is 1 to 128 characters with no control characters.
     public static func validated(_ text: String) throws(ScreenTimeCoreError) -> Self {
         guard isNameText(text) else {
-            let (what, code) = Self.self == DeviceActivityName.self
+            let (what, code) =
+                Self.self == DeviceActivityName.self
                 ? ("an activity name", ScreenTimeCoreError.Code.invalidActivityName)
                 : ("an event name", ScreenTimeCoreError.Code.invalidEventName)
             throw ScreenTimeCoreError(

@@ -61,13 +61,7 @@ public struct StoreCollection: Hashable, Sendable, Codable {
         stores.keys.filter { $0.client == client }.map(\.name).sorted()
     }
 
-    /// The merge of all the stores.
+    /// The merge of all the stores, with no grant (what `policyInForce(grants:at:)` gives with none).
     public var effectivePolicy: EffectivePolicy { EffectivePolicy(stores: stores) }
 
-    /// The merge of all the stores, with shields on these tokens lifted for now (granted time).
-    public func effectivePolicy(
-        grantedApplications: Set<ApplicationToken>, grantedWebDomains: Set<WebDomainToken>
-    ) -> EffectivePolicy {
-        EffectivePolicy(stores: stores, grantedApplications: grantedApplications, grantedWebDomains: grantedWebDomains)
-    }
 }

@@ -16,6 +16,9 @@ public struct StoreName: ValidatedString {
     }
 
     private init(validRawValue: String) { rawValue = validRawValue }
+
+    /// For the names this module itself gives (all valid).
+    init(validatedLiteral: String) { rawValue = validatedLiteral }
 }
 
 /// Who owns a set of stores: a guardian app (`screentime` for the CLI, `org.example.Guardian`).
