@@ -76,6 +76,16 @@ public enum Files {
     @discardableResult
     public static func remove(_ path: String) -> Bool { unlink(path) == 0 }
 
+    /// Whether `path` is a regular file itself (a symbolic link is not followed).
+    public static func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
+    /// Sets a file's mode bits; whether it could.
+    @discardableResult
+    public static func setMode(_ path: String, _ mode: UInt32) -> Bool { chmod(path, mode) == 0 }
+
     /// The path with every symbolic link, `.` and `..` resolved (`realpath`); nil when some part
     /// does not exist.
     public static func realPath(_ path: String) -> String? {

@@ -162,18 +162,13 @@ public struct Agent {
         scheduler.deliver.withLock { $0 = { [weak extensions] owed in extensions?.deliver(owed) } }
         var shieldLogger = logger
         shieldLogger[metadataKey: "component"] = "shield"
+        let shieldProgram = ShieldProgram(path: ShieldProgram.defaultPath(), launcher: launcher, logger: shieldLogger)
         let presenter = ShieldPresenter(
-            database: database, launcher: launcher, program: ShieldPresenter.defaultProgram(), logger: shieldLogger)
+            database: database, launcher: launcher, program: shieldProgram, logger: shieldLogger)
         presenter.usage.withLock { $0 = usage }
         presenter.policy.withLock { $0 = policy }
         presenter.processes.withLock { $0 = processes }
-        usage.relays.withLock {
-            $0 = FocusRelays(
-                start: { [weak presenter] uid, environment, key in
-                    presenter?.startRelay(as: uid, environment: environment, key: key)
-                },
-                stop: { [weak presenter] pid in presenter?.stopProgram(pid) })
-        }
+        usage.relays.withLock { $0 = shieldProgram }
         processes.shieldMet.withLock { $0 = { [weak presenter] thing in presenter?.tell(.met(thing)) } }
         domains.shieldMet.withLock { $0 = { [weak presenter] thing in presenter?.tell(.met(thing)) } }
         usage.shieldInFront.withLock { $0 = { [weak presenter] thing in presenter?.tell(.inFront(thing)) } }

@@ -55,7 +55,7 @@ extension ProcessShield {
     static let shieldName = "Screen Time (shield window)"
 
     /// The shield window's program, as the agent runs it.
-    static let shieldProgram = ShieldPresenter.defaultProgram()
+    static let shieldProgram = ShieldProgram.defaultPath()
 
     /// Whether a process runs the very file the agent runs as the shield window (not a copy).
     func isShieldWindow(pid: Int32) -> Bool {

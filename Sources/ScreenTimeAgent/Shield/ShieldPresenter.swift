@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -38,11 +37,11 @@ final class ShieldPresenter: Sendable {
     }
 
     struct OpenWindow: Sendable {
-        var pid: Int32
+        var program: SessionProgram
         var token: String
         var kind: String
-        var input: Int32
         var owner: UInt32
+        var pid: Int32 { program.pid }
     }
 
     struct State: Sendable {
@@ -67,14 +66,14 @@ final class ShieldPresenter: Sendable {
     private let logger: Logger
     private let state = Mutex(State())
     private let signal = DispatchSemaphore(value: 0)
-    private let program: String
+    private let program: ShieldProgram
     let usage: Mutex<UsageTracker?>
     let policy: Mutex<PolicyService?>
     let processes: Mutex<ProcessShield?>
     private let inspector = ProcessInspector()
 
     init(
-        database: StateDatabase, launcher: ProgramLauncher?, program: String, logger: Logger,
+        database: StateDatabase, launcher: ProgramLauncher?, program: ShieldProgram, logger: Logger,
         users: any Accounts = UserDirectory()
     ) {
         self.database = database
@@ -85,20 +84,6 @@ final class ShieldPresenter: Sendable {
         usage = Mutex(nil)
         policy = Mutex(nil)
         processes = Mutex(nil)
-    }
-
-    /// The shield window's program: `screentime-shield` beside the agent's own (a build
-    /// directory), or in the `bin` beside its `sbin` (installed: `/usr/sbin/screentimed`,
-    /// `/usr/bin/screentime-shield`).
-    static func defaultProgram() -> String {
-        let agent = Files.readLink("/proc/self/exe") ?? "/usr/sbin/screentimed"
-        let directory = "/" + agent.split(separator: "/").dropLast().joined(separator: "/")
-        let beside = directory + "/screentime-shield"
-        if directory.hasSuffix("/sbin") {
-            let installed = String(directory.dropLast(4)) + "bin/screentime-shield"
-            if Files.exists(installed) || !Files.exists(beside) { return installed }
-        }
-        return beside
     }
 
     // MARK: events (any thread; they return at once)
@@ -114,10 +99,10 @@ final class ShieldPresenter: Sendable {
 
     /// Starts the presenter's thread.
     func start() {
-        if Files.exists(program) {
-            logger.info("shield windows from \(program)")
+        if program.exists {
+            logger.info("shield windows from \(program.path)")
         } else {
-            logger.error("no shield window: \(program) is missing; shielded apps are frozen without one")
+            logger.error("no shield window: \(program.path) is missing; shielded apps are frozen without one")
         }
         let thread = Thread { [self] in
             nameCurrentThread("screentime.show")
@@ -127,9 +112,9 @@ final class ShieldPresenter: Sendable {
         // The window's program is hashed now, not at its first start: a child's program the
         // process shield has not hashed waits at exec until it is, and so would the first window.
         if let hashes = processes.withLock({ $0?.hashes }) {
-            let warm = Thread { [program] in
+            let warm = Thread { [path = program.path] in
                 nameCurrentThread("screentime.warm")
-                _ = try? hashes.sha256(of: program)
+                _ = try? hashes.sha256(of: path)
             }
             warm.start()
         }
@@ -140,7 +125,7 @@ final class ShieldPresenter: Sendable {
             state.stopped = true
             return Array(state.windows.values)
         }
-        for window in windows { close(window.input) }
+        for window in windows { window.program.endInput() }
         signal.signal()
     }
 
@@ -277,10 +262,7 @@ final class ShieldPresenter: Sendable {
                 ["png", "xpm", "svg"].contains(icon[icon.index(after: dot)...].lowercased())
             else { return icon }
             for folder in pixmaps {
-                var info = stat()
-                if lstat(folder + "/" + icon, &info) == 0, info.st_mode & S_IFMT == S_IFREG {
-                    return folder + "/" + icon
-                }
+                if Files.isRegularFile(folder + "/" + icon) { return folder + "/" + icon }
             }
             return String(icon[..<dot])
         }
@@ -368,7 +350,7 @@ final class ShieldPresenter: Sendable {
         in session: (key: String, kind: String, environment: [String: String]),
         client: ClientID?
     ) {
-        guard let pid = start(content, as: thing.owner, environment: session.environment, key: session.key) else {
+        guard let started = start(content, as: thing.owner, environment: session.environment, key: session.key) else {
             return
         }
         state.withLock { state in
@@ -378,141 +360,33 @@ final class ShieldPresenter: Sendable {
         logger.info(
             "shield shown",
             metadata: [
-                "session": "\(session.key)", "what": "\(thing.kind.rawValue) \(thing.name)", "pid": "\(pid.pid)",
+                "session": "\(session.key)", "what": "\(thing.kind.rawValue) \(thing.name)", "pid": "\(started.pid)",
             ])
-        let window = OpenWindow(
-            pid: pid.pid, token: thing.token, kind: thing.kind.rawValue, input: pid.input, owner: thing.owner)
+        let window = OpenWindow(program: started, token: thing.token, kind: thing.kind.rawValue, owner: thing.owner)
         state.withLock { $0.windows[session.key] = window }
         let thread = Thread { [self] in
             nameCurrentThread("screentime.win")
-            listen(
-                pid.output, window: window, thing: thing, client: client, closesItself: content.primaryCloses)
+            listen(window, thing: thing, client: client, closesItself: content.primaryCloses)
         }
         thread.start()
     }
 
-    /// Launches `screentime-shield` as `uid` with `content` on its first line; its pid, the write end
-    /// of its input and the read end of its output.
+    /// Launches `screentime-shield` as `uid` with `content` on its first line.
     private func start(
         _ content: ShieldWindowContent, as uid: UInt32, environment session: [String: String], key: String
-    ) -> (pid: Int32, input: Int32, output: Int32)? {
-        guard let client = launcher?.client, let (pid, input, output) = spawn(as: uid, session, key: key) else {
-            return nil
-        }
+    ) -> SessionProgram? {
+        guard let started = program.start(as: uid, session: session, key: key) else { return nil }
         // What it shows is a line the pipe holds whole (names and texts are bounded), written
         // without waiting: a window that does not read cannot hold the agent.
-        var line = Array((try? JSONEncoder().encode(content)) ?? Data())
-        line.append(10)
-        _ = fcntl(input, F_SETFL, fcntl(input, F_GETFL) | O_NONBLOCK)
-        let written =
-            line.count <= Self.lineLimit ? line.withUnsafeBytes { write(input, $0.baseAddress, $0.count) } : -1
-        if written != line.count {
+        let line = Array((try? JSONEncoder().encode(content)) ?? Data())
+        if line.count >= Self.lineLimit || !started.tell(line) {
             logger.error(
                 "the shield window could not be given what to show",
                 metadata: ["session": "\(key)", "bytes": "\(line.count)"])
-            client.stop(pid)
+            program.stop(started)
         }
-        state.withLock { $0.alive[pid] = uid }
-        return (pid, input, output)
-    }
-
-    /// Starts the focus relay (`screentime-shield --focus-relay`) as `uid` in a session, on the
-    /// session's bus; its pid, the write end of its input (closed: it ends) and the read end of
-    /// its output. Not a window: not counted among them.
-    func startRelay(
-        as uid: UInt32, environment session: [String: String], key: String
-    ) -> (pid: Int32, input: Int32, output: Int32)? {
-        guard Files.exists(program) else { return nil }
-        return spawn(as: uid, session, key: key, arguments: ["--focus-relay"])
-    }
-
-    /// Ends a program started by `startRelay`, at once.
-    func stopProgram(_ pid: Int32) { launcher?.client?.stop(pid) }
-
-    /// `screentime-shield` started through the launcher as `uid` in a session (its display, its
-    /// bus); its pid, the write end of its input and the read end of its output.
-    private func spawn(
-        as uid: UInt32, _ session: [String: String], key: String, arguments: [String] = []
-    ) -> (pid: Int32, input: Int32, output: Int32)? {
-        guard let launcher, let client = launcher.client else {
-            logger.warning("no launcher: the shield window cannot be shown")
-            return nil
-        }
-        guard let account = try? users.user(uid: uid) else { return nil }
-        var environment = session
-        environment["HOME"] = account.home
-        environment["USER"] = account.name
-        environment["LOGNAME"] = account.name
-        environment["PATH"] = "/usr/local/bin:/usr/bin:/bin"
-        environment["LANG"] = "C.UTF-8"
-        if environment["XDG_RUNTIME_DIR"] == nil, Files.exists("/run/user/\(uid)") {
-            environment["XDG_RUNTIME_DIR"] = "/run/user/\(uid)"
-        }
-        // A plain window: drawn by cairo (no GL to set up: 0.2 s to the screen, not 0.8 s on a
-        // display without a GPU). Without the session's bus (not named by any program of the
-        // session), nothing waits for one: settings in memory, no accessibility bus, no autolaunch.
-        environment["GSK_RENDERER"] = "cairo"
-        if environment["DBUS_SESSION_BUS_ADDRESS"] == nil {
-            environment["DBUS_SESSION_BUS_ADDRESS"] = "disabled:"
-            environment["GSETTINGS_BACKEND"] = "memory"
-            environment["GTK_A11Y"] = "none"
-        } else if !Files.exists(account.home) {
-            environment["GSETTINGS_BACKEND"] = "memory"
-        }
-        var input: [Int32] = [-1, -1]
-        var output: [Int32] = [-1, -1]
-        guard pipe(&input) == 0 else { return nil }
-        guard pipe(&output) == 0 else {
-            close(input[0])
-            close(input[1])
-            return nil
-        }
-        for fd in [input[1], output[0]] { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        let groups = Array(users.groupIDs(of: account).filter { $0 != 0 && $0 != account.gid }.prefix(60))
-        let request = LaunchRequest(
-            kind: .session, program: program, arguments: arguments, environment: environment, directory: "/", uid: uid,
-            gid: account.gid,
-            groups: groups, network: .inherit,
-            limits: .init(memoryBytes: 4 << 30, openFiles: 1024, wallSeconds: 6 * 3600), descriptors: [0, 1, 2])
-        // What it says on standard error goes to the agent's log (GTK's warnings, a display that
-        // cannot be opened), bounded.
-        var errors: [Int32] = [-1, -1]
-        guard pipe(&errors) == 0 else {
-            for fd in input + output { close(fd) }
-            return nil
-        }
-        _ = fcntl(errors[0], F_SETFD, FD_CLOEXEC)
-        let logger = logger
-        let reading = errors[0]
-        let reader = Thread {
-            nameCurrentThread("screentime.win")
-            var said: [UInt8] = []
-            var chunk = [UInt8](repeating: 0, count: 2048)
-            while true {
-                let got = read(reading, &chunk, chunk.count)
-                if got < 0, errno == EINTR { continue }
-                if got <= 0 { break }
-                if said.count < 4096 { said += chunk[..<got] }
-            }
-            close(reading)
-            if !said.isEmpty {
-                logger.notice(
-                    "the shield window said",
-                    metadata: ["session": "\(key)", "stderr": "\(ExtensionHost.printable(said))"])
-            }
-        }
-        reader.start()
-        let pid: Int32
-        do {
-            pid = try client.launch(request, files: [input[0], output[1], errors[1]])
-        } catch {
-            logger.error("cannot show the shield window", metadata: ["session": "\(key)", "error": "\(error.message)"])
-            for fd in [input[0], input[1], output[0], output[1], errors[1]] { close(fd) }
-            return nil
-        }
-        // The window's ends are the window's alone: when it ends, writing to it fails at once.
-        for fd in [input[0], output[1], errors[1]] { close(fd) }
-        return (pid, input[1], output[0])
+        state.withLock { $0.alive[started.pid] = uid }
+        return started
     }
 
     /// The longest first line a window is given (a pipe holds 64 KiB).
@@ -540,21 +414,16 @@ final class ShieldPresenter: Sendable {
     /// killed by the launcher, which started it (its pid is not anyone else's until it is reaped).
     private func retire(_ window: OpenWindow) {
         send(ShieldWindowUpdate(close: true), to: window)
-        let client = launcher?.client
         DispatchQueue.global().asyncAfter(deadline: .now() + 3) { [self] in
-            if state.withLock({ $0.alive[window.pid] != nil }) { client?.stop(window.pid) }
+            if state.withLock({ $0.alive[window.pid] != nil }) { program.stop(window.program) }
         }
     }
 
     private func send(_ update: ShieldWindowUpdate, to window: OpenWindow) {
         if update.close == true { closing(window) }
-        var line = Array((try? JSONEncoder().encode(update)) ?? Data())
-        line.append(10)
         // A window that stopped reading (the child stopped it) cannot hold the agent: the pipe's
         // buffer takes many such lines, and a full one drops this.
-        let flags = fcntl(window.input, F_GETFL)
-        _ = fcntl(window.input, F_SETFL, flags | O_NONBLOCK)
-        _ = line.withUnsafeBytes { write(window.input, $0.baseAddress, $0.count) }
+        window.program.tell(Array((try? JSONEncoder().encode(update)) ?? Data()))
     }
 
     /// A window closing (its OK pressed, or told to close) or ended shows its app's shield no
@@ -569,36 +438,23 @@ final class ShieldPresenter: Sendable {
 
     /// Reads a window's lines until it ends; each button pressed is acted on. `closesItself`: its
     /// primary button closes it.
-    private func listen(
-        _ output: Int32, window: OpenWindow, thing: ShieldedThing, client: ClientID?, closesItself: Bool
-    ) {
+    private func listen(_ window: OpenWindow, thing: ShieldedThing, client: ClientID?, closesItself: Bool) {
         defer {
-            close(output)
-            close(window.input)
+            window.program.close()
             closing(window)
             ended(window)
         }
-        var buffer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
         var presses = 0
-        while true {
-            let got = read(output, &chunk, chunk.count)
-            if got < 0, errno == EINTR { continue }
-            guard got > 0 else { return }
-            buffer += chunk[..<got]
-            if buffer.count > 65_536 { return }  // not lines: the window is not listened to any more
-            while let newline = buffer.firstIndex(of: 10) {
-                let line = Array(buffer[..<newline])
-                buffer.removeSubrange(...newline)
-                guard let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(line)),
-                    ["primary", "secondary"].contains(event.pressed)
-                else { continue }
-                // The child's word: a few presses a window are heard, no more.
-                presses += 1
-                if presses > 20 { continue }
-                if closesItself, event.pressed == "primary" { closing(window) }
-                pressed(event.pressed, window: window, thing: thing, client: client)
-            }
+        // Lines only: past 64 KiB without one, the window is not listened to any more.
+        while case .line(let line) = window.program.readLine(limit: 65_536) {
+            guard let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(line)),
+                ["primary", "secondary"].contains(event.pressed)
+            else { continue }
+            // The child's word: a few presses a window are heard, no more.
+            presses += 1
+            if presses > 20 { continue }
+            if closesItself, event.pressed == "primary" { closing(window) }
+            pressed(event.pressed, window: window, thing: thing, client: client)
         }
     }
 
@@ -699,10 +555,12 @@ final class ShieldPresenter: Sendable {
             guard mayOpen(for: uid),
                 let started = start(content, as: uid, environment: session.environment, key: session.key)
             else { continue }
-            let window = OpenWindow(pid: started.pid, token: "notice", kind: "notice", input: started.input, owner: uid)
+            let window = OpenWindow(program: started, token: "notice", kind: "notice", owner: uid)
             let thread = Thread { [self] in
                 nameCurrentThread("screentime.win")
-                drain(started.output, window)
+                started.drain()
+                started.close()
+                ended(window)
             }
             thread.start()
         }
@@ -760,12 +618,11 @@ final class ShieldPresenter: Sendable {
             guard mayOpen(for: session.uid),
                 let started = start(content, as: session.uid, environment: session.environment, key: key)
             else { continue }
-            let window = OpenWindow(
-                pid: started.pid, token: request.token, kind: "request", input: started.input, owner: session.uid)
+            let window = OpenWindow(program: started, token: request.token, kind: "request", owner: session.uid)
             state.withLock { $0.askWindows[request.id, default: []].append(window) }
             let thread = Thread { [self] in
                 nameCurrentThread("screentime.win")
-                decide(started.output, window: window, request: request)
+                decide(window, request: request)
             }
             thread.start()
         }
@@ -789,26 +646,17 @@ final class ShieldPresenter: Sendable {
     }
 
     /// A guardian's window: the first button pressed decides, as that guardian.
-    private func decide(_ output: Int32, window: OpenWindow, request: TimeRequestReport) {
+    private func decide(_ window: OpenWindow, request: TimeRequestReport) {
         defer {
-            close(output)
-            close(window.input)
+            window.program.close()
             state.withLock { state in
                 state.askWindows[request.id]?.removeAll { $0.pid == window.pid }
                 if state.askWindows[request.id]?.isEmpty == true { state.askWindows[request.id] = nil }
             }
             ended(window)
         }
-        var buffer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while buffer.count < 4096 {
-            let got = read(output, &chunk, chunk.count)
-            if got < 0, errno == EINTR { continue }
-            guard got > 0 else { return }
-            buffer += chunk[..<got]
-            guard let newline = buffer.firstIndex(of: 10),
-                let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(buffer[..<newline]))
-            else { continue }
+        while case .line(let line) = window.program.readLine(limit: 4096) {
+            guard let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(line)) else { continue }
             let grant = event.pressed == "primary"
             let context = RequestContext(peer: PeerCredentials(pid: 0, uid: window.owner, gid: 0))
             _ = try? policy.withLock({ $0 })?.decide(
@@ -816,17 +664,5 @@ final class ShieldPresenter: Sendable {
             send(ShieldWindowUpdate(close: true), to: window)
             return
         }
-    }
-
-    private func drain(_ output: Int32, _ window: OpenWindow) {
-        var chunk = [UInt8](repeating: 0, count: 1024)
-        while true {
-            let got = read(output, &chunk, chunk.count)
-            if got < 0, errno == EINTR { continue }
-            if got <= 0 { break }
-        }
-        close(output)
-        close(window.input)
-        ended(window)
     }
 }

@@ -138,7 +138,8 @@ extension UsageTracker {
         {
             // The compositor's own bus: where its script's calls go.
             let environment = inspector.sessionEnvironment(pid: compositor)
-            guard let relays = relays.withLock({ $0 }), let bus = environment["DBUS_SESSION_BUS_ADDRESS"] else {
+            guard let relays = relays.withLock({ $0 }), relays.exists, let bus = environment["DBUS_SESSION_BUS_ADDRESS"]
+            else {
                 logger.notice(
                     "KWin's focus cannot be relayed: no relay program or no session bus",
                     metadata: ["session": "\(key)"])
@@ -149,11 +150,10 @@ extension UsageTracker {
                 session["XDG_RUNTIME_DIR"] = runtime
             }
             let began = ContinuousClock.now
-            if let relay = relays.start(uid, session, key) {
+            if let relay = relays.start(as: uid, session: session, key: key, arguments: ["--focus-relay"]) {
                 readRelay(relay, key, mine, socket: socket, compositor: compositor, startTime: startTime, uid: uid)
-                relays.stop(relay.pid)
-                close(relay.input)
-                close(relay.output)
+                relays.stop(relay)
+                relay.close()
                 shellReports.withLock { reports in
                     if reports[compositor]?.relay == relay.pid { reports[compositor] = nil }
                 }
@@ -166,11 +166,9 @@ extension UsageTracker {
 
     /// Reads one relay's lines until it ends, its session or compositor does, or it says wrong.
     private func readRelay(
-        _ relay: (pid: Int32, input: Int32, output: Int32), _ key: String, _ mine: StopSignal, socket: String,
+        _ relay: SessionProgram, _ key: String, _ mine: StopSignal, socket: String,
         compositor: Int32, startTime: UInt64?, uid: UInt32
     ) {
-        var buffer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
         var refused = 0
         var verified: (pid: Int32, startTime: UInt64?)?
         // When the compositor last told its focus: the script says it every 5 s, so a word older
@@ -179,12 +177,10 @@ extension UsageTracker {
         var refusedCallers: Set<Int32> = []
         var notHolding: [Int32: UInt64?] = [:]
         while !mine.isRaised, inspector.startTime(pid: compositor) == startTime {
-            var poller = pollfd(fd: relay.output, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, 1000)
-            if ready < 0, errno != EINTR { return }
+            let reading = relay.readLine(limit: Self.reportLineLimit, timeout: .seconds(1))
             // A relay stopped (SIGSTOP) tells nothing while what it last told stands: ended, and
             // started again. Looked at when it has been quiet a second, not at each line.
-            if ready == 0, let state = inspector.state(pid: relay.pid), state == "T" || state == "t" {
+            if reading == .quiet, let state = inspector.state(pid: relay.pid), state == "T" || state == "t" {
                 logger.notice(
                     "KWin's focus relay was stopped", metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
                 return
@@ -200,74 +196,68 @@ extension UsageTracker {
                 }
                 nudgeSession(key)
             }
-            if ready <= 0 { continue }
-            let got = read(relay.output, &chunk, chunk.count)
-            if got < 0, errno == EINTR { continue }
-            if got <= 0 {
-                logger.notice("KWin's focus relay ended", metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
+            let line: [UInt8]
+            switch reading {
+            case .quiet: continue
+            case .ended:
+                logger.notice(
+                    "KWin's focus relay ended (or said a line over \(Self.reportLineLimit) bytes)",
+                    metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
+                return
+            case .line(let said): line = said
+            }
+            guard let message = try? JSONDecoder().decode(RelayMessage.self, from: Data(line)) else {
+                // The relay writes only what it makes: a line not understood ends it.
+                logger.notice(
+                    "a focus relay's line is not understood: it is ended",
+                    metadata: [
+                        "relay": "pid \(relay.pid)", "line": "\(String(decoding: line.prefix(80), as: UTF8.self))",
+                    ])
                 return
             }
-            buffer += chunk[..<got]
-            while let newline = buffer.firstIndex(of: 10) {
-                let line = Array(buffer[..<newline])
-                buffer.removeSubrange(...newline)
-                guard let message = try? JSONDecoder().decode(RelayMessage.self, from: Data(line)) else {
-                    // The relay writes only what it makes: a line not understood ends it.
+            if let problem = message.error {
+                logger.notice(
+                    "KWin's focus cannot be relayed",
+                    metadata: ["session": "\(key)", "problem": "\(problem.prefix(200))"])
+                return
+            }
+            if message.ready == true {
+                logger.info(
+                    "a focus relay serves KWin's script",
+                    metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
+                continue
+            }
+            guard let focus = message.focus else { continue }
+            // The compositor: the process that listens on the session's socket, or one that
+            // holds it (Plasma's kwin_wayland_wrapper listens and hands the socket to the
+            // kwin_wayland it starts, where the script runs). Not merely a child of it: a
+            // compositor of the child's choosing may start any program.
+            guard let sender = message.sender, sender > 0,
+                sender == compositor || holds(sender, socket: socket, &verified, &notHolding)
+            else {
+                // Someone on the bus who is not the compositor: not listened to (said for each
+                // new caller, a few dozen at most, and then once in a while).
+                refused += 1
+                let caller = message.sender ?? 0
+                let new = refusedCallers.count < 32 && refusedCallers.insert(caller).inserted
+                if new || refused % 100 == 0 {
                     logger.notice(
-                        "a focus relay's line is not understood: it is ended",
+                        "a focus call not from the compositor was ignored",
                         metadata: [
-                            "relay": "pid \(relay.pid)", "line": "\(String(decoding: line.prefix(80), as: UTF8.self))",
+                            "session": "\(key)", "caller": "pid \(message.sender ?? 0)", "calls": "\(refused)",
                         ])
-                    return
                 }
-                if let problem = message.error {
-                    logger.notice(
-                        "KWin's focus cannot be relayed",
-                        metadata: ["session": "\(key)", "problem": "\(problem.prefix(200))"])
-                    return
-                }
-                if message.ready == true {
-                    logger.info(
-                        "a focus relay serves KWin's script",
-                        metadata: ["session": "\(key)", "relay": "pid \(relay.pid)"])
-                    continue
-                }
-                guard let focus = message.focus else { continue }
-                // The compositor: the process that listens on the session's socket, or one that
-                // holds it (Plasma's kwin_wayland_wrapper listens and hands the socket to the
-                // kwin_wayland it starts, where the script runs). Not merely a child of it: a
-                // compositor of the child's choosing may start any program.
-                guard let sender = message.sender, sender > 0,
-                    sender == compositor || holds(sender, socket: socket, &verified, &notHolding)
-                else {
-                    // Someone on the bus who is not the compositor: not listened to (said for each
-                    // new caller, a few dozen at most, and then once in a while).
-                    refused += 1
-                    let caller = message.sender ?? 0
-                    let new = refusedCallers.count < 32 && refusedCallers.insert(caller).inserted
-                    if new || refused % 100 == 0 {
-                        logger.notice(
-                            "a focus call not from the compositor was ignored",
-                            metadata: [
-                                "session": "\(key)", "caller": "pid \(message.sender ?? 0)", "calls": "\(refused)",
-                            ])
-                    }
-                    continue
-                }
-                lastTold = .now
-                shellReports.withLock { reports in
-                    var report = reports[compositor] ?? ShellReport(uid: uid, startTime: startTime, relay: relay.pid)
-                    report.relay = relay.pid
-                    report.focus = .some(focus?.pid)
-                    report.lines += 1
-                    reports[compositor] = report
-                }
-                nudgeSession(key)
+                continue
             }
-            if buffer.count > Self.reportLineLimit {
-                logger.notice("a focus relay's line is too long", metadata: ["relay": "pid \(relay.pid)"])
-                return
+            lastTold = .now
+            shellReports.withLock { reports in
+                var report = reports[compositor] ?? ShellReport(uid: uid, startTime: startTime, relay: relay.pid)
+                report.relay = relay.pid
+                report.focus = .some(focus?.pid)
+                report.lines += 1
+                reports[compositor] = report
             }
+            nudgeSession(key)
         }
     }
 
@@ -307,15 +297,6 @@ extension UsageTracker {
             return report
         }
     }
-}
-
-/// What starts a session's focus relay and ends it (the shield presenter, through the launcher).
-struct FocusRelays: Sendable {
-    var start:
-        @Sendable (_ uid: UInt32, _ environment: [String: String], _ key: String) -> (
-            pid: Int32, input: Int32, output: Int32
-        )?
-    var stop: @Sendable (_ pid: Int32) -> Void
 }
 
 /// A relay's line: `{"sender": S, "focus": {"pid": N}}`, `{"sender": S, "focus": null}`,

@@ -51,7 +51,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// window shows again.
     let shieldInFront = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
     /// Starts and stops the focus relay of a KWin session (the shield presenter's launcher).
-    let relays = Mutex<FocusRelays?>(nil)
+    let relays = Mutex<ShieldProgram?>(nil)
     private let usersInFront = Mutex<Set<UInt32>>([])
     let flushSignal: AsyncStream<Void>
     let flushContinuation: AsyncStream<Void>.Continuation

@@ -1,0 +1,182 @@
+import CLinuxShim
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+
+/// A program the launcher started (the shield window, a focus relay) with its standard input,
+/// output and error on pipes of the agent's.
+///
+/// What it is told goes in as lines written without waiting: a program that stopped reading (the
+/// child stopped it) cannot hold the agent, a full pipe drops the line. What it says is read a line
+/// at a time by one thread, the reader; what it says on standard error is collected (4 KiB at
+/// most) on a thread of its own and handed to `errorOutput` when it closes. The reader ends it with
+/// `close()`; a line told after that goes nowhere, and never to a descriptor reused since.
+public final class SessionProgram: Sendable {
+    /// What `readLine` found.
+    public enum Reading: Sendable, Equatable {
+        case line([UInt8])
+        /// Nothing within the time given.
+        case quiet
+        /// Its output ended (it did), failed, or went on past the line limit without a newline.
+        case ended
+    }
+
+    public let pid: Int32
+    private let input: Mutex<Int32>
+    private let output: Int32
+    private let pending = Mutex<[UInt8]>([])
+    private let closed = Atomic<Bool>(false)
+
+    private init(pid: Int32, input: Int32, output: Int32) {
+        self.pid = pid
+        self.input = Mutex(input)
+        self.output = output
+    }
+
+    /// Starts `request` through the launcher, its descriptors 0, 1 and 2 on new pipes.
+    /// `errorOutput` gets what it said on standard error once that closes (not called when empty).
+    public static func start(
+        _ request: LaunchRequest, through launcher: LauncherClient,
+        errorOutput: @escaping @Sendable ([UInt8]) -> Void
+    ) throws(SystemError) -> SessionProgram {
+        guard request.descriptors == [0, 1, 2] else {
+            throw SystemError(.launch, "a session program is given descriptors 0, 1 and 2")
+        }
+        let input = try Pipe()
+        let output: Pipe
+        let errors: Pipe
+        do {
+            output = try Pipe()
+        } catch {
+            input.closeBoth()
+            throw error
+        }
+        do {
+            errors = try Pipe()
+        } catch {
+            input.closeBoth()
+            output.closeBoth()
+            throw error
+        }
+        let pid: Int32
+        do {
+            pid = try launcher.launch(request, files: [input.reading, output.writing, errors.writing])
+        } catch {
+            for pipe in [input, output, errors] { pipe.closeBoth() }
+            throw error
+        }
+        // The program's ends are its alone: when it ends, writing to it fails at once and reading
+        // from it ends.
+        for fd in [input.reading, output.writing, errors.writing] { Glibc.close(fd) }
+        let reading = errors.reading
+        let thread = Thread {
+            nameCurrentThread("screentime.err")
+            var said: [UInt8] = []
+            var chunk = [UInt8](repeating: 0, count: 2048)
+            while true {
+                let got = Glibc.read(reading, &chunk, chunk.count)
+                if got < 0, errno == EINTR { continue }
+                if got <= 0 { break }
+                if said.count < 4096 { said += chunk[..<got] }
+            }
+            Glibc.close(reading)
+            if !said.isEmpty { errorOutput(said) }
+        }
+        thread.start()
+        // Lines are written without waiting.
+        _ = fcntl(input.writing, F_SETFL, fcntl(input.writing, F_GETFL) | O_NONBLOCK)
+        return SessionProgram(pid: pid, input: input.writing, output: output.reading)
+    }
+
+    /// Writes `line` and a newline without waiting; whether all of it went in.
+    @discardableResult
+    public func tell(_ line: [UInt8]) -> Bool {
+        var bytes = line
+        bytes.append(10)
+        return input.withLock { fd in
+            guard fd >= 0 else { return false }
+            while true {
+                let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                if written < 0, errno == EINTR { continue }
+                return written == bytes.count
+            }
+        }
+    }
+
+    /// The next line it says (without its newline), waiting up to `timeout` (nil: until one comes or
+    /// its output ends). A line over `limit` bytes ends the reading. For the reader only.
+    public func readLine(limit: Int = 65_536, timeout: Duration? = nil) -> Reading {
+        var buffer = pending.withLock { pending in
+            defer { pending = [] }
+            return pending
+        }
+        defer { pending.withLock { $0 = buffer } }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            if let newline = buffer.firstIndex(of: 10) {
+                let line = Array(buffer[..<newline])
+                buffer.removeSubrange(...newline)
+                return .line(line)
+            }
+            if buffer.count > limit || closed.load(ordering: .acquiring) { return .ended }
+            if let timeout {
+                var poller = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+                let milliseconds = Int32(
+                    clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+                )
+                let ready = poll(&poller, 1, milliseconds)
+                if ready < 0, errno == EINTR { continue }
+                if ready < 0 { return .ended }
+                if ready == 0 { return .quiet }
+            }
+            let got = Glibc.read(output, &chunk, chunk.count)
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { return .ended }
+            buffer += chunk[..<got]
+        }
+    }
+
+    /// Reads and drops what it says until its output ends. For the reader only.
+    public func drain() {
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let got = Glibc.read(output, &chunk, chunk.count)
+            if got < 0, errno == EINTR { continue }
+            if got <= 0 { return }
+        }
+    }
+
+    /// Closes its input (it reads the end of it), from any thread.
+    public func endInput() {
+        input.withLock { fd in
+            if fd >= 0 { Glibc.close(fd) }
+            fd = -1
+        }
+    }
+
+    /// Closes the agent's ends (once). For the reader, when it is done.
+    public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        endInput()
+        Glibc.close(output)
+    }
+}
+
+/// A pipe whose ends close on exec.
+struct Pipe {
+    let reading: Int32
+    let writing: Int32
+
+    init() throws(SystemError) {
+        var ends: [Int32] = [-1, -1]
+        _ = try systemCall("pipe2") { screentime_pipe(&ends) }
+        reading = ends[0]
+        writing = ends[1]
+    }
+
+    func closeBoth() {
+        Glibc.close(reading)
+        Glibc.close(writing)
+    }
+}
