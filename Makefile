@@ -120,6 +120,9 @@ bench: deps
 
 lint:
 	@$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES) && echo "lint: the house format holds"
+	@if grep -rnE '^(@[a-zA-Z]+ )*((public|package|internal) )?import (Glibc|C[A-Z][A-Za-z]*)$$' Sources/ScreenTimeAgent; then \
+	  echo "lint: ScreenTimeAgent imports Glibc or a C shim above; its system calls belong in LinuxSupport"; exit 1; \
+	else echo "lint: ScreenTimeAgent makes no system call of its own"; fi
 
 format:
 	$(SWIFT) format format --in-place --parallel --recursive $(SWIFT_SOURCES)

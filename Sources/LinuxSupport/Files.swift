@@ -124,8 +124,14 @@ public enum Files {
         return try sha256(descriptor: fd, path: path)
     }
 
-    /// The SHA-256 of what is left to read from an open file, as hex; `path` names it in errors.
-    public static func sha256(descriptor fd: Int32, path: String) throws(SystemError) -> String {
+    /// The SHA-256 of what is left to read from an open file (all of it, `fromStart`), as hex;
+    /// `path` names it in errors.
+    public static func sha256(
+        descriptor fd: Int32, path: String, fromStart: Bool = false
+    ) throws(SystemError)
+        -> String
+    {
+        if fromStart { _ = try systemCall("lseek(\(path))") { lseek(fd, 0, SEEK_SET) } }
         var hasher = SHA256()
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {

@@ -58,3 +58,14 @@ public func systemCall<Result: BinaryInteger>(
         throw SystemError.call(name(), error)
     }
 }
+
+/// The kernel's clocks, read directly where a value must match what another program read (logind's
+/// monotonic hints).
+public enum SystemClocks {
+    /// CLOCK_MONOTONIC, in microseconds.
+    public static func monotonicMicroseconds() -> UInt64 {
+        var clock = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &clock)
+        return UInt64(clock.tv_sec) * 1_000_000 + UInt64(clock.tv_nsec) / 1000
+    }
+}

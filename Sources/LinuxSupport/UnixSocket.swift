@@ -12,6 +12,17 @@ public struct PeerCredentials: Hashable, Sendable {
         self.uid = uid
         self.gid = gid
     }
+
+    /// This process's own.
+    public static var ofThisProcess: PeerCredentials { PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid()) }
+}
+
+/// Descriptors received (over a socket) or handed on, as plain numbers.
+public enum FileDescriptors {
+    /// Closes each.
+    public static func close(_ descriptors: [Int32]) {
+        for fd in descriptors { Glibc.close(fd) }
+    }
 }
 
 /// A stream Unix socket: listening, accepted or connected. Blocking; every call retries EINTR and

@@ -13,6 +13,7 @@ public struct FileStatus: Sendable, Hashable {
     public var isRegular: Bool { mode & S_IFMT == S_IFREG }
     public var isDirectory: Bool { mode & S_IFMT == S_IFDIR }
     public var isCharacterDevice: Bool { mode & S_IFMT == S_IFCHR }
+    public var isSocket: Bool { mode & S_IFMT == S_IFSOCK }
 
     init(_ info: stat, generation: UInt32) {
         key = FileKey(info, generation: generation)
@@ -98,6 +99,16 @@ public enum UntrustedFile {
         let (fd, _) = try open(path, limit: Int64(limit), followingSymlinks: followingSymlinks)
         defer { close(fd) }
         return try readAll(fd, limit: limit, name: path)
+    }
+
+    /// The whole contents of a file a user controls, at most `limit` bytes, with what it was when
+    /// opened (its owner, say).
+    public static func readWithStatus(
+        _ path: String, limit: Int = 1 << 20
+    ) throws(SystemError) -> (contents: [UInt8], status: FileStatus) {
+        let (fd, status) = try open(path, limit: Int64(limit))
+        defer { close(fd) }
+        return (try readAll(fd, limit: limit, name: path), status)
     }
 
     /// Reads an open descriptor to its end, refusing more than `limit` bytes (a file may grow

@@ -105,7 +105,7 @@ extension ProcessShield {
     }
 
     /// The agent's own mount namespace.
-    static let ownMountNamespace = ProcessInspector().mountNamespace(pid: getpid())
+    static let ownMountNamespace = ProcessInspector().mountNamespace(pid: PeerCredentials.ofThisProcess.pid)
 
     /// Holds a tracked process (see `ProcessHolder`).
     func hold(_ pid: Int32, _ table: inout Table, reason: HoldReason, stopFirst: Bool, waiting: Bool) {

@@ -156,7 +156,7 @@ public final class ControlServer: Service {
     /// judged by `authority` alone (not counted against anyone's slots: the extension runs a few
     /// seconds, and its channel opens at most `ExtensionProcess.maximumConnections`).
     public func serve(extension connection: UnixSocket, authority: ExtensionAuthority) {
-        let agent = PeerCredentials(pid: getpid(), uid: getuid(), gid: getgid())
+        let agent = PeerCredentials.ofThisProcess
         serve(connection, peer: agent, authority: authority)
     }
 
@@ -170,7 +170,7 @@ public final class ControlServer: Service {
                 guard let frame = try reader.next(idle: Self.idleTimeout, whole: Self.frameDeadline) else { return }
                 switch frame {
                 case .message(let payload, let files):
-                    defer { for fd in files { close(fd) } }
+                    defer { FileDescriptors.close(files) }
                     reply = router.reply(
                         to: payload, context: RequestContext(peer: peer, files: files, authority: authority))
                 case .refused(let error):
@@ -237,7 +237,7 @@ struct FrameReader {
     }
 
     /// Closes descriptors received and not handed out.
-    func closeFiles() { for fd in files { close(fd) } }
+    func closeFiles() { FileDescriptors.close(files) }
 
     private var closedMidFrame: SystemError {
         SystemError(.systemCall, "the peer closed in the middle of a frame")
@@ -248,7 +248,7 @@ struct FrameReader {
         let (bytes, received) = try connection.receive(upTo: 65_536, until: deadline)
         // At most 16 descriptors belong to one frame; more are closed at once.
         for fd in received {
-            if files.count < 16 { files.append(fd) } else { close(fd) }
+            if files.count < 16 { files.append(fd) } else { FileDescriptors.close([fd]) }
         }
         if bytes.isEmpty { return false }
         buffered += bytes
@@ -265,7 +265,7 @@ struct FrameReader {
             buffered.removeFirst(dropped)
             remaining -= dropped
         }
-        for fd in files { close(fd) }
+        FileDescriptors.close(files)
         files = []
     }
 }

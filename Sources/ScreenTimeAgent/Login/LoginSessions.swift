@@ -1,6 +1,4 @@
-import CLinuxShim
 import Foundation
-import Glibc
 import LinuxSupport
 import Logging
 import ScreenTimeIPC
@@ -34,7 +32,7 @@ final class LoginSessions: PolicyConsumer, Sendable {
     private let stateDirectory: String
     private let inspector = ProcessInspector()
     private let state = Mutex(State())
-    private let wake: Int32
+    private let watch: Mutex<ProcessEndWatch?> = Mutex(nil)
     /// Told when a text session starts (uid, key, kind, tty) or ends (key): the usage tracker.
     let textSessionStarted = Mutex<(@Sendable (_ uid: UInt32, _ key: String, _ kind: String, _ tty: String) -> Void)?>(
         nil)
@@ -42,7 +40,6 @@ final class LoginSessions: PolicyConsumer, Sendable {
 
     private struct State {
         var logins: [Int32: Entry] = [:]
-        var stopped = false
         /// Who was locked at the last policy, and the children the cache file lists.
         var locked: [UInt32: String] = [:]
         var children: [UInt32: String]?
@@ -50,27 +47,23 @@ final class LoginSessions: PolicyConsumer, Sendable {
 
     private struct Entry {
         var login: Login
-        var pidfd: Int32
+        var watch: UInt64
     }
 
     init(stateDirectory: String, logger: Logger) {
         self.stateDirectory = stateDirectory
         self.logger = logger
-        wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        let thread = Thread { [self] in watch() }
-        thread.name = "screentime.logins"
-        thread.start()
+        let watch = ProcessEndWatch(threadName: "st-logins", logger: logger) { [weak self] leader, watch in
+            self?.leaderEnded(leader, watch: watch)
+        }
+        self.watch.withLock { $0 = watch }
     }
 
     func stop() {
-        state.withLock { $0.stopped = true }
-        poke()
+        watch.withLock { $0 }?.stop()
     }
 
-    private func poke() {
-        var one: UInt64 = 1
-        _ = Glibc.write(wake, &one, 8)
-    }
+    private var leaders: ProcessEndWatch? { watch.withLock { $0 } }
 
     static func key(_ login: Login) -> String { "login:\(login.leader):\(login.leaderStart)" }
 
@@ -82,23 +75,23 @@ final class LoginSessions: PolicyConsumer, Sendable {
     /// A session opened; its leader is `leader`. Refused past the caps (the login goes on; it is
     /// just not listed, and its time not counted as a text session's).
     func open(uid: UInt32, request: LoginRequest, leader: Int32) {
-        guard let start = inspector.startTime(pid: leader) else { return }
-        let fd = screentime_pidfd_open(leader)
-        guard fd >= 0 else { return }
+        guard let start = inspector.startTime(pid: leader), let leaders, let watch = leaders.watch(leader) else {
+            return
+        }
         let login = Login(
             uid: uid, kind: request.loginKind, service: String(request.service.prefix(64)),
             tty: String(request.tty.prefix(64)), remoteHost: request.remoteHost.map { String($0.prefix(255)) },
             since: Date(), leader: leader, leaderStart: start)
         let added = state.withLock { state -> Bool in
-            if let old = state.logins[leader] { Glibc.close(old.pidfd) }
+            if let old = state.logins.removeValue(forKey: leader) { leaders.forget(old.watch) }
             guard state.logins.count < Self.total,
                 state.logins.values.filter({ $0.login.uid == uid }).count < Self.perUser
             else { return false }
-            state.logins[leader] = Entry(login: login, pidfd: fd)
+            state.logins[leader] = Entry(login: login, watch: watch)
             return true
         }
         guard added else {
-            Glibc.close(fd)
+            leaders.forget(watch)
             logger.warning("too many login sessions to list", metadata: ["uid": "\(uid)"])
             return
         }
@@ -108,18 +101,25 @@ final class LoginSessions: PolicyConsumer, Sendable {
         if Self.counts(login) {
             textSessionStarted.withLock { $0 }?(uid, Self.key(login), login.kind, login.tty)
         }
-        poke()
     }
 
     /// A session closed (its close hook ran in its leader).
     func close(leader: Int32) {
         guard let entry = state.withLock({ $0.logins.removeValue(forKey: leader) }) else { return }
+        leaders?.forget(entry.watch)
         ended(entry)
-        poke()
+    }
+
+    /// A session's leader ended (its close hook never ran: a killed sshd, say).
+    private func leaderEnded(_ leader: Int32, watch: UInt64) {
+        let gone = state.withLock { state -> Entry? in
+            guard state.logins[leader]?.watch == watch else { return nil }
+            return state.logins.removeValue(forKey: leader)
+        }
+        if let gone { ended(gone) }
     }
 
     private func ended(_ entry: Entry) {
-        Glibc.close(entry.pidfd)
         logger.info("login session closed", metadata: ["uid": "\(entry.login.uid)", "tty": "\(entry.login.tty)"])
         if Self.counts(entry.login) { textSessionEnded.withLock { $0 }?(Self.key(entry.login)) }
     }
@@ -142,19 +142,9 @@ final class LoginSessions: PolicyConsumer, Sendable {
         for tty in Set(ttys) { Self.write(text, toTerminal: tty) }
     }
 
-    /// Writes a line to a terminal named as PAM names it (`tty1`, `/dev/pts/3`), never blocking:
-    /// only a character device under /dev, opened without becoming anyone's controlling terminal.
+    /// Writes a line to a terminal named as PAM names it, never blocking.
     static func write(_ text: String, toTerminal tty: String) {
-        let path = tty.hasPrefix("/dev/") ? tty : "/dev/" + tty
-        let allowed = path.hasPrefix("/dev/pts/") || path.dropFirst(5).hasPrefix("tty")
-        guard allowed, !path.contains(".."), let status = FileStatus.of(path: path, followingSymlinks: false),
-            status.isCharacterDevice
-        else { return }
-        let fd = Glibc.open(path, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return }
-        defer { Glibc.close(fd) }
-        let bytes = Array("\r\n*** screentime: \(text) ***\r\n".utf8)
-        _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        Terminals.write("\r\n*** screentime: \(text) ***\r\n", toTerminal: tty)
     }
 
     // MARK: the policy: locks told, and the children the PAM hooks fail closed for
@@ -193,37 +183,6 @@ final class LoginSessions: PolicyConsumer, Sendable {
             logger.error(
                 "cannot write the children the login hooks refuse while the agent is down",
                 metadata: ["path": "\(path)", "error": "\(error)"])
-        }
-    }
-
-    // MARK: the watch
-
-    private func watch() {
-        nameCurrentThread("st-logins")
-        while true {
-            let entries = state.withLock { state -> [Entry]? in
-                state.stopped ? nil : Array(state.logins.values)
-            }
-            guard let entries else { return }
-            var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
-            fds += entries.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&fds, nfds_t(fds.count), -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                logger.error("cannot watch login sessions", metadata: ["errno": "\(errno)"])
-                return
-            }
-            if fds[0].revents != 0 {
-                var count: UInt64 = 0
-                _ = Glibc.read(wake, &count, 8)
-            }
-            for (index, entry) in entries.enumerated() where fds[index + 1].revents != 0 {
-                let gone = state.withLock { state -> Entry? in
-                    guard state.logins[entry.login.leader]?.pidfd == entry.pidfd else { return nil }
-                    return state.logins.removeValue(forKey: entry.login.leader)
-                }
-                if let gone { ended(gone) }
-            }
         }
     }
 }

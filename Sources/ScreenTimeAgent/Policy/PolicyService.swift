@@ -882,8 +882,8 @@ public final class PolicyService: Sendable {
             do {
                 try UntrustedFile.check(descriptor: fd, limit: ExecutableHashes.defaultSizeLimit, name: String(name))
                 // From the start, whatever the caller read of it already.
-                guard lseek(fd, 0, SEEK_SET) == 0 else { throw SystemError.call("lseek(\(name))", errno) }
-                identity = try .executable(sha256: try Files.sha256(descriptor: fd, path: String(name)))
+                identity = try .executable(
+                    sha256: try Files.sha256(descriptor: fd, path: String(name), fromStart: true))
             } catch let error as SystemError {
                 throw ScreenTimeIPCError(.unknownApplication, "cannot read the program \(name): \(error.message)")
             }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import LinuxSupport
 
 /// X servers found from their sockets: a display an authorized user's own server listens on is
@@ -18,7 +17,7 @@ extension UsageTracker {
         // directory of the child's there would be the child's to fill.
         if !Files.exists(Self.displaySockets) {
             try? Files.makeDirectory(Self.displaySockets, mode: 0o1777)
-            chmod(Self.displaySockets, 0o1777)
+            Files.setMode(Self.displaySockets, 0o1777)
         }
         var seen: [String: UInt64] = [:]
         var delay: Duration = .seconds(1)

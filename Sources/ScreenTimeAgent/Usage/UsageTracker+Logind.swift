@@ -1,4 +1,3 @@
-import Glibc
 import LinuxSupport
 
 /// logind, where it runs: its sessions of authorized users name displays to read (checked as
@@ -115,9 +114,7 @@ extension UsageTracker {
     /// IdleSinceHintMonotonic), no earlier than a day ago.
     static func instant(monotonicMicroseconds: UInt64, now: SuspendingClock.Instant) -> SuspendingClock.Instant {
         guard monotonicMicroseconds > 0 else { return now }
-        var clock = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &clock)
-        let current = UInt64(clock.tv_sec) * 1_000_000 + UInt64(clock.tv_nsec) / 1000
+        let current = SystemClocks.monotonicMicroseconds()
         guard monotonicMicroseconds < current else { return now }
         return now - .microseconds(min(current - monotonicMicroseconds, 86_400_000_000))
     }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import LinuxSupport
 
 /// Focus told by the compositor itself: GNOME Shell runs the screentime-focus extension
@@ -60,7 +59,7 @@ extension UsageTracker {
             guard admitted else { continue }
             startThread("screentime.shell") { [self] in readShellReports(connection, peer, key, stop) }
         }
-        unlink(path)
+        Files.remove(path)
     }
 
     /// The Wayland session (counted the conservative way) whose compositor `peer` is, if any.

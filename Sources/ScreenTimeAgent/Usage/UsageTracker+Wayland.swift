@@ -1,5 +1,4 @@
 import Dispatch
-import Glibc
 import LinuxSupport
 
 /// A Wayland session whose compositor does not tell the agent what is in front (GNOME's, KDE's,
@@ -25,7 +24,7 @@ extension UsageTracker {
             }
             path = runtime + "/" + path
         }
-        guard path.utf8.count < 108, FileStatus.of(path: path).map({ $0.mode & S_IFMT == S_IFSOCK }) == true else {
+        guard path.utf8.count < 108, FileStatus.of(path: path)?.isSocket == true else {
             return nil
         }
         return path

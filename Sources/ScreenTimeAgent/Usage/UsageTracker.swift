@@ -1082,10 +1082,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         let policy = processes.currentPolicy()
         var found: [[UInt8]?] = []
         func add(_ path: String, anyOwner: Bool) {
-            guard let opened = try? UntrustedFile.open(path, limit: 65_536) else { return }
-            defer { close(opened.descriptor) }
-            guard anyOwner || policy.owner(ofKernelUID: opened.status.owner) == owner,
-                let bytes = try? UntrustedFile.readAll(opened.descriptor, limit: 65_536, name: path)
+            guard let (bytes, status) = try? UntrustedFile.readWithStatus(path, limit: 65_536),
+                anyOwner || policy.owner(ofKernelUID: status.owner) == owner
             else { return }
             for cookie in XAuthority.cookies(in: bytes, display: display.number)
             where !found.contains(where: { $0 == cookie }) {
