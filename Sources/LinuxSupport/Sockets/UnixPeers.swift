@@ -8,7 +8,7 @@ public enum UnixPeers {
     /// Who serves the Unix socket at `path` (the kernel's word, from a connection made and closed
     /// at once), giving up after `timeout`.
     public static func server(of path: String, timeout: Duration) throws(SystemError) -> PeerCredentials {
-        let fd = try X11FocusWatch.connect(path, timeout: timeout)
+        let fd = try StreamConnection.unix(path, timeout: timeout)
         defer { close(fd) }
         return try X11FocusWatch.peerCredentials(fd, path: path)
     }

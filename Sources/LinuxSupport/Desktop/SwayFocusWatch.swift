@@ -33,7 +33,7 @@ public final class SwayFocusWatch {
     /// Connects, waiting at most `timeout` for the socket.
     public init(path: String, timeout: Duration = .seconds(5)) throws(SystemError) {
         self.path = path
-        fd = try X11FocusWatch.connect(path, timeout: timeout)
+        fd = try StreamConnection.unix(path, timeout: timeout)
         do {
             server = try X11FocusWatch.peerCredentials(fd, path: path)
         } catch {
