@@ -227,6 +227,18 @@ let package = Package(
             path: "Benchmarks/ProcConnectorBaseline",
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // What the in-process tests share: a table of accounts, a manual clock, a temporary
+        // directory, and the agent's policy service, scheduler and control server in the test's
+        // own process (no root, no kernel edges).
+        .target(
+            name: "ScreenTimeTestKit",
+            dependencies: [
+                "ScreenTimeAgent", "ScreenTimeClient", "ScreenTimeCore", "ScreenTimeIPC", "LinuxSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/ScreenTimeTestKit",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ScreenTimeCoreTests",
             dependencies: [
@@ -248,7 +260,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ScreenTimeAgentTests",
-            dependencies: ["ScreenTimeAgent", "ScreenTimeIPC", "LinuxSupport"],
+            dependencies: ["ScreenTimeAgent", "ScreenTimeIPC", "LinuxSupport", "ScreenTimeTestKit"],
             swiftSettings: strictSettings
         ),
         // The client API against the real agent's services in the test's own process (no root), and
@@ -257,7 +269,7 @@ let package = Package(
             name: "ClientAPITests",
             dependencies: [
                 "FamilyControls", "ManagedSettings", "ManagedSettingsUI", "DeviceActivity", "ScreenTimeAgent",
-                "ScreenTimeClient", "ScreenTimeIPC", "ScreenTimeCore", "LinuxSupport",
+                "ScreenTimeClient", "ScreenTimeIPC", "ScreenTimeCore", "LinuxSupport", "ScreenTimeTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings

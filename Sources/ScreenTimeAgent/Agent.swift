@@ -15,11 +15,20 @@ public struct Agent {
         self.logger = logger
     }
 
-    /// Everything that must be in place before the services start; throws what went wrong.
-    func makeServices() throws -> (
-        policy: PolicyService, domains: DomainShield, processes: ProcessShield, publisher: PolicyPublisher,
-        usage: UsageTracker, scheduler: ActivityScheduler, database: StateDatabase
-    ) {
+    /// The services, made in the order they depend on each other: each is given what it needs
+    /// when it is made. What flows back up the order flows through the streams made first: what the
+    /// shield presenter shows (`ShieldEvents`), the programs whose environments name sessions
+    /// (`SessionHints`), and the users who came to have something in front. Nothing here starts a
+    /// thread: the launcher (forked first) and the capability drop need the process to have one.
+    ///
+    /// ```
+    /// launcher, shield program ─┐
+    /// events, hints, front ─────┤
+    ///   process shield ← usage tracker ← domain shield
+    ///   publisher ← login sessions ← activity scheduler ← policy service ← extension host
+    ///   control server (the policy's routes), shield presenter (usage, policy, processes)
+    /// ```
+    func makeServices(launcher: ProgramLauncher) throws -> Prepared {
         do {
             try Files.makeDirectory(configuration.stateDirectory, mode: 0o700)
         } catch {
@@ -40,40 +49,76 @@ public struct Agent {
             throw AgentError(.state, "cannot open \(configuration.stateDirectory)/state.sqlite: \(error)", cause: error)
         }
         let suffixes = loadSuffixes()
-        var dnsLogger = logger
-        dnsLogger[metadataKey: "component"] = "dns"
-        let domains = DomainShield(
-            configuration: configuration, database: database, minter: minter, suffixes: suffixes, logger: dnsLogger)
-        var processLogger = logger
-        processLogger[metadataKey: "component"] = "process"
+        let users = UserDirectory()
+        func component(_ name: String) -> Logger {
+            var logger = self.logger
+            logger[metadataKey: "component"] = "\(name)"
+            return logger
+        }
+        let logger = self.logger
+        // The streams between services.
+        let shieldEvents = ShieldEvents()
+        let shieldProblems = ShieldProblems()
+        let sessionHints = SessionHints()
+        let (usersInFront, usersInFrontGained) = AsyncStream.makeStream(
+            of: Set<UInt32>.self, bufferingPolicy: .bufferingNewest(64))
+        let shieldProgram = ShieldProgram(
+            path: ShieldProgram.defaultPath(), launcher: launcher, users: users, logger: component("shield"))
+        let ownExecutable = FileStatus.of(path: "/proc/self/exe").map { FileIdentity($0.key) }
+        // The shields and usage.
         let processes = ProcessShield(
-            configuration: configuration, database: database, minter: minter, logger: processLogger)
-        let publisher = PolicyPublisher(database: database, configuration: configuration, logger: logger)
-        let policy = PolicyService(
-            configuration: configuration, database: database, minter: minter, suffixes: suffixes,
-            publisher: publisher, domainShield: domains, processShield: processes, logger: logger)
-        var usageLogger = logger
-        usageLogger[metadataKey: "component"] = "usage"
+            configuration: configuration, database: database, minter: minter,
+            launcher: launcher.client.map { ($0.pid, ownExecutable) }, sessionHints: sessionHints,
+            shieldEvents: shieldEvents, logger: component("process"))
         let usage = UsageTracker(
             configuration: configuration, database: database, processes: processes, minter: minter,
-            logger: usageLogger)
-        policy.usageTracker.withLock { $0 = usage }
-        domains.lookedUp.withLock { tell in tell = { [weak usage] domain, uid in usage?.lookedUp(domain, uid: uid) } }
-        domains.used.withLock { tell in tell = { [weak usage] domain, uid in usage?.webUsed(domain, uid: uid) } }
-        var scheduleLogger = logger
-        scheduleLogger[metadataKey: "component"] = "schedule"
-        let scheduler = ActivityScheduler(database: database, logger: scheduleLogger)
-        scheduler.usage.withLock { ledger in
-            ledger = { [weak usage] uid, interval in try? usage?.usage(uid: uid, during: interval).ledger }
+            hints: sessionHints, shieldEvents: shieldEvents, relays: shieldProgram,
+            usersInFrontGained: usersInFrontGained, logger: component("usage"), users: users)
+        let domains = DomainShield(
+            configuration: configuration, database: database, minter: minter, suffixes: suffixes, web: usage,
+            shieldEvents: shieldEvents, logger: component("dns"))
+        // The policy, and what changes it over time.
+        let publisher = PolicyPublisher(database: database, configuration: configuration, logger: logger)
+        let logins = LoginSessions(
+            stateDirectory: configuration.stateDirectory, textSessions: usage, logger: component("login"))
+        let scheduler = ActivityScheduler(
+            database: database, usage: usage, usersInFrontGained: usersInFront, publisher: publisher,
+            logger: component("schedule"))
+        let policy = PolicyService(
+            configuration: configuration, database: database, minter: minter, suffixes: suffixes,
+            publisher: publisher, domainShield: domains, processShield: processes, launcher: launcher, usage: usage,
+            scheduler: scheduler, logins: logins, shieldEvents: shieldEvents, shieldProblems: shieldProblems,
+            logger: logger, users: users)
+        let extensions = ExtensionHost(
+            database: database, launcher: launcher, logger: component("extensions"),
+            monitor: { [weak scheduler] key in scheduler?.entry(key)?.monitor },
+            react: { [weak policy] monitor, callback in try policy?.react(monitor, callback) },
+            userName: { uid in try? users.user(uid: uid).name })
+        scheduler.deliver.withLock { $0 = { [weak extensions] owed in extensions?.deliver(owed) } }
+        // What people see and ask through.
+        let server = ControlServer(
+            path: configuration.socket, router: .agent(policy: policy, launcher: launcher, logger: logger),
+            admission: policy.admission, logger: logger)
+        extensions.serve.withLock {
+            $0 = { [weak server] connection, authority in
+                server?.serve(extension: connection, authority: authority)
+            }
         }
-        scheduler.inFront.withLock { $0 = { [weak usage] uid in usage?.isInFront(uid: uid) ?? true } }
-        usage.usersInFrontChanged.withLock { $0 = { [weak scheduler] users in scheduler?.usageStarted(users) } }
-        policy.scheduler.withLock { $0 = scheduler }
-        return (policy, domains, processes, publisher, usage, scheduler, database)
+        let presenter = ShieldPresenter(
+            events: shieldEvents, problems: shieldProblems, database: database, launcher: launcher,
+            program: shieldProgram, usage: usage, policy: policy, processes: processes, logger: component("shield"))
+        let watch = SubordinateIDWatch(
+            publisher: publisher, files: [configuration.subordinateUIDs, configuration.subordinateGIDs],
+            logger: logger)
+        return Prepared(
+            publisher: publisher, policy: policy, domains: domains, processes: processes, subordinateIDs: watch,
+            launcher: launcher, usage: usage, scheduler: scheduler, extensions: extensions, presenter: presenter,
+            logins: logins, server: server)
     }
 
     /// The services, set up and ready to run.
     public struct Prepared: Sendable {
+        let publisher: PolicyPublisher
         let policy: PolicyService
         let domains: DomainShield
         let processes: ProcessShield
@@ -84,6 +129,7 @@ public struct Agent {
         let extensions: ExtensionHost
         let presenter: ShieldPresenter
         let logins: LoginSessions
+        let server: ControlServer
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
@@ -92,27 +138,23 @@ public struct Agent {
     /// How long the services have to end after SIGTERM before they are cancelled.
     public static let stopGrace: Duration = .seconds(15)
 
-    /// Opens the state and what needs privileges (the proc connector, the cgroups, the exec gate),
-    /// drops every capability but `keptCapabilities`, then installs the rules and filters and
-    /// judges running processes. Call it on the process's only thread, before anything async
-    /// runs: capabilities belong to threads, and the threads started after the drop inherit the
-    /// reduced sets.
+    /// Starts the launcher, makes the services, opens what needs privileges (the proc connector,
+    /// the cgroups, the exec gate), drops every capability but `keptCapabilities`, then installs
+    /// the rules and filters and judges running processes. Call it on the process's only thread,
+    /// before anything async runs: capabilities belong to threads, and the threads started after
+    /// the drop inherit the reduced sets.
     public func prepare() throws -> Prepared {
-        let (policy, domains, processes, publisher, usage, scheduler, database) = try makeServices()
-        let snapshot: PolicySnapshot
-        do {
-            snapshot = try publisher.first()
-        } catch {
-            throw AgentError(.state, "cannot read the policy: \(error)", cause: error)
-        }
         // The launcher keeps what starting programs as other users needs; started first, while
         // the agent has one thread and every capability.
         let launcher = ProgramLauncher.start(extensionUser: configuration.extensionUser, logger: logger)
-        policy.launcher.withLock { $0 = launcher }
-        if let client = launcher.client {
-            let own = FileStatus.of(path: "/proc/self/exe").map { FileIdentity($0.key) }
-            processes.launcher.withLock { $0 = (client.pid, own) }
+        let prepared = try makeServices(launcher: launcher)
+        let snapshot: PolicySnapshot
+        do {
+            snapshot = try prepared.publisher.first()
+        } catch {
+            throw AgentError(.state, "cannot read the policy: \(error)", cause: error)
         }
+        let processes = prepared.processes
         // What needs capabilities the agent then drops: the proc connector, the cgroups, the
         // exec gate and its file system marks. No thread runs yet.
         processes.open(snapshot: snapshot, keeping: Self.keptCapabilities)
@@ -127,87 +169,31 @@ public struct Agent {
             logger.critical("cannot drop capabilities: \(error.message)")
         }
         // The rules and filters are in place, and running processes judged, before anyone can
-        // ask anything; from then on, every change reaches them through the publisher.
-        domains.apply(snapshot)
+        // ask anything; from then on, every change reaches them through the publisher, in this
+        // order.
+        let publisher = prepared.publisher
+        prepared.domains.apply(snapshot)
         processes.start(snapshot: snapshot)
-        publisher.add(domains)
+        publisher.add(prepared.domains)
         publisher.add(processes)
         // After the process shield: a user newly authorized has their processes tracked first.
-        usage.apply(snapshot)
-        publisher.add(usage)
+        prepared.usage.apply(snapshot)
+        publisher.add(prepared.usage)
         // The first snapshot too: when the grants in force at start end.
-        scheduler.apply(snapshot)
-        publisher.add(scheduler)
-        scheduler.republish.withLock { $0 = { [weak publisher] in _ = publisher?.publish() } }
-        var loginLogger = logger
-        loginLogger[metadataKey: "component"] = "login"
-        let logins = LoginSessions(stateDirectory: configuration.stateDirectory, logger: loginLogger)
-        logins.textSessionStarted.withLock {
-            $0 = { [weak usage] uid, key, kind, tty in
-                usage?.textSessionStarted(uid: uid, key: key, kind: kind, tty: tty)
-            }
-        }
-        logins.textSessionEnded.withLock { $0 = { [weak usage] key in usage?.textSessionEnded(key: key) } }
-        logins.apply(snapshot)
-        publisher.add(logins)
-        policy.loginSessions.withLock { $0 = logins }
-        var extensionLogger = logger
-        extensionLogger[metadataKey: "component"] = "extensions"
-        let users = UserDirectory()
-        let extensions = ExtensionHost(
-            database: database, launcher: launcher, logger: extensionLogger,
-            monitor: { [weak scheduler] key in scheduler?.entry(key)?.monitor },
-            react: { [weak policy] monitor, callback in try policy?.react(monitor, callback) },
-            userName: { uid in try? users.user(uid: uid).name })
-        scheduler.deliver.withLock { $0 = { [weak extensions] owed in extensions?.deliver(owed) } }
-        var shieldLogger = logger
-        shieldLogger[metadataKey: "component"] = "shield"
-        let shieldProgram = ShieldProgram(path: ShieldProgram.defaultPath(), launcher: launcher, logger: shieldLogger)
-        let presenter = ShieldPresenter(
-            database: database, launcher: launcher, program: shieldProgram, logger: shieldLogger)
-        presenter.usage.withLock { $0 = usage }
-        presenter.policy.withLock { $0 = policy }
-        presenter.processes.withLock { $0 = processes }
-        usage.relays.withLock { $0 = shieldProgram }
-        processes.shieldMet.withLock { $0 = { [weak presenter] thing in presenter?.tell(.met(thing)) } }
-        domains.shieldMet.withLock { $0 = { [weak presenter] thing in presenter?.tell(.met(thing)) } }
-        usage.shieldInFront.withLock { $0 = { [weak presenter] thing in presenter?.tell(.inFront(thing)) } }
-        policy.requestsChanged.withLock {
-            $0 = { [weak presenter] request in
-                presenter?.tell(request.state == "pending" ? .asked(request) : .decided(request))
-            }
-        }
-        policy.presenter.withLock { $0 = presenter }
-        let watch = SubordinateIDWatch(
-            publisher: publisher, files: [configuration.subordinateUIDs, configuration.subordinateGIDs], logger: logger)
-        return Prepared(
-            policy: policy, domains: domains, processes: processes, subordinateIDs: watch, launcher: launcher,
-            usage: usage, scheduler: scheduler, extensions: extensions, presenter: presenter, logins: logins)
+        prepared.scheduler.apply(snapshot)
+        publisher.add(prepared.scheduler)
+        prepared.logins.apply(snapshot)
+        publisher.add(prepared.logins)
+        return prepared
     }
 
     public func run(_ prepared: Prepared) async throws {
-        let server = ControlServer(
-            path: configuration.socket,
-            router: .agent(policy: prepared.policy, launcher: prepared.launcher, logger: logger),
-            admission: prepared.policy.admission, logger: logger)
-        prepared.extensions.serve.withLock {
-            $0 = { [weak server] connection, authority in
-                server?.serve(extension: connection, authority: authority)
-            }
-        }
         var groupConfiguration = ServiceGroupConfiguration(
-            services: Self.failurePolicy(prepared, server: server),
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger)
+            services: Self.failurePolicy(prepared), gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         // A service that does not end when asked is cancelled: a stop never leaves the agent
         // half-alive (no socket, so not restarted by its supervisor).
         groupConfiguration.maximumGracefulShutdownDuration = Self.stopGrace
         let group = ServiceGroup(configuration: groupConfiguration)
-        prepared.presenter.start()
-        defer {
-            prepared.presenter.stop()
-            prepared.logins.stop()
-        }
         logger.notice(
             "screentimed \(AgentVersion.current) started",
             metadata: ["state": "\(configuration.stateDirectory)", "socket": "\(configuration.socket)"])
@@ -226,23 +212,25 @@ public struct Agent {
     /// | --- | --- | --- |
     /// | DNS shield | never: a queue it cannot bind or read is tried again, 1 s to 30 s apart, the status naming the problem | (the agent stops) |
     /// | process shield | the proc connector fails | the agent restarts: a new start rescans every process |
+    /// | login sessions | never while the agent runs | the agent goes on (the hooks' cache of children stays) |
+    /// | shield presenter | never while the agent runs | the agent goes on (shielded apps stay frozen, without a window) |
     /// | subordinate id watch | the files cannot be watched | the agent goes on: they are read again at every change of policy |
     /// | usage tracker | never while the agent runs | the agent goes on (no shield depends on it) |
     /// | activity scheduler | never while the agent runs | the agent goes on (the stores it changed stay in force) |
     /// | control socket | it cannot accept | the agent restarts: nobody could change or see anything |
-    static func failurePolicy(
-        _ prepared: Prepared, server: ControlServer
-    ) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+    static func failurePolicy(_ prepared: Prepared) -> [ServiceGroupConfiguration.ServiceConfiguration] {
         let restart = ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior.gracefullyShutdownGroup
         let goOn = ServiceGroupConfiguration.ServiceConfiguration.TerminationBehavior.ignore
         return [
+            .init(service: prepared.logins, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
+            .init(service: prepared.presenter, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: prepared.domains, successTerminationBehavior: restart, failureTerminationBehavior: restart),
             .init(
                 service: prepared.processes, successTerminationBehavior: restart, failureTerminationBehavior: restart),
             .init(service: prepared.subordinateIDs, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: prepared.usage, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: prepared.scheduler, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
-            .init(service: server, successTerminationBehavior: restart, failureTerminationBehavior: restart),
+            .init(service: prepared.server, successTerminationBehavior: restart, failureTerminationBehavior: restart),
         ]
     }
 

@@ -9,107 +9,29 @@ import ManagedSettingsUI
 import ScreenTimeClient
 import ScreenTimeCore
 import ScreenTimeIPC
+import ScreenTimeTestKit
 import Testing
 
 @testable import ScreenTimeAgent
 
-/// The real agent's policy service, scheduler and control server, in this process, on a state
-/// database and a socket in a temporary directory, with a table of accounts in which the user
-/// running the tests is a guardian ("mum") — no root needed.
-final class AgentDouble: @unchecked Sendable {
-    struct Family: Accounts {
-        static let guardianGroup: UInt32 = 900
-        let me = getuid()
-        var accounts: [UserAccount] {
-            [
-                UserAccount(name: "mum", uid: me, gid: me, home: "/nonexistent/mum"),
-                UserAccount(name: "kid", uid: me == 1001 ? 1002 : 1001, gid: 1001, home: "/nonexistent/kid"),
-            ]
-        }
-
-        func user(_ reference: String) throws(SystemError) -> UserAccount {
-            if let uid = UInt32(reference) { return try user(uid: uid) }
-            guard let account = accounts.first(where: { $0.name == reference }) else {
-                throw SystemError(.noSuchUser, "no user '\(reference)'")
-            }
-            return account
-        }
-
-        func user(uid: UInt32) throws(SystemError) -> UserAccount {
-            guard let account = accounts.first(where: { $0.uid == uid }) else {
-                throw SystemError(.noSuchUser, "no uid \(uid)")
-            }
-            return account
-        }
-
-        func groupID(named name: String) -> UInt32? { name == "st-guardians" ? Self.guardianGroup : nil }
-        func groupIDs(of account: UserAccount) -> Set<UInt32> {
-            account.name == "mum" ? [account.gid, Self.guardianGroup] : [account.gid]
-        }
-        func groupNames(of account: UserAccount) -> Set<String> {
-            account.name == "mum" ? ["st-guardians"] : []
-        }
+/// The real agent's policy service, scheduler and control server in this process (the test
+/// kit's), serving a socket in a temporary directory; the user running the tests is "mum", a
+/// guardian — no root needed. "kid" is authorized as a child.
+extension InProcessAgent {
+    static func serving() async throws -> InProcessAgent {
+        let agent = try InProcessAgent(accounts: FamilyAccounts(mumUID: getuid()))
+        try await agent.serve()
+        _ = try ScreenTimeClient(socket: agent.socket).send(AuthorizeRequest(user: "kid", member: .child))
+        return agent
     }
 
-    let directory: String
-    let socket: String
-    let minter: TokenMinter
-    let database: StateDatabase
-    let publisher: PolicyPublisher
-    let kid: UInt32
-
-    init() async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("st-api-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        socket = directory + "/agent.sock"
-        var configuration = AgentConfiguration()
-        configuration.guardianGroup = "st-guardians"
-        configuration.stateDirectory = directory
-        configuration.subordinateUIDs = directory + "/subuid"
-        configuration.subordinateGIDs = directory + "/subgid"
-        configuration.categoriesDirectory = directory + "/categories"
-        configuration.socket = socket
-        let logger = Logger(label: "test")
-        let accounts = Family()
-        database = try StateDatabase(path: directory + "/state.sqlite")
-        kid = try accounts.user("kid").uid
-        minter = try TokenMinter(secret: [UInt8](repeating: 9, count: 32))
-        publisher = PolicyPublisher(
-            database: database, configuration: configuration, logger: logger, users: accounts)
-        let policy = PolicyService(
-            configuration: configuration, database: database, minter: minter,
-            suffixes: try PublicSuffixList(parsing: "com\norg\n"), publisher: publisher, domainShield: nil,
-            processShield: nil, logger: logger, users: accounts, checkPassword: { _, _ in })
-        let scheduler = ActivityScheduler(database: database, logger: logger)
-        policy.scheduler.withLock { $0 = scheduler }
-        publisher.add(scheduler)
-        let server = ControlServer(
-            path: socket,
-            router: .agent(
-                policy: policy,
-                launcher: ProgramLauncher(client: nil, extensionAccount: nil, problem: "none in tests", logger: logger),
-                logger: logger),
-            admission: policy.admission, logger: logger)
-        Task.detached { try await scheduler.run() }
-        Task.detached { try await server.run() }
-        // Tasks start when the cooperative pool has a thread free; on two cores, other suites'
-        // synchronous tests may hold both for minutes. Waiting by sleeping the task (not the
-        // thread) gives the server this one.
-        for _ in 0..<30_000 where !FileManager.default.fileExists(atPath: socket) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        _ = try ScreenTimeClient(socket: socket).send(AuthorizeRequest(user: "kid", member: .child))
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: directory) }
-
-    func app(_ id: String) -> ApplicationToken { minter.token(for: .desktopEntry(id)) }
+    var kid: UInt32 { accounts.uid("kid") }
 }
 
 @Suite(.serialized) struct ClientAPITests {
-    let agent: AgentDouble
+    let agent: InProcessAgent
 
-    init() async throws { agent = try await AgentDouble() }
+    init() async throws { agent = try await InProcessAgent.serving() }
 
     @Test func aStoreWritesAreInForceAndReadBackAsThisClientSetThem() throws {
         let store = ManagedSettingsStore(named: .school, user: "kid", socket: agent.socket)
@@ -175,7 +97,7 @@ final class AgentDouble: @unchecked Sendable {
         #expect(store.shield.applications == nil)
         #expect(store.shield.webDomains?.count == 1)
         // A store whose read fails (no agent there) writes nothing over what the agent holds.
-        let elsewhere = ManagedSettingsStore(named: .school, user: "kid", socket: agent.directory + "/none.sock")
+        let elsewhere = ManagedSettingsStore(named: .school, user: "kid", socket: agent.directory.path + "/none.sock")
         elsewhere.shield.applications = [chess]
         #expect(elsewhere.lastError != nil)
         #expect(store.shield.webDomains?.count == 1)

@@ -3,6 +3,7 @@ import LinuxSupport
 import Logging
 import ScreenTimeCore
 import ScreenTimeIPC
+import ScreenTimeTestKit
 import Synchronization
 import Testing
 
@@ -12,87 +13,15 @@ import Testing
 /// accounts instead of the system's, a fake password check, a manual clock, a state database in a
 /// temporary directory, no shields attached. Each row is a request, each column a caller.
 @Suite struct AccessMatrixTests {
-    /// The accounts of a family PC, as a table.
-    struct FamilyAccounts: Accounts {
-        static let guardianGroup: UInt32 = 900
-        static let sudo: UInt32 = 27
-        let accounts: [UserAccount] = [
-            UserAccount(name: "root", uid: 0, gid: 0, home: "/root"),
-            UserAccount(name: "mum", uid: 1000, gid: 1000, home: "/home/mum"),
-            UserAccount(name: "kid", uid: 1001, gid: 1001, home: "/nonexistent/kid"),
-            UserAccount(name: "sib", uid: 1002, gid: 1002, home: "/nonexistent/sib"),
-            UserAccount(name: "indie", uid: 1003, gid: 1003, home: "/nonexistent/indie"),
-            UserAccount(name: "guest", uid: 1004, gid: 1004, home: "/nonexistent/guest"),
-            UserAccount(name: "admin", uid: 1005, gid: 1005, home: "/nonexistent/admin"),
-        ]
-        let extraGroups: [String: Set<UInt32>] = ["mum": [guardianGroup], "admin": [sudo]]
-        let groupNames: [UInt32: String] = [900: "st-guardians", 27: "sudo"]
-
-        func user(_ reference: String) throws(SystemError) -> UserAccount {
-            if let uid = UInt32(reference) { return try user(uid: uid) }
-            guard let account = accounts.first(where: { $0.name == reference }) else {
-                throw SystemError(.noSuchUser, "no user '\(reference)'")
-            }
-            return account
-        }
-
-        func user(uid: UInt32) throws(SystemError) -> UserAccount {
-            guard let account = accounts.first(where: { $0.uid == uid }) else {
-                throw SystemError(.noSuchUser, "no uid \(uid)")
-            }
-            return account
-        }
-
-        func groupID(named name: String) -> UInt32? { groupNames.first { $0.value == name }?.key }
-        func groupIDs(of account: UserAccount) -> Set<UInt32> {
-            Set([account.gid]).union(extraGroups[account.name] ?? [])
-        }
-        func groupNames(of account: UserAccount) -> Set<String> {
-            Set(groupIDs(of: account).compactMap { groupNames[$0] })
-        }
-    }
-
-    final class Clock: Sendable {
-        let time = Mutex(Date(timeIntervalSince1970: 1_900_000_000))
-        var now: Date { time.withLock { $0 } }
-    }
-
-    /// The agent's policy service and router on a fresh state.
+    /// The agent's policy service and router on a fresh state (the test kit's), the kid's
+    /// subordinate uids listed.
     struct Agent {
-        let directory: TemporaryDirectory
-        let router: ControlRouter
-        let clock = Clock()
+        let agent: InProcessAgent
+        var router: ControlRouter { agent.router }
+        var clock: ManualClock { agent.clock }
 
         init() throws {
-            directory = try TemporaryDirectory()
-            var configuration = AgentConfiguration()
-            configuration.guardianGroup = "st-guardians"
-            configuration.stateDirectory = directory.path
-            configuration.subordinateUIDs = directory.path + "/subuid"
-            configuration.subordinateGIDs = directory.path + "/subgid"
-            configuration.categoriesDirectory = directory.path + "/categories"
-            try "kid:100000:65536\n".write(toFile: configuration.subordinateUIDs, atomically: true, encoding: .utf8)
-            let logger = Logger(label: "test")
-            let accounts = FamilyAccounts()
-            let database = try StateDatabase(path: directory.path + "/state.sqlite")
-            let minter = try TokenMinter(secret: [UInt8](repeating: 7, count: 32))
-            let publisher = PolicyPublisher(
-                database: database, configuration: configuration, logger: logger, users: accounts)
-            let clock = self.clock
-            let policy = PolicyService(
-                configuration: configuration, database: database, minter: minter,
-                suffixes: try PublicSuffixList(parsing: "com\nco.uk\n"), publisher: publisher, domainShield: nil,
-                processShield: nil, logger: logger, users: accounts,
-                checkPassword: { user, password in
-                    guard user == "mum", password == "right" else {
-                        throw ScreenTimeIPCError(.authenticationFailed, "wrong password")
-                    }
-                }, now: { clock.now })
-            router = .agent(
-                policy: policy,
-                launcher: ProgramLauncher(
-                    client: nil, extensionAccount: nil, problem: "no launcher in tests", logger: logger),
-                logger: logger)
+            agent = try InProcessAgent(subordinateUIDs: "kid:100000:65536\n")
         }
 
         /// The reply's error code, or nil when it succeeded.
@@ -179,7 +108,7 @@ import Testing
         let right = AuthorizeRequest(member: .child, guardian: GuardianCredentials(user: "mum", password: "right"))
         #expect(agent.send(wrong, as: Self.sib) == .authenticationFailed)
         #expect(agent.send(right, as: Self.sib) == .tooManyAttempts)
-        agent.clock.time.withLock { $0 += 2 }
+        agent.clock.advance(2)
         #expect(agent.send(right, as: Self.sib) == nil)
         // Someone not a guardian cannot approve, even with the right password for them.
         let fake = AuthorizeRequest(member: .child, guardian: GuardianCredentials(user: "guest", password: "right"))

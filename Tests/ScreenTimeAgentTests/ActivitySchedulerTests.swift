@@ -3,6 +3,7 @@ import LinuxSupport
 import Logging
 import ScreenTimeCore
 import ScreenTimeIPC
+import ScreenTimeTestKit
 import Synchronization
 import Testing
 
@@ -25,7 +26,8 @@ import Testing
 
     private func scheduler(_ path: String, _ clock: Clock, _ delivered: Delivered) throws -> ActivityScheduler {
         let scheduler = ActivityScheduler(
-            database: try StateDatabase(path: path), logger: Logger(label: "test"), now: { clock.now })
+            database: try StateDatabase(path: path), usage: nil, usersInFrontGained: nil, publisher: nil,
+            logger: Logger(label: "test"), now: { clock.now })
         scheduler.deliver.withLock { $0 = { owed in delivered.owed.withLock { $0 += owed } } }
         return scheduler
     }

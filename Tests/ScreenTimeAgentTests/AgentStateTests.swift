@@ -2,16 +2,10 @@ import Foundation
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
+import ScreenTimeTestKit
 import Testing
 
 @testable import ScreenTimeAgent
-
-/// A temporary directory, removed at the end.
-final class TemporaryDirectory {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("st-agent-\(UUID().uuidString)").path
-    init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
-    deinit { try? FileManager.default.removeItem(atPath: path) }
-}
 
 @Suite struct AgentConfigurationTests {
     @Test func missingDefaultFileMeansDefaults() throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ScreenTimeIPC
+import ScreenTimeTestKit
 import Synchronization
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import ScreenTimeTestKit
 import Testing
 
 @testable import ScreenTimeAgent

@@ -15,18 +15,20 @@ public final class ProcessEndWatch: Sendable {
 
     private let state = Mutex(State())
     private let wake: Int32
-    private let ended: @Sendable (_ pid: Int32, _ watch: UInt64) -> Void
+    private let logger: Logger
 
-    /// Starts the watching thread (`threadName`); `ended` is called on it, once per watch, when its
-    /// process has ended (not for a watch forgotten first).
-    public init(
-        threadName: String, logger: Logger, ended: @escaping @Sendable (_ pid: Int32, _ watch: UInt64) -> Void
-    ) {
+    /// Processes may be watched before the thread starts.
+    public init(logger: Logger) {
         wake = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        self.ended = ended
+        self.logger = logger
+    }
+
+    /// Starts the watching thread (`threadName`), which runs until `stop()`. `ended` is called on
+    /// it, once per watch, when its process has ended (not for a watch forgotten first).
+    public func start(threadName: String, ended: @escaping @Sendable (_ pid: Int32, _ watch: UInt64) -> Void) {
         let thread = Thread { [self] in
             nameCurrentThread(threadName)
-            run(logger)
+            run(ended)
         }
         thread.start()
     }
@@ -62,7 +64,7 @@ public final class ProcessEndWatch: Sendable {
         _ = Glibc.write(wake, &one, 8)
     }
 
-    private func run(_ logger: Logger) {
+    private func run(_ ended: @Sendable (_ pid: Int32, _ watch: UInt64) -> Void) {
         while true {
             let watched = state.withLock { state -> [(id: UInt64, pidfd: Int32)]? in
                 state.stopped ? nil : state.watched.map { ($0.key, $0.value.pidfd) }

@@ -1,6 +1,6 @@
-import Foundation
+package import Foundation
 import LinuxSupport
-import Logging
+package import Logging
 import ScreenTimeCore
 import ServiceLifecycle
 import Synchronization
@@ -16,7 +16,7 @@ import Synchronization
 /// owed twice, and one owed but not yet run is run after the restart. After the agent was down (or
 /// the PC asleep) across a boundary, the first wake catches up: an interval that ended gets its
 /// end, one in progress its start.
-final class ActivityScheduler: Service, PolicyConsumer, Sendable {
+package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     struct Entry: Sendable {
         var monitor: Monitor
         var progress: ActivityProgress
@@ -46,18 +46,26 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     private let stepDone = NSCondition()
     private let timer: WallClockTimer?
     private let stop: StopSignal?
-    /// The user's foreground time within an interval (the usage tracker's).
-    let usage = Mutex<(@Sendable (_ uid: UInt32, _ interval: DateInterval) -> UsageLedger?)?>(nil)
-    /// Whether the user has something in front now.
-    let inFront = Mutex<(@Sendable (_ uid: UInt32) -> Bool)?>(nil)
+    /// The users' foreground time, and whether they have something in front (the usage tracker;
+    /// none in tests: no time counted, something always in front).
+    private let usage: (any UsageQueries)?
+    /// Users who came to have something in front (the usage tracker tells): a threshold can come
+    /// only while something is.
+    private let usersInFrontGained: AsyncStream<Set<UInt32>>?
     /// Runs owed callbacks (the extension host).
     let deliver = Mutex<(@Sendable (_ owed: [OwedCallback]) -> Void)?>(nil)
-    /// Publishes the policy again (a grant of more time ended).
-    let republish = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Publishes the policy again when a grant of more time ends (none in tests).
+    private let publisher: PolicyPublisher?
     private let now: @Sendable () -> Date
 
-    init(database: StateDatabase, logger: Logger, now: @escaping @Sendable () -> Date = Date.init) {
+    package init(
+        database: StateDatabase, usage: (any UsageQueries)?, usersInFrontGained: AsyncStream<Set<UInt32>>?,
+        publisher: PolicyPublisher?, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+    ) {
         self.database = database
+        self.usage = usage
+        self.usersInFrontGained = usersInFrontGained
+        self.publisher = publisher
         self.logger = logger
         self.now = now
         do {
@@ -81,7 +89,21 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
 
     // MARK: running
 
-    func run() async throws {
+    package func run() async throws {
+        await withTaskGroup(of: Void.self) { group in
+            if let usersInFrontGained {
+                group.addTask { [self] in
+                    for await users in usersInFrontGained { usageStarted(users) }
+                }
+            }
+            group.addTask { [self] in await runLoop() }
+            // The loop ends when the agent stops; so does the rest.
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func runLoop() async {
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 let thread = Thread { [self] in
@@ -140,7 +162,7 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
         if grantEnded {
             state.withLock { $0.grantsEnd = nil }
             logger.info("granted time ended: the shields it lifted are back")
-            republish.withLock { $0 }?()
+            publisher?.publish()
         }
         stepDone.lock()
         state.withLock { $0.stepped = max($0.stepped, generation) }
@@ -152,8 +174,6 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
         let (entries, generation) = state.withLock { (Array($0.entries.values), $0.generation) }
         let now = now()
         let calendar = Self.systemCalendar()
-        let usage = usage.withLock { $0 }
-        let inFront = inFront.withLock { $0 }
         var changes: [(key: Monitor.Key, progress: ActivityProgress, owed: [ActivityCallback])] = []
         var nextWake: Date?
         for entry in entries {
@@ -162,14 +182,14 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
             if !activity.events.isEmpty, let interval = activity.currentOrNextInterval(at: now, calendar: calendar),
                 interval.start <= now
             {
-                ledger = usage?(entry.monitor.uid, interval) ?? UsageLedger()
+                ledger = usage?.ledger(uid: entry.monitor.uid, during: interval) ?? UsageLedger()
             }
             var progress = entry.progress
             let due = progress.advance(activity, now: now, calendar: calendar, ledger: ledger)
             if !due.isEmpty || progress != entry.progress {
                 changes.append((entry.monitor.key, progress, due))
             }
-            let busy = inFront?(entry.monitor.uid) ?? true
+            let busy = usage?.isInFront(uid: entry.monitor.uid) ?? true
             if let wake = progress.nextWake(activity, now: now, calendar: calendar, ledger: ledger, inUse: busy) {
                 nextWake = min(nextWake ?? wake, wake)
             }
@@ -244,7 +264,7 @@ final class ActivityScheduler: Service, PolicyConsumer, Sendable {
         if watched { timer?.wake() }
     }
 
-    func apply(_ snapshot: PolicySnapshot) {
+    package func apply(_ snapshot: PolicySnapshot) {
         let grantsEnd = snapshot.users.values.compactMap(\.grantsEnd).min()
         let earlier = state.withLock { state in
             defer { state.grantsEnd = grantsEnd }

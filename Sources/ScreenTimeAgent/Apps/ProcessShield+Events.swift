@@ -21,15 +21,16 @@ extension ProcessShield {
                 TokenName(kind: .app, identity: verdict.application.canonical, displayName: name)
             ))
         if action != .frozen { logger.info("\(action.rawValue)", metadata: ["pid": "\(pid)", "app": "\(name)"]) }
-        if action == .frozen || action == .refused || action == .killed, let tell = shieldMet.withLock({ $0 }) {
+        if action == .frozen || action == .refused || action == .killed {
             let application = apps.filter.index.application(verdict.application)
             var identity: String?
             if case .desktopEntry(let id) = verdict.application { identity = id }
-            tell(
-                ShieldedThing(
-                    kind: .application, owner: apps.uid, token: verdict.token.base64, name: name, identity: identity,
-                    categories: application?.categories.map(\.name).sorted() ?? [], icon: application?.icon,
-                    stores: verdict.stores, pid: action == .frozen ? pid : nil))
+            shieldEvents.tell(
+                .met(
+                    ShieldedThing(
+                        kind: .application, owner: apps.uid, token: verdict.token.base64, name: name,
+                        identity: identity, categories: application?.categories.map(\.name).sorted() ?? [],
+                        icon: application?.icon, stores: verdict.stores, pid: action == .frozen ? pid : nil)))
         }
     }
 
@@ -103,7 +104,7 @@ extension ProcessShield {
                 judgeExec(pid, &table, policy: currentPolicy())
                 return table.processes[pid]?.owner
             }
-            if let owner, let tell = programStarted.withLock({ $0 }) { tell(pid, owner) }
+            if let owner { sessionHints.add(pid: pid, owner: owner) }
         case .uid(let pid, let real, _):
             // The launcher's child taking a user's ids before it runs their program: judged at
             // that exec (judging the agent's own executable first would only hold the window up).
@@ -267,7 +268,7 @@ extension ProcessShield {
     /// only the launcher forks children of the launcher, and such a child is not the user's to
     /// trace (its ids changed from root's, so it is not dumpable).
     func isLaunchersOwn(_ pid: Int32) -> Bool {
-        guard let launcher = launcher.withLock({ $0 }), let own = launcher.executable,
+        guard let launcher, let own = launcher.executable,
             inspector.status(pid: pid)?.parent == launcher.pid,
             let running = inspector.executableStatus(pid: pid)
         else { return false }

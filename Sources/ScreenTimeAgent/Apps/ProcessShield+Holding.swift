@@ -88,7 +88,7 @@ extension ProcessShield {
             here.key.inode == status.key.inode, inspector.tracer(pid: pid) == 0
         else { return false }
         if name == "screentime-shield" {
-            guard let launcher = launcher.withLock({ $0 }), inspector.status(pid: pid)?.parent == launcher.pid else {
+            guard let launcher, inspector.status(pid: pid)?.parent == launcher.pid else {
                 return false
             }
         }

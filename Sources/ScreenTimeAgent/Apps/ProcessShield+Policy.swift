@@ -11,7 +11,7 @@ extension ProcessShield {
     /// Puts a snapshot in force: rebuilds each user's rules, re-judges every process of theirs —
     /// freezes what is newly shielded, thaws what no longer is, kills what is blocked — and
     /// returns once that is done (processes whose judgement is still out are held by then).
-    func apply(_ snapshot: PolicySnapshot) { apply(snapshot, reconciling: false) }
+    package func apply(_ snapshot: PolicySnapshot) { apply(snapshot, reconciling: false) }
 
     /// `snapshot` nil: the one in force, again (a user's applications read late are in).
     func apply(_ given: PolicySnapshot?, reconciling: Bool) {

@@ -62,17 +62,17 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     let restopContinuation: AsyncStream<Void>.Continuation
     let judgesBox = Mutex<ProcessJudges?>(nil)
     /// Told of each program an authorized user's process runs (pid, owner), on the watcher's
-    /// thread: the usage tracker looks for sessions there. Must return at once.
-    let programStarted = Mutex<(@Sendable (Int32, UInt32) -> Void)?>(nil)
+    /// thread: the usage tracker looks for sessions there.
+    let sessionHints: SessionHints
     /// Told of each process of an authorized user's frozen, refused or killed for a shield, on
-    /// whatever thread did it (the shield window shows it). Must return at once.
-    let shieldMet = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
+    /// whatever thread did it (the shield window shows it).
+    let shieldEvents: ShieldEvents
     /// Signalled when the gate's thread ends.
     let gateThreadDone = Mutex<DispatchSemaphore?>(nil)
     /// The agent's launcher, and the agent's own executable: a process of the launcher's still
     /// running that executable (between the fork and the exec of a program it starts as a user)
     /// is the agent's, not the user's; its exec is what is judged.
-    let launcher = Mutex<(pid: Int32, executable: FileIdentity?)?>(nil)
+    let launcher: (pid: Int32, executable: FileIdentity?)?
 
     struct Table {
         var processes: [Int32: Tracked] = [:]
@@ -112,10 +112,18 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
         var since: Date
     }
 
+    /// - Parameters:
+    ///   - launcher: the agent's launcher's pid and the agent's own executable (nil: no launcher).
+    ///   - sessionHints: told of each program an authorized user runs.
+    ///   - shieldEvents: told of each process held or refused for a shield.
     init(
-        configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, logger: Logger,
-        proc: String = "/proc"
+        configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter,
+        launcher: (pid: Int32, executable: FileIdentity?)?, sessionHints: SessionHints, shieldEvents: ShieldEvents,
+        logger: Logger, proc: String = "/proc"
     ) {
+        self.launcher = launcher
+        self.sessionHints = sessionHints
+        self.shieldEvents = shieldEvents
         self.configuration = configuration
         self.database = database
         self.minter = minter

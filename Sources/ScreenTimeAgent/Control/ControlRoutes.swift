@@ -1,9 +1,9 @@
-import Logging
+package import Logging
 import ScreenTimeIPC
 
 extension ControlRouter {
     /// Every request the agent answers, with its handler: a new request is one line here.
-    static func agent(policy: PolicyService, launcher: ProgramLauncher, logger: Logger) -> ControlRouter {
+    package static func agent(policy: PolicyService, launcher: ProgramLauncher, logger: Logger) -> ControlRouter {
         var router = ControlRouter(logger: logger)
         router.register(PingRequest.self, policy.ping)
         router.register(StatusRequest.self, policy.status)

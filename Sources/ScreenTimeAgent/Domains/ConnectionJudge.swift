@@ -113,7 +113,12 @@ final class ConnectionJudge: Sendable {
 
     private let state = Mutex(State())
     /// Told the names of each connection passed by name (usage: a web domain in use).
-    let passedNames = Mutex<(@Sendable ([DNSName], UInt32) -> Void)?>(nil)
+    private let passedNames: @Sendable ([DNSName], UInt32) -> Void
+
+    /// - Parameter passedNames: told the names of each connection passed by name, and its owner.
+    init(passedNames: @escaping @Sendable ([DNSName], UInt32) -> Void = { _, _ in }) {
+        self.passedNames = passedNames
+    }
     private let epoch = ContinuousClock.now
 
     /// Seconds on the monotonic clock since the judge was made.
@@ -246,7 +251,7 @@ final class ConnectionJudge: Sendable {
                         Refusal(
                             kind: "name", reason: "\(kind.rawValue) names a shielded host", name: $0.0, verdict: $0.1))
                 } ?? .watch
-            if decision == .watch { passedNames.withLock { $0 }?(names, owner) }
+            if decision == .watch { passedNames(names, owner) }
         }
         guard decision == .watch else {
             state.withLock { $0.removeFlow(key) }

@@ -27,19 +27,16 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     private let rebuilding = Mutex(())
     private let events = Mutex(EventBuffer())
     private let outstanding = OutstandingQueries()
-    private let connections = ConnectionJudge()
+    private let connections: ConnectionJudge
     private let resolvers = SystemResolvers()
     private let shadows: ShadowLookups
     private let flushSignal: AsyncStream<Void>
-    /// Told of each address question a filtered user asks (its registrable domain, the owner),
-    /// on the queue's thread: must return at once (the usage tracker counts them).
-    let lookedUp = Mutex<(@Sendable (String, UInt32) -> Void)?>(nil)
-    /// Told the registrable domain of each name a filtered user's programs use — looked up, or
-    /// named by a connection's opening — for the time a web domain is in use.
-    let used = Mutex<(@Sendable (String, UInt32) -> Void)?>(nil)
-    /// Told of each shielded name a filtered user looked up (the shield window's notice). Must
-    /// return at once: it is called on the queue's thread.
-    let shieldMet = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
+    /// Told, on the queue's thread, of each address question a filtered user asks and each name
+    /// their programs use — looked up, or named by a connection's opening (its registrable domain
+    /// and owner): the usage tracker's web time.
+    private let web: (any WebActivity)?
+    /// Told of each shielded name a filtered user looked up (the shield window's notice).
+    private let shieldEvents: ShieldEvents
     private let flushContinuation: AsyncStream<Void>.Continuation
     /// Ends the watch on the browser policies' files.
     private let policyWatchStop = try? StopSignal()
@@ -99,10 +96,20 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         static let capacity = 10_000
     }
 
+    /// - Parameters:
+    ///   - web: told each lookup of a name and each connection to one (the usage tracker's web time).
+    ///   - shieldEvents: told each shielded name met (the shield presenter's notice).
     init(
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
-        logger: Logger
+        web: (any WebActivity)?, shieldEvents: ShieldEvents, logger: Logger
     ) {
+        self.web = web
+        self.shieldEvents = shieldEvents
+        connections = ConnectionJudge { [web] names, owner in
+            guard let web else { return }
+            let domains = names.compactMap { $0.lowercased.domainName }.map { suffixes.registrableDomain(of: $0) ?? $0 }
+            for domain in Set(domains) { web.webUsed(domain.rawValue, uid: owner) }
+        }
         self.configuration = configuration
         self.database = database
         self.minter = minter
@@ -113,22 +120,13 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         self.logger = logger
         shadows = ShadowLookups(judge: connections, resolvers: resolvers)
         (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        connections.passedNames.withLock { tell in
-            tell = { [weak self] names, owner in
-                guard let self, let tell = used.withLock({ $0 }) else { return }
-                let domains = names.compactMap { $0.lowercased.domainName }.map {
-                    suffixes.registrableDomain(of: $0) ?? $0
-                }
-                for domain in Set(domains) { tell(domain.rawValue, owner) }
-            }
-        }
     }
 
     // MARK: policy
 
     /// Puts a policy snapshot in force: builds every authorized user's filter, then installs the
     /// rules. Returns once they are.
-    func apply(_ snapshot: PolicySnapshot) {
+    package func apply(_ snapshot: PolicySnapshot) {
         rebuilding.withLock { _ in rebuild(snapshot) }
     }
 
@@ -420,11 +418,11 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
             // Counted for usage reports: each address question (A or AAAA) is a lookup.
             if let question = message.questions.first, question.type == 1 || question.type == 28,
-                let tell = lookedUp.withLock({ $0 }), let name = question.name.lowercased.domainName
+                let web, let name = question.name.lowercased.domainName
             {
                 let domain = suffixes.registrableDomain(of: name) ?? name
-                tell(domain.rawValue, uid)
-                used.withLock { $0 }?(domain.rawValue, uid)
+                web.lookedUp(domain.rawValue, uid: uid)
+                web.webUsed(domain.rawValue, uid: uid)
             }
             if let (question, verdict) = filter.verdict(for: message) {
                 answers.append(DNSMessage.nxdomain(answering: message).serialized())
@@ -534,11 +532,12 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         guard let domain else { return }
         let shown = eventDomain(domain, uid: uid, verdict: verdict)
         let key = EventKey(uid: uid, domain: shown, reason: verdict.reason, category: verdict.category)
-        if verdict.reason != .bypass, let tell = shieldMet.withLock({ $0 }) {
-            tell(
-                ShieldedThing(
-                    kind: .webDomain, owner: uid, token: minter.token(for: shown).base64, name: shown.unicode,
-                    identity: shown.ascii, categories: [], icon: nil, stores: verdict.stores, pid: nil))
+        if verdict.reason != .bypass {
+            shieldEvents.tell(
+                .met(
+                    ShieldedThing(
+                        kind: .webDomain, owner: uid, token: minter.token(for: shown).base64, name: shown.unicode,
+                        identity: shown.ascii, categories: [], icon: nil, stores: verdict.stores, pid: nil)))
         }
         let now = Date()
         let wasEmpty = events.withLock { buffer in

@@ -1,7 +1,7 @@
-import Foundation
-import LinuxSupport
-import Logging
-import ScreenTimeIPC
+package import Foundation
+package import LinuxSupport
+package import Logging
+package import ScreenTimeIPC
 
 /// The agent's way to start programs as someone else — the shield window in a child's session,
 /// extensions as an unprivileged account without network — after it dropped the capabilities
@@ -11,7 +11,7 @@ import ScreenTimeIPC
 /// (`launcher.check` now, the shield window and extensions later) fails with a clear error, and
 /// the status says so. A launcher that dies is not restarted: the capabilities it kept are gone
 /// from the agent for good, so only an agent restart brings it back.
-final class ProgramLauncher: Sendable {
+package final class ProgramLauncher: Sendable {
     let client: LauncherClient?
     /// Why there is no launcher, when there is none.
     let problem: String?
@@ -48,7 +48,7 @@ final class ProgramLauncher: Sendable {
     /// The account extensions run as.
     let extensionAccount: UserAccount?
 
-    init(client: LauncherClient?, extensionAccount: UserAccount?, problem: String?, logger: Logger) {
+    package init(client: LauncherClient?, extensionAccount: UserAccount?, problem: String?, logger: Logger) {
         self.client = client
         self.extensionAccount = extensionAccount
         self.problem = problem

@@ -2,6 +2,7 @@ import Foundation
 import LinuxSupport
 import Logging
 import ScreenTimeIPC
+import ServiceLifecycle
 import Synchronization
 
 /// The login sessions of authorized users the PAM session hook tells of (`screentime-pam`): each
@@ -13,7 +14,7 @@ import Synchronization
 /// them a session of their own); graphical ones are listed only: their time is what is in front.
 /// When a user's sessions are locked (downtime or the day's screen time, with `--no-login`) or
 /// about to be, text sessions are told on their terminal.
-final class LoginSessions: PolicyConsumer, Sendable {
+package final class LoginSessions: Service, PolicyConsumer, Sendable {
     struct Login: Sendable, Hashable {
         var uid: UInt32
         var kind: String
@@ -32,11 +33,9 @@ final class LoginSessions: PolicyConsumer, Sendable {
     private let stateDirectory: String
     private let inspector = ProcessInspector()
     private let state = Mutex(State())
-    private let watch: Mutex<ProcessEndWatch?> = Mutex(nil)
-    /// Told when a text session starts (uid, key, kind, tty) or ends (key): the usage tracker.
-    let textSessionStarted = Mutex<(@Sendable (_ uid: UInt32, _ key: String, _ kind: String, _ tty: String) -> Void)?>(
-        nil)
-    let textSessionEnded = Mutex<(@Sendable (_ key: String) -> Void)?>(nil)
+    private let leaders: ProcessEndWatch
+    /// Told when a text session starts or ends (the usage tracker).
+    private let textSessions: (any TextSessions)?
 
     private struct State {
         var logins: [Int32: Entry] = [:]
@@ -50,20 +49,20 @@ final class LoginSessions: PolicyConsumer, Sendable {
         var watch: UInt64
     }
 
-    init(stateDirectory: String, logger: Logger) {
+    /// - Parameter textSessions: told when a text session starts or ends (the usage tracker).
+    init(stateDirectory: String, textSessions: (any TextSessions)?, logger: Logger) {
         self.stateDirectory = stateDirectory
+        self.textSessions = textSessions
         self.logger = logger
-        let watch = ProcessEndWatch(threadName: "st-logins", logger: logger) { [weak self] leader, watch in
-            self?.leaderEnded(leader, watch: watch)
-        }
-        self.watch.withLock { $0 = watch }
+        leaders = ProcessEndWatch(logger: logger)
     }
 
-    func stop() {
-        watch.withLock { $0 }?.stop()
+    /// Watches the sessions' leaders on a thread of its own until the agent stops.
+    package func run() async throws {
+        leaders.start(threadName: "st-logins") { [weak self] leader, watch in self?.leaderEnded(leader, watch: watch) }
+        try? await gracefulShutdown()
+        leaders.stop()
     }
-
-    private var leaders: ProcessEndWatch? { watch.withLock { $0 } }
 
     static func key(_ login: Login) -> String { "login:\(login.leader):\(login.leaderStart)" }
 
@@ -75,7 +74,7 @@ final class LoginSessions: PolicyConsumer, Sendable {
     /// A session opened; its leader is `leader`. Refused past the caps (the login goes on; it is
     /// just not listed, and its time not counted as a text session's).
     func open(uid: UInt32, request: LoginRequest, leader: Int32) {
-        guard let start = inspector.startTime(pid: leader), let leaders, let watch = leaders.watch(leader) else {
+        guard let start = inspector.startTime(pid: leader), let watch = leaders.watch(leader) else {
             return
         }
         let login = Login(
@@ -99,14 +98,14 @@ final class LoginSessions: PolicyConsumer, Sendable {
             "login session opened",
             metadata: ["uid": "\(uid)", "kind": "\(login.kind)", "tty": "\(login.tty)", "service": "\(login.service)"])
         if Self.counts(login) {
-            textSessionStarted.withLock { $0 }?(uid, Self.key(login), login.kind, login.tty)
+            textSessions?.textSessionStarted(uid: uid, key: Self.key(login), kind: login.kind, tty: login.tty)
         }
     }
 
     /// A session closed (its close hook ran in its leader).
     func close(leader: Int32) {
         guard let entry = state.withLock({ $0.logins.removeValue(forKey: leader) }) else { return }
-        leaders?.forget(entry.watch)
+        leaders.forget(entry.watch)
         ended(entry)
     }
 
@@ -121,7 +120,7 @@ final class LoginSessions: PolicyConsumer, Sendable {
 
     private func ended(_ entry: Entry) {
         logger.info("login session closed", metadata: ["uid": "\(entry.login.uid)", "tty": "\(entry.login.tty)"])
-        if Self.counts(entry.login) { textSessionEnded.withLock { $0 }?(Self.key(entry.login)) }
+        if Self.counts(entry.login) { textSessions?.textSessionEnded(key: Self.key(entry.login)) }
     }
 
     func report(uid: UInt32) -> [LoginReport] {
@@ -149,7 +148,7 @@ final class LoginSessions: PolicyConsumer, Sendable {
 
     // MARK: the policy: locks told, and the children the PAM hooks fail closed for
 
-    func apply(_ snapshot: PolicySnapshot) {
+    package func apply(_ snapshot: PolicySnapshot) {
         var locked: [UInt32: String] = [:]
         var children: [UInt32: String] = [:]
         for user in snapshot.users.values {

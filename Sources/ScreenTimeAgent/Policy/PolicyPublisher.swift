@@ -1,6 +1,6 @@
 import Foundation
-import LinuxSupport
-import Logging
+package import LinuxSupport
+package import Logging
 import ScreenTimeCore
 import ScreenTimeIPC
 import Synchronization
@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// New consumers plug in with `add(_:)`; nothing else calls them. Publishing is serialised, so
 /// consumers see generations in order and never two at once.
-final class PolicyPublisher: Sendable {
+package final class PolicyPublisher: Sendable {
     private let database: StateDatabase
     private let configuration: AgentConfiguration
     private let logger: Logger
@@ -19,7 +19,7 @@ final class PolicyPublisher: Sendable {
     private let publishing = Mutex<UInt64>(0)
     private let latest = Mutex(PolicySnapshot.empty)
 
-    init(
+    package init(
         database: StateDatabase, configuration: AgentConfiguration, logger: Logger,
         users: any Accounts = UserDirectory()
     ) {
@@ -29,7 +29,7 @@ final class PolicyPublisher: Sendable {
         self.logger = logger
     }
 
-    func add(_ consumer: any PolicyConsumer) { consumers.withLock { $0.append(consumer) } }
+    package func add(_ consumer: any PolicyConsumer) { consumers.withLock { $0.append(consumer) } }
 
     /// The snapshot last published.
     var current: PolicySnapshot { latest.withLock { $0 } }
@@ -49,7 +49,7 @@ final class PolicyPublisher: Sendable {
     /// Reads the policy, publishes it to every consumer, and returns it once all applied it. A
     /// database that cannot be read leaves the last snapshot in force (and is logged loudly).
     @discardableResult
-    func publish() -> PolicySnapshot {
+    package func publish() -> PolicySnapshot {
         publishing.withLock { generation in
             let snapshot: PolicySnapshot
             do {

@@ -33,10 +33,10 @@ extension PolicyService {
                     allowed: false, message: LoginText.lockMessage(lock, user: account.name), until: lock.until)
             }
             if request.phase == .open, let leader, leader > 1 {
-                loginSessions.withLock { $0 }?.open(uid: account.uid, request: request, leader: leader)
+                loginSessions?.open(uid: account.uid, request: request, leader: leader)
             }
         case .close:
-            if let leader { loginSessions.withLock { $0 }?.close(leader: leader) }
+            if let leader { loginSessions?.close(leader: leader) }
         }
         return LoginReply(allowed: true)
     }

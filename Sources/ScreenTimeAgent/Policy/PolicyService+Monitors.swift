@@ -15,7 +15,7 @@ extension PolicyService {
 
     private var activityScheduler: ActivityScheduler {
         get throws {
-            guard let scheduler = scheduler.withLock({ $0 }) else {
+            guard let scheduler else {
                 throw ScreenTimeIPCError(.unavailable, "this agent runs no schedules")
             }
             return scheduler
@@ -333,7 +333,7 @@ extension PolicyService {
             let threshold = monitor.activity.events.values.map(\.thresholdDuration).max() ?? 300
             let minutes = max(1, min(5, Int((threshold / 60).rounded(.up))))
             let left = minutes == 1 ? "1 minute" : "\(minutes) minutes"
-            presenter.withLock { $0 }?.tell(
+            shieldEvents.tell(
                 .notice(
                     uid: account.uid, title: "\(left) left today",
                     subtitle: "Today's time for \(what) ends in \(left).",
@@ -356,10 +356,10 @@ extension PolicyService {
                 noLogin == true
                 ? "Then this session is locked until downtime ends. Save your work."
                 : "From then on, only the apps your guardian allowed run."
-            presenter.withLock { $0 }?.tell(
+            shieldEvents.tell(
                 .notice(uid: account.uid, title: "Downtime in 5 minutes", subtitle: subtitle, icon: "alarm-symbolic"))
             if noLogin == true {
-                loginSessions.withLock { $0 }?.warn(uid: account.uid, "Downtime in 5 minutes. \(subtitle)")
+                loginSessions?.warn(uid: account.uid, "Downtime in 5 minutes. \(subtitle)")
             }
         case (.screenTime(let storeName, let noLogin), .eventDidReachThreshold):
             let store = StoreKey(client: monitor.client, name: storeName)
@@ -379,9 +379,9 @@ extension PolicyService {
                 noLogin
                 ? "Today's screen time ends in 5 minutes; then this session is locked until tomorrow. Save your work."
                 : "Today's screen time ends in 5 minutes."
-            presenter.withLock { $0 }?.tell(
+            shieldEvents.tell(
                 .notice(uid: account.uid, title: "5 minutes left today", subtitle: subtitle, icon: "alarm-symbolic"))
-            if noLogin { loginSessions.withLock { $0 }?.warn(uid: account.uid, subtitle) }
+            if noLogin { loginSessions?.warn(uid: account.uid, subtitle) }
         default:
             break
         }
@@ -522,7 +522,7 @@ extension PolicyService {
         let inInterval = interval.map { $0.start <= now && now < $0.end } ?? false
         var ledger: UsageLedger?
         if inInterval, let interval, !activity.events.isEmpty {
-            ledger = try? usageTracker.withLock({ $0 })?.usage(uid: monitor.uid, during: interval).ledger
+            ledger = try? usageTracker?.usage(uid: monitor.uid, during: interval).ledger
         }
         let events = activity.events.sorted { $0.key < $1.key }.map { eventName, event in
             MonitorReport.Event(

@@ -78,7 +78,7 @@ extension PolicyService {
             metadata: [
                 "user": "\(account.name)", "what": "\(name)", "minutes": "\(saved.minutes)", "id": "\(saved.id ?? 0)",
             ])
-        requestsChanged.withLock { $0 }?(Self.report(saved, user: account.name, names: true, now: now))
+        shieldEvents.tell(request: Self.report(saved, user: account.name, names: true, now: now))
         return Self.report(saved, user: account.name, names: mayName, now: now)
     }
 
@@ -167,7 +167,7 @@ extension PolicyService {
                 "by": "\(decider)",
             ])
         let report = Self.report(decided, user: name, names: true, now: now)
-        requestsChanged.withLock { $0 }?(report)
+        shieldEvents.tell(request: report)
         return report
     }
 
@@ -264,12 +264,8 @@ extension PolicyService {
         }
         let title = clean(request.title, 100)
         guard !title.isEmpty else { throw ScreenTimeIPCError(.invalidArgument, "a notice needs a title") }
-        guard let presenter = presenter.withLock({ $0 }) else { return NoticeReply(shown: false) }
-        let shown = presenter.noticeAllowed(account.uid)
-        if shown {
-            presenter.tell(
-                .notice(uid: account.uid, title: title, subtitle: clean(request.text, 300), icon: "dialog-information"))
-        }
+        let shown = shieldEvents.notify(
+            uid: account.uid, title: title, subtitle: clean(request.text, 300), icon: "dialog-information")
         return NoticeReply(shown: shown)
     }
 }

@@ -1,7 +1,7 @@
-import Foundation
-import LinuxSupport
-import Logging
-import ScreenTimeCore
+package import Foundation
+package import LinuxSupport
+package import Logging
+package import ScreenTimeCore
 import ScreenTimeIPC
 import Synchronization
 
@@ -24,18 +24,18 @@ public final class PolicyService: Sendable {
     let changes = Mutex(())
     private let systemDataDirectories: [String]
     private let approvals: GuardianApprovals
-    /// The launcher, once the agent started it (`status` shows it to guardians).
-    let launcher = Mutex<ProgramLauncher?>(nil)
-    /// The usage tracker, once the agent made it (`report` and the sessions in `status`).
-    let usageTracker = Mutex<UsageTracker?>(nil)
-    /// The activity scheduler, once the agent made it (monitors, limits, downtime).
-    let scheduler = Mutex<ActivityScheduler?>(nil)
-    /// The shield presenter, once the agent made it (its extensions' problems in `status`).
-    let presenter = Mutex<ShieldPresenter?>(nil)
-    /// The login sessions the PAM hook told of, once the agent made them.
-    let loginSessions = Mutex<LoginSessions?>(nil)
-    /// Told of each new ask for more time and each decision (the shield presenter).
-    let requestsChanged = Mutex<(@Sendable (TimeRequestReport) -> Void)?>(nil)
+    /// The launcher (`status` shows it to guardians; it runs report extensions).
+    let launcher: ProgramLauncher?
+    /// The usage tracker (`report` and the sessions in `status`).
+    let usageTracker: UsageTracker?
+    /// The activity scheduler (monitors, limits, downtime).
+    let scheduler: ActivityScheduler?
+    /// What the shield presenter shows: asks, decisions and notices are told to it.
+    let shieldEvents: ShieldEvents
+    /// What went wrong with each user's shield extensions (in `status`).
+    private let shieldProblems: ShieldProblems
+    /// The login sessions the PAM hook told of.
+    let loginSessions: LoginSessions?
 
     /// The freedesktop main categories (Desktop Menu Specification): valid app categories even
     /// when no installed application uses them yet.
@@ -45,17 +45,27 @@ public final class PolicyService: Sendable {
     ]
 
     /// - Parameters:
+    ///   - launcher, usage, scheduler, logins: the agent's (none in tests that need none: what
+    ///     needs one is then refused as unavailable).
     ///   - users: the accounts (the system's; a table in tests).
     ///   - checkPassword: how a guardian's password is checked (PAM; a fake in tests).
-    init(
+    package init(
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
-        publisher: PolicyPublisher, domainShield: DomainShield?, processShield: ProcessShield?, logger: Logger,
+        publisher: PolicyPublisher, domainShield: DomainShield?, processShield: ProcessShield?,
+        launcher: ProgramLauncher?, usage: UsageTracker?, scheduler: ActivityScheduler?, logins: LoginSessions?,
+        shieldEvents: ShieldEvents, shieldProblems: ShieldProblems, logger: Logger,
         users: any Accounts = UserDirectory(),
         checkPassword: (@Sendable (_ user: String, _ password: String) throws -> Void)? = nil,
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.users = users
+        self.launcher = launcher
+        self.usageTracker = usage
+        self.scheduler = scheduler
+        self.loginSessions = logins
         self.publisher = publisher
+        self.shieldEvents = shieldEvents
+        self.shieldProblems = shieldProblems
         self.processShield = processShield
         self.configuration = configuration
         self.database = database
@@ -132,7 +142,7 @@ public final class PolicyService: Sendable {
 
     /// How the control server counts a connecting process: guardians apart (they always find a
     /// slot), everyone else under their uid.
-    @Sendable func admission(_ peer: PeerCredentials) -> ControlServer.Admission {
+    @Sendable package func admission(_ peer: PeerCredentials) -> ControlServer.Admission {
         // A child's subordinate uids are the child: counted with it.
         let principal = publisher.current.owner(ofKernelUID: peer.uid) ?? peer.uid
         guard let account = try? users.user(uid: peer.uid) else { return .user(principal: principal) }
@@ -421,17 +431,17 @@ public final class PolicyService: Sendable {
         reply.passwordFailures = try approvals.failures(account.uid).map {
             PasswordFailuresReport(failures: $0.failures, lastFailure: $0.lastFailure, locked: $0.locked)
         }
-        if caller.isGuardian { reply.launcher = launcher.withLock { $0 }?.report }
+        if caller.isGuardian { reply.launcher = launcher?.report }
         if authorization.status == .approved {
-            reply.sessions = usageTracker.withLock { $0 }?.sessions(of: account.uid, names: mayReadNames)
+            reply.sessions = usageTracker?.sessions(of: account.uid, names: mayReadNames)
             reply.monitors = try? monitorList(account, client: caller.authority, names: mayReadNames).monitors
             if caller.isGuardian || caller.role == .individual {
-                let problems = presenter.withLock { $0 }?.problems(of: account.uid) ?? []
+                let problems = shieldProblems.of(account.uid)
                 reply.shieldProblems = problems.isEmpty ? nil : problems
             }
             let pending = try database.timeRequests(uid: account.uid, limit: 50).filter { $0.state == .pending }
             reply.pendingAsks = pending.isEmpty ? nil : pending.count
-            let logins = loginSessions.withLock { $0 }?.report(uid: account.uid) ?? []
+            let logins = loginSessions?.report(uid: account.uid) ?? []
             reply.logins = logins.isEmpty ? nil : logins
             reply.loginLock = publisher.current.users[account.uid]?.loginLock.map {
                 LoginLockReport(reason: $0.reason, until: $0.until, grantedUntil: $0.grantedUntil)
@@ -451,7 +461,7 @@ public final class PolicyService: Sendable {
             throw ScreenTimeIPCError(
                 .notAuthorized, "\(account.name) is not authorized: no usage is counted for them")
         }
-        guard let tracker = usageTracker.withLock({ $0 }) else {
+        guard let tracker = usageTracker else {
             throw ScreenTimeIPCError(.unavailable, "usage is not counted by this agent")
         }
         let mayReadNames = Self.mayReadNames(caller, authorization)
@@ -475,7 +485,7 @@ public final class PolicyService: Sendable {
         if let problem = ExtensionProgram.problem(with: program) {
             throw ScreenTimeIPCError(.invalidArgument, "the report extension cannot be used: \(problem)")
         }
-        guard let launcher = launcher.withLock({ $0 }), let client = launcher.client,
+        guard let launcher = launcher, let client = launcher.client,
             let account = launcher.extensionAccount
         else {
             throw ScreenTimeIPCError(

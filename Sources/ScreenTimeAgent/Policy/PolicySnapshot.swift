@@ -9,7 +9,7 @@ import ScreenTimeIPC
 ///
 /// Immutable: a change makes a new snapshot with the next generation. Consumers never read the
 /// policy from SQLite themselves.
-struct PolicySnapshot: Sendable {
+package struct PolicySnapshot: Sendable {
     struct User: Sendable {
         var uid: UInt32
         var name: String
@@ -63,6 +63,6 @@ struct PolicySnapshot: Sendable {
 
 /// Something that puts policy snapshots in force: `apply` returns once it is (a reply to a
 /// guardian means "in force now").
-protocol PolicyConsumer: AnyObject, Sendable {
+package protocol PolicyConsumer: AnyObject, Sendable {
     func apply(_ snapshot: PolicySnapshot)
 }

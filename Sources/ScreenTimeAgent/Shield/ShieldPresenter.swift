@@ -3,6 +3,7 @@ import LinuxSupport
 import Logging
 import ScreenTimeCore
 import ScreenTimeIPC
+import ServiceLifecycle
 import Synchronization
 
 /// Shows the child what a shield did, in the child's own sessions: the shield window over an app
@@ -21,20 +22,11 @@ import Synchronization
 /// One window per session at a time, and a session gets at most `launchesPerMinute` windows; a
 /// notice for the same domain at most once a minute. Killing a window changes nothing: the app
 /// stays frozen, and the next start or focus shows the shield again.
-final class ShieldPresenter: Sendable {
+final class ShieldPresenter: Service, Sendable {
     static let extensionSeconds = 2
     static let launchesPerMinute = 20
     static let noticeSpacing: TimeInterval = 60
     static let noticeSeconds = 8
-
-    enum Event: Sendable {
-        case met(ShieldedThing)
-        case inFront(ShieldedThing)
-        case asked(TimeRequestReport)
-        case decided(TimeRequestReport)
-        /// A notice in the user's sessions that closes by itself (a limit or downtime is near).
-        case notice(uid: UInt32, title: String, subtitle: String, icon: String)
-    }
 
     struct OpenWindow: Sendable {
         var program: SessionProgram
@@ -45,60 +37,51 @@ final class ShieldPresenter: Sendable {
     }
 
     struct State: Sendable {
-        var events: [Event] = []
         var windows: [String: OpenWindow] = [:]
         var launches: [String: [Date]] = [:]
         var notices: [String: Date] = [:]
-        /// What went wrong lately with a user's shield extensions, newest last (for `status`).
-        var problems: [UInt32: [String]] = [:]
-        /// Notices asked for lately, per user (a few a minute at most).
-        var asked: [UInt32: [Date]] = [:]
         /// Every window started and not ended yet: its user.
         var alive: [Int32: UInt32] = [:]
         /// The guardians' windows open for an ask, by its id.
         var askWindows: [Int64: [OpenWindow]] = [:]
-        var stopped = false
     }
 
+    private let events: ShieldEvents
+    private let problems: ShieldProblems
     private let database: StateDatabase
     private let launcher: ProgramLauncher?
-    private let users: any Accounts
+    private let program: ShieldProgram
+    private let usage: UsageTracker
+    private let policy: PolicyService
+    private let processes: ProcessShield?
     private let logger: Logger
     private let state = Mutex(State())
-    private let signal = DispatchSemaphore(value: 0)
-    private let program: ShieldProgram
-    let usage: Mutex<UsageTracker?>
-    let policy: Mutex<PolicyService?>
-    let processes: Mutex<ProcessShield?>
     private let inspector = ProcessInspector()
 
+    /// - Parameters:
+    ///   - events: what it shows, as it happens (it alone takes from them).
+    ///   - problems: where what went wrong with a user's shield extensions is written.
+    ///   - usage: the user's graphical sessions, where windows open.
+    ///   - policy: who is a guardian, and the asks and decisions the windows' buttons make.
+    ///   - processes: what ends an app when its shield's action says so (none in tests).
     init(
-        database: StateDatabase, launcher: ProgramLauncher?, program: ShieldProgram, logger: Logger,
-        users: any Accounts = UserDirectory()
+        events: ShieldEvents, problems: ShieldProblems, database: StateDatabase, launcher: ProgramLauncher?,
+        program: ShieldProgram, usage: UsageTracker, policy: PolicyService, processes: ProcessShield?, logger: Logger
     ) {
+        self.events = events
+        self.problems = problems
         self.database = database
         self.launcher = launcher
         self.program = program
+        self.usage = usage
+        self.policy = policy
+        self.processes = processes
         self.logger = logger
-        self.users = users
-        usage = Mutex(nil)
-        policy = Mutex(nil)
-        processes = Mutex(nil)
     }
 
-    // MARK: events (any thread; they return at once)
-
-    func tell(_ event: Event) {
-        let queued = state.withLock { state -> Bool in
-            guard !state.stopped, state.events.count < 1_000 else { return false }
-            state.events.append(event)
-            return true
-        }
-        if queued { signal.signal() }
-    }
-
-    /// Starts the presenter's thread.
-    func start() {
+    /// Shows events on a thread of its own until the agent stops; then what it showed is told to
+    /// close (the windows' input ends).
+    func run() async throws {
         if program.exists {
             logger.info("shield windows from \(program.path)")
         } else {
@@ -106,67 +89,38 @@ final class ShieldPresenter: Sendable {
         }
         let thread = Thread { [self] in
             nameCurrentThread("screentime.show")
-            loop()
+            while let taken = events.take() {
+                for event in taken { show(event) }
+            }
         }
         thread.start()
         // The window's program is hashed now, not at its first start: a child's program the
         // process shield has not hashed waits at exec until it is, and so would the first window.
-        if let hashes = processes.withLock({ $0?.hashes }) {
+        if let hashes = processes?.hashes {
             let warm = Thread { [path = program.path] in
                 nameCurrentThread("screentime.warm")
                 _ = try? hashes.sha256(of: path)
             }
             warm.start()
         }
+        try? await gracefulShutdown()
+        events.finish()
+        for window in state.withLock({ Array($0.windows.values) }) { window.program.endInput() }
     }
 
-    func stop() {
-        let windows = state.withLock { state in
-            state.stopped = true
-            return Array(state.windows.values)
-        }
-        for window in windows { window.program.endInput() }
-        signal.signal()
-    }
-
-    /// Whether one more notice may be shown to the user now (6 a minute), counting it.
-    func noticeAllowed(_ uid: UInt32) -> Bool {
-        state.withLock { state in
-            let now = Date()
-            let recent = (state.asked[uid] ?? []).filter { now.timeIntervalSince($0) < 60 }
-            guard recent.count < 6 else { return false }
-            state.asked[uid] = recent + [now]
-            return true
-        }
-    }
-
-    /// What went wrong lately with the user's shield extensions.
-    func problems(of uid: UInt32) -> [String] { state.withLock { $0.problems[uid] ?? [] } }
-
-    private func loop() {
-        while true {
-            signal.wait()
-            let (events, stopped) = state.withLock { state in
-                defer { state.events = [] }
-                return (state.events, state.stopped)
-            }
-            if stopped { return }
-            for event in events {
-                switch event {
-                case .met(let thing), .inFront(let thing): show(thing)
-                case .asked(let request): tellGuardians(request)
-                case .decided(let request): tellChild(request)
-                case .notice(let uid, let title, let subtitle, let icon):
-                    notify(uid, title: title, subtitle: subtitle, icon: icon)
-                }
-            }
+    private func show(_ event: ShieldEvents.Event) {
+        switch event {
+        case .met(let thing), .inFront(let thing): show(thing)
+        case .asked(let request): tellGuardians(request)
+        case .decided(let request): tellChild(request)
+        case .notice(let uid, let title, let subtitle, let icon):
+            notify(uid, title: title, subtitle: subtitle, icon: icon)
         }
     }
 
     // MARK: the child's shield
 
     private func show(_ thing: ShieldedThing) {
-        guard let usage = usage.withLock({ $0 }) else { return }
         let now = Date()
         let sessions = usage.displays(of: thing.owner).filter { session in
             state.withLock { state in
@@ -197,7 +151,7 @@ final class ShieldPresenter: Sendable {
 
     /// The window's content: the defaults, with the look a configuration extension gave.
     private func resolve(_ thing: ShieldedThing) -> (ShieldWindowContent, ClientID?) {
-        let member = policy.withLock { $0 }.flatMap { try? $0.member(of: thing.owner) }
+        let member = try? policy.member(of: thing.owner)
         var look = ShieldConfigurationData(
             icon: Self.systemIcon(thing.icon), title: .init(text: "\(thing.name) is shielded"),
             subtitle: .init(text: Self.subtitle(thing)), primaryButtonLabel: .init(text: "OK"),
@@ -285,11 +239,7 @@ final class ShieldPresenter: Sendable {
 
     private func note(_ uid: UInt32, _ problem: String) {
         logger.warning("a shield extension did not answer well", metadata: ["uid": "\(uid)", "problem": "\(problem)"])
-        let stamped = "\(ISO8601DateFormatter().string(from: Date())) \(problem)"
-        state.withLock { state in
-            state.problems[uid, default: []].append(stamped)
-            if state.problems[uid, default: []].count > 10 { state.problems[uid]?.removeFirst() }
-        }
+        problems.note(uid, problem)
     }
 
     /// Runs a shield extension (2 s, no network, as the extension account); its output, or why not.
@@ -489,7 +439,7 @@ final class ShieldPresenter: Sendable {
                 "shield action", metadata: ["what": "\(thing.name)", "button": "\(button)", "response": "\(response)"])
             switch response {
             case "close":
-                let killed = processes.withLock { $0 }?.endApplication(owner: thing.owner, token: thing.token) ?? 0
+                let killed = processes?.endApplication(owner: thing.owner, token: thing.token) ?? 0
                 logger.notice(
                     "shielded app closed by its shield's action",
                     metadata: ["what": "\(thing.name)", "processes": "\(killed)"])
@@ -501,7 +451,7 @@ final class ShieldPresenter: Sendable {
             }
             return
         }
-        guard button == "secondary", let policy = policy.withLock({ $0 }) else { return }
+        guard button == "secondary" else { return }
         // The default secondary button: ask a guardian for 15 more minutes, as the child.
         let context = RequestContext(peer: PeerCredentials(pid: 0, uid: thing.owner, gid: 0))
         do {
@@ -522,7 +472,6 @@ final class ShieldPresenter: Sendable {
         guard request.state != "pending" else { return }
         // Decided: the guardians' windows for it go (a decision is not made twice by windows).
         for window in state.withLock({ $0.askWindows.removeValue(forKey: request.id) ?? [] }) { retire(window) }
-        guard let usage = usage.withLock({ $0 }) else { return }
         let what = request.application ?? request.webDomain ?? "it"
         let text =
             request.state == "granted"
@@ -544,7 +493,6 @@ final class ShieldPresenter: Sendable {
 
     /// A notice in each of the user's sessions, closing by itself.
     private func notify(_ uid: UInt32, title: String, subtitle: String, icon: String) {
-        guard let usage = usage.withLock({ $0 }) else { return }
         let content = ShieldWindowContent(
             kind: "notice", name: title,
             configuration: ShieldConfigurationData(
@@ -569,7 +517,6 @@ final class ShieldPresenter: Sendable {
     /// Each guardian logged in on this PC (a person's account in the guardian group, with a
     /// program in a graphical session) gets the ask in a window of their own: grant or deny.
     private func tellGuardians(_ request: TimeRequestReport) {
-        guard let policy = policy.withLock({ $0 }) else { return }
         var sessions: [String: (uid: UInt32, environment: [String: String])] = [:]
         var looked: Set<String> = []
         var guardians: [UInt32: [Int32]] = [:]
@@ -659,7 +606,7 @@ final class ShieldPresenter: Sendable {
             guard let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(line)) else { continue }
             let grant = event.pressed == "primary"
             let context = RequestContext(peer: PeerCredentials(pid: 0, uid: window.owner, gid: 0))
-            _ = try? policy.withLock({ $0 })?.decide(
+            _ = try? policy.decide(
                 DecideRequest(id: request.id, grant: grant), context, onlyPending: true)
             send(ShieldWindowUpdate(close: true), to: window)
             return

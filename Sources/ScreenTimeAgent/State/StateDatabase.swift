@@ -8,7 +8,7 @@ import Synchronization
 /// WAL mode with `synchronous = FULL`: a transaction is on disk when `write` returns, so a reply
 /// sent after it survives kill -9 and power loss. Migrations are registered in order and never
 /// edited once released; a new schema is a new migration.
-final class StateDatabase: Sendable {
+package final class StateDatabase: Sendable {
     let queue: DatabaseQueue
     /// Events older than this are deleted (`eventRetentionDays`), and at most `maximumEventsPerUser`
     /// of each kind are kept per user, so that no child can grow the database without bound.
@@ -16,7 +16,7 @@ final class StateDatabase: Sendable {
     static let maximumEventsPerUser = 20_000
     private let lastPrune = Mutex<Date?>(nil)
 
-    init(path: String, retentionDays: Int = 30) throws {
+    package init(path: String, retentionDays: Int = 30) throws {
         retention = TimeInterval(retentionDays) * 86_400
         var configuration = Configuration()
         // WAL and FULL are set here, in this order: GRDB's own `.wal` setting would lower

@@ -131,7 +131,7 @@ extension UsageTracker {
     }
 
     /// Whether anything of the user's is counted as in front now (in any session).
-    func isInFront(uid: UInt32) -> Bool {
+    package func isInFront(uid: UInt32) -> Bool {
         state.withLock { state in
             state.sessions.values.contains { session in
                 session.front?.applications.contains { $0.owner == uid } ?? false

@@ -137,7 +137,7 @@ extension UsageTracker {
         {
             // The compositor's own bus: where its script's calls go.
             let environment = inspector.sessionEnvironment(pid: compositor)
-            guard let relays = relays.withLock({ $0 }), relays.exists, let bus = environment["DBUS_SESSION_BUS_ADDRESS"]
+            guard let relays, relays.exists, let bus = environment["DBUS_SESSION_BUS_ADDRESS"]
             else {
                 logger.notice(
                     "KWin's focus cannot be relayed: no relay program or no session bus",

@@ -30,7 +30,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     let state = Mutex(State())
     /// The users counted: authorized ones (their sessions are read, no one else's).
     let owners = Mutex<Set<UInt32>>([])
-    let hints = Mutex(Hints())
+    /// Programs just started, whose environments may name displays (the process shield tells).
+    let hints: SessionHints
     /// The Wayland sessions counted the conservative way, per user: told when the user starts a
     /// program, so its connection is looked for soon.
     let nudges = Mutex<[UInt32: [String: DispatchSemaphore]]>([:])
@@ -43,15 +44,14 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         [:])
     /// What compositors' extensions told of their focus, by compositor pid (UsageTracker+Shell).
     let shellReports = Mutex<[Int32: ShellReport]>([:])
-    let hintSignal = DispatchSemaphore(value: 0)
-    /// Told when a user comes to have something in front (the activity scheduler: a threshold can
-    /// come only while something is), with the users who now have.
-    let usersInFrontChanged = Mutex<(@Sendable (_ gained: Set<UInt32>) -> Void)?>(nil)
+    /// Told when users come to have something in front, with those users (the activity
+    /// scheduler: a threshold can come only while something is).
+    let usersInFrontGained: AsyncStream<Set<UInt32>>.Continuation?
     /// Told when a window of a shielded (held) app comes to the front in a session: the shield
     /// window shows again.
-    let shieldInFront = Mutex<(@Sendable (ShieldedThing) -> Void)?>(nil)
-    /// Starts and stops the focus relay of a KWin session (the shield presenter's launcher).
-    let relays = Mutex<ShieldProgram?>(nil)
+    let shieldEvents: ShieldEvents
+    /// Starts and stops the focus relay of a KWin session (nil: none is started).
+    let relays: ShieldProgram?
     private let usersInFront = Mutex<Set<UInt32>>([])
     let flushSignal: AsyncStream<Void>
     let flushContinuation: AsyncStream<Void>.Continuation
@@ -71,11 +71,6 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     static let sessions = 512
     /// Raised when the tracker stops (the logind thread waits on it).
     let stopping: StopSignal?
-
-    struct Hints {
-        var pids: [Int32: UInt32] = [:]
-        var stopped = false
-    }
 
     struct State {
         var sessions: [String: Session] = [:]
@@ -188,10 +183,21 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         var dirty = true
     }
 
+    /// - Parameters:
+    ///   - hints: programs just started (the process shield tells them).
+    ///   - shieldEvents: told when a shielded app's window comes to the front.
+    ///   - relays: what starts KWin sessions' focus relays.
+    ///   - usersInFrontGained: told when users come to have something in front.
     init(
         configuration: AgentConfiguration, database: StateDatabase, processes: ProcessShield, minter: TokenMinter,
-        logger: Logger, users: any Accounts = UserDirectory()
+        hints: SessionHints, shieldEvents: ShieldEvents, relays: ShieldProgram?,
+        usersInFrontGained: AsyncStream<Set<UInt32>>.Continuation?, logger: Logger,
+        users: any Accounts = UserDirectory()
     ) {
+        self.hints = hints
+        self.shieldEvents = shieldEvents
+        self.relays = relays
+        self.usersInFrontGained = usersInFrontGained
         self.configuration = configuration
         self.database = database
         self.processes = processes
@@ -205,9 +211,6 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     // MARK: running
 
     public func run() async throws {
-        processes.programStarted.withLock { tell in
-            tell = { [weak self] pid, owner in self?.hint(pid: pid, owner: owner) }
-        }
         for (pid, owner) in processes.trackedProcesses() { hint(pid: pid, owner: owner) }
         let finder = Thread { [self] in findSessions() }
         finder.name = "screentime.sessions"
@@ -225,10 +228,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         // Stopping ends the loop even while a window is in front (it would flush every
         // `checkpoint` for ever); what is open is ended and written below.
         await cancelWhenGracefulShutdown { [self] in await flushLoop() }
-        processes.programStarted.withLock { $0 = nil }
         stopping?.raise()
-        hints.withLock { $0.stopped = true }
-        hintSignal.signal()
+        hints.finish()
         let sessions = state.withLock { state in
             let now = SuspendingClock.now
             for key in state.sessions.keys { Self.endFront(&state, key, at: now) }
@@ -282,7 +283,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             defer { users = inFront }
             return inFront.subtracting(users)
         }
-        if !gained.isEmpty, let tell = usersInFrontChanged.withLock({ $0 }) { tell(gained) }
+        if !gained.isEmpty { usersInFrontGained?.yield(gained) }
         if !web.isEmpty { flushWeb(web) }
         guard !rows.isEmpty || !lookups.isEmpty else { return }
         do {
@@ -342,7 +343,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
 
     /// A user no longer authorized: their sessions are no longer read. A user newly authorized:
     /// their running programs are looked at for sessions now (not only those they start later).
-    func apply(_ snapshot: PolicySnapshot) {
+    package func apply(_ snapshot: PolicySnapshot) {
         let now = Set(snapshot.users.keys)
         let added = owners.withLock { owners in
             defer { owners = now }
@@ -438,8 +439,12 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
 
     /// A program an authorized user's process runs: its environment may name a session.
     func hint(pid: Int32, owner: UInt32) {
-        hints.withLock { $0.pids[pid] = owner }
-        hintSignal.signal()
+        hints.add(pid: pid, owner: owner)
+    }
+
+    /// Wakes the user's Wayland sessions counted the conservative way: a program of theirs started,
+    /// and its connection is looked for soon.
+    private func nudge(owner: UInt32) {
         for nudge in nudges.withLock({ $0[owner].map { Array($0.values) } ?? [] }) { nudge.signal() }
     }
 
@@ -447,14 +452,11 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// thread: a child's memory is slow to read when the child makes it so) and starts a watch
     /// for each display not watched yet.
     private func findSessions() {
-        while true {
-            hintSignal.wait()
-            let (pids, stopped) = hints.withLock { hints in
-                defer { hints.pids = [:] }
-                return (hints.pids, hints.stopped)
+        while let pids = hints.take() {
+            for owner in Set(pids.values) {
+                nudge(owner: owner)
+                refocus(owner: owner)
             }
-            if stopped { return }
-            for owner in Set(pids.values) { refocus(owner: owner) }
             for (pid, owner) in pids {
                 let environment = inspector.sessionEnvironment(pid: pid)
                 if let value = environment["DISPLAY"], let display = X11Display(value) {
@@ -1180,9 +1182,11 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         }
         guard applied else { return false }
         flushContinuation.yield()
-        if let owner, let tell = shieldInFront.withLock({ $0 }) {
+        if let owner {
             for pid in Set(pids.compactMap { $0 }) {
-                if let thing = processes.shieldedApplication(pid: pid, owner: owner) { tell(thing) }
+                if let thing = processes.shieldedApplication(pid: pid, owner: owner) {
+                    shieldEvents.tell(.inFront(thing))
+                }
             }
         }
         return true
