@@ -79,31 +79,27 @@ public struct Agent {
             shieldEvents: shieldEvents, logger: component("dns"))
         // The policy, and what changes it over time.
         let publisher = PolicyPublisher(database: database, configuration: configuration, logger: logger)
+        let edits = PolicyEdits(database: database, publisher: publisher, logger: logger)
         let logins = LoginSessions(
             stateDirectory: configuration.stateDirectory, textSessions: usage, logger: component("login"))
+        let rules = BuiltInRules(
+            edits: edits, users: users, shieldEvents: shieldEvents, logins: logins, logger: component("schedule"))
+        let (programCallbacks, programCallbacksOwed) = AsyncStream.makeStream(of: [OwedCallback].self)
         let scheduler = ActivityScheduler(
             database: database, usage: usage, usersInFrontGained: usersInFront, publisher: publisher,
-            logger: component("schedule"))
+            reactions: rules, programCallbacks: programCallbacksOwed, logger: component("schedule"))
         let policy = PolicyService(
             configuration: configuration, database: database, minter: minter, suffixes: suffixes,
-            publisher: publisher, domainShield: domains, processShield: processes, launcher: launcher, usage: usage,
-            scheduler: scheduler, logins: logins, shieldEvents: shieldEvents, shieldProblems: shieldProblems,
-            logger: logger, users: users)
-        let extensions = ExtensionHost(
-            database: database, launcher: launcher, logger: component("extensions"),
-            monitor: { [weak scheduler] key in scheduler?.entry(key)?.monitor },
-            react: { [weak policy] monitor, callback in try policy?.react(monitor, callback) },
-            userName: { uid in try? users.user(uid: uid).name })
-        scheduler.deliver.withLock { $0 = { [weak extensions] owed in extensions?.deliver(owed) } }
+            publisher: publisher, edits: edits, domainShield: domains, processShield: processes, launcher: launcher,
+            usage: usage, scheduler: scheduler, logins: logins, shieldEvents: shieldEvents,
+            shieldProblems: shieldProblems, logger: logger, users: users)
         // What people see and ask through.
         let server = ControlServer(
             path: configuration.socket, router: .agent(policy: policy, launcher: launcher, logger: logger),
             admission: policy.admission, logger: logger)
-        extensions.serve.withLock {
-            $0 = { [weak server] connection, authority in
-                server?.serve(extension: connection, authority: authority)
-            }
-        }
+        let extensions = ExtensionHost(
+            database: database, launcher: launcher, programCallbacks: programCallbacks, scheduler: scheduler,
+            serving: server.serving, users: users, logger: component("extensions"))
         let presenter = ShieldPresenter(
             events: shieldEvents, problems: shieldProblems, database: database, launcher: launcher,
             program: shieldProgram, usage: usage, policy: policy, processes: processes, logger: component("shield"))
@@ -216,6 +212,7 @@ public struct Agent {
     /// | shield presenter | never while the agent runs | the agent goes on (shielded apps stay frozen, without a window) |
     /// | subordinate id watch | the files cannot be watched | the agent goes on: they are read again at every change of policy |
     /// | usage tracker | never while the agent runs | the agent goes on (no shield depends on it) |
+    /// | extension host | never while the agent runs | the agent goes on (what is owed stays owed, run at the next start) |
     /// | activity scheduler | never while the agent runs | the agent goes on (the stores it changed stay in force) |
     /// | control socket | it cannot accept | the agent restarts: nobody could change or see anything |
     static func failurePolicy(_ prepared: Prepared) -> [ServiceGroupConfiguration.ServiceConfiguration] {
@@ -229,6 +226,7 @@ public struct Agent {
                 service: prepared.processes, successTerminationBehavior: restart, failureTerminationBehavior: restart),
             .init(service: prepared.subordinateIDs, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: prepared.usage, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
+            .init(service: prepared.extensions, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: prepared.scheduler, successTerminationBehavior: goOn, failureTerminationBehavior: goOn),
             .init(service: prepared.server, successTerminationBehavior: restart, failureTerminationBehavior: restart),
         ]

@@ -19,16 +19,17 @@ import Testing
         func set(_ date: Date) { time.withLock { $0 = date } }
     }
 
-    final class Delivered: Sendable {
+    /// What the scheduler hands to the extension host, kept.
+    final class Delivered: ProgramCallbackSink {
         let owed = Mutex<[OwedCallback]>([])
+        func take(_ owed: [OwedCallback]) { self.owed.withLock { $0 += owed } }
         var names: [String] { owed.withLock { $0.map(\.callback.callback.rawValue) } }
     }
 
     private func scheduler(_ path: String, _ clock: Clock, _ delivered: Delivered) throws -> ActivityScheduler {
         let scheduler = ActivityScheduler(
             database: try StateDatabase(path: path), usage: nil, usersInFrontGained: nil, publisher: nil,
-            logger: Logger(label: "test"), now: { clock.now })
-        scheduler.deliver.withLock { $0 = { owed in delivered.owed.withLock { $0 += owed } } }
+            reactions: nil, programCallbacks: delivered, logger: Logger(label: "test"), now: { clock.now })
         return scheduler
     }
 

@@ -43,14 +43,20 @@ public final class InProcessAgent: Sendable {
         database = try StateDatabase(path: directory.path + "/state.sqlite")
         minter = try TokenMinter(secret: [UInt8](repeating: 9, count: 32))
         publisher = PolicyPublisher(database: database, configuration: configuration, logger: logger, users: accounts)
+        let edits = PolicyEdits(database: database, publisher: publisher, logger: logger)
+        let shieldEvents = ShieldEvents()
         scheduler = ActivityScheduler(
-            database: database, usage: nil, usersInFrontGained: nil, publisher: publisher, logger: logger)
+            database: database, usage: nil, usersInFrontGained: nil, publisher: publisher,
+            reactions: BuiltInRules(
+                edits: edits, users: accounts, shieldEvents: shieldEvents, logins: nil, logger: logger),
+            programCallbacks: nil, logger: logger)
         let launcher = ProgramLauncher(client: nil, extensionAccount: nil, problem: "none in tests", logger: logger)
         policy = PolicyService(
             configuration: configuration, database: database, minter: minter,
-            suffixes: try PublicSuffixList(parsing: "com\norg\nco.uk\n"), publisher: publisher, domainShield: nil,
+            suffixes: try PublicSuffixList(parsing: "com\norg\nco.uk\n"), publisher: publisher, edits: edits,
+            domainShield: nil,
             processShield: nil, launcher: launcher, usage: nil, scheduler: scheduler, logins: nil,
-            shieldEvents: ShieldEvents(), shieldProblems: ShieldProblems(), logger: logger, users: accounts,
+            shieldEvents: shieldEvents, shieldProblems: ShieldProblems(), logger: logger, users: accounts,
             checkPassword: { user, password in
                 guard user == "mum", password == "right" else {
                     throw ScreenTimeIPCError(.authenticationFailed, "wrong password")

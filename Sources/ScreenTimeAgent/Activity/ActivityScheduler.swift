@@ -52,17 +52,30 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     /// Users who came to have something in front (the usage tracker tells): a threshold can come
     /// only while something is.
     private let usersInFrontGained: AsyncStream<Set<UInt32>>?
-    /// Runs owed callbacks (the extension host).
-    let deliver = Mutex<(@Sendable (_ owed: [OwedCallback]) -> Void)?>(nil)
+    /// The agent's own reactions to its built-in monitors (none in tests: their callbacks are
+    /// only recorded).
+    private let reactions: (any BuiltInReactions)?
+    /// Where the callbacks owed to extension programs go (the extension host runs them).
+    private let programCallbacks: (any ProgramCallbackSink)?
     /// Publishes the policy again when a grant of more time ends (none in tests).
     private let publisher: PolicyPublisher?
     private let now: @Sendable () -> Date
 
+    /// - Parameters:
+    ///   - usage: the users' foreground time (none: no time counted, something always in front).
+    ///   - usersInFrontGained: users who came to have something in front (the usage tracker's).
+    ///   - publisher: published again when a grant of more time ends.
+    ///   - reactions: the built-in monitors' reactions, run in the step that made them owed.
+    ///   - programCallbacks: where callbacks owed to extension programs are handed over.
     package init(
         database: StateDatabase, usage: (any UsageQueries)?, usersInFrontGained: AsyncStream<Set<UInt32>>?,
-        publisher: PolicyPublisher?, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+        publisher: PolicyPublisher?, reactions: (any BuiltInReactions)?,
+        programCallbacks: (any ProgramCallbackSink)?, logger: Logger,
+        now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.database = database
+        self.reactions = reactions
+        self.programCallbacks = programCallbacks
         self.usage = usage
         self.usersInFrontGained = usersInFrontGained
         self.publisher = publisher
@@ -123,7 +136,7 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
         // Callbacks owed when the agent stopped are run first.
         if let owed = try? database.owedCallbacks(), !owed.isEmpty {
             logger.info("running callbacks owed since before the restart", metadata: ["count": "\(owed.count)"])
-            deliver.withLock { $0 }?(owed)
+            hand(owed)
         }
         while stop?.isRaised != true {
             step()
@@ -157,7 +170,7 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     /// that), extension programs after.
     func step() {
         let (owed, generation) = serial.withLock { _ in advanceAll() }
-        if !owed.isEmpty { deliver.withLock { $0 }?(owed) }
+        if !owed.isEmpty { hand(owed) }
         let grantEnded = state.withLock { state in state.grantsEnd.map { $0 <= now() } ?? false }
         if grantEnded {
             state.withLock { $0.grantsEnd = nil }
@@ -312,4 +325,63 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     var wakeReport: (wakes: Int, lastReason: String, nextWake: Date?, problem: String?) {
         state.withLock { ($0.wakes, $0.lastReason, $0.nextWake, $0.problem) }
     }
+
+    // MARK: handing over what is owed
+
+    /// Callbacks owed (already written): the agent's own reactions run now, on this thread (a
+    /// change that made them owed returns once they are in force); programs go to the extension
+    /// host; a callback whose monitor was stopped is owed no more.
+    private func hand(_ owed: [OwedCallback]) {
+        var programs: [OwedCallback] = []
+        for callback in owed {
+            guard let monitor = entry(callback.key)?.monitor else {
+                record(callback, nil)
+                continue
+            }
+            if let reactions, monitor.builtIn != nil {
+                let run: ExtensionRun
+                do {
+                    try reactions.react(monitor, callback.callback)
+                    run = ExtensionRun(
+                        key: callback.key, callback: callback.callback, at: now(), outcome: .ok, problem: nil)
+                } catch {
+                    logger.error(
+                        "a built-in reaction failed",
+                        metadata: [
+                            "monitor": "\(callback.key)", "callback": "\(callback.callback.callback)",
+                            "error": "\(error)",
+                        ])
+                    run = ExtensionRun(
+                        key: callback.key, callback: callback.callback, at: now(), outcome: .failed, problem: "\(error)"
+                    )
+                }
+                record(callback, run)
+            } else if programCallbacks != nil, monitor.program != nil {
+                programs.append(callback)
+            } else {
+                record(callback, nil)
+            }
+        }
+        if !programs.isEmpty { programCallbacks?.take(programs) }
+    }
+
+    /// Writes a callback as run (`run` nil: as done, with nothing to tell).
+    private func record(_ owed: OwedCallback, _ run: ExtensionRun?) {
+        do {
+            try database.ran(
+                owed, run ?? ExtensionRun(key: owed.key, callback: owed.callback, at: now(), outcome: .ok, problem: nil)
+            )
+        } catch {
+            logger.error("cannot record a callback as run", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Where the scheduler hands the callbacks owed to extension programs: the extension host's stream.
+package protocol ProgramCallbackSink: Sendable {
+    func take(_ owed: [OwedCallback])
+}
+
+extension AsyncStream.Continuation: ProgramCallbackSink where Element == [OwedCallback] {
+    package func take(_ owed: [OwedCallback]) { yield(owed) }
 }

@@ -3,10 +3,11 @@ import LinuxSupport
 import Logging
 import ScreenTimeCore
 import ScreenTimeIPC
+import ServiceLifecycle
 import Synchronization
 
-/// Runs what is owed to monitors: the agent's own reactions (limits, downtime) at once, and
-/// guardian apps' extension programs through the launcher — as the extension account, in pid,
+/// Runs guardian apps' extension programs owed to monitors (the scheduler hands them over and
+/// runs the agent's own reactions itself): through the launcher — as the extension account, in pid,
 /// mount and network namespaces of their own, with a wall-time and a memory limit, one callback as
 /// JSON on standard input, and a channel on descriptor 3 through which they act with their
 /// monitor's client's authority over that one user (and nothing else).
@@ -15,7 +16,7 @@ import Synchronization
 /// floods its output is stopped, one that crashes or prints garbage is logged; each outcome is
 /// kept for `monitor list` and `status`, and the schedule goes on. Callbacks of one monitor run in
 /// order, one at a time; different monitors' run side by side (at most `concurrentRuns`).
-final class ExtensionHost: Sendable {
+final class ExtensionHost: Service, Sendable {
     /// How long an extension may run, and how much it may use.
     static let wallSeconds = 10
     static let memoryBytes = 1 << 30
@@ -32,65 +33,38 @@ final class ExtensionHost: Sendable {
     private let launcher: ProgramLauncher?
     private let logger: Logger
     private let queue = Mutex(Queue())
-    /// The monitor a key names, as the scheduler has it now.
-    let monitor: @Sendable (Monitor.Key) -> Monitor?
-    /// Applies one of the agent's own reactions (the policy service).
-    let react: @Sendable (Monitor, ActivityCallback) throws -> Void
-    /// Serves a connection an extension opened on its channel (the control server).
-    let serve = Mutex<(@Sendable (UnixSocket, ExtensionAuthority) -> Void)?>(nil)
-    /// A user's name, for the callback's JSON.
-    private let userName: @Sendable (UInt32) -> String?
+    /// The program callbacks owed, as the scheduler hands them over.
+    private let programCallbacks: AsyncStream<[OwedCallback]>
+    /// The monitors as the scheduler has them now (one stopped meanwhile runs nothing).
+    private let scheduler: ActivityScheduler
+    /// Serves a connection an extension opened on its channel (the control server's serving).
+    private let serving: ConnectionServing
+    private let users: any Accounts
 
     init(
-        database: StateDatabase, launcher: ProgramLauncher?, logger: Logger,
-        monitor: @escaping @Sendable (Monitor.Key) -> Monitor?,
-        react: @escaping @Sendable (Monitor, ActivityCallback) throws -> Void,
-        userName: @escaping @Sendable (UInt32) -> String?
+        database: StateDatabase, launcher: ProgramLauncher?, programCallbacks: AsyncStream<[OwedCallback]>,
+        scheduler: ActivityScheduler, serving: ConnectionServing, users: any Accounts, logger: Logger
     ) {
         self.database = database
         self.launcher = launcher
+        self.programCallbacks = programCallbacks
+        self.scheduler = scheduler
+        self.serving = serving
+        self.users = users
         self.logger = logger
-        self.monitor = monitor
-        self.react = react
-        self.userName = userName
     }
 
-    /// Takes callbacks owed (already written): the agent's own reactions run now, on the caller's
-    /// thread; programs are queued.
-    func deliver(_ owed: [OwedCallback]) {
-        var programs: [OwedCallback] = []
-        for callback in owed {
-            guard let monitor = monitor(callback.key) else {
-                // Its monitor was stopped: owed no more.
-                finish(callback, nil)
-                continue
-            }
-            if monitor.builtIn != nil {
-                runBuiltIn(callback, monitor)
-            } else if monitor.program != nil {
-                programs.append(callback)
-            } else {
-                finish(callback, nil)
-            }
-        }
-        guard !programs.isEmpty else { return }
-        queue.withLock { $0.pending += programs }
-        startWorkers()
-    }
+    private func monitor(_ key: Monitor.Key) -> Monitor? { scheduler.entry(key)?.monitor }
+    private func userName(_ uid: UInt32) -> String? { try? users.user(uid: uid).name }
 
-    private func runBuiltIn(_ owed: OwedCallback, _ monitor: Monitor) {
-        let run: ExtensionRun
-        do {
-            try react(monitor, owed.callback)
-            run = ExtensionRun(key: owed.key, callback: owed.callback, at: Date(), outcome: .ok, problem: nil)
-        } catch {
-            logger.error(
-                "a built-in reaction failed",
-                metadata: ["monitor": "\(owed.key)", "callback": "\(owed.callback.callback)", "error": "\(error)"])
-            run = ExtensionRun(
-                key: owed.key, callback: owed.callback, at: Date(), outcome: .failed, problem: "\(error)")
+    /// Runs the program callbacks the scheduler hands over, until the agent stops.
+    func run() async throws {
+        await cancelWhenGracefulShutdown { [self] in
+            for await owed in programCallbacks {
+                queue.withLock { $0.pending += owed }
+                startWorkers()
+            }
         }
-        finish(owed, run)
     }
 
     private func finish(_ owed: OwedCallback, _ run: ExtensionRun?) {
@@ -194,7 +168,6 @@ final class ExtensionHost: Sendable {
                 cpuSeconds: Self.wallSeconds, memoryBytes: Self.memoryBytes, processes: 64, openFiles: 256,
                 wallSeconds: Self.wallSeconds))
         let authority = ExtensionAuthority(uid: owed.key.uid, client: owed.key.client.rawValue)
-        let serve = serve.withLock { $0 }
         let connections = Mutex<[UnixSocket]>([])
         let result: ExtensionProcess.Outcome
         do {
@@ -202,7 +175,9 @@ final class ExtensionHost: Sendable {
                 request, launcher: client, input: bytes, outputLimit: Self.outputLimit
             ) { connection in
                 connections.withLock { $0.append(connection) }
-                let thread = Thread { serve?(connection, authority) }
+                let thread = Thread { [serving = self.serving] in
+                    serving.serve(extension: connection, authority: authority)
+                }
                 thread.name = "screentime.xconn"
                 thread.start()
             }

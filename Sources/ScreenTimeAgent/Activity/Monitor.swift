@@ -4,7 +4,7 @@ import ScreenTimeCore
 /// One monitored activity of one client for one user, as the agent keeps it: Apple's activity,
 /// and what runs at its callbacks — a guardian app's extension program, or one of the agent's
 /// own reactions (a daily limit, downtime).
-struct Monitor: Codable, Sendable, Hashable {
+package struct Monitor: Codable, Sendable, Hashable {
     struct Key: Hashable, Sendable, Comparable, CustomStringConvertible {
         var uid: UInt32
         var client: ClientID
@@ -68,7 +68,7 @@ struct Monitor: Codable, Sendable, Hashable {
 
 /// A callback owed to a monitor, written with the progress that made it owed (one transaction):
 /// run, then deleted. One still here after a restart is run then.
-struct OwedCallback: Sendable, Hashable {
+package struct OwedCallback: Sendable, Hashable {
     var id: Int64
     var key: Monitor.Key
     var callback: ActivityCallback

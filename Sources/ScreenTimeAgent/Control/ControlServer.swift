@@ -34,7 +34,8 @@ public final class ControlServer: Service {
     private let router: ControlRouter
     private let admission: @Sendable (PeerCredentials) -> Admission
     private let logger: Logger
-    private let stopping = Atomic<Bool>(false)
+    /// Answers the frames of each connection, and of extensions' channels (the extension host).
+    let serving: ConnectionServing
     private let counts = Mutex(Counts())
 
     private struct Counts {
@@ -49,6 +50,7 @@ public final class ControlServer: Service {
     ) {
         self.path = path
         self.router = router
+        serving = ConnectionServing(router: router, logger: logger)
         self.admission = admission
         self.logger = logger
     }
@@ -76,7 +78,7 @@ public final class ControlServer: Service {
                 thread.start()
             }
         } onGracefulShutdown: { [self] in
-            stopping.store(true, ordering: .relaxed)
+            serving.stopping.store(true, ordering: .relaxed)
             stop.raise()
         }
         // Nobody listens any more: a stale socket file would only make clients wait on a refusal.
@@ -86,7 +88,7 @@ public final class ControlServer: Service {
 
     /// Accepts until the agent stops; no timer wakes it in between.
     private func acceptLoop(_ listener: UnixSocket, stop: StopSignal) {
-        while !stopping.load(ordering: .relaxed) {
+        while !serving.stopping.load(ordering: .relaxed) {
             let connection: UnixSocket?
             do {
                 connection = try listener.accept(unless: stop)
@@ -117,7 +119,7 @@ public final class ControlServer: Service {
                 continue
             }
             let thread = Thread { [self] in
-                serve(connection, peer: peer)
+                serving.serve(connection, peer: peer)
                 release(who)
             }
             thread.name = "screentime.connection"
@@ -148,45 +150,6 @@ public final class ControlServer: Service {
                 counts.others -= 1
                 counts.byUser[principal, default: 1] -= 1
                 if counts.byUser[principal] == 0 { counts.byUser[principal] = nil }
-            }
-        }
-    }
-
-    /// Serves a connection the agent handed an extension it started: every request on it is
-    /// judged by `authority` alone (not counted against anyone's slots: the extension runs a few
-    /// seconds, and its channel opens at most `ExtensionProcess.maximumConnections`).
-    public func serve(extension connection: UnixSocket, authority: ExtensionAuthority) {
-        let agent = PeerCredentials.ofThisProcess
-        serve(connection, peer: agent, authority: authority)
-    }
-
-    /// Answers frames until the peer closes, stalls, or the agent stops.
-    private func serve(_ connection: UnixSocket, peer: PeerCredentials, authority: ExtensionAuthority? = nil) {
-        var reader = FrameReader(connection: connection)
-        defer { reader.closeFiles() }
-        while !stopping.load(ordering: .relaxed) {
-            let reply: [UInt8]
-            do {
-                guard let frame = try reader.next(idle: Self.idleTimeout, whole: Self.frameDeadline) else { return }
-                switch frame {
-                case .message(let payload, let files):
-                    defer { FileDescriptors.close(files) }
-                    reply = router.reply(
-                        to: payload, context: RequestContext(peer: peer, files: files, authority: authority))
-                case .refused(let error):
-                    reply = ReplyCoding.encode(error)
-                }
-            } catch {
-                // The peer went away, or stalled past a deadline: nothing to answer.
-                if error.code == .timedOut {
-                    logger.debug("dropped a stalled connection", metadata: ["uid": "\(peer.uid)"])
-                }
-                return
-            }
-            do {
-                try connection.write(Framing.frame(reply), until: .now + Self.frameDeadline)
-            } catch {
-                return
             }
         }
     }

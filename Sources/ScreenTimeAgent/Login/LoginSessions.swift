@@ -1,6 +1,6 @@
 import Foundation
 import LinuxSupport
-import Logging
+package import Logging
 import ScreenTimeIPC
 import ServiceLifecycle
 import Synchronization
@@ -50,7 +50,7 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
     }
 
     /// - Parameter textSessions: told when a text session starts or ends (the usage tracker).
-    init(stateDirectory: String, textSessions: (any TextSessions)?, logger: Logger) {
+    package init(stateDirectory: String, textSessions: (any TextSessions)?, logger: Logger) {
         self.stateDirectory = stateDirectory
         self.textSessions = textSessions
         self.logger = logger

@@ -41,22 +41,6 @@ extension PolicyService {
         return LoginReply(allowed: true)
     }
 
-    /// Locks a user's sessions and refuses their logins until `until` (a built-in monitor's
-    /// reaction; the policy is published by the store change that goes with it).
-    func lock(_ account: UserAccount, _ reason: StateDatabase.LoginLock.Reason, until: Date) throws {
-        try database.setLoginLock(
-            StateDatabase.LoginLock(uid: account.uid, reason: reason, until: until, since: Date()))
-        logger.notice(
-            "sessions locked and logins refused",
-            metadata: ["user": "\(account.name)", "why": "\(reason.rawValue)", "until": "\(until)"])
-    }
-
-    func unlock(_ account: UserAccount, _ reason: StateDatabase.LoginLock.Reason, publish: Bool = true) throws {
-        guard try database.clearLoginLock(uid: account.uid, reason: reason) else { return }
-        logger.notice("login lock lifted", metadata: ["user": "\(account.name)", "why": "\(reason.rawValue)"])
-        if publish { publisher.publish() }
-    }
-
     /// A guardian gives a child more screen time now: a lock (downtime's or the day's screen
     /// time's) is lifted for the minutes, logins go through, and the sessions thaw.
     func screenTimeGrant(_ request: ScreenTimeGrantRequest, _ context: RequestContext) throws -> TimeRequestReport {
@@ -71,7 +55,7 @@ extension PolicyService {
             throw ScreenTimeIPCError(.invalidArgument, "grant 1 to 720 minutes, not \(request.minutes)")
         }
         let now = Date()
-        let granted = try changes.withLock { _ -> StateDatabase.TimeRequest in
+        let granted = try edits.changes.withLock { _ -> StateDatabase.TimeRequest in
             var record = try database.addTimeRequest(
                 StateDatabase.TimeRequest(
                     id: nil, uid: account.uid, kind: .screenTime, token: "screen-time", name: "screen time",

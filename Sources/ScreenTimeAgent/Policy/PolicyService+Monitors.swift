@@ -158,7 +158,7 @@ extension PolicyService {
                     .invalidArgument, "\(account.name) has no limit on \(itemNames.joined(separator: ", "))")
             }
             try scheduler.change { try database.deleteMonitors([key]) }
-            try liftLimit(existing.monitor, account: account)
+            try edits.liftLimit(existing.monitor, account: account)
             logger.notice("limit removed", metadata: ["user": "\(account.name)", "limit": "\(name)"])
             return try monitorList(account, client: .agent, names: true)
         }
@@ -177,7 +177,7 @@ extension PolicyService {
             program: nil, builtIn: .limit(shield), itemNames: ["limit": itemNames])
         // A limit replaced starts over: what the old one shielded is lifted, and the new one,
         // counting the whole day, shields again at once if the day's use is already past it.
-        if let existing { try liftLimit(existing.monitor, account: account) }
+        if let existing { try edits.liftLimit(existing.monitor, account: account) }
         try scheduler.change { try database.saveMonitor(monitor, names: resolver.names) }
         logger.notice(
             "limit set",
@@ -209,7 +209,7 @@ extension PolicyService {
                 throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no screen-time limit")
             }
             try scheduler.change { try database.deleteMonitors([key]) }
-            try lift(account, store, .screenTime, by: caller, action: "screen-time limit removed")
+            try edits.lift(account, store, .screenTime, by: caller.account.name, action: "screen-time limit removed")
             return try monitorList(account, client: .agent, names: true)
         }
         guard let daily = request.dailySeconds else {
@@ -229,7 +229,7 @@ extension PolicyService {
             itemNames: ["limit": ["screen time"]])
         // Replaced: it starts over, and shields again at once if the day is already past it.
         if scheduler.entry(key) != nil {
-            try lift(account, store, .screenTime, by: caller, action: "screen-time limit replaced")
+            try edits.lift(account, store, .screenTime, by: caller.account.name, action: "screen-time limit replaced")
         }
         try scheduler.change { try database.saveMonitor(monitor, names: [:]) }
         logger.notice(
@@ -253,7 +253,7 @@ extension PolicyService {
                 throw ScreenTimeIPCError(.invalidArgument, "\(account.name) has no downtime")
             }
             try scheduler.change { try database.deleteMonitors([key]) }
-            try lift(account, store, .downtime, by: caller, action: "downtime ended")
+            try edits.lift(account, store, .downtime, by: caller.account.name, action: "downtime ended")
             return try monitorList(account, client: .agent, names: true)
         }
         guard let from = request.from, let to = request.to else {
@@ -288,7 +288,7 @@ extension PolicyService {
             itemNames: ["allowed": allowedNames.sorted()])
         // Replaced: the old hours end now; the new ones start at once if they are in progress.
         if scheduler.entry(key) != nil {
-            try lift(account, store, .downtime, by: caller, action: "downtime replaced")
+            try edits.lift(account, store, .downtime, by: caller.account.name, action: "downtime replaced")
         }
         try scheduler.change { try database.saveMonitor(monitor, names: resolver.names) }
         logger.notice(
@@ -301,134 +301,12 @@ extension PolicyService {
         return try monitorList(account, client: .agent, names: true)
     }
 
-    /// The agent's own reaction to a callback of a built-in monitor (run by the extension host).
-    func react(_ monitor: Monitor, _ callback: ActivityCallback) throws {
-        guard let builtIn = monitor.builtIn else { return }
-        let account = try users.user(uid: monitor.uid)
-        let agent = Caller(account: UserAccount(name: "the agent", uid: 0, gid: 0, home: "/"), role: .guardian)
-        switch (builtIn, callback.callback) {
-        case (.limit(let shield), .eventDidReachThreshold):
-            let store = StoreKey(client: monitor.client, name: shield.store)
-            _ = try changeStore(
-                account, store, by: agent, action: "limit reached: shielded until midnight",
-                metadata: ["limit": "\(monitor.activity.name)"]
-            ) { collection in
-                try collection.update(store) { settings in
-                    settings.shield.applications = Self.change(
-                        settings.shield.applications, shield.applications, remove: false)
-                    settings.shield.applicationCategories = Self.change(
-                        settings.shield.applicationCategories, shield.categories, remove: false)
-                    settings.shield.webDomains = Self.change(
-                        settings.shield.webDomains, shield.webDomains, remove: false)
-                }
-            }
-        case (.limit, .intervalDidStart):
-            // A new day: yesterday's shield goes (if the limit was reached).
-            try liftLimit(monitor, account: account, by: agent)
-        case (.limit, .eventWillReachThresholdWarning):
-            logger.notice(
-                "limit in 5 minutes", metadata: ["user": "\(account.name)", "limit": "\(monitor.activity.name)"])
-            let what = monitor.itemNames["limit"]?.joined(separator: ", ") ?? "it"
-            // A limit shorter than the warning is warned of at once: with what it has.
-            let threshold = monitor.activity.events.values.map(\.thresholdDuration).max() ?? 300
-            let minutes = max(1, min(5, Int((threshold / 60).rounded(.up))))
-            let left = minutes == 1 ? "1 minute" : "\(minutes) minutes"
-            shieldEvents.tell(
-                .notice(
-                    uid: account.uid, title: "\(left) left today",
-                    subtitle: "Today's time for \(what) ends in \(left).",
-                    icon: "alarm-symbolic"))
-        case (.downtime(let storeName, let allowed, let noLogin), .intervalDidStart):
-            let store = StoreKey(client: monitor.client, name: storeName)
-            if noLogin == true { try lock(account, .downtime, until: callback.interval.end) }
-            _ = try changeStore(account, store, by: agent, action: "downtime started") { collection in
-                try collection.update(store) { settings in
-                    settings.shield.applicationCategories = .all(except: allowed)
-                }
-            }
-        case (.downtime(let storeName, _, _), .intervalDidEnd):
-            let store = StoreKey(client: monitor.client, name: storeName)
-            try unlock(account, .downtime, publish: false)
-            _ = try changeStore(account, store, by: agent, action: "downtime ended") { $0.clear(store) }
-        case (.downtime(_, _, let noLogin), .intervalWillStartWarning):
-            logger.notice("downtime in 5 minutes", metadata: ["user": "\(account.name)"])
-            let subtitle =
-                noLogin == true
-                ? "Then this session is locked until downtime ends. Save your work."
-                : "From then on, only the apps your guardian allowed run."
-            shieldEvents.tell(
-                .notice(uid: account.uid, title: "Downtime in 5 minutes", subtitle: subtitle, icon: "alarm-symbolic"))
-            if noLogin == true {
-                loginSessions?.warn(uid: account.uid, "Downtime in 5 minutes. \(subtitle)")
-            }
-        case (.screenTime(let storeName, let noLogin), .eventDidReachThreshold):
-            let store = StoreKey(client: monitor.client, name: storeName)
-            if noLogin { try lock(account, .screenTime, until: callback.interval.end) }
-            _ = try changeStore(account, store, by: agent, action: "screen time used up: shielded until midnight") {
-                collection in
-                try collection.update(store) { settings in settings.shield.applicationCategories = .all(except: []) }
-            }
-        case (.screenTime(let storeName, _), .intervalDidStart):
-            // A new day: yesterday's shield and lock go.
-            let store = StoreKey(client: monitor.client, name: storeName)
-            try unlock(account, .screenTime, publish: false)
-            _ = try changeStore(account, store, by: agent, action: "a new day's screen time") { $0.clear(store) }
-        case (.screenTime(_, let noLogin), .eventWillReachThresholdWarning):
-            logger.notice("screen time ends in 5 minutes", metadata: ["user": "\(account.name)"])
-            let subtitle =
-                noLogin
-                ? "Today's screen time ends in 5 minutes; then this session is locked until tomorrow. Save your work."
-                : "Today's screen time ends in 5 minutes."
-            shieldEvents.tell(
-                .notice(uid: account.uid, title: "5 minutes left today", subtitle: subtitle, icon: "alarm-symbolic"))
-            if noLogin { loginSessions?.warn(uid: account.uid, subtitle) }
-        default:
-            break
-        }
-    }
-
     // MARK: helpers
 
     /// Every day from midnight to midnight, warned 5 minutes before: a daily limit's schedule.
     static let everyDay = DeviceActivitySchedule(
         intervalStart: DateComponents(hour: 0, minute: 0), intervalEnd: DateComponents(hour: 0, minute: 0),
         repeats: true, warningTime: DateComponents(minute: 5))
-
-    /// What a built-in's store shields, and the login lock it put on, go (it was removed or
-    /// replaced): one publication, by the store's change, puts both in force.
-    private func lift(
-        _ account: UserAccount, _ store: StoreKey, _ lock: StateDatabase.LoginLock.Reason, by caller: Caller,
-        action: String
-    ) throws {
-        try unlock(account, lock, publish: false)
-        _ = try changeStore(account, store, by: caller, action: action) { $0.clear(store) }
-    }
-
-    /// What a limit shielded goes (it is only there once it was reached today).
-    private func liftLimit(_ monitor: Monitor, account: UserAccount, by caller: Caller? = nil) throws {
-        guard case .limit(let shield) = monitor.builtIn else { return }
-        let store = StoreKey(client: monitor.client, name: shield.store)
-        let (collection, _) = try database.stores(uid: account.uid)
-        let settings = collection[store]
-        let shielded =
-            !(settings.shield.applications ?? []).isDisjoint(with: shield.applications)
-            || !(settings.shield.webDomains ?? []).isDisjoint(with: shield.webDomains)
-            || !(settings.shield.applicationCategories?.categories ?? []).isDisjoint(with: shield.categories)
-        guard shielded else { return }
-        let agent =
-            caller ?? Caller(account: UserAccount(name: "the agent", uid: 0, gid: 0, home: "/"), role: .guardian)
-        _ = try changeStore(
-            account, store, by: agent, action: "limit lifted", metadata: ["limit": "\(monitor.activity.name)"]
-        ) { collection in
-            try collection.update(store) { settings in
-                settings.shield.applications = Self.change(
-                    settings.shield.applications, shield.applications, remove: true)
-                settings.shield.applicationCategories = Self.change(
-                    settings.shield.applicationCategories, shield.categories, remove: true)
-                settings.shield.webDomains = Self.change(settings.shield.webDomains, shield.webDomains, remove: true)
-            }
-        }
-    }
 
     /// Names to tokens for an event, checked; the names as given, for display.
     private func resolve(

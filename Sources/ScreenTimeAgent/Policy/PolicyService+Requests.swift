@@ -48,7 +48,7 @@ extension PolicyService {
         }
         let note = request.note.map { DesktopEntry.shown($0, limit: 200) }
         let now = Date()
-        let (saved, isNew) = try changes.withLock { _ -> (StateDatabase.TimeRequest, Bool) in
+        let (saved, isNew) = try edits.changes.withLock { _ -> (StateDatabase.TimeRequest, Bool) in
             let mine = try database.timeRequests(uid: account.uid, limit: 100)
             if let same = mine.first(where: { $0.state == .pending && $0.token == token }) { return (same, false) }
             if mine.filter({ $0.state == .pending }).count >= Self.pendingLimit {
@@ -132,7 +132,7 @@ extension PolicyService {
             throw ScreenTimeIPCError(.invalidArgument, "grant 1 to 720 minutes, not \(minutes)")
         }
         let now = Date()
-        let decided = try changes.withLock { _ -> StateDatabase.TimeRequest in
+        let decided = try edits.changes.withLock { _ -> StateDatabase.TimeRequest in
             guard var record = try database.timeRequest(id: request.id) else {
                 throw ScreenTimeIPCError(
                     .invalidArgument, "there is no ask \(request.id) ('screentime requests' lists them)")

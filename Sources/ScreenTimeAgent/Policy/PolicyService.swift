@@ -21,7 +21,8 @@ public final class PolicyService: Sendable {
     private let processShield: ProcessShield?
     let users: any Accounts
     let logger: Logger
-    let changes = Mutex(())
+    /// Changes to stores and locks, one at a time, each put in force (shared with the built-in rules).
+    let edits: PolicyEdits
     private let systemDataDirectories: [String]
     private let approvals: GuardianApprovals
     /// The launcher (`status` shows it to guardians; it runs report extensions).
@@ -51,7 +52,7 @@ public final class PolicyService: Sendable {
     ///   - checkPassword: how a guardian's password is checked (PAM; a fake in tests).
     package init(
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
-        publisher: PolicyPublisher, domainShield: DomainShield?, processShield: ProcessShield?,
+        publisher: PolicyPublisher, edits: PolicyEdits, domainShield: DomainShield?, processShield: ProcessShield?,
         launcher: ProgramLauncher?, usage: UsageTracker?, scheduler: ActivityScheduler?, logins: LoginSessions?,
         shieldEvents: ShieldEvents, shieldProblems: ShieldProblems, logger: Logger,
         users: any Accounts = UserDirectory(),
@@ -60,6 +61,7 @@ public final class PolicyService: Sendable {
     ) {
         self.users = users
         self.launcher = launcher
+        self.edits = edits
         self.usageTracker = usage
         self.scheduler = scheduler
         self.loginSessions = logins
@@ -255,7 +257,7 @@ public final class PolicyService: Sendable {
                 try checkGuardian(request.guardian, asker: caller)
             }
         }
-        return try changes.withLock { _ in
+        return try edits.changes.withLock { _ in
             let existing = try database.authorization(uid: account.uid)
             if request.member == .individual, let existing, existing.status == .approved, existing.member == .child {
                 throw ScreenTimeIPCError(
@@ -312,7 +314,7 @@ public final class PolicyService: Sendable {
         guard !reference.isEmpty, reference.utf8.count <= 256 else {
             throw ScreenTimeIPCError(.invalidArgument, "name the user to forget (a name or a uid)")
         }
-        return try changes.withLock { _ -> ForgetReply in
+        return try edits.changes.withLock { _ -> ForgetReply in
             let records = try database.authorizations()
             let current = try? users.user(reference)
             let record =
@@ -359,7 +361,7 @@ public final class PolicyService: Sendable {
 
     private func revoke(_ reference: UserReference?, caller: Caller) throws -> AuthorizationReply {
         let account = try target(reference, caller: caller)
-        return try changes.withLock { _ in
+        return try edits.changes.withLock { _ in
             guard var record = try database.authorization(uid: account.uid), record.status == .approved else {
                 throw ScreenTimeIPCError(
                     .notAuthorized, "\(account.name) is not authorized; there is nothing to revoke")
@@ -689,13 +691,15 @@ public final class PolicyService: Sendable {
             blocked.isEmpty ? (request.remove ? "unshielded" : "shielded") : (request.remove ? "unblocked" : "blocked")
         return try changeStore(account, key, by: caller, action: action, names: resolver.names) { collection in
             try collection.update(key) { settings in
-                settings.application.blockedApplications = Self.change(
+                settings.application.blockedApplications = PolicyEdits.change(
                     settings.application.blockedApplications, blocked, remove: request.remove)
-                settings.shield.applications = Self.change(settings.shield.applications, apps, remove: request.remove)
-                settings.shield.webDomains = Self.change(settings.shield.webDomains, domains, remove: request.remove)
-                settings.shield.applicationCategories = Self.change(
+                settings.shield.applications = PolicyEdits.change(
+                    settings.shield.applications, apps, remove: request.remove)
+                settings.shield.webDomains = PolicyEdits.change(
+                    settings.shield.webDomains, domains, remove: request.remove)
+                settings.shield.applicationCategories = PolicyEdits.change(
                     settings.shield.applicationCategories, appCategories, remove: request.remove)
-                settings.shield.webDomainCategories = Self.change(
+                settings.shield.webDomainCategories = PolicyEdits.change(
                     settings.shield.webDomainCategories, webCategories, remove: request.remove)
             }
         }
@@ -739,44 +743,13 @@ public final class PolicyService: Sendable {
         names: [String: TokenName] = [:], metadata: Logger.Metadata = [:],
         _ change: (inout StoreCollection) throws -> Void
     ) throws -> StoreReply {
-        try changes.withLock { _ in
-            var (collection, _) = try database.stores(uid: account.uid)
-            try change(&collection)
-            let now = Date()
-            try database.saveStore(uid: account.uid, key: key, settings: collection[key], names: names, at: now)
-            enforce()
-            logger.notice(
-                "\(action)",
-                metadata: metadata.merging(
-                    ["user": "\(account.name)", "store": "\(key)", "by": "\(caller.account.name)"]
-                ) { $1 })
-            let store = StoreReport(
-                client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
-            return StoreReply(
-                user: summary(account), store: store, effective: Self.report(try inForce(collection, uid: account.uid)),
-                names: try database.tokenNames(Self.tokens(in: [store])))
-        }
-    }
-
-    static func change<T: Hashable>(_ current: Set<T>?, _ items: Set<T>, remove: Bool) -> Set<T>? {
-        guard !items.isEmpty else { return current }
-        let result = remove ? (current ?? []).subtracting(items) : (current ?? []).union(items)
-        return result.isEmpty ? nil : result
-    }
-
-    static func change<Kind>(
-        _ current: ActivityCategoryPolicy<Kind>?, _ categories: Set<ActivityCategoryToken>, remove: Bool
-    ) -> ActivityCategoryPolicy<Kind>? {
-        guard !categories.isEmpty else { return current }
-        switch current {
-        case .all:
-            return current
-        case .specific(let shielded, let except):
-            let result = remove ? shielded.subtracting(categories) : shielded.union(categories)
-            return result.isEmpty && except.isEmpty ? nil : .specific(result, except: except)
-        case .some(.none), nil:
-            return remove ? current : .specific(categories)
-        }
+        let (collection, now) = try edits.changeStore(
+            account, key, by: caller.account.name, action: action, names: names, metadata: metadata, change)
+        let store = StoreReport(
+            client: key.client.rawValue, name: key.name.rawValue, settings: collection[key], updatedAt: now)
+        return StoreReply(
+            user: summary(account), store: store, effective: Self.report(try inForce(collection, uid: account.uid)),
+            names: try database.tokenNames(Self.tokens(in: [store])))
     }
 
     // MARK: reports

@@ -6,7 +6,7 @@ import ScreenTimeCore
 /// their whole time counts as screen time — under a pseudo-application per kind, "Text session
 /// (ssh)" — until they close or their leader exits. Graphical logins count what is in front.
 extension UsageTracker {
-    func textSessionStarted(uid: UInt32, key: String, kind: String, tty: String) {
+    package func textSessionStarted(uid: UInt32, key: String, kind: String, tty: String) {
         guard let identity = try? ApplicationIdentity.desktopEntry(id: "screentime-text-session-\(kind).desktop"),
             let stop = try? StopSignal()
         else { return }
@@ -28,7 +28,7 @@ extension UsageTracker {
         flushContinuation.yield()
     }
 
-    func textSessionEnded(key: String) {
+    package func textSessionEnded(key: String) {
         state.withLock { state in
             guard state.sessions[key] != nil else { return }
             Self.endFront(&state, key, at: .now)

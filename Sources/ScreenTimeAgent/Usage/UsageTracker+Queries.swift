@@ -3,7 +3,7 @@ package import ScreenTimeCore
 
 /// What the login sessions tell of text sessions (tty, ssh, su), whose whole time counts as
 /// screen time: the usage tracker makes each a session of its own.
-protocol TextSessions: Sendable {
+package protocol TextSessions: Sendable {
     func textSessionStarted(uid: UInt32, key: String, kind: String, tty: String)
     func textSessionEnded(key: String)
 }
