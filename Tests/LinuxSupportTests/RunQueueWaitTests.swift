@@ -141,17 +141,10 @@ import Testing
         #expect(!RunQueueWait.starving(from: [was], to: [kept], over: .seconds(1)))
     }
 
-    /// A real process of the test's: as started, then reniced, then pinned to one processor.
-    @Test func aRealProcessRenicedOrPinnedIsSlowed() throws {
-        let sleeper = Process()
-        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        sleeper.arguments = ["30"]
-        try sleeper.run()
-        defer {
-            // SIGKILL: a child a swift-testing test starts inherits its blocked signals.
-            kill(sleeper.processIdentifier, SIGKILL)
-            sleeper.waitUntilExit()
-        }
+    /// A real process of the test's: as started, then reniced (and, as root, niced back).
+    @Test func aRealProcessRenicedIsSlowed() throws {
+        let sleeper = try Self.sleeper()
+        defer { Self.end(sleeper) }
         let pid = sleeper.processIdentifier
         let scheduler = RunQueueWait(threads: [(pid, pid, true)])
         let inherited = scheduler.slowedOnPurpose(pid: pid, tid: pid)
@@ -159,18 +152,48 @@ import Testing
         #expect(inherited == scheduler.slowedOnPurpose(pid: getpid(), tid: getpid()))
         #expect(setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(pid), 15) == 0)
         #expect(scheduler.slowedOnPurpose(pid: pid, tid: pid))
-        if RunQueueWait.ownProcessors() > 1 {
-            _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(pid), 0)
-            #expect(getuid() != 0 || scheduler.slowedOnPurpose(pid: pid, tid: pid) == inherited, "niced back")
-            let pin = Process()
-            pin.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
-            pin.arguments = ["-p", "1", "\(pid)"]
-            pin.standardOutput = FileHandle.nullDevice
-            try pin.run()
-            pin.waitUntilExit()
-            #expect(pin.terminationStatus == 0)
-            #expect(scheduler.slowedOnPurpose(pid: pid, tid: pid), "pinned to one processor")
+        // Only root may lower a niceness again.
+        let back = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), id_t(pid), 0)
+        if getuid() == 0 {
+            #expect(back == 0)
+            #expect(scheduler.slowedOnPurpose(pid: pid, tid: pid) == inherited, "niced back")
+        } else {
+            #expect(back == -1 && errno == EACCES, "a user cannot nice back")
         }
+    }
+
+    /// A real process of the test's pinned to one processor, where there are more.
+    @Test(.enabled(if: RunQueueWait.ownProcessors() > 1, "pinning means something only with 2 processors or more"))
+    func aRealProcessPinnedToOneProcessorIsSlowed() throws {
+        let sleeper = try Self.sleeper()
+        defer { Self.end(sleeper) }
+        let pid = sleeper.processIdentifier
+        let scheduler = RunQueueWait(threads: [(pid, pid, true)])
+        // Not pinned yet: judged as this process is.
+        #expect(
+            scheduler.slowedOnPurpose(pid: pid, tid: pid) == scheduler.slowedOnPurpose(pid: getpid(), tid: getpid()))
+        let pin = Process()
+        pin.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
+        pin.arguments = ["-p", "1", "\(pid)"]
+        pin.standardOutput = FileHandle.nullDevice
+        try pin.run()
+        pin.waitUntilExit()
+        #expect(pin.terminationStatus == 0)
+        #expect(scheduler.slowedOnPurpose(pid: pid, tid: pid), "pinned to one processor")
+    }
+
+    private static func sleeper() throws -> Process {
+        let sleeper = Process()
+        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        sleeper.arguments = ["30"]
+        try sleeper.run()
+        return sleeper
+    }
+
+    private static func end(_ sleeper: Process) {
+        // SIGKILL: a child a swift-testing test starts inherits its blocked signals.
+        kill(sleeper.processIdentifier, SIGKILL)
+        sleeper.waitUntilExit()
     }
 
     /// What a wait's looks saw decides whether its waits for a processor excuse it.
