@@ -45,7 +45,7 @@ public final class AuthorizationCenter: @unchecked Sendable {
         do throws(ScreenTimeIPCError) {
             if member == .child {
                 let me = try client.send(PingRequest())
-                if me.role != "guardian" {
+                if me.role != .guardian {
                     request.user = request.user ?? String(me.callerUID)
                     guard let credentials = GuardianPrompt.ask(name: nil) else {
                         throw ScreenTimeIPCError(.authorizationCanceled, "the guardian cancelled")

@@ -48,7 +48,7 @@ struct Requests: ParsableCommand {
         for request in reply.requests {
             var line =
                 "\(request.id)  \(request.user)  \(request.minutes) min of \(request.application ?? request.webDomain ?? request.token)  \(request.state)"
-            if let until = request.until, request.state == "granted" {
+            if let until = request.until, request.state == .granted {
                 line += " until \(formatter.string(from: until))"
             }
             if let by = request.decidedBy { line += " (by \(by))" }
@@ -99,7 +99,7 @@ struct Grant: ParsableCommand {
         }
         guard let id else { return }
         var request = DecideRequest(id: id, grant: true, minutes: minutes)
-        if try perform(connection, PingRequest()).role != "guardian" {
+        if try perform(connection, PingRequest()).role != .guardian {
             request.guardian = try Terminal.askGuardian(name: guardian)
         }
         let reply = try perform(connection, request)
@@ -119,7 +119,7 @@ struct Deny: ParsableCommand {
 
     func run() throws {
         var request = DecideRequest(id: id, grant: false)
-        if try perform(connection, PingRequest()).role != "guardian" {
+        if try perform(connection, PingRequest()).role != .guardian {
             request.guardian = try Terminal.askGuardian(name: guardian)
         }
         let reply = try perform(connection, request)

@@ -134,7 +134,7 @@ struct Ping: ParsableCommand {
         let reply = try perform(connection, PingRequest())
         if output.json { return try printJSON(reply) }
         print(
-            "screentimed \(reply.agentVersion) (protocol \(reply.protocolVersion)); you are uid \(reply.callerUID), \(reply.role)"
+            "screentimed \(reply.agentVersion) (protocol \(reply.protocolVersion)); you are uid \(reply.callerUID), \(reply.role.rawValue)"
         )
     }
 }
@@ -172,7 +172,7 @@ struct Authorize: ParsableCommand {
             request.user = child
             let me = try perform(connection, PingRequest())
             let target = UserLookup.uid(of: child)
-            if me.role != "guardian" && target == me.callerUID {
+            if me.role != .guardian && target == me.callerUID {
                 request.guardian = try Terminal.askGuardian(name: guardian)
             }
         }

@@ -136,7 +136,7 @@ extension InProcessAgent {
                 state: .pending, createdAt: Date()))
         let client = ScreenTimeClient(socket: agent.socket)
         let granted = try client.send(DecideRequest(id: try #require(ask.id), grant: true))
-        #expect(granted.state == "granted")
+        #expect(granted.state == .granted)
         let enforced = try #require(agent.publisher.publish().users[agent.kid]?.policy)
         #expect(enforced.applicationsShieldedByToken[chess] == nil)
         #expect(enforced.applicationsShieldedByToken[mines] != nil)

@@ -135,7 +135,7 @@ struct LoginIntegrationTests {
         #expect(eventually { world.count(output) != nil })
         var status = try world.status(of: world.child)
         #expect(status.logins?.contains { $0.kind == "tty" && $0.tty == tty && $0.service == logins.service } == true)
-        #expect(status.sessions?.contains { $0.kind == "tty" && $0.display == tty } == true, "counted as a session")
+        #expect(status.sessions?.contains { $0.kind == .tty && $0.display == tty } == true, "counted as a session")
         #expect(status.loginLock == nil)
 
         // The child cannot tell the agent of logins itself (its hook runs as itself).

@@ -359,7 +359,7 @@ struct ShieldIntegrationTests {
             decoder.dateDecodingStrategy = .iso8601
             return try decoder.decode([TimeRequestReport].self, from: Data(result.stdout.utf8))
         }
-        #expect(try eventually(5) { try requests(world.guardian).contains { $0.state == "pending" } })
+        #expect(try eventually(5) { try requests(world.guardian).contains { $0.state == .pending } })
         let asked = try #require(try requests(world.guardian).first)
         #expect(asked.user == world.child && asked.application == "Counter Game" && asked.minutes == 15)
         #expect(try requests(world.child).map(\.id) == [asked.id], "the child sees its own")
@@ -373,7 +373,7 @@ struct ShieldIntegrationTests {
         #expect(eventually(5) { !world.isFrozen(counter) })
         let before = world.count(output) ?? 0
         #expect(eventually(5) { (world.count(output) ?? 0) > before })
-        #expect(try requests(world.guardian).first?.state == "granted")
+        #expect(try requests(world.guardian).first?.state == .granted)
         // A restart keeps the grant's end.
         world.kill9()
         try world.start()
@@ -384,15 +384,15 @@ struct ShieldIntegrationTests {
         #expect(!world.isFrozen(counter), "frozen before the minute was over")
         #expect(eventually(15) { world.isFrozen(counter) })
         #expect(Date().timeIntervalSince(grantedAt) < 66)
-        #expect(try requests(world.guardian).first?.state == "expired")
+        #expect(try requests(world.guardian).first?.state == .expired)
         // Denied: nothing changes; asking again at once is refused (the child's asks are limited).
         let again = try world.cli(
             as: world.child, "ask", "--app", "org.example.Counter", "--minutes", "5", "--note", "please")
         #expect(again.status == 0, "\(again.stderr)")
-        let second = try #require(try requests(world.guardian).first { $0.state == "pending" })
+        let second = try #require(try requests(world.guardian).first { $0.state == .pending })
         #expect(second.note == "please" && second.minutes == 5)
         #expect(try world.cli(as: world.guardian, "deny", "\(second.id)").status == 0)
-        #expect(try requests(world.guardian).first { $0.id == second.id }?.state == "denied")
+        #expect(try requests(world.guardian).first { $0.id == second.id }?.state == .denied)
         #expect(world.isFrozen(counter))
         let flood = try world.cli(as: world.child, "ask", "--app", "org.example.Counter")
         #expect(flood.status == 75, "\(flood.stderr)")

@@ -215,7 +215,7 @@ struct UsageIntegrationTests {
         // Status names the session, its source and what is in front (nothing of the child's).
         let status = try world.status(of: world.child)
         let session = try #require(status.sessions?.first)
-        #expect(session.kind == "x11")
+        #expect(session.kind == .x11)
         #expect(session.display == ":\(desktop.display)")
         #expect(session.focusSource.contains("_NET_ACTIVE_WINDOW"))
         #expect(session.inFront == nil)
@@ -1512,7 +1512,7 @@ struct UsageIntegrationTests {
                 "XDG_RUNTIME_DIR=\(desktop.runtime)", "WAYLAND_DISPLAY=wayland-mv", "HOME=\(desktop.runtime)",
             ])
         defer { kill(shm, SIGKILL) }
-        #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.kind == "wayland" })
+        #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.kind == .wayland })
         Thread.sleep(forTimeInterval: 3)
         let before = try report(world)
         let start = Date()
@@ -1531,7 +1531,7 @@ struct UsageIntegrationTests {
         defer { desktop.stop() }
         try desktop.open(as: world.child, "/usr/bin/weston-simple-shm", [])
         let painter = try desktop.open(as: world.child, world.directory + "/bin/paint", [])
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.kind == "wayland" })
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.kind == .wayland })
         let session = try #require(try world.status(of: world.child).sessions?.first)
         #expect(session.focusSource.contains("whose focus cannot be read"), "\(session.focusSource)")
         // Counting starts once the session is found and its clients looked for (soon after each
@@ -1932,7 +1932,7 @@ struct UsageIntegrationTests {
             environment: ["GIO_LAUNCHED_DESKTOP_FILE=\(world.directory)/data/applications/org.example.Chat.desktop"])
         #expect(
             eventually(30) { desktop.hasWindow("term") && desktop.hasWindow("chat") && desktop.hasWindow("forged") })
-        #expect(try eventually { try world.status(of: world.child).sessions?.first?.kind == "sway" })
+        #expect(try eventually { try world.status(of: world.child).sessions?.first?.kind == .sway })
 
         try desktop.focus("term")
         let termStart = Date()

@@ -17,7 +17,7 @@ import Testing
     private func state() throws -> UsageTracker.State {
         var state = UsageTracker.State()
         state.sessions[Self.key] = UsageTracker.Session(
-            kind: "x11", display: ":5", owner: 1001, stop: try StopSignal(), authorityFiles: [])
+            kind: .x11, display: ":5", owner: 1001, stop: try StopSignal(), authorityFiles: [])
         return state
     }
 

@@ -112,7 +112,7 @@ import Testing
 
 @Suite struct ReplyCodingTests {
     @Test func resultsAndErrorsRoundTrip() throws {
-        let ping = PingReply(agentVersion: "0.1.0", protocolVersion: 1, callerUID: 1000, role: "guardian")
+        let ping = PingReply(agentVersion: "0.1.0", protocolVersion: 1, callerUID: 1000, role: .guardian)
         #expect(try ReplyCoding.decode(PingReply.self, from: try ReplyCoding.encode(ping)) == ping)
         let error = ScreenTimeIPCError(.notAllowed, "no")
         #expect(throws: error) { try ReplyCoding.decode(PingReply.self, from: ReplyCoding.encode(error)) }

@@ -1,7 +1,7 @@
-package import Foundation
+import Foundation
 package import LinuxSupport
 package import Logging
-package import ScreenTimeIPC
+import ScreenTimeIPC
 
 /// The agent's way to start programs as someone else — the shield window in a child's session,
 /// extensions as an unprivileged account without network — after it dropped the capabilities

@@ -5,12 +5,8 @@ import ScreenTimeIPC
 /// Who sent a request, from SO_PEERCRED and the user database — never from the request — or,
 /// for an extension the agent started, from the channel it was given.
 struct Caller: Sendable {
-    enum Role: String, Sendable {
-        case guardian, child, individual, user
-        /// A monitor's extension: it acts for `account` (a child or an individual), on its
-        /// client's stores and monitors only.
-        case `extension`
-    }
+    /// What the caller is, as `ping` tells it.
+    typealias Role = CallerRole
 
     var account: UserAccount
     var role: Role

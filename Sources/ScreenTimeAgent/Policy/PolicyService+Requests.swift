@@ -183,7 +183,8 @@ extension PolicyService {
         _ record: StateDatabase.TimeRequest, user: String, names: Bool, now: Date
     ) -> TimeRequestReport {
         let state =
-            record.state == .granted && (record.until.map { $0 <= now } ?? true) ? "expired" : record.state.rawValue
+            record.state == .granted && (record.until.map { $0 <= now } ?? true)
+            ? TimeRequestState.expired : TimeRequestState(rawValue: record.state.rawValue) ?? .pending
         return TimeRequestReport(
             id: record.id ?? 0, user: user, uid: record.uid,
             application: record.kind == .application && names ? record.name : nil,

@@ -95,7 +95,7 @@ public final class PolicyService: Sendable {
         let caller = try caller(context)
         return PingReply(
             agentVersion: AgentVersion.current, protocolVersion: protocolVersion, callerUID: context.peer.uid,
-            role: caller.role.rawValue)
+            role: caller.role)
     }
 
     func status(_ request: StatusRequest, _ context: RequestContext) throws -> StatusReply {

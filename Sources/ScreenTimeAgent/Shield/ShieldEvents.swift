@@ -49,7 +49,7 @@ package final class ShieldEvents: Sendable {
 
     /// An ask made or decided.
     func tell(request: TimeRequestReport) {
-        tell(request.state == "pending" ? .asked(request) : .decided(request))
+        tell(request.state == .pending ? .asked(request) : .decided(request))
     }
 
     /// A notice for `uid`, if the user has had fewer than `noticesPerMinute` in the last minute;

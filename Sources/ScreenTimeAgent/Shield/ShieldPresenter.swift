@@ -297,7 +297,7 @@ final class ShieldPresenter: Service, Sendable {
     /// Starts the window in a session as the session's user; a thread reads what it says.
     private func launch(
         _ content: ShieldWindowContent, for thing: ShieldedThing,
-        in session: (key: String, kind: String, environment: [String: String]),
+        in session: (key: String, kind: SessionKind, environment: [String: String]),
         client: ClientID?
     ) {
         guard let started = start(content, as: thing.owner, environment: session.environment, key: session.key) else {
@@ -469,12 +469,12 @@ final class ShieldPresenter: Service, Sendable {
     /// A decision reaches the child: the open shield says it (and closes when the shield is
     /// lifted), or a notice does.
     private func tellChild(_ request: TimeRequestReport) {
-        guard request.state != "pending" else { return }
+        guard request.state != .pending else { return }
         // Decided: the guardians' windows for it go (a decision is not made twice by windows).
         for window in state.withLock({ $0.askWindows.removeValue(forKey: request.id) ?? [] }) { retire(window) }
         let what = request.application ?? request.webDomain ?? "it"
         let text =
-            request.state == "granted"
+            request.state == .granted
             ? "A guardian granted \(request.minutes) more minutes of \(what)."
             : "A guardian said no to more time on \(what)."
         var told = false
@@ -486,8 +486,8 @@ final class ShieldPresenter: Service, Sendable {
         }
         if !told {
             notify(
-                request.uid, title: request.state == "granted" ? "More time: \(what)" : "No more time: \(what)",
-                subtitle: text, icon: request.state == "granted" ? "emblem-ok-symbolic" : "dialog-information")
+                request.uid, title: request.state == .granted ? "More time: \(what)" : "No more time: \(what)",
+                subtitle: text, icon: request.state == .granted ? "emblem-ok-symbolic" : "dialog-information")
         }
     }
 

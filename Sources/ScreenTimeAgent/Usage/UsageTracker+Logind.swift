@@ -91,10 +91,10 @@ extension UsageTracker {
         state.logind.values.filter { record in
             guard record.owner == session.owner else { return false }
             switch session.kind {
-            case "x11":
+            case .x11:
                 guard let told = X11Display(record.session.display) else { return false }
                 return X11Display(session.display)?.number == told.number
-            case "sway", "wayland": return record.session.type == "wayland"
+            case .sway, .wayland: return record.session.type == "wayland"
             default: return false
             }
         }.map(\.session)

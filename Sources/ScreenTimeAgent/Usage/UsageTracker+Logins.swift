@@ -1,6 +1,7 @@
 import Foundation
 import LinuxSupport
 import ScreenTimeCore
+import ScreenTimeIPC
 
 /// Text logins (tty, ssh, su) as sessions of their own: the PAM session hook tells of them, and
 /// their whole time counts as screen time — under a pseudo-application per kind, "Text session
@@ -18,7 +19,8 @@ extension UsageTracker {
             // PAM hook's logins are bounded by `LoginSessions.perUser` already.
             guard state.sessions[key] == nil else { return }
             var session = Session(
-                kind: kind, display: tty.isEmpty ? kind : tty, owner: uid, stop: stop, authorityFiles: [])
+                kind: SessionKind(rawValue: kind) ?? .tty, display: tty.isEmpty ? kind : tty, owner: uid, stop: stop,
+                authorityFiles: [])
             session.source = "PAM login: the whole session counts"
             session.connected = true
             state.sessions[key] = session

@@ -9,7 +9,7 @@ extension UsageTracker {
             state.sessions.values.filter { $0.owner == uid }.sorted { $0.display < $1.display }.map { session in
                 let front = session.front?.applications.first
                 var source = session.source
-                if session.conservative, session.kind == "x11" {
+                if session.conservative, session.kind == .x11 {
                     source += "; now counting every mapped window (no window is active)"
                 } else if session.conservative, !source.contains("every app connected to it counts") {
                     source += "; now every connected app counts (no word of a window in front stands)"

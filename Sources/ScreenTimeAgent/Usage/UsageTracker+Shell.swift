@@ -67,7 +67,7 @@ extension UsageTracker {
         let policy = processes.currentPolicy()
         return state.withLock { state in
             state.sessions.first { _, session in
-                session.kind == "wayland" && session.server?.pid == peer.pid
+                session.kind == .wayland && session.server?.pid == peer.pid
                     && policy.owner(ofKernelUID: peer.uid) == session.owner
             }?.key
         }

@@ -209,7 +209,7 @@ extension UsageTracker {
     private func readBySway(_ key: String, compositor: Int32, owner: UInt32) -> Bool {
         let read = state.withLock { state in
             let sway = state.sessions.contains { other in
-                other.value.kind == "sway" && other.value.owner == owner && other.value.connected
+                other.value.kind == .sway && other.value.owner == owner && other.value.connected
                     && other.value.server?.pid == compositor
             }
             if sway {

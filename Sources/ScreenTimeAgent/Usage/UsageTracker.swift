@@ -114,7 +114,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     }
 
     struct Session: Sendable {
-        var kind: String
+        var kind: SessionKind
         var display: String
         /// The authorized user it was found through.
         var owner: UInt32
@@ -468,7 +468,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     // sway's): its clients count, all of them.
                     let key = "wayland \(path) \(owner)"
                     if let mine = noteSession(
-                        key, kind: "wayland", display: path, owner: owner, authority: nil, fallback: nil)
+                        key, kind: .wayland, display: path, owner: owner, authority: nil, fallback: nil)
                     {
                         startThread("screentime.wayland") { [self] in watchWayland(key, path, mine) }
                     }
@@ -484,7 +484,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     }
                     let socket = wayland.hasPrefix("/") && wayland.utf8.count < 108 ? wayland : nil
                     if let mine = noteSession(
-                        key, kind: "sway", display: path, owner: owner, authority: nil, fallback: nil)
+                        key, kind: .sway, display: path, owner: owner, authority: nil, fallback: nil)
                     {
                         state.withLock { $0.sessions[key]?.waylandSocket = socket }
                         noteBus(environment, key: key)
@@ -514,7 +514,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             let shown = display.screen(screen)
             let key = "x11 \(shown) \(owner)"
             let isNew = noteSession(
-                key, kind: "x11", display: "\(shown)", owner: owner, authority: authority,
+                key, kind: .x11, display: "\(shown)", owner: owner, authority: authority,
                 fallback: home.map { $0 + "/.Xauthority" })
             if let mine = isNew { startThread("screentime.x11") { [self] in watchX11(key, shown, mine) } }
         }
@@ -523,7 +523,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// Records a session a hint names; returns its stop signal when it is new (then its watch
     /// is started, and runs while the session under its key is this one).
     private func noteSession(
-        _ key: String, kind: String, display: String, owner: UInt32, authority: String?, fallback: String?
+        _ key: String, kind: SessionKind, display: String, owner: UInt32, authority: String?, fallback: String?
     ) -> StopSignal? {
         var evicted: String?
         let isNew = state.withLock { state -> StopSignal? in
@@ -544,7 +544,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 // never read, then one failing now, then one on a server of the user's own.
                 // Nor a text login's (the PAM hook's): fake displays cannot end its count.
                 let candidates = theirs.filter {
-                    $0.value.serverUID != 0 && !LoginSessions.textKinds.contains($0.value.kind)
+                    $0.value.serverUID != 0 && !LoginSessions.textKinds.contains($0.value.kind.rawValue)
                 }
                 guard
                     let failing = candidates.first(where: { $0.value.server == nil && !$0.value.connected })
@@ -1198,7 +1198,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
             let session = state.sessions[key]
             return (
                 session?.owner, session?.foreignPIDs ?? false,
-                session?.kind == "x11" ? session?.server?.pid : nil, session?.display ?? ""
+                session?.kind == .x11 ? session?.server?.pid : nil, session?.display ?? ""
             )
         }
         // The display's socket (`:N`), by path and abstract name: the server's connections are
@@ -1272,13 +1272,13 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// Where a program of the user's shows in each of their sessions the agent reads now: its
     /// kind, and the environment that names the display (an X11 display and a cookie file of the
     /// user's own, or a Wayland socket and its directory).
-    func displays(of uid: UInt32) -> [(key: String, kind: String, environment: [String: String])] {
+    func displays(of uid: UInt32) -> [(key: String, kind: SessionKind, environment: [String: String])] {
         let sessions = state.withLock { state in
             state.sessions.filter { $0.value.owner == uid && $0.value.connected }.map { ($0.key, $0.value) }
         }
         return sessions.sorted { $0.0 < $1.0 }.compactMap { key, session in
             switch session.kind {
-            case "x11":
+            case .x11:
                 var environment = ["DISPLAY": session.display]
                 // A cookie file of the user's own (hinted by their programs), if any.
                 for file in session.authorityFiles {
@@ -1288,9 +1288,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                     }
                 }
                 if let bus = session.sessionBus { environment["DBUS_SESSION_BUS_ADDRESS"] = bus }
-                return (key, "x11", environment)
-            case "sway", "wayland":
-                guard let socket = session.kind == "sway" ? session.waylandSocket : session.display else { return nil }
+                return (key, .x11, environment)
+            case .sway, .wayland:
+                guard let socket = session.kind == .sway ? session.waylandSocket : session.display else { return nil }
                 let directory = String(socket[..<(socket.lastIndex(of: "/") ?? socket.startIndex)])
                 let name = String(
                     socket[(socket.lastIndex(of: "/").map { socket.index(after: $0) } ?? socket.startIndex)...])
@@ -1307,7 +1307,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     /// (the new program may hold a connection of a window in front).
     func refocus(owner: UInt32) {
         let keys = state.withLock { state in
-            state.sessions.filter { $0.value.owner == owner && $0.value.kind == "x11" && $0.value.connected }
+            state.sessions.filter { $0.value.owner == owner && $0.value.kind == .x11 && $0.value.connected }
                 .map { ($0.key, $0.value.frontPIDs) }
         }
         for (key, pids) in keys where !pids.isEmpty { focused(key, pids: pids, onlyIfStill: true) }

@@ -9,9 +9,9 @@ public struct PingReply: Codable, Sendable, Hashable {
     public var agentVersion: String
     public var protocolVersion: Int
     public var callerUID: UInt32
-    public var role: String
+    public var role: CallerRole
 
-    public init(agentVersion: String, protocolVersion: Int, callerUID: UInt32, role: String) {
+    public init(agentVersion: String, protocolVersion: Int, callerUID: UInt32, role: CallerRole) {
         self.agentVersion = agentVersion
         self.protocolVersion = protocolVersion
         self.callerUID = callerUID

@@ -140,8 +140,7 @@ public struct UsageReport: Codable, Sendable, Hashable {
 
 /// A graphical session of a user's, as `status` shows it.
 public struct SessionReport: Codable, Sendable, Hashable {
-    /// `x11` or `sway`.
-    public var kind: String
+    public var kind: SessionKind
     /// `:0`, or the sway socket.
     public var display: String
     /// Where focus is read from, in words (`X11 _NET_ACTIVE_WINDOW`), or why it is not.
@@ -158,7 +157,7 @@ public struct SessionReport: Codable, Sendable, Hashable {
     public var held: String?
 
     public init(
-        kind: String, display: String, focusSource: String, idle: Bool, inFront: String?, inFrontName: String?,
+        kind: SessionKind, display: String, focusSource: String, idle: Bool, inFront: String?, inFrontName: String?,
         problem: String?, held: String? = nil
     ) {
         self.kind = kind

@@ -71,8 +71,7 @@ public struct TimeRequestReport: Codable, Sendable, Hashable {
     public var token: String
     public var minutes: Int
     public var note: String?
-    /// `pending`, `granted` (until `until`), `expired` (granted, over), `denied`.
-    public var state: String
+    public var state: TimeRequestState
     public var createdAt: Date
     public var decidedAt: Date?
     public var decidedBy: String?
@@ -80,7 +79,7 @@ public struct TimeRequestReport: Codable, Sendable, Hashable {
 
     public init(
         id: Int64, user: String, uid: UInt32, application: String?, webDomain: String?, token: String, minutes: Int,
-        note: String?, state: String, createdAt: Date, decidedAt: Date?, decidedBy: String?, until: Date?
+        note: String?, state: TimeRequestState, createdAt: Date, decidedAt: Date?, decidedBy: String?, until: Date?
     ) {
         self.id = id
         self.user = user
