@@ -48,15 +48,15 @@ final class ShieldPresenter: Service, Sendable {
 
     private let events: ShieldEvents
     private let problems: ShieldProblems
-    private let database: StateDatabase
+    let database: StateDatabase
     private let launcher: ProgramLauncher?
-    private let program: ShieldProgram
-    private let usage: UsageTracker
-    private let policy: PolicyService
-    private let processes: ProcessShield?
-    private let logger: Logger
-    private let state = Mutex(State())
-    private let inspector = ProcessInspector()
+    let program: ShieldProgram
+    let usage: UsageTracker
+    let policy: PolicyService
+    let processes: ProcessShield?
+    let logger: Logger
+    let state = Mutex(State())
+    let inspector = ProcessInspector()
 
     /// - Parameters:
     ///   - events: what it shows, as it happens (it alone takes from them).
@@ -108,7 +108,7 @@ final class ShieldPresenter: Service, Sendable {
         for window in state.withLock({ Array($0.windows.values) }) { window.program.endInput() }
     }
 
-    private func show(_ event: ShieldEvents.Event) {
+    func show(_ event: ShieldEvents.Event) {
         switch event {
         case .met(let thing), .inFront(let thing): show(thing)
         case .asked(let request): tellGuardians(request)
@@ -120,7 +120,7 @@ final class ShieldPresenter: Service, Sendable {
 
     // MARK: the child's shield
 
-    private func show(_ thing: ShieldedThing) {
+    func show(_ thing: ShieldedThing) {
         let now = Date()
         let sessions = usage.displays(of: thing.owner).filter { session in
             state.withLock { state in
@@ -150,7 +150,7 @@ final class ShieldPresenter: Service, Sendable {
     }
 
     /// The window's content: the defaults, with the look a configuration extension gave.
-    private func resolve(_ thing: ShieldedThing) -> (ShieldWindowContent, ClientID?) {
+    func resolve(_ thing: ShieldedThing) -> (ShieldWindowContent, ClientID?) {
         let member = try? policy.member(of: thing.owner)
         var look = ShieldConfigurationData(
             icon: Self.systemIcon(thing.icon), title: .init(text: "\(thing.name) is shielded"),
@@ -191,7 +191,7 @@ final class ShieldPresenter: Service, Sendable {
         return (content, client)
     }
 
-    private static func subtitle(_ thing: ShieldedThing) -> String {
+    static func subtitle(_ thing: ShieldedThing) -> String {
         let stores = Set(thing.stores.map(\.description))
         if stores.contains(StoreKey.downtime.description) { return "It's downtime." }
         if stores.contains("\(ClientID.agent)/\(PolicyService.limitStore)") { return "Today's time for it is used up." }
@@ -224,7 +224,7 @@ final class ShieldPresenter: Service, Sendable {
         return allowed.contains(where: icon.hasPrefix) && !icon.contains("/../") ? icon : nil
     }
 
-    private static func merged(
+    static func merged(
         _ base: ShieldConfigurationData, _ over: ShieldConfigurationData
     )
         -> ShieldConfigurationData
@@ -237,13 +237,13 @@ final class ShieldPresenter: Service, Sendable {
             secondaryButtonLabel: over.secondaryButtonLabel)
     }
 
-    private func note(_ uid: UInt32, _ problem: String) {
+    func note(_ uid: UInt32, _ problem: String) {
         logger.warning("a shield extension did not answer well", metadata: ["uid": "\(uid)", "problem": "\(problem)"])
         problems.note(uid, problem)
     }
 
     /// Runs a shield extension (2 s, no network, as the extension account); its output, or why not.
-    private func runExtension(
+    func runExtension(
         _ path: String, input: [String: Any], owner: UInt32, what: String
     ) -> Result<[UInt8], Failure> {
         if let problem = ExtensionProgram.problem(with: path) { return .failure(Failure(problem)) }
@@ -292,324 +292,4 @@ final class ShieldPresenter: Service, Sendable {
         init(_ description: String) { self.description = description }
     }
 
-    // MARK: windows
-
-    /// Starts the window in a session as the session's user; a thread reads what it says.
-    private func launch(
-        _ content: ShieldWindowContent, for thing: ShieldedThing,
-        in session: (key: String, kind: SessionKind, environment: [String: String]),
-        client: ClientID?
-    ) {
-        guard let started = start(content, as: thing.owner, environment: session.environment, key: session.key) else {
-            return
-        }
-        state.withLock { state in
-            state.launches[session.key, default: []].append(Date())
-            if thing.kind == .webDomain { state.notices[session.key + " " + thing.token] = Date() }
-        }
-        logger.info(
-            "shield shown",
-            metadata: [
-                "session": "\(session.key)", "what": "\(thing.kind.rawValue) \(thing.name)", "pid": "\(started.pid)",
-            ])
-        let window = OpenWindow(program: started, token: thing.token, kind: thing.kind.rawValue, owner: thing.owner)
-        state.withLock { $0.windows[session.key] = window }
-        let thread = Thread { [self] in
-            nameCurrentThread("screentime.win")
-            listen(window, thing: thing, client: client, closesItself: content.primaryCloses)
-        }
-        thread.start()
-    }
-
-    /// Launches `screentime-shield` as `uid` with `content` on its first line.
-    private func start(
-        _ content: ShieldWindowContent, as uid: UInt32, environment session: [String: String], key: String
-    ) -> SessionProgram? {
-        guard let started = program.start(as: uid, session: session, key: key) else { return nil }
-        // What it shows is a line the pipe holds whole (names and texts are bounded), written
-        // without waiting: a window that does not read cannot hold the agent.
-        let line = Array((try? JSONEncoder().encode(content)) ?? Data())
-        if line.count >= Self.lineLimit || !started.tell(line) {
-            logger.error(
-                "the shield window could not be given what to show",
-                metadata: ["session": "\(key)", "bytes": "\(line.count)"])
-            program.stop(started)
-        }
-        state.withLock { $0.alive[started.pid] = uid }
-        return started
-    }
-
-    /// The longest first line a window is given (a pipe holds 64 KiB).
-    static let lineLimit = 32 << 10
-
-    /// How many windows of one user may be open at once (shields, notices, asks).
-    static let windowsPerUser = 8
-
-    /// Whether another window may be opened for the user now.
-    private func mayOpen(for uid: UInt32) -> Bool {
-        let open = state.withLock { $0.alive.values.filter { $0 == uid }.count }
-        if open >= Self.windowsPerUser {
-            logger.warning("too many shield windows open for a user; not opening another", metadata: ["uid": "\(uid)"])
-            return false
-        }
-        return true
-    }
-
-    /// A window's thread ended: it is no longer counted.
-    private func ended(_ window: OpenWindow) {
-        state.withLock { _ = $0.alive.removeValue(forKey: window.pid) }
-    }
-
-    /// Asks a window to close; one that has not ended 3 s later (stopped by the child, say) is
-    /// killed by the launcher, which started it (its pid is not anyone else's until it is reaped).
-    private func retire(_ window: OpenWindow) {
-        send(ShieldWindowUpdate(close: true), to: window)
-        DispatchQueue.global().asyncAfter(deadline: .now() + 3) { [self] in
-            if state.withLock({ $0.alive[window.pid] != nil }) { program.stop(window.program) }
-        }
-    }
-
-    private func send(_ update: ShieldWindowUpdate, to window: OpenWindow) {
-        if update.close == true { closing(window) }
-        // A window that stopped reading (the child stopped it) cannot hold the agent: the pipe's
-        // buffer takes many such lines, and a full one drops this.
-        window.program.tell(Array((try? JSONEncoder().encode(update)) ?? Data()))
-    }
-
-    /// A window closing (its OK pressed, or told to close) or ended shows its app's shield no
-    /// more: the app started again shows a new window, not nothing while the closed one's program
-    /// ends (a moment, longer on a loaded machine). It is still counted among the user's open
-    /// windows until it has ended.
-    private func closing(_ window: OpenWindow) {
-        state.withLock { state in
-            for (key, open) in state.windows where open.pid == window.pid { state.windows[key] = nil }
-        }
-    }
-
-    /// Reads a window's lines until it ends; each button pressed is acted on. `closesItself`: its
-    /// primary button closes it.
-    private func listen(_ window: OpenWindow, thing: ShieldedThing, client: ClientID?, closesItself: Bool) {
-        defer {
-            window.program.close()
-            closing(window)
-            ended(window)
-        }
-        var presses = 0
-        // Lines only: past 64 KiB without one, the window is not listened to any more.
-        while case .line(let line) = window.program.readLine(limit: 65_536) {
-            guard let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(line)),
-                ["primary", "secondary"].contains(event.pressed)
-            else { continue }
-            // The child's word: a few presses a window are heard, no more.
-            presses += 1
-            if presses > 20 { continue }
-            if closesItself, event.pressed == "primary" { closing(window) }
-            pressed(event.pressed, window: window, thing: thing, client: client)
-        }
-    }
-
-    private func pressed(_ button: String, window: OpenWindow, thing: ShieldedThing, client: ClientID?) {
-        if thing.kind == .application, let client,
-            let path = (try? database.shieldExtensions(uid: thing.owner))?[client]?.action
-        {
-            let input: [String: Any] = [
-                "action": button == "primary" ? "primaryButtonPressed" : "secondaryButtonPressed",
-                "application": ["token": thing.token, "name": thing.name, "id": thing.identity ?? ""],
-                "client": client.rawValue,
-            ]
-            var response = "none"
-            switch runExtension(path, input: input, owner: thing.owner, what: "action") {
-            case .success(let output):
-                let text = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                let word =
-                    (try? JSONDecoder().decode(String.self, from: Data(text.utf8)))
-                    ?? (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8)))?["response"] ?? text
-                if ["close", "defer", "none"].contains(word) {
-                    response = word
-                } else {
-                    note(
-                        thing.owner,
-                        "\(client)'s action extension answered '\(ExtensionHost.printable(output))', not close, defer or none"
-                    )
-                }
-            case .failure(let problem):
-                note(thing.owner, "\(client)'s action extension: \(problem); nothing is done")
-            }
-            logger.info(
-                "shield action", metadata: ["what": "\(thing.name)", "button": "\(button)", "response": "\(response)"])
-            switch response {
-            case "close":
-                let killed = processes?.endApplication(owner: thing.owner, token: thing.token) ?? 0
-                logger.notice(
-                    "shielded app closed by its shield's action",
-                    metadata: ["what": "\(thing.name)", "processes": "\(killed)"])
-                send(ShieldWindowUpdate(close: true), to: window)
-            case "defer":
-                send(ShieldWindowUpdate(message: "Not now."), to: window)
-            default:
-                if button == "primary" { send(ShieldWindowUpdate(close: true), to: window) }
-            }
-            return
-        }
-        guard button == "secondary" else { return }
-        // The default secondary button: ask a guardian for 15 more minutes, as the child.
-        let context = RequestContext(peer: PeerCredentials(pid: 0, uid: thing.owner, gid: 0))
-        do {
-            let asked = try policy.ask(AskRequest(token: thing.token, minutes: 15), context)
-            send(ShieldWindowUpdate(message: "Asked a guardian for \(asked.minutes) more minutes."), to: window)
-        } catch let error as ScreenTimeIPCError {
-            send(ShieldWindowUpdate(message: error.message), to: window)
-        } catch {
-            send(ShieldWindowUpdate(message: "The ask could not be made."), to: window)
-        }
-    }
-
-    // MARK: asks and decisions
-
-    /// A decision reaches the child: the open shield says it (and closes when the shield is
-    /// lifted), or a notice does.
-    private func tellChild(_ request: TimeRequestReport) {
-        guard request.state != .pending else { return }
-        // Decided: the guardians' windows for it go (a decision is not made twice by windows).
-        for window in state.withLock({ $0.askWindows.removeValue(forKey: request.id) ?? [] }) { retire(window) }
-        let what = request.application ?? request.webDomain ?? "it"
-        let text =
-            request.state == .granted
-            ? "A guardian granted \(request.minutes) more minutes of \(what)."
-            : "A guardian said no to more time on \(what)."
-        var told = false
-        for session in usage.displays(of: request.uid) {
-            if let open = state.withLock({ $0.windows[session.key] }), open.token == request.token {
-                send(ShieldWindowUpdate(message: text), to: open)
-                told = true
-            }
-        }
-        if !told {
-            notify(
-                request.uid, title: request.state == .granted ? "More time: \(what)" : "No more time: \(what)",
-                subtitle: text, icon: request.state == .granted ? "emblem-ok-symbolic" : "dialog-information")
-        }
-    }
-
-    /// A notice in each of the user's sessions, closing by itself.
-    private func notify(_ uid: UInt32, title: String, subtitle: String, icon: String) {
-        let content = ShieldWindowContent(
-            kind: "notice", name: title,
-            configuration: ShieldConfigurationData(
-                icon: icon, title: .init(text: title), subtitle: .init(text: subtitle),
-                primaryButtonLabel: .init(text: "OK")),
-            closesAfter: Self.noticeSeconds)
-        for session in usage.displays(of: uid) {
-            guard mayOpen(for: uid),
-                let started = start(content, as: uid, environment: session.environment, key: session.key)
-            else { continue }
-            let window = OpenWindow(program: started, token: "notice", kind: "notice", owner: uid)
-            let thread = Thread { [self] in
-                nameCurrentThread("screentime.win")
-                started.drain()
-                started.close()
-                ended(window)
-            }
-            thread.start()
-        }
-    }
-
-    /// Each guardian logged in on this PC (a person's account in the guardian group, with a
-    /// program in a graphical session) gets the ask in a window of their own: grant or deny.
-    private func tellGuardians(_ request: TimeRequestReport) {
-        var sessions: [String: (uid: UInt32, environment: [String: String])] = [:]
-        var looked: Set<String> = []
-        var guardians: [UInt32: [Int32]] = [:]
-        let pids = inspector.pids()
-        for pid in pids {
-            guard let uid = inspector.status(pid: pid)?.uid, uid >= LaunchRequest.firstPersonUID, uid < 60_000,
-                policy.isGuardian(PeerCredentials(pid: pid, uid: uid, gid: 0))
-            else { continue }
-            guardians[uid, default: []].append(pid)
-        }
-        for (uid, mine) in guardians.sorted(by: { $0.key < $1.key }) {
-            for pid in mine where sessions.count < 4 {
-                let environment = inspector.sessionEnvironment(pid: pid)
-                var found: [String: String] = [:]
-                if let display = environment["DISPLAY"], X11Display(display) != nil {
-                    found["DISPLAY"] = display
-                    if let cookie = environment["XAUTHORITY"] { found["XAUTHORITY"] = cookie }
-                } else if let wayland = environment["WAYLAND_DISPLAY"], let runtime = environment["XDG_RUNTIME_DIR"] {
-                    found = ["WAYLAND_DISPLAY": wayland, "XDG_RUNTIME_DIR": runtime]
-                } else {
-                    continue
-                }
-                let key = "\(uid) \(found["DISPLAY"] ?? found["WAYLAND_DISPLAY"] ?? "")"
-                // Each display looked at once; it must be the guardian's own, not one a child runs
-                // (a guardian's `su` in a child's terminal, a display name left over): there a child
-                // would press the guardian's buttons.
-                guard sessions[key] == nil, looked.insert(key).inserted else { continue }
-                if Self.isServed(by: uid, found, programs: mine) {
-                    sessions[key] = (uid, found)
-                } else {
-                    logger.notice(
-                        "a guardian's display is not served by them: no window there",
-                        metadata: ["uid": "\(uid)", "display": "\(key)"])
-                }
-            }
-        }
-        let what = request.application ?? request.webDomain ?? "something"
-        let content = ShieldWindowContent(
-            kind: "request", name: what,
-            configuration: ShieldConfigurationData(
-                icon: "dialog-question", title: .init(text: "\(request.user) asks for \(request.minutes) more minutes"),
-                subtitle: .init(text: "of \(what)" + (request.note.map { ": “\($0)”" } ?? "")),
-                primaryButtonLabel: .init(text: "Grant \(request.minutes) minutes"),
-                secondaryButtonLabel: .init(text: "Deny")))
-        for (key, session) in sessions {
-            guard mayOpen(for: session.uid),
-                let started = start(content, as: session.uid, environment: session.environment, key: key)
-            else { continue }
-            let window = OpenWindow(program: started, token: request.token, kind: "request", owner: session.uid)
-            state.withLock { $0.askWindows[request.id, default: []].append(window) }
-            let thread = Thread { [self] in
-                nameCurrentThread("screentime.win")
-                decide(window, request: request)
-            }
-            thread.start()
-        }
-    }
-
-    /// Whether a display is served by `uid`: their own X server or compositor, or root's X server
-    /// (a display manager's) with one of their `programs` as its client.
-    static func isServed(by uid: UInt32, _ environment: [String: String], programs: [Int32]) -> Bool {
-        if let name = environment["DISPLAY"], let display = X11Display(name) {
-            guard let server = try? X11FocusWatch.server(of: display, timeout: .seconds(1)) else { return false }
-            if server.uid == uid { return true }
-            guard server.uid == 0 else { return false }
-            return (try? UnixPeers.clients(of: server.pid, among: programs, listening: display.unixAddresses))?
-                .isEmpty == false
-        }
-        if let name = environment["WAYLAND_DISPLAY"], let runtime = environment["XDG_RUNTIME_DIR"] {
-            let path = name.hasPrefix("/") ? name : runtime + "/" + name
-            return (try? UnixPeers.server(of: path, timeout: .seconds(1)))?.uid == uid
-        }
-        return false
-    }
-
-    /// A guardian's window: the first button pressed decides, as that guardian.
-    private func decide(_ window: OpenWindow, request: TimeRequestReport) {
-        defer {
-            window.program.close()
-            state.withLock { state in
-                state.askWindows[request.id]?.removeAll { $0.pid == window.pid }
-                if state.askWindows[request.id]?.isEmpty == true { state.askWindows[request.id] = nil }
-            }
-            ended(window)
-        }
-        while case .line(let line) = window.program.readLine(limit: 4096) {
-            guard let event = try? JSONDecoder().decode(ShieldWindowEvent.self, from: Data(line)) else { continue }
-            let grant = event.pressed == "primary"
-            let context = RequestContext(peer: PeerCredentials(pid: 0, uid: window.owner, gid: 0))
-            _ = try? policy.decide(
-                DecideRequest(id: request.id, grant: grant), context, onlyPending: true)
-            send(ShieldWindowUpdate(close: true), to: window)
-            return
-        }
-    }
 }

@@ -3,40 +3,6 @@ import GRDB
 import ScreenTimeCore
 
 extension StateDatabase {
-    static func registerActivityMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v6: monitors, owed callbacks, extension runs") { db in
-            // One row per monitored activity: its definition and what has been told of it.
-            try db.create(table: "monitor") { table in
-                table.column("uid", .integer).notNull()
-                table.column("client", .text).notNull()
-                table.column("name", .text).notNull()
-                table.column("definition", .text).notNull()
-                table.column("progress", .text).notNull()
-                table.primaryKey(["uid", "client", "name"])
-            }
-            // Callbacks owed: written with the progress that made them owed, deleted once run.
-            try db.create(table: "owedCallback") { table in
-                table.autoIncrementedPrimaryKey("id")
-                table.column("uid", .integer).notNull()
-                table.column("client", .text).notNull()
-                table.column("name", .text).notNull()
-                table.column("callback", .text).notNull()
-            }
-            // How the latest runs went (a few per monitor).
-            try db.create(table: "extensionRun") { table in
-                table.autoIncrementedPrimaryKey("id")
-                table.column("uid", .integer).notNull()
-                table.column("client", .text).notNull()
-                table.column("name", .text).notNull()
-                table.column("callback", .text).notNull()
-                table.column("at", .datetime).notNull()
-                table.column("outcome", .text).notNull()
-                table.column("problem", .text)
-            }
-            try db.create(index: "extensionRunByMonitor", on: "extensionRun", columns: ["uid", "client", "name", "id"])
-        }
-    }
-
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

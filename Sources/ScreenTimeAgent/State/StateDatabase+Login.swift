@@ -2,22 +2,6 @@ import Foundation
 import GRDB
 
 extension StateDatabase {
-    static func registerLoginMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v9: login locks") { db in
-            // Why a child's sessions are locked and logins refused, until when: downtime with
-            // --no-login while its interval lasts, the day's screen time used up until midnight.
-            // Set and cleared by the built-in monitors' reactions (each once per interval, and
-            // caught up after a restart), so a restart keeps a lock in force.
-            try db.create(table: "loginLock") { table in
-                table.column("uid", .integer).notNull()
-                table.column("reason", .text).notNull()
-                table.column("until", .datetime).notNull()
-                table.column("since", .datetime).notNull()
-                table.primaryKey(["uid", "reason"])
-            }
-        }
-    }
-
     struct LoginLock: Hashable, Sendable {
         enum Reason: String, Sendable, CaseIterable {
             case downtime

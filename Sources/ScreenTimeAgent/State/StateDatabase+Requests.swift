@@ -3,36 +3,6 @@ import GRDB
 import ScreenTimeCore
 
 extension StateDatabase {
-    static func registerRequestMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v8: time requests, shield extensions") { db in
-            // A child's asks for more time, and what a guardian decided: a granted one lifts the
-            // shield on its token until `until`.
-            try db.create(table: "timeRequest") { table in
-                table.autoIncrementedPrimaryKey("id")
-                table.column("uid", .integer).notNull()
-                table.column("kind", .text).notNull()
-                table.column("token", .text).notNull()
-                table.column("name", .text).notNull()
-                table.column("minutes", .integer).notNull()
-                table.column("note", .text)
-                table.column("state", .text).notNull()
-                table.column("createdAt", .datetime).notNull()
-                table.column("decidedAt", .datetime)
-                table.column("decidedBy", .text)
-                table.column("until", .datetime)
-            }
-            try db.create(index: "timeRequestByUser", on: "timeRequest", columns: ["uid", "state"])
-            // Each client's configuration and action extensions, per user.
-            try db.create(table: "shieldExtension") { table in
-                table.column("uid", .integer).notNull()
-                table.column("client", .text).notNull()
-                table.column("configuration", .text)
-                table.column("action", .text)
-                table.primaryKey(["uid", "client"])
-            }
-        }
-    }
-
     struct TimeRequest: Hashable, Sendable {
         /// `screenTime`: more screen time for a child whose logins downtime or the day's screen
         /// time refuse (token `screen-time`).

@@ -99,22 +99,6 @@ extension StateDatabase {
 }
 
 extension StateDatabase {
-    static func registerWebActivityMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v7: web activity") { db in
-            // When a user's programs used a registrable domain: a window from a lookup or a
-            // connection naming it to a few minutes after the last one (windows a few minutes
-            // apart are one row).
-            try db.create(table: "webActivity") { table in
-                table.autoIncrementedPrimaryKey("id")
-                table.column("uid", .integer).notNull()
-                table.column("domain", .text).notNull()
-                table.column("start", .datetime).notNull()
-                table.column("end", .datetime).notNull()
-            }
-            try db.create(index: "webActivityByUser", on: "webActivity", columns: ["uid", "end"])
-        }
-    }
-
     /// A stretch of time a registrable domain was in use by a user's programs.
     struct WebActivity: Hashable, Sendable {
         var id: Int64?

@@ -1,0 +1,225 @@
+import Foundation
+import LinuxSupport
+import Logging
+import ScreenTimeCore
+import ScreenTimeIPC
+public import ServiceLifecycle
+import Synchronization
+
+// Policy.
+extension DomainShield {
+    /// Puts a policy snapshot in force: builds every authorized user's filter, then installs the
+    /// rules. Returns once they are.
+    package func apply(_ snapshot: PolicySnapshot) {
+        rebuilding.withLock { _ in rebuild(snapshot) }
+    }
+
+    /// Reloads the lists (SIGHUP) and rebuilds with the policy in force.
+    func reload() {
+        rebuilding.withLock { _ in rebuild(state.withLock { $0.snapshot }) }
+    }
+
+    func rebuild(_ snapshot: PolicySnapshot) {
+        let lists = reloadLists()
+        var filters: [UInt32: DomainFilter] = [:]
+        for (uid, user) in snapshot.users {
+            filters[uid] = filter(user, names: snapshot.names, lists: lists)
+        }
+        // Filters go in before the rules name a new user, never after: a user's first packets
+        // must meet its filter (a user without one is let through, as after a revocation).
+        let fingerprint = Self.webFingerprint(snapshot, lists: lists)
+        // At start, the generation the rules in the kernel have (a restart changes no policy).
+        let inherited = state.withLock { $0.webFingerprint == nil } ? firewall.installedGeneration() : nil
+        let (installed, generation) = state.withLock { state -> (InstalledRules?, UInt8) in
+            if let inherited, state.webFingerprint == nil { state.generation = inherited }
+            state.snapshot = snapshot
+            state.filters = filters
+            state.lists = lists
+            // The web shields changed: connections passed under the old ones go off the fast path.
+            if let old = state.webFingerprint, old != fingerprint {
+                state.generation = (state.generation &+ 1) % Firewall.generations
+            }
+            state.webFingerprint = fingerprint
+            return (state.installedRules, state.generation)
+        }
+        let wanted = InstalledRules(
+            owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation)
+        connections.keep(owners: Set(snapshot.users.keys))
+        updateBrowserPolicies(wanted: !snapshot.users.isEmpty)
+        // Installed again only when the users or the DoH addresses change (or the last try failed).
+        guard installed != wanted else { return }
+        var problem: String?
+        do {
+            if wanted.owners.isEmpty {
+                try firewall.remove()
+            } else {
+                try firewall.install(
+                    owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation)
+            }
+            logger.info("firewall rules in step", metadata: ["uids": "\(wanted.owners)", "chain": "\(firewall.chain)"])
+        } catch {
+            problem = "the firewall rules could not be installed: \(error.message)"
+            logger.error("\(problem ?? "")")
+        }
+        state.withLock {
+            $0.installedRules = problem == nil ? wanted : installed
+            $0.firewallProblem = problem
+        }
+    }
+
+    /// A digest of what the users' web filters are made of, to tell when they change.
+    static func webFingerprint(_ snapshot: PolicySnapshot, lists: WebLists) -> Int {
+        var hasher = Hasher()
+        for uid in snapshot.users.keys.sorted() {
+            guard let policy = snapshot.users[uid]?.policy else { continue }
+            hasher.combine(uid)
+            for (token, stores) in policy.webDomainsShieldedByToken.sorted(by: { $0.key.base64 < $1.key.base64 }) {
+                hasher.combine(token.base64)
+                hasher.combine(stores)
+            }
+            for (store, shield) in policy.webDomainCategoryShields.sorted(by: { $0.store < $1.store }) {
+                hasher.combine(store)
+                hasher.combine(shield)
+            }
+            for (store, filter) in policy.webContentFilters.sorted(by: { $0.store < $1.store }) {
+                hasher.combine(store)
+                hasher.combine(filter)
+            }
+        }
+        for (path, signature) in lists.signatures.sorted(by: { $0.key < $1.key }) {
+            hasher.combine(path)
+            hasher.combine(signature)
+        }
+        return hasher.finalize()
+    }
+
+    /// Installs the managed browser policies while any user is filtered, removes them after the
+    /// last (see `BrowserPolicies`); again after a failure.
+    func updateBrowserPolicies(wanted: Bool) {
+        guard !configuration.browserPolicies.isEmpty,
+            state.withLock({ $0.policiesInstalled != wanted || $0.policiesProblem != nil })
+        else { return }
+        let policies = BrowserPolicies(
+            root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json")
+        var problem: String?
+        do {
+            if wanted { try policies.install() } else { try policies.remove() }
+            logger.info(
+                wanted ? "browser policies installed" : "browser policies removed",
+                metadata: ["firefox": "\(policies.firefoxPath)"])
+        } catch {
+            problem = "the browser policies could not be \(wanted ? "installed" : "removed"): \(error.message)"
+            logger.error("\(problem ?? "")")
+        }
+        state.withLock {
+            $0.policiesInstalled = wanted
+            $0.policiesProblem = problem
+        }
+        policiesPutInStep.signal()
+    }
+
+    func filter(_ user: PolicySnapshot.User, names known: [String: TokenName], lists: WebLists) -> DomainFilter {
+        let policy = user.policy
+        var tokens = Set(policy.webDomainsShieldedByToken.keys.map(\.base64))
+        for shield in policy.webDomainCategoryShields { tokens.formUnion(shield.policy.exceptions.map(\.base64)) }
+        var names: [WebDomainToken: DomainName] = [:]
+        for token in tokens {
+            guard let name = known[token], name.kind == .domain else { continue }
+            if let token = try? WebDomainToken(base64: token), let domain = try? DomainName(name.identity) {
+                names[token] = domain
+            }
+        }
+        let filter = DomainFilter(
+            policy: policy, names: names, categoryLists: lists.categories, adultList: lists.adult,
+            bypassList: lists.bypassNames)
+        if !filter.unnamedDomains.isEmpty || !filter.categoriesWithoutList.isEmpty {
+            logger.warning(
+                "some web shields cannot be enforced",
+                metadata: [
+                    "uid": "\(user.uid)", "domainsWithoutName": "\(filter.unnamedDomains.count)",
+                    "categoriesWithoutList": "\(filter.categoriesWithoutList.count)",
+                ])
+        }
+        return filter
+    }
+
+    /// Reads the lists whose files changed since the last read; keeps the rest.
+    func reloadLists() -> WebLists {
+        var lists = state.withLock { $0.lists }
+        var seen: [String: String] = [:]
+        var problems: [String] = []
+        let directory = configuration.categoriesDirectory
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter {
+            $0.hasSuffix(".list")
+        }.sorted()
+        var categories: [ActivityCategoryToken: DomainList] = [:]
+        var names: [ActivityCategoryToken: String] = [:]
+        var adult = DomainList([DomainName]())
+        for file in files {
+            let path = directory + "/" + file
+            let name = String(file.dropLast(".list".count))
+            guard let category = try? CategoryName(name) else {
+                problems.append("\(path): '\(name)' is not a category name")
+                continue
+            }
+            let token = minter.token(for: category)
+            let signature = Files.signature(path)
+            var list: DomainList
+            if let old = lists.categories[token], lists.signatures[path] == signature {
+                list = old
+            } else {
+                guard let bytes = try? Files.read(path, limit: 512 << 20) else {
+                    problems.append("cannot read \(path)")
+                    continue
+                }
+                list = DomainList(parsing: String(decoding: bytes, as: UTF8.self))
+                logger.info(
+                    "web category list loaded",
+                    metadata: ["list": "\(path)", "domains": "\(list.count)", "skipped": "\(list.skippedLines.count)"])
+            }
+            seen[path] = signature
+            categories[token] = list
+            names[token] = category.name
+            if category.name == "adult" { adult = list }
+        }
+        lists.categories = categories
+        lists.names = names
+        lists.adult = adult
+
+        let bypassPath = configuration.bypassList
+        let bypassSignature = Files.signature(bypassPath)
+        if lists.signatures[bypassPath] != bypassSignature {
+            if let bytes = try? Files.read(bypassPath, limit: 16 << 20) {
+                let (names, addresses) = Self.parseBypass(String(decoding: bytes, as: UTF8.self))
+                lists.bypassNames = DomainList(parsing: names.joined(separator: "\n"))
+                lists.bypassAddresses = addresses
+            } else {
+                lists.bypassNames = DomainList([DomainName]())
+                lists.bypassAddresses = []
+                if Files.exists(bypassPath) { problems.append("cannot read \(bypassPath)") }
+            }
+        }
+        seen[bypassPath] = bypassSignature
+        lists.signatures = seen
+        lists.problems = problems
+        for problem in problems { logger.warning("\(problem)") }
+        return lists
+    }
+
+    /// A DoH list line is a name or an IPv4/IPv6 address; `#` starts a comment.
+    static func parseBypass(_ text: String) -> (names: [String], addresses: [String]) {
+        var names: [String] = []
+        var addresses: [String] = []
+        for line in text.split(whereSeparator: \.isNewline) {
+            let word = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
+                .trimmingCharacters(in: .whitespaces)
+            guard !word.isEmpty else { continue }
+            if IPAddress.isLiteral(word) {
+                addresses.append(word)
+            } else {
+                names.append(word)
+            }
+        }
+        return (names, addresses)
+    }
+}

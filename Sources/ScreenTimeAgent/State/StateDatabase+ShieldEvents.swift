@@ -1,0 +1,53 @@
+import Foundation
+import GRDB
+import ScreenTimeCore
+import Synchronization
+
+// Shield events.
+extension StateDatabase {
+    /// Shielded lookups (or, later, launches) of one token for one reason, counted.
+    struct ShieldEvent: Hashable, Sendable {
+        var uid: UInt32
+        var kind: TokenKindName
+        var token: String
+        var reason: String
+        var category: String?
+        var first: Date
+        var last: Date
+        var count: Int
+    }
+
+    /// Appends events and the names of their tokens, in one transaction.
+    func record(_ events: [ShieldEvent], names: [String: TokenName]) throws {
+        guard !events.isEmpty else { return }
+        defer { pruneIfDue() }
+        try queue.write { db in
+            for event in events {
+                try db.execute(
+                    sql: """
+                        INSERT INTO shieldEvent (uid, kind, token, reason, category, first, last, count)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        Int64(event.uid), event.kind.rawValue, event.token, event.reason, event.category, event.first,
+                        event.last, event.count,
+                    ])
+            }
+            try Self.remember(names, in: db)
+        }
+    }
+
+    /// A user's latest events of one kind, newest first.
+    func shieldEvents(uid: UInt32, kind: TokenKindName, limit: Int) throws -> [ShieldEvent] {
+        try queue.read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM shieldEvent WHERE uid = ? AND kind = ? ORDER BY last DESC, id DESC LIMIT ?",
+                arguments: [Int64(uid), kind.rawValue, limit]
+            ).map { row in
+                ShieldEvent(
+                    uid: UInt32(row["uid"] as Int64), kind: kind, token: row["token"], reason: row["reason"],
+                    category: row["category"], first: row["first"], last: row["last"], count: row["count"])
+            }
+        }
+    }
+}
