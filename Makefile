@@ -123,6 +123,9 @@ lint:
 	@if grep -rnE '^(@[a-zA-Z]+ )*((public|package|internal) )?import (Glibc|C[A-Z][A-Za-z]*)$$' Sources/ScreenTimeAgent; then \
 	  echo "lint: ScreenTimeAgent imports Glibc or a C shim above; its system calls belong in LinuxSupport"; exit 1; \
 	else echo "lint: ScreenTimeAgent makes no system call of its own"; fi
+	@long=$$(find Sources -name '*.swift' -exec awk 'END { if (NR > 400) print FILENAME ": " NR " lines" }' {} \;); \
+	if [ -n "$$long" ]; then echo "$$long"; echo "lint: a Swift file in Sources is over 400 lines; split it by concern"; exit 1; \
+	else echo "lint: no Swift file in Sources is over 400 lines"; fi
 
 format:
 	$(SWIFT) format format --in-place --parallel --recursive $(SWIFT_SOURCES)
