@@ -27,7 +27,7 @@ extension ProcessShield {
             if case .desktopEntry(let id) = verdict.application { identity = id }
             shieldEvents.tell(
                 .met(
-                    ShieldedThing(
+                    ShieldEncounter(
                         kind: .application, owner: apps.uid, token: verdict.token.base64, name: name,
                         identity: identity, categories: application?.categories.map(\.name).sorted() ?? [],
                         icon: application?.icon, stores: verdict.stores, pid: action == .frozen ? pid : nil)))
@@ -35,7 +35,7 @@ extension ProcessShield {
     }
 
     /// The application a held process of `owner`'s is held for, if it is held for a shield.
-    func shieldedApplication(pid: Int32, owner: UInt32) -> ShieldedThing? {
+    func shieldedApplication(pid: Int32, owner: UInt32) -> ShieldEncounter? {
         let identities = table.withLock { table -> [ApplicationIdentity]? in
             guard let tracked = table.processes[pid], tracked.owner == owner, tracked.hold?.reason.token != nil
             else { return nil }
@@ -47,7 +47,7 @@ extension ProcessShield {
         let application = apps.filter.index.application(verdict.application)
         var identity: String?
         if case .desktopEntry(let id) = verdict.application { identity = id }
-        return ShieldedThing(
+        return ShieldEncounter(
             kind: .application, owner: owner, token: verdict.token.base64,
             name: application?.name ?? Self.displayName(verdict.application), identity: identity,
             categories: application?.categories.map(\.name).sorted() ?? [], icon: application?.icon,

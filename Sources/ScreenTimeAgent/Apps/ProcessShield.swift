@@ -37,6 +37,10 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     let systemDataDirectories: [String]
     let journal: ShieldJournal
 
+    // Lock order, where locks nest: `applying` (a whole policy change) → `table` (the processes)
+    // → `policy` (swapped inside the table's lock, so that a process is judged by the rules its
+    // table entry was made under). The other locks below are taken alone or innermost.
+
     /// The rules in force (swapped whole on each policy snapshot).
     let policy = Mutex(AppPolicy.empty)
     let table = Mutex(Table())

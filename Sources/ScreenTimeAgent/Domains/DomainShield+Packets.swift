@@ -3,7 +3,7 @@ import LinuxSupport
 import Logging
 import ScreenTimeCore
 import ScreenTimeIPC
-public import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 // Packets.
@@ -201,7 +201,7 @@ extension DomainShield {
         if verdict.reason != .bypass {
             shieldEvents.tell(
                 .met(
-                    ShieldedThing(
+                    ShieldEncounter(
                         kind: .webDomain, owner: uid, token: minter.token(for: shown).base64, name: shown.unicode,
                         identity: shown.ascii, categories: [], icon: nil, stores: verdict.stores, pid: nil)))
         }

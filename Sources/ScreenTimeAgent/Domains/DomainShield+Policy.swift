@@ -3,7 +3,7 @@ import LinuxSupport
 import Logging
 import ScreenTimeCore
 import ScreenTimeIPC
-public import ServiceLifecycle
+import ServiceLifecycle
 import Synchronization
 
 // Policy.

@@ -1,7 +1,7 @@
-package import Foundation
+import Foundation
 package import LinuxSupport
-package import Logging
-package import ScreenTimeCore
+import Logging
+import ScreenTimeCore
 import ScreenTimeIPC
 import Synchronization
 

@@ -12,9 +12,9 @@ import Synchronization
 package final class ShieldEvents: Sendable {
     enum Event: Sendable {
         /// An app started (or a name looked up) while shielded.
-        case met(ShieldedThing)
+        case met(ShieldEncounter)
         /// A shielded app came to the front.
-        case inFront(ShieldedThing)
+        case inFront(ShieldEncounter)
         /// A child asked for more time (a guardian's windows show it).
         case asked(TimeRequestReport)
         /// A guardian decided an ask (the child is told).

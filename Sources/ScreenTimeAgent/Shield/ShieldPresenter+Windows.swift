@@ -10,7 +10,7 @@ import Synchronization
 extension ShieldPresenter {
     /// Starts the window in a session as the session's user; a thread reads what it says.
     func launch(
-        _ content: ShieldWindowContent, for thing: ShieldedThing,
+        _ content: ShieldWindowContent, for thing: ShieldEncounter,
         in session: (key: String, kind: SessionKind, environment: [String: String]),
         client: ClientID?
     ) {
@@ -102,7 +102,7 @@ extension ShieldPresenter {
 
     /// Reads a window's lines until it ends; each button pressed is acted on. `closesItself`: its
     /// primary button closes it.
-    func listen(_ window: OpenWindow, thing: ShieldedThing, client: ClientID?, closesItself: Bool) {
+    func listen(_ window: OpenWindow, thing: ShieldEncounter, client: ClientID?, closesItself: Bool) {
         defer {
             window.program.close()
             closing(window)
@@ -122,7 +122,7 @@ extension ShieldPresenter {
         }
     }
 
-    func pressed(_ button: String, window: OpenWindow, thing: ShieldedThing, client: ClientID?) {
+    func pressed(_ button: String, window: OpenWindow, thing: ShieldEncounter, client: ClientID?) {
         if thing.kind == .application, let client,
             let path = (try? database.shieldExtensions(uid: thing.owner))?[client]?.action
         {

@@ -120,7 +120,7 @@ final class ShieldPresenter: Service, Sendable {
 
     // MARK: the child's shield
 
-    func show(_ thing: ShieldedThing) {
+    func show(_ thing: ShieldEncounter) {
         let now = Date()
         let sessions = usage.displays(of: thing.owner).filter { session in
             state.withLock { state in
@@ -150,7 +150,7 @@ final class ShieldPresenter: Service, Sendable {
     }
 
     /// The window's content: the defaults, with the look a configuration extension gave.
-    func resolve(_ thing: ShieldedThing) -> (ShieldWindowContent, ClientID?) {
+    func resolve(_ thing: ShieldEncounter) -> (ShieldWindowContent, ClientID?) {
         let member = try? policy.member(of: thing.owner)
         var look = ShieldConfigurationData(
             icon: Self.systemIcon(thing.icon), title: .init(text: "\(thing.name) is shielded"),
@@ -191,7 +191,7 @@ final class ShieldPresenter: Service, Sendable {
         return (content, client)
     }
 
-    static func subtitle(_ thing: ShieldedThing) -> String {
+    static func subtitle(_ thing: ShieldEncounter) -> String {
         let stores = Set(thing.stores.map(\.description))
         if stores.contains(StoreKey.downtime.description) { return "It's downtime." }
         if stores.contains("\(ClientID.agent)/\(PolicyService.limitStore)") { return "Today's time for it is used up." }

@@ -2,7 +2,7 @@ import ScreenTimeCore
 
 /// Something the child just met a shield on: an app it started (or brought to the front) that is
 /// frozen or refused, or a web domain it looked up. What the shield window shows.
-struct ShieldedThing: Sendable, Hashable {
+struct ShieldEncounter: Sendable, Hashable {
     enum Kind: String, Sendable {
         case application, webDomain
     }
