@@ -87,10 +87,13 @@ deps:
 build: deps
 	$(SWIFT) build $(RELEASE)
 
+# Prints how long each part took (build, in-process tests, root tests, package test).
 test: deps lint
-	$(SWIFT) build --build-tests
+	@began=$$(cut -d. -f1 /proc/uptime); $(SWIFT) build --build-tests || exit 1; \
+	echo "make test: build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
 	scripts/run-tests
-	$(MAKE) --no-print-directory package-test
+	@began=$$(cut -d. -f1 /proc/uptime); $(MAKE) --no-print-directory package-test || exit 1; \
+	echo "make test: package test $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
 
 # The package, built and installed into a clean Debian 12 root, then purged (Tests/Package/run).
 package-test: deb
