@@ -98,6 +98,20 @@ import Testing
         #expect(after.applicationShield(for: app("editor"), categories: []) == [.downtime])
     }
 
+    @Test func aLoginLockIsInForceUntilItEndsAndAScreenTimeGrantLiftsItForItsTime() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let locks = [(reason: "downtime", until: now + 3_600), (reason: "screen time", until: now + 600)]
+        #expect(
+            LoginLock.inForce(locks: locks, grants: [], at: now) == LoginLock(reason: "downtime", until: now + 3_600))
+        #expect(LoginLock.inForce(locks: locks, grants: [], at: now + 3_600) == nil, "ended")
+        let grants = [
+            TimeGrant(.screenTime, until: now + 300), TimeGrant(.screenTime, until: now + 900),
+            TimeGrant(.application(app("chess")), until: now + 2_000),
+        ]
+        #expect(LoginLock.inForce(locks: locks, grants: grants, at: now)?.grantedUntil == now + 900)
+        #expect(LoginLock.inForce(locks: locks, grants: grants, at: now + 900)?.grantedUntil == nil, "the grant ended")
+    }
+
     @Test func anExceptionNeverLiftsAnotherStoresShield() {
         let policy = policy([
             store("school"): {

@@ -1,3 +1,4 @@
+import CLinuxShim
 import Glibc
 
 /// One question and its answer over UDP: the agent asks a child's resolver the child's own

@@ -1,3 +1,4 @@
+import CLinuxShim
 import Glibc
 
 /// Stream connections the agent opens to servers a user may run (an X server, a compositor, its

@@ -1,3 +1,4 @@
+import CLinuxShim
 import Glibc
 
 /// Which processes are connected to a Unix-socket server (a Wayland compositor whose focus the

@@ -87,12 +87,8 @@ package final class PolicyPublisher: Sendable {
             let now = Date()
             let grants = try database.timeGrants(uid: record.uid, at: now)
             let locks = try database.loginLocks(uid: record.uid, at: now)
-            let screenTimeGrant = grants.filter { $0.scope == .screenTime }.map(\.until).max()
-            let loginLock = locks.first.map { lock in
-                PolicySnapshot.LoginLock(
-                    reason: lock.reason.rawValue, until: lock.until,
-                    grantedUntil: screenTimeGrant.flatMap { $0 > now ? $0 : nil })
-            }
+            let loginLock = LoginLock.inForce(
+                locks: locks.map { ($0.reason.rawValue, $0.until) }, grants: grants, at: now)
             let policy = try database.stores(uid: record.uid).collection.policyInForce(grants: grants, at: now)
             let account = try? users.user(uid: record.uid)
             let name = account?.name ?? record.userName

@@ -33,11 +33,8 @@ package struct PolicySnapshot: Sendable {
         var isLocked: Bool { loginLock.map { $0.grantedUntil == nil } ?? false }
     }
 
-    struct LoginLock: Sendable, Hashable {
-        var reason: String
-        var until: Date
-        var grantedUntil: Date?
-    }
+    /// A lock on logins in force (the core decides it, with the grants).
+    typealias LoginLock = ScreenTimeCore.LoginLock
 
     var generation: UInt64
     var users: [UInt32: User]

@@ -57,3 +57,29 @@ extension StoreCollection {
         return EffectivePolicy(stores: stores.stores, grantedApplications: applications, grantedWebDomains: webDomains)
     }
 }
+
+/// A lock in force on a user's logins and sessions (downtime's or the day's screen time's, with
+/// `--no-login`), and until when more screen time a guardian granted lifts it.
+public struct LoginLock: Hashable, Sendable {
+    /// `downtime` or `screen time`.
+    public var reason: String
+    public var until: Date
+    /// While this is after now, the lock is lifted (logins go through, sessions thaw).
+    public var grantedUntil: Date?
+
+    public init(reason: String, until: Date, grantedUntil: Date? = nil) {
+        self.reason = reason
+        self.until = until
+        self.grantedUntil = grantedUntil
+    }
+
+    /// The lock in force at `now`: the first of `locks` (as they are kept: the one that ends
+    /// last first) that has not ended, with the latest screen-time grant still running.
+    public static func inForce(
+        locks: [(reason: String, until: Date)], grants: [TimeGrant], at now: Date
+    ) -> LoginLock? {
+        guard let lock = locks.first(where: { $0.until > now }) else { return nil }
+        let granted = grants.filter { $0.scope == .screenTime && $0.until > now }.map(\.until).max()
+        return LoginLock(reason: lock.reason, until: lock.until, grantedUntil: granted)
+    }
+}
