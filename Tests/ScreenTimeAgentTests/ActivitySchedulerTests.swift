@@ -13,12 +13,6 @@ import Testing
 /// is on disk before it is handed over, and a restart (a new scheduler on the same file) tells
 /// nothing twice.
 @Suite struct ActivitySchedulerTests {
-    final class Clock: Sendable {
-        let time = Mutex(Date(timeIntervalSince1970: 1_900_000_000))
-        var now: Date { time.withLock { $0 } }
-        func set(_ date: Date) { time.withLock { $0 = date } }
-    }
-
     /// What the scheduler hands to the extension host, kept.
     final class Delivered: ProgramCallbackSink {
         let owed = Mutex<[OwedCallback]>([])
@@ -26,7 +20,7 @@ import Testing
         var names: [String] { owed.withLock { $0.map(\.callback.callback.rawValue) } }
     }
 
-    private func scheduler(_ path: String, _ clock: Clock, _ delivered: Delivered) throws -> ActivityScheduler {
+    private func scheduler(_ path: String, _ clock: ManualClock, _ delivered: Delivered) throws -> ActivityScheduler {
         let scheduler = ActivityScheduler(
             database: try StateDatabase(path: path), usage: nil, usersInFrontGained: nil, publisher: nil,
             reactions: nil, programCallbacks: delivered, logger: Logger(label: "test"), now: { clock.now })
@@ -50,7 +44,7 @@ import Testing
     @Test func whatIsOwedIsOnDiskBeforeItRunsAndARestartTellsNothingTwice() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/state.sqlite"
-        let clock = Clock()
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_900_000_000))
         let calendar = ActivityScheduler.systemCalendar()
         let start = calendar.nextDate(
             after: clock.now, matching: DateComponents(minute: 0, second: 0), matchingPolicy: .nextTime)!
@@ -98,7 +92,7 @@ import Testing
     @Test func theNextWakeIsTheNextBoundaryAndNothingWakesBetween() throws {
         let directory = try TemporaryDirectory()
         let path = directory.path + "/state.sqlite"
-        let clock = Clock()
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_900_000_000))
         let calendar = ActivityScheduler.systemCalendar()
         let start = calendar.nextDate(
             after: clock.now.addingTimeInterval(3_600), matching: DateComponents(minute: 0, second: 0),

@@ -9,19 +9,14 @@ import Testing
 
 /// Password guessing, without PAM: a fake check, a manual clock, a real database on disk.
 @Suite struct GuardianApprovalsTests {
-    final class Clock: Sendable {
-        let time = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-        func advance(_ seconds: TimeInterval) { time.withLock { $0 += seconds } }
-        var now: Date { time.withLock { $0 } }
-    }
-
     final class Counter: Sendable {
         let value = Mutex(0)
         var count: Int { value.withLock { $0 } }
     }
 
-    private func approvals(_ database: StateDatabase, _ clock: Clock, checks: Counter = Counter()) -> GuardianApprovals
-    {
+    private func approvals(
+        _ database: StateDatabase, _ clock: ManualClock, checks: Counter = Counter()
+    ) -> GuardianApprovals {
         GuardianApprovals(database: database, logger: Logger(label: "test"), now: { clock.now }) { _, password in
             checks.value.withLock { $0 += 1 }
             guard password == "right" else { throw ScreenTimeIPCError(.authenticationFailed, "wrong") }
@@ -42,7 +37,7 @@ import Testing
     @Test func waitsGrowAfterEachWrongPasswordAndARightOneResets() throws {
         let directory = try TemporaryDirectory()
         let database = try StateDatabase(path: directory.path + "/state.sqlite")
-        let clock = Clock()
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         let checks = Counter()
         let approvals = approvals(database, clock, checks: checks)
         func attempt(_ password: String) -> ScreenTimeIPCError.Code? {
@@ -68,7 +63,7 @@ import Testing
 
     @Test func tenWrongPasswordsLockTheAskerOutUntilAGuardianLiftsItAcrossRestarts() throws {
         let directory = try TemporaryDirectory()
-        let clock = Clock()
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_800_000_000))
         let checks = Counter()
         do {
             let approvals = approvals(try StateDatabase(path: directory.path + "/state.sqlite"), clock, checks: checks)

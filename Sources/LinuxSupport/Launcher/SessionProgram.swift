@@ -122,10 +122,7 @@ public final class SessionProgram: Sendable {
             if buffer.count > limit || closed.load(ordering: .acquiring) { return .ended }
             if let timeout {
                 var poller = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
-                let milliseconds = Int32(
-                    clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-                )
-                let ready = poll(&poller, 1, milliseconds)
+                let ready = poll(&poller, 1, Int32(clamping: timeout.milliseconds))
                 if ready < 0, errno == EINTR { continue }
                 if ready < 0 { return .ended }
                 if ready == 0 { return .quiet }

@@ -175,8 +175,13 @@ extension UsageTracker {
         var lastTold: ContinuousClock.Instant?
         var refusedCallers: Set<Int32> = []
         var notHolding: [Int32: UInt64?] = [:]
-        while !mine.isRaised, inspector.startTime(pid: compositor) == startTime {
+        // Whether the compositor is still the one read: looked at when the relay has been quiet,
+        // and every 64 lines (a flood of a child's bus calls costs no /proc read per line).
+        var linesSinceLook = 0
+        while !mine.isRaised {
+            if linesSinceLook == 0, inspector.startTime(pid: compositor) != startTime { return }
             let reading = relay.readLine(limit: Self.reportLineLimit, timeout: .seconds(1))
+            linesSinceLook = reading == .quiet ? 0 : (linesSinceLook + 1) % 64
             // A relay stopped (SIGSTOP) tells nothing while what it last told stands: ended, and
             // started again. Looked at when it has been quiet a second, not at each line.
             if reading == .quiet, let state = inspector.state(pid: relay.pid), state == "T" || state == "t" {
