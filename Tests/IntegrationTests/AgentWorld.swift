@@ -534,6 +534,13 @@ final class AgentWorld {
         }
     }
 
+    /// Whether `pid` is held running `program`: not the stop of a judgement of what it ran before
+    /// (setpriv, between taking the child's uid and its exec, may be held for that briefly).
+    func isHeld(_ pid: Int32, running program: String) -> Bool {
+        guard isFrozen(pid), let running = Files.readLink("/proc/\(pid)/exe") else { return false }
+        return running == URL(fileURLWithPath: program).resolvingSymlinksInPath().path
+    }
+
     /// The count a counter wrote to its file; nil while it has written none.
     func count(_ file: String) -> UInt64? {
         (try? String(contentsOfFile: file, encoding: .utf8)).flatMap {

@@ -6,7 +6,8 @@ import Testing
 /// The process shield, end to end: a real agent watching the kernel's proc connector, a real
 /// test user running a real program (the counter fixture, with a desktop entry), the real cgroup
 /// v2 freezer. Each test makes its own world (users, cgroup, agent) and removes it.
-@Suite(.enabled(if: isRoot, "needs root: users, the proc connector, cgroups, other users' processes"))
+@Suite(
+    .threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the proc connector, cgroups, other users' processes"))
 struct ProcessShieldIntegrationTests {
     /// Waits until a condition holds, up to a limit; returns whether it did.
     private func eventually(_ seconds: Double = 5, _ condition: () -> Bool) -> Bool {
@@ -29,7 +30,7 @@ struct ProcessShieldIntegrationTests {
         try world.authorizeChildAndShieldCounter()
         let file = try world.childDirectory() + "/count"
         let pid = try world.launch(as: world.child, world.counter, [file])
-        #expect(eventually { world.isFrozen(pid) })
+        #expect(eventually { world.isHeld(pid, running: world.counter) })
         Thread.sleep(forTimeInterval: 0.3)
         // Stopped at exec: before main() made its file, or (with the machine's two cores busy
         // with the other tests) within its first few milliseconds.
@@ -82,7 +83,7 @@ struct ProcessShieldIntegrationTests {
         let file = try world.childDirectory() + "/count"
         let origin = FreezerCgroup.group(of: Int32(ProcessInfo.processInfo.processIdentifier), version: .v1)
         let pid = try world.launch(as: world.child, world.counter, [file])
-        #expect(eventually { world.isFrozen(pid) })
+        #expect(eventually { world.isHeld(pid, running: world.counter) })
         #expect(try world.status(of: world.child).processShield?.method == "cgroup v1 freezer")
         let hierarchy = try #require(FreezerCgroup.systemHierarchy(.v1))
         let group = "\(hierarchy)/\(world.freezerGroup)/frozen"
@@ -116,7 +117,7 @@ struct ProcessShieldIntegrationTests {
         try world.authorizeChildAndShieldCounter()
         let home = try world.childDirectory()
         let pid = try world.launch(as: world.child, world.counter, [home + "/count"])
-        #expect(eventually { world.isFrozen(pid) })
+        #expect(eventually { world.isHeld(pid, running: world.counter) })
 
         // Down, and set to the v2 freezer: the next run moves it out of the v1 group and, still
         // shielded, into its v2 frozen group.
@@ -142,7 +143,7 @@ struct ProcessShieldIntegrationTests {
         try world.authorizeChildAndShieldCounter()
         let file = try world.childDirectory() + "/count"
         let pid = try world.launch(as: world.child, world.counter, [file])
-        #expect(eventually { world.isFrozen(pid) })
+        #expect(eventually { world.isHeld(pid, running: world.counter) })
         let report = try #require(try world.status(of: world.child).processShield)
         #expect(report.method == "SIGSTOP")
         #expect(report.frozen.map(\.pid) == [pid])
