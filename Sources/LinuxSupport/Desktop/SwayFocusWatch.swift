@@ -104,14 +104,9 @@ public final class SwayFocusWatch {
         message += payload
         var sent = 0
         while sent < message.count {
-            let wrote = message[sent...].withUnsafeBytes { bytes in
-                Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            sent += try systemCall("send(\(path))") {
+                message[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             }
-            if wrote < 0 {
-                if errno == EINTR { continue }
-                throw SystemError.call("send(\(path))", errno)
-            }
-            sent += wrote
         }
     }
 

@@ -131,14 +131,9 @@ public final class WaylandIdleWatch {
     private func flush() throws(SystemError) {
         var sent = 0
         while sent < outgoing.count {
-            let wrote = outgoing[sent...].withUnsafeBytes { bytes in
-                Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            sent += try systemCall("send(\(path))") {
+                outgoing[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             }
-            if wrote < 0 {
-                if errno == EINTR { continue }
-                throw SystemError.call("send(\(path))", errno)
-            }
-            sent += wrote
         }
         outgoing = []
     }

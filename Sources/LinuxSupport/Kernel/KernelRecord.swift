@@ -18,11 +18,10 @@ enum KernelRecord {
                 guard contents.count < limit else { return nil }
                 contents += [UInt8](repeating: 0, count: min(contents.count, limit - contents.count))
             }
-            let got = contents.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + length, $0.count - length) }
-            if got < 0 {
-                if errno == EINTR { continue }
-                return nil
+            let got = retryingInterrupts {
+                contents.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + length, $0.count - length) }
             }
+            if got < 0 { return nil }
             if got == 0 { break }
             length += got
         }

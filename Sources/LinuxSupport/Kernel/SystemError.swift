@@ -59,6 +59,16 @@ public func systemCall<Result: BinaryInteger>(
     }
 }
 
+/// Runs a system call, retrying while it fails with EINTR, for callers that answer its other
+/// failures themselves (EAGAIN on a socket that is not ready, a read that ends a loop): its
+/// result, with `errno` as the call left it.
+public func retryingInterrupts<Result: BinaryInteger>(_ body: () -> Result) -> Result {
+    while true {
+        let result = body()
+        if result != -1 || Glibc.errno != EINTR { return result }
+    }
+}
+
 /// The kernel's clocks, read directly where a value must match what another program read (logind's
 /// monotonic hints).
 public enum SystemClocks {

@@ -73,14 +73,7 @@ public final class WallClockTimer: @unchecked Sendable {
             pollfd(fd: wakeup.fd, events: Int16(POLLIN), revents: 0),
             pollfd(fd: stop?.fd ?? -1, events: Int16(POLLIN), revents: 0),
         ]
-        while true {
-            let ready = poll(&fds, nfds_t(fds.count), -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw SystemError.call("poll(timer)", errno)
-            }
-            break
-        }
+        try systemCall("poll(timer)") { poll(&fds, nfds_t(fds.count), -1) }
         if fds[3].revents != 0 { return .woken }
         if fds[2].revents != 0 {
             drain(wakeup.fd)

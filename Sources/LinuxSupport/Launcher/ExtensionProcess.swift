@@ -36,18 +36,24 @@ public enum ExtensionProcess {
         channel connected: ((UnixSocket) -> Void)?
     ) throws(SystemError) -> Outcome {
         let started = ContinuousClock.now
-        let stdin = try pipe(), stdout = try pipe(), stderr = try pipe()
+        let pipes = try StandardPipes()
         var pair: [Int32] = [-1, -1]
         if connected != nil {
-            try systemCall("socketpair") {
-                socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
+            do {
+                try systemCall("socketpair") {
+                    socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
+                }
+            } catch {
+                pipes.closeChildEnds()
+                pipes.closeParentEnds()
+                throw error
             }
         }
-        // Ours: stdin's write end, the outputs' read ends, the channel's agent end.
-        var ours = [stdin.write, stdout.read, stderr.read, pair[0]]
-        defer { for fd in ours where fd >= 0 { close(fd) } }
+        // The channel's agent end (the pipes' are the transfer's).
+        let channel = pair[0]
+        defer { if channel >= 0 { close(channel) } }
         var request = request
-        var files = [stdin.read, stdout.write, stderr.write]
+        var files = pipes.childEnds
         request.descriptors = [0, 1, 2]
         if pair[1] >= 0 {
             files.append(pair[1])
@@ -55,71 +61,44 @@ public enum ExtensionProcess {
         }
         let pid: Int32
         do {
-            defer { for fd in files { close(fd) } }
+            defer {
+                pipes.closeChildEnds()
+                if pair[1] >= 0 { close(pair[1]) }
+            }
             pid = try launcher.launch(request, files: files)
+        } catch {
+            pipes.closeParentEnds()
+            throw error
         }
         let launched = ContinuousClock.now
-        for fd in [ours[0], ours[3]] where fd >= 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
+        if channel >= 0 { _ = fcntl(channel, F_SETFL, fcntl(channel, F_GETFL) | O_NONBLOCK) }
+        var transfer = PipeTransfer(pipes, input: input, chunk: 16_384)
         var outcome = Outcome(
             status: nil, output: [], errors: [], flooded: false, timedOut: false, connections: 0, seconds: 0,
             launchSeconds: Self.seconds(launched - started))
-        var written = 0
-        if input.isEmpty {
-            close(ours[0])
-            ours[0] = -1
-        }
         let wall = request.limits.wallSeconds ?? 10
         // The launcher kills it at its wall time, counted from its start (a launch slowed by a busy
         // machine takes none of it); past that and a margin it is asked again.
         let deadline = launched + .seconds(wall + 2)
         var stopped = false
         while outcome.status == nil {
-            var fds = [
-                pollfd(fd: ours[0], events: Int16(POLLOUT), revents: 0),
-                pollfd(fd: ours[1], events: Int16(POLLIN), revents: 0),
-                pollfd(fd: ours[2], events: Int16(POLLIN), revents: 0),
-                pollfd(fd: ours[3], events: Int16(POLLIN), revents: 0),
-            ]
-            let outputsOpen = ours[1] >= 0 || ours[2] >= 0
-            let ready = poll(&fds, 4, outputsOpen ? 100 : 20)
-            if ready < 0, errno != EINTR { break }
-            if ours[0] >= 0, fds[0].revents != 0 {
-                let count = input[written...].withUnsafeBytes { Glibc.write(ours[0], $0.baseAddress, $0.count) }
-                if count > 0 { written += count }
-                if (count < 0 && errno != EINTR && errno != EAGAIN) || written == input.count {
-                    close(ours[0])
-                    ours[0] = -1
-                }
+            var fds = transfer.pollDescriptors + [pollfd(fd: channel, events: Int16(POLLIN), revents: 0)]
+            guard retryingInterrupts({ poll(&fds, 4, transfer.outputsOpen ? 100 : 20) }) >= 0 else { break }
+            transfer.transfer(fds, output: &outcome.output, errors: &outcome.errors)
+            if outcome.output.count + outcome.errors.count > outputLimit, !stopped {
+                outcome.flooded = true
+                stopped = true
+                launcher.stop(pid)
             }
-            for index in 1...2 where ours[index] >= 0 && fds[index].revents != 0 {
-                var buffer = [UInt8](repeating: 0, count: 16_384)
-                let count = read(ours[index], &buffer, buffer.count)
-                if count > 0 {
-                    if index == 1 { outcome.output += buffer[..<count] } else { outcome.errors += buffer[..<count] }
-                    if outcome.output.count + outcome.errors.count > outputLimit, !stopped {
-                        outcome.flooded = true
-                        stopped = true
-                        launcher.stop(pid)
-                    }
-                } else if count == 0 || errno != EINTR {
-                    close(ours[index])
-                    ours[index] = -1
-                }
-            }
-            if outcome.flooded {
-                // What it still writes is not read: its pipes close with it.
-                for index in 1...2 where ours[index] >= 0 {
-                    close(ours[index])
-                    ours[index] = -1
-                }
-            }
-            if ours[3] >= 0, fds[3].revents & Int16(POLLIN) != 0, let connected {
-                answer(ours[3], &outcome, connected)
+            // What a flooding program still writes is not read: its pipes close with it.
+            if outcome.flooded { transfer.closeOutputs() }
+            if channel >= 0, fds[3].revents & Int16(POLLIN) != 0, let connected {
+                answer(channel, &outcome, connected)
             }
             // Its outputs close when it and everything it started end (the kernel ends its pid
             // namespace with it); one that closed them early is waited for by its exit.
-            if ours[1] < 0, ours[2] < 0 {
-                outcome.status = try? launcher.waitForExit(of: pid, timeout: .milliseconds(ours[3] >= 0 ? 20 : 200))
+            if !transfer.outputsOpen {
+                outcome.status = try? launcher.waitForExit(of: pid, timeout: .milliseconds(channel >= 0 ? 20 : 200))
             }
             if outcome.status == nil, ContinuousClock.now > deadline, !stopped {
                 stopped = true
@@ -168,11 +147,5 @@ public enum ExtensionProcess {
             return
         }
         connected(UnixSocket(adopting: stream[0], name: "an extension's connection"))
-    }
-
-    private static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {
-        var fds: [Int32] = [-1, -1]
-        try systemCall("pipe2") { screentime_pipe(&fds) }
-        return (fds[0], fds[1])
     }
 }

@@ -61,11 +61,7 @@ struct LauncherServer {
                     let (seconds, attoseconds) = now.duration(to: deadline).components
                     return max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1))
                 } ?? -1
-            let ready = poll(&fds, nfds_t(fds.count), timeout)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                break
-            }
+            guard retryingInterrupts({ poll(&fds, nfds_t(fds.count), timeout) }) >= 0 else { break }
             for (index, pid) in pids.enumerated() where fds[index + 1].revents != 0 { reap(pid) }
             let after = ContinuousClock.now
             for (pid, child) in children where child.deadline.map({ $0 <= after }) ?? false {
@@ -75,18 +71,20 @@ struct LauncherServer {
             if fds[0].revents & Int16(POLLIN) != 0 {
                 var files = [Int32](repeating: -1, count: LaunchRequest.maximumDescriptors + 1)
                 var count: Int32 = 0
-                let got = buffer.withUnsafeMutableBytes { bytes in
-                    files.withUnsafeMutableBufferPointer { slots in
-                        screentime_receive_with_descriptors(
-                            socket, bytes.baseAddress, UInt(bytes.count), slots.baseAddress, Int32(slots.count), &count,
-                            0)
+                let got = retryingInterrupts {
+                    buffer.withUnsafeMutableBytes { bytes in
+                        files.withUnsafeMutableBufferPointer { slots in
+                            screentime_receive_with_descriptors(
+                                socket, bytes.baseAddress, UInt(bytes.count), slots.baseAddress, Int32(slots.count),
+                                &count, 0)
+                        }
                     }
                 }
                 let received = Array(files.prefix(Int(max(0, count))))
                 defer { for fd in received { close(fd) } }
                 if got == 0 { break }
                 if got < 0 {
-                    if errno == EINTR || errno == EAGAIN { continue }
+                    if errno == EAGAIN { continue }
                     break
                 }
                 answer(got > LauncherMessage.maximumSize ? nil : Array(buffer[..<got]), files: received)

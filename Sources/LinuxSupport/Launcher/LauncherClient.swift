@@ -219,14 +219,9 @@ public final class LauncherClient: Sendable {
                 milliseconds = max(0, Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000))
             }
             var fds = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 1, milliseconds)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw SystemError.call("poll(launcher)", errno)
-            }
+            let ready = try systemCall("poll(launcher)") { poll(&fds, 1, milliseconds) }
             guard ready > 0 else { throw SystemError(.timedOut, "the launcher did not answer in time") }
-            let got = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-            if got < 0, errno == EINTR { continue }
+            let got = retryingInterrupts { buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) } }
             guard got > 0 else { throw SystemError(.launch, "the launcher is gone") }
             return try LauncherMessage.decode(Array(buffer[..<got]))
         }

@@ -43,40 +43,25 @@ public final class SessionProgram: Sendable {
         guard request.descriptors == [0, 1, 2] else {
             throw SystemError(.launch, "a session program is given descriptors 0, 1 and 2")
         }
-        let input = try Pipe()
-        let output: Pipe
-        let errors: Pipe
-        do {
-            output = try Pipe()
-        } catch {
-            input.closeBoth()
-            throw error
-        }
-        do {
-            errors = try Pipe()
-        } catch {
-            input.closeBoth()
-            output.closeBoth()
-            throw error
-        }
+        let pipes = try StandardPipes()
         let pid: Int32
         do {
-            pid = try launcher.launch(request, files: [input.reading, output.writing, errors.writing])
+            // The program's ends are its alone: when it ends, writing to it fails at once and
+            // reading from it ends.
+            defer { pipes.closeChildEnds() }
+            pid = try launcher.launch(request, files: pipes.childEnds)
         } catch {
-            for pipe in [input, output, errors] { pipe.closeBoth() }
+            pipes.closeParentEnds()
             throw error
         }
-        // The program's ends are its alone: when it ends, writing to it fails at once and reading
-        // from it ends.
-        for fd in [input.reading, output.writing, errors.writing] { Glibc.close(fd) }
+        let (input, output, errors) = (pipes.input, pipes.output, pipes.errors)
         let reading = errors.reading
         let thread = Thread {
             nameCurrentThread("screentime.err")
             var said: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 2048)
             while true {
-                let got = Glibc.read(reading, &chunk, chunk.count)
-                if got < 0, errno == EINTR { continue }
+                let got = retryingInterrupts { Glibc.read(reading, &chunk, chunk.count) }
                 if got <= 0 { break }
                 if said.count < 4096 { said += chunk[..<got] }
             }
@@ -96,11 +81,8 @@ public final class SessionProgram: Sendable {
         bytes.append(10)
         return input.withLock { fd in
             guard fd >= 0 else { return false }
-            while true {
-                let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-                if written < 0, errno == EINTR { continue }
-                return written == bytes.count
-            }
+            let written = retryingInterrupts { bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } }
+            return written == bytes.count
         }
     }
 
@@ -122,13 +104,11 @@ public final class SessionProgram: Sendable {
             if buffer.count > limit || closed.load(ordering: .acquiring) { return .ended }
             if let timeout {
                 var poller = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&poller, 1, Int32(clamping: timeout.milliseconds))
-                if ready < 0, errno == EINTR { continue }
+                let ready = retryingInterrupts { poll(&poller, 1, Int32(clamping: timeout.milliseconds)) }
                 if ready < 0 { return .ended }
                 if ready == 0 { return .quiet }
             }
-            let got = Glibc.read(output, &chunk, chunk.count)
-            if got < 0, errno == EINTR { continue }
+            let got = retryingInterrupts { Glibc.read(output, &chunk, chunk.count) }
             guard got > 0 else { return .ended }
             buffer += chunk[..<got]
         }
@@ -138,9 +118,7 @@ public final class SessionProgram: Sendable {
     public func drain() {
         var chunk = [UInt8](repeating: 0, count: 1024)
         while true {
-            let got = Glibc.read(output, &chunk, chunk.count)
-            if got < 0, errno == EINTR { continue }
-            if got <= 0 { return }
+            if retryingInterrupts({ Glibc.read(output, &chunk, chunk.count) }) <= 0 { return }
         }
     }
 
@@ -157,23 +135,5 @@ public final class SessionProgram: Sendable {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         endInput()
         Glibc.close(output)
-    }
-}
-
-/// A pipe whose ends close on exec.
-struct Pipe {
-    let reading: Int32
-    let writing: Int32
-
-    init() throws(SystemError) {
-        var ends: [Int32] = [-1, -1]
-        _ = try systemCall("pipe2") { screentime_pipe(&ends) }
-        reading = ends[0]
-        writing = ends[1]
-    }
-
-    func closeBoth() {
-        Glibc.close(reading)
-        Glibc.close(writing)
     }
 }

@@ -134,13 +134,12 @@ public final class NetfilterQueue: @unchecked Sendable {
             if fds[1].revents != 0 { break }
             // Everything that is waiting, before polling again: one wakeup, many packets.
             while !stopSignal.isRaised {
-                let count = buffer.withUnsafeMutableBytes {
-                    recv(fd, $0.baseAddress, $0.count, screentime_msg_dontwait())
+                let count = retryingInterrupts {
+                    buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, screentime_msg_dontwait()) }
                 }
                 if count < 0 {
                     let error = errno
                     if error == EAGAIN || error == EWOULDBLOCK { break }
-                    if error == EINTR { continue }
                     if error == ENOBUFS {
                         overrunCount.add(1, ordering: .relaxed)
                         continue

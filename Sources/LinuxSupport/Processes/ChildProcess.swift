@@ -20,30 +20,22 @@ public enum ChildProcess {
         _ path: String, _ arguments: [String], environment: [String], input: [UInt8] = [],
         deadline seconds: Double? = nil
     ) throws(SystemError) -> Outcome {
-        let stdin = try pipe(), stdout = try pipe(), stderr = try pipe()
-        var ours = [stdin.write, stdout.read, stderr.read]
-        defer { for fd in ours where fd >= 0 { close(fd) } }
+        let pipes = try StandardPipes()
         let pid: pid_t
         do {
-            defer { for fd in [stdin.read, stdout.write, stderr.write] { close(fd) } }
-            pid = try spawn(path, arguments, environment: environment, stdio: (stdin.read, stdout.write, stderr.write))
+            defer { pipes.closeChildEnds() }
+            let ends = pipes.childEnds
+            pid = try spawn(path, arguments, environment: environment, stdio: (ends[0], ends[1], ends[2]))
+        } catch {
+            pipes.closeParentEnds()
+            throw error
         }
+        var transfer = PipeTransfer(pipes, input: input)
         var outcome = Outcome(status: 0, output: [], errors: [])
-        var written = 0
         let limit = seconds ?? 0
         let end = seconds.map { ContinuousClock.now + .milliseconds(Int64($0 * 1000)) }
-        if input.isEmpty {
-            close(ours[0])
-            ours[0] = -1
-        }
-        // Input is written and both outputs read as each is ready, so that no pipe fills up
-        // while the other is waited on.
-        while ours[0] >= 0 || ours[1] >= 0 || ours[2] >= 0 {
-            var fds = [
-                pollfd(fd: ours[0], events: Int16(POLLOUT), revents: 0),
-                pollfd(fd: ours[1], events: Int16(POLLIN), revents: 0),
-                pollfd(fd: ours[2], events: Int16(POLLIN), revents: 0),
-            ]
+        while transfer.isOpen {
+            var fds = transfer.pollDescriptors
             var wait: Int32 = -1
             if let end {
                 let left = ContinuousClock.now.duration(to: end)
@@ -51,24 +43,7 @@ public enum ChildProcess {
                 wait = Int32((left / .milliseconds(1)).rounded(.up))
             }
             _ = try systemCall("poll") { poll(&fds, 3, wait) }
-            if ours[0] >= 0, fds[0].revents != 0 {
-                let count = input[written...].withUnsafeBytes { Glibc.write(ours[0], $0.baseAddress, $0.count) }
-                if count > 0 { written += count }
-                if count < 0 && errno != EINTR && errno != EAGAIN || written == input.count {
-                    close(ours[0])
-                    ours[0] = -1
-                }
-            }
-            for index in 1...2 where ours[index] >= 0 && fds[index].revents != 0 {
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                let count = read(ours[index], &buffer, buffer.count)
-                if count > 0 {
-                    if index == 1 { outcome.output += buffer[..<count] } else { outcome.errors += buffer[..<count] }
-                } else if count == 0 || errno != EINTR {
-                    close(ours[index])
-                    ours[index] = -1
-                }
-            }
+            transfer.transfer(fds, output: &outcome.output, errors: &outcome.errors)
         }
         var status: Int32 = 0
         if let end {
@@ -136,11 +111,5 @@ public enum ChildProcess {
         let error = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         guard error == 0 else { throw SystemError(.command, "cannot run \(path): \(String(cString: strerror(error)))") }
         return pid
-    }
-
-    private static func pipe() throws(SystemError) -> (read: Int32, write: Int32) {
-        var fds: [Int32] = [-1, -1]
-        try systemCall("pipe2") { screentime_pipe(&fds) }
-        return (fds[0], fds[1])
     }
 }

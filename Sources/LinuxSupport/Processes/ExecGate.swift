@@ -219,9 +219,9 @@ public final class ExecGate: @unchecked Sendable {
         _ group: Int32, throughFilesystem: Bool, buffer: inout [UInt8], _ decide: (Request) -> Bool
     ) throws(SystemError) {
         let headerSize = MemoryLayout<fanotify_event_metadata>.size
-        let length = buffer.withUnsafeMutableBytes { read(group, $0.baseAddress, $0.count) }
+        let length = retryingInterrupts { buffer.withUnsafeMutableBytes { read(group, $0.baseAddress, $0.count) } }
         if length < 0 {
-            if errno == EINTR || errno == EAGAIN { return }
+            if errno == EAGAIN { return }
             throw SystemError.call("read(fanotify)", errno)
         }
         var offset = 0
@@ -255,7 +255,7 @@ public final class ExecGate: @unchecked Sendable {
                 pollfd(fd: timer, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: stopSignal.fd, events: Int16(POLLIN), revents: 0),
             ]
-            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return }
+            guard retryingInterrupts({ poll(&fds, 2, -1) }) >= 0 else { return }
             if fds[1].revents != 0 { return }
             guard fds[0].revents != 0 else { continue }
             var expirations: UInt64 = 0

@@ -114,12 +114,14 @@ public final class ProcConnector: @unchecked Sendable {
         while !stopSignal.isRaised {
             _ = try systemCall("poll(proc connector)") { poll(&fds, 2, -1) }
             if fds[1].revents != 0 { return }
-            let count = lengths.withUnsafeMutableBufferPointer {
-                screentime_receive_datagrams(fd, buffer, UInt32(slotSize), UInt32(slots), $0.baseAddress)
+            let count = retryingInterrupts {
+                lengths.withUnsafeMutableBufferPointer {
+                    screentime_receive_datagrams(fd, buffer, UInt32(slotSize), UInt32(slots), $0.baseAddress)
+                }
             }
             if count < 0 {
                 switch errno {
-                case EINTR, EAGAIN: continue
+                case EAGAIN: continue
                 case ENOBUFS:
                     handler(.overrun)
                     continue

@@ -72,10 +72,10 @@ public final class ProcessEndWatch: Sendable {
             guard let watched else { return }
             var fds = [pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
             fds += watched.map { pollfd(fd: $0.pidfd, events: Int16(POLLIN), revents: 0) }
-            let ready = poll(&fds, nfds_t(fds.count), -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                logger.error("cannot watch processes end", metadata: ["errno": "\(errno)"])
+            do {
+                try systemCall("poll") { poll(&fds, nfds_t(fds.count), -1) }
+            } catch {
+                logger.error("cannot watch processes end", metadata: ["error": "\(error)"])
                 return
             }
             if fds[0].revents != 0 {

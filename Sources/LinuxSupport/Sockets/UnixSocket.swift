@@ -121,15 +121,17 @@ public final class UnixSocket: Sendable {
         while true {
             try wait(for: Int16(POLLIN), until: deadline)
             var received: Int32 = 0
-            let got = buffer.withUnsafeMutableBytes { bytes in
-                files.withUnsafeMutableBufferPointer {
-                    screentime_receive_with_descriptors(
-                        descriptor, bytes.baseAddress, UInt(bytes.count), $0.baseAddress, Int32($0.count), &received,
-                        screentime_msg_dontwait())
+            let got = retryingInterrupts {
+                buffer.withUnsafeMutableBytes { bytes in
+                    files.withUnsafeMutableBufferPointer {
+                        screentime_receive_with_descriptors(
+                            descriptor, bytes.baseAddress, UInt(bytes.count), $0.baseAddress, Int32($0.count),
+                            &received, screentime_msg_dontwait())
+                    }
                 }
             }
             if got < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
+                if errno == EAGAIN { continue }
                 throw SystemError.call("recvmsg(\(path))", errno)
             }
             return (Array(buffer.prefix(got)), Array(files.prefix(Int(received))))
@@ -144,11 +146,10 @@ public final class UnixSocket: Sendable {
             let (seconds, attoseconds) = left.components
             let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
             var poller = pollfd(fd: descriptor, events: events, revents: 0)
-            let ready = poll(&poller, 1, milliseconds)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw SystemError.call("poll(\(path))", errno)
-            }
+            // Interrupted (by a signal of the agent's own: no one else may send it one), it waits
+            // that long again, and the deadline is looked at when it ends.
+            let ready = retryingInterrupts { poll(&poller, 1, milliseconds) }
+            if ready < 0 { throw SystemError.call("poll(\(path))", errno) }
             if ready > 0 { return }
         }
     }
@@ -159,13 +160,15 @@ public final class UnixSocket: Sendable {
         var sent = 0
         while sent < bytes.count {
             try wait(for: Int16(POLLOUT), until: deadline)
-            let wrote = bytes.withUnsafeBytes {
-                send(
-                    descriptor, $0.baseAddress! + sent, bytes.count - sent,
-                    screentime_msg_nosignal() | screentime_msg_dontwait())
+            let wrote = retryingInterrupts {
+                bytes.withUnsafeBytes {
+                    send(
+                        descriptor, $0.baseAddress! + sent, bytes.count - sent,
+                        screentime_msg_nosignal() | screentime_msg_dontwait())
+                }
             }
             if wrote < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
+                if errno == EAGAIN { continue }
                 throw SystemError.call("send(\(path))", errno)
             }
             sent += wrote

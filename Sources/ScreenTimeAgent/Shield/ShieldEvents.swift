@@ -28,23 +28,17 @@ package final class ShieldEvents: Sendable {
     static let limit = 1_000
     static let noticesPerMinute = 6
 
-    private struct State {
-        var events: [Event] = []
-        var finished = false
-        var notices: [UInt32: [Date]] = [:]
-    }
-
-    private let state = Mutex(State())
-    private let ready = DispatchSemaphore(value: 0)
+    private let mailbox = Mailbox<[Event]>(empty: [])
+    /// When each user was last shown notices (within the last minute).
+    private let notices = Mutex<[UInt32: [Date]]>([:])
 
     /// Adds an event (dropped when `limit` wait, or once finished).
     func tell(_ event: Event) {
-        let queued = state.withLock { state -> Bool in
-            guard !state.finished, state.events.count < Self.limit else { return false }
-            state.events.append(event)
+        mailbox.put { events in
+            guard events.count < Self.limit else { return false }
+            events.append(event)
             return true
         }
-        if queued { ready.signal() }
     }
 
     /// An ask made or decided.
@@ -56,11 +50,11 @@ package final class ShieldEvents: Sendable {
     /// whether it is shown.
     @discardableResult
     func notify(uid: UInt32, title: String, subtitle: String, icon: String) -> Bool {
-        let allowed = state.withLock { state in
+        let allowed = notices.withLock { notices in
             let now = Date()
-            let recent = (state.notices[uid] ?? []).filter { now.timeIntervalSince($0) < 60 }
+            let recent = (notices[uid] ?? []).filter { now.timeIntervalSince($0) < 60 }
             guard recent.count < Self.noticesPerMinute else { return false }
-            state.notices[uid] = recent + [now]
+            notices[uid] = recent + [now]
             return true
         }
         if allowed { tell(.notice(uid: uid, title: title, subtitle: subtitle, icon: icon)) }
@@ -68,24 +62,10 @@ package final class ShieldEvents: Sendable {
     }
 
     /// The events told since the last take, waiting until there is one; nil once finished.
-    func take() -> [Event]? {
-        while true {
-            ready.wait()
-            let taken = state.withLock { state -> [Event]? in
-                if state.finished { return nil }
-                defer { state.events = [] }
-                return state.events
-            }
-            guard let taken else { return nil }
-            if !taken.isEmpty { return taken }
-        }
-    }
+    func take() -> [Event]? { mailbox.take() }
 
     /// Ends the stream: `take` returns nil, and later events are dropped.
-    func finish() {
-        state.withLock { $0.finished = true }
-        ready.signal()
-    }
+    func finish() { mailbox.finish() }
 }
 
 /// What went wrong lately with each user's shield extensions, newest last: written by the shield
