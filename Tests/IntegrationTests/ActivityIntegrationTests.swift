@@ -8,7 +8,7 @@ import Testing
 /// extension programs (shell scripts a guardian installed) run through the launcher as the
 /// extension account, a daily limit on a real X11 app kept in front, downtime freezing a real
 /// program of the child's, and kill -9 around a boundary.
-@Suite(.enabled(if: isRoot, "needs root: users, the launcher, the proc connector, freezing"))
+@Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the launcher, the proc connector, freezing"))
 struct ActivityIntegrationTests {
     /// A guardian's extension: a root-owned script in a root-owned directory, and a directory the
     /// extension account may write its notes to (an extension's /tmp is its own).

@@ -8,7 +8,8 @@ let isRoot = getuid() == 0
 
 /// The agent and the CLI for real: a real screentimed on its own socket, real users, PAM.
 @Suite(
-    .serialized, .enabled(if: isRoot, "needs root: creates users and groups, runs the agent, checks passwords with PAM")
+    .threadsOfTheirOwn, .serialized,
+    .enabled(if: isRoot, "needs root: creates users and groups, runs the agent, checks passwords with PAM")
 )
 struct AgentIntegrationTests {
     @Test func guardianAuthorizesShieldsAndReadsStatus() throws {

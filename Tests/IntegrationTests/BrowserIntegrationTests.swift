@@ -18,7 +18,7 @@ import Testing
 /// test reads or changes (before, a run deleted them). Each test leaves `/etc` as it found it,
 /// bytes and modes, failing or not (it makes the two folders to mount over where they are not).
 @Suite(
-    .serialized,
+    .threadsOfTheirOwn, .serialized,
     .enabled(
         if: isRoot,
         "needs root: network namespaces, iptables, NFQUEUE, users, and the system's browser-policy directories")

@@ -9,7 +9,7 @@ import Testing
 /// suite alone, after the others, with SCREENTIME_CLOCK_TESTS=1; each test puts the clock (by the
 /// monotonic time that passed) and the zone back.
 @Suite(
-    .serialized,
+    .threadsOfTheirOwn, .serialized,
     .enabled(
         if: isRoot && ProcessInfo.processInfo.environment["SCREENTIME_CLOCK_TESTS"] == "1",
         "sets the machine's clock and time zone: scripts/run-tests runs it alone (SCREENTIME_CLOCK_TESTS=1)"))

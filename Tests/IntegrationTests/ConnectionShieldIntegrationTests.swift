@@ -9,7 +9,7 @@ import Testing
 /// filter (`--resolve`, an address written in by hand); the agent's queue judges what each
 /// connection opens with.
 @Suite(
-    .serialized,
+    .threadsOfTheirOwn, .serialized,
     .enabled(if: isRoot, "needs root: network namespaces, iptables, NFQUEUE, dnsmasq, users")
 )
 struct ConnectionShieldIntegrationTests {

@@ -7,7 +7,7 @@ import Testing
 /// The domain shield for real: in a network namespace of its own, the agent's iptables rules
 /// send a real child's DNS to its netfilter queue; dnsmasq answers; dig and getent ask.
 @Suite(
-    .serialized,
+    .threadsOfTheirOwn, .serialized,
     .enabled(if: isRoot, "needs root: network namespaces, iptables, NFQUEUE, dnsmasq, users")
 )
 struct DomainShieldIntegrationTests {

@@ -8,7 +8,7 @@ import Testing
 /// real guardian and child (Homework) and a real individual (Worklog), checked by what they do: the
 /// app frozen in the hours, the extensions called, the shield's title from the configuration
 /// extension, the week's report.
-@Suite(.enabled(if: isRoot, "needs root: users, the agent, the launcher, other users' X servers"))
+@Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the agent, the launcher, other users' X servers"))
 struct ExamplesIntegrationTests {
     private func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
         let end = Date().addingTimeInterval(seconds)

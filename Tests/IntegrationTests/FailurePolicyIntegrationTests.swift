@@ -6,7 +6,7 @@ import Testing
 /// What a service's failure means (`Agent.failurePolicy`), tried on the real agent: a DNS queue it
 /// cannot read is tried again while everything else goes on, and a subordinate id watch that
 /// cannot be made does not stop the agent.
-@Suite(.enabled(if: isRoot, "needs root: netfilter queues, users, the agent"))
+@Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: netfilter queues, users, the agent"))
 struct FailurePolicyIntegrationTests {
     private func eventually(_ seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
         let end = Date().addingTimeInterval(seconds)

@@ -7,7 +7,7 @@ import Testing
 /// A child who knows Linux, against a real agent: each test is one way around (the commands of
 /// the issue that found it, where they apply), made by a real process of the child's, and checks
 /// that the shield holds while the agent goes on serving everyone else.
-@Suite(.serialized, .enabled(if: isRoot, "needs root: users, the agent, other users' processes"))
+@Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the agent, other users' processes"))
 struct HostileChildIntegrationTests {
     /// The control server's connections per non-guardian user (`ControlServer.perUserLimit`).
     static let perUserLimit = 4
@@ -34,7 +34,7 @@ struct HostileChildIntegrationTests {
     /// judge timer and the process shield once waited on each other for good (status and a
     /// guardian's shield hung; a new program ran unshielded). The agent answers through it, and
     /// after it a newly shielded program is held.
-    @Test func anExecStormLeavesTheAgentAnsweringAndShielding() throws {
+    @Test(.alone) func anExecStormLeavesTheAgentAnsweringAndShielding() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
         try world.authorizeChildAndShieldCounter()
@@ -699,7 +699,7 @@ struct HostileChildIntegrationTests {
     /// 22,000 execs of one-byte-different files in 22 s grew it from 0.25 to 7.5 MB, an event and a
     /// token name per refused copy. Now each user's refusals are written down within a budget (60,
     /// then one a second): the storm is refused all the same, and costs the database little.
-    @Test func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
+    @Test(.alone) func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
         try guardian(world, "authorize", "--child", world.child)

@@ -6,7 +6,7 @@ import Testing
 /// The launcher, the real `screentimed --launcher 3`, started by this test as the agent starts it:
 /// what it starts gets exactly the uid, groups, environment, network namespace and limits asked,
 /// and nothing else gets through.
-@Suite(.enabled(if: isRoot, "needs root: the launcher changes uids and makes network namespaces"))
+@Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: the launcher changes uids and makes network namespaces"))
 struct LauncherIntegrationTests {
     private func startLauncher() throws -> LauncherClient {
         let nobody = getpwnam("nobody")!.pointee.pw_uid

@@ -9,7 +9,7 @@ import Testing
 /// real agent: downtime and the day's screen time with `--no-login` refuse a child's login with a
 /// message and lock its open sessions, a guardian's grant lifts it, a text session's time counts,
 /// and a stopped or hung agent fails closed for the child and open for everyone else.
-@Suite(.enabled(if: isRoot, "needs root: users, PAM as root, freezing"))
+@Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, PAM as root, freezing"))
 struct LoginIntegrationTests {
     /// A PAM stack of the world's own with the hook, and the fixture that logs in through it.
     final class Logins {

@@ -10,7 +10,9 @@ import Testing
 /// `screentime-shield` window (GTK 4) the agent starts in the child's session through its
 /// launcher — found by its title with xdotool, looked at in a screenshot, its buttons pressed with
 /// the keyboard.
-@Suite(.enabled(if: isRoot, "needs root: users, the launcher, the proc connector, other users' X servers"))
+@Suite(
+    .threadsOfTheirOwn,
+    .enabled(if: isRoot, "needs root: users, the launcher, the proc connector, other users' X servers"))
 struct ShieldIntegrationTests {
     private func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
         let end = Date().addingTimeInterval(seconds)

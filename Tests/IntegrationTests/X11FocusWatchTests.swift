@@ -6,7 +6,7 @@ import Testing
 
 /// The X11 watch alone, against a scripted server that says exactly what a test needs when it
 /// needs it (the fixture `fake-x-server.py`).
-@Suite struct X11FocusWatchTests {
+@Suite(.threadsOfTheirOwn) struct X11FocusWatchTests {
     /// A focus change the server tells while the watch waits for a reply is read by libxcb with
     /// that reply and kept; the socket has nothing more for `poll`. The server here tells nothing
     /// after it: the watch must still see the window now active, at once.

@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// An executor that runs each job it is given on a new thread of its own.
+///
+/// The integration tests are synchronous: each waits, a thread blocked, for real processes,
+/// servers and the agent (polling `/proc`, `waitpid`, a socket's reply). Run on Swift's
+/// cooperative pool, which has one thread per processor, two such tests would fill a 2-core
+/// machine while both mostly sleep. On threads of their own, as many run side by side as the
+/// testing library lets run (`SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH`, which
+/// `scripts/run-tests` sets for them), and the processors go to whatever has work to do.
+final class ThreadPerJobExecutor: TaskExecutor {
+    static let shared = ThreadPerJobExecutor()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let thread = Thread { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
+        thread.name = "integration test"
+        thread.start()
+    }
+}
+
+/// A suite whose tests run on threads of their own (`ThreadPerJobExecutor`): the preference is
+/// set around each test case (the testing library calls a recursive suite trait's scope for each
+/// of them, not once for the suite). With
+/// `SCREENTIME_TEST_TIMES` set to a file, each test case's time (from its start on its thread to
+/// its end) is added to it as a line, "seconds test", for `scripts/run-tests` to show the slowest.
+struct ThreadsOfTheirOwn: SuiteTrait, TestTrait, TestScoping {
+    var isRecursive: Bool { true }
+
+    static let timesFile = ProcessInfo.processInfo.environment["SCREENTIME_TEST_TIMES"]
+
+    func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        try await withTaskExecutorPreference(ThreadPerJobExecutor.shared) {
+            guard testCase != nil else { return try await function() }
+            // On this test's own thread: waiting here holds up no other test.
+            let alone = test.traits.contains { $0 is Alone }
+            TheMachine.shared.enter(alone: alone)
+            defer { TheMachine.shared.leave(alone: alone) }
+            guard let file = Self.timesFile else { return try await function() }
+            let began = ContinuousClock.now
+            defer {
+                let elapsed = ContinuousClock.now - began
+                let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                Self.append("\((seconds * 10).rounded() / 10) \(test.id)\n", to: file)
+            }
+            try await function()
+        }
+    }
+
+    private static func append(_ line: String, to path: String) {
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        _ = line.utf8CString.withUnsafeBytes { write(fd, $0.baseAddress, $0.count - 1) }
+    }
+}
+
+extension Trait where Self == ThreadsOfTheirOwn {
+    /// Each test of the suite on a thread of its own, not on Swift's cooperative pool.
+    static var threadsOfTheirOwn: Self { ThreadsOfTheirOwn() }
+}
+
+/// A test that has the machine to itself while it runs: one that makes it busy on purpose (her
+/// busy loops, an exec storm), whose processors would slow every test beside it, or that counts
+/// what a scheduler gives a program and must not share it with other tests' load.
+struct Alone: TestTrait {}
+
+extension Trait where Self == Alone {
+    /// The test runs with no other test of a `.threadsOfTheirOwn` suite beside it.
+    static var alone: Self { Alone() }
+}
+
+/// Who runs on the machine now: any number of tests side by side, or one `.alone` test. A test
+/// waiting to run alone goes first: no new test starts until it has run.
+final class TheMachine: Sendable {
+    static let shared = TheMachine()
+
+    private struct State {
+        var running = 0
+        var aloneRunning = false
+        var aloneWaiting = 0
+    }
+
+    private let state = Mutex(State())
+    private let changed = NSCondition()
+
+    func enter(alone: Bool) {
+        changed.lock()
+        defer { changed.unlock() }
+        if alone { state.withLock { $0.aloneWaiting += 1 } }
+        while true {
+            let admitted = state.withLock { state -> Bool in
+                if alone {
+                    guard state.running == 0, !state.aloneRunning else { return false }
+                    state.aloneWaiting -= 1
+                    state.aloneRunning = true
+                } else {
+                    guard !state.aloneRunning, state.aloneWaiting == 0 else { return false }
+                    state.running += 1
+                }
+                return true
+            }
+            if admitted { return }
+            changed.wait()
+        }
+    }
+
+    func leave(alone: Bool) {
+        changed.lock()
+        defer { changed.unlock() }
+        state.withLock { state in
+            if alone { state.aloneRunning = false } else { state.running -= 1 }
+        }
+        changed.broadcast()
+    }
+}
