@@ -87,22 +87,14 @@ deps:
 build: deps
 	$(SWIFT) build $(RELEASE)
 
-# Prints how long each part took (build, in-process tests, root tests, package test). The
-# package's release build runs beside the tests, at the lowest CPU priority: they mostly wait on
-# real processes, and it takes the processors they leave (its output: .build/package-build.log).
+# Prints how long each part took (build, the tests' parts, package test). The package's release
+# build runs beside the in-process and root tests, at the lowest CPU priority: they mostly wait
+# on real processes, and it takes the processors they leave (its output: .build/package-build.log).
 test: deps lint
 	@began=$$(cut -d. -f1 /proc/uptime); $(SWIFT) build --build-tests || exit 1; \
 	echo "make test: build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
-	@began=$$(cut -d. -f1 /proc/uptime); rm -f .build/package-build.status; \
-	( nice -n 19 $(MAKE) --no-print-directory deb >.build/package-build.log 2>&1; \
-	  echo $$? $$(cut -d. -f1 /proc/uptime) >.build/package-build.status ) & \
-	SCREENTIME_BUILD_BESIDE=$$! scripts/run-tests; tests=$$?; wait; \
-	read built ended <.build/package-build.status || built=1; \
-	echo "make test: the package's release build, beside the tests, took $$(( $${ended:-0} - began )) s"; \
-	if [ "$$built" != 0 ]; then \
-	  tail -n 40 .build/package-build.log; echo "make test: the package's release build failed (.build/package-build.log)"; exit 1; \
-	fi; \
-	exit $$tests
+	SCREENTIME_BESIDE_TESTS='$(MAKE) --no-print-directory deb' SCREENTIME_BESIDE_LOG=.build/package-build.log \
+	  scripts/run-tests
 	@began=$$(cut -d. -f1 /proc/uptime); $(MAKE) --no-print-directory package-test || exit 1; \
 	echo "make test: package test $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
 

@@ -34,7 +34,7 @@ struct HostileChildIntegrationTests {
     /// judge timer and the process shield once waited on each other for good (status and a
     /// guardian's shield hung; a new program ran unshielded). The agent answers through it, and
     /// after it a newly shielded program is held.
-    @Test(.alone) func anExecStormLeavesTheAgentAnsweringAndShielding() throws {
+    func anExecStormLeavesTheAgentAnsweringAndShielding() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
         try world.authorizeChildAndShieldCounter()
@@ -699,7 +699,7 @@ struct HostileChildIntegrationTests {
     /// 22,000 execs of one-byte-different files in 22 s grew it from 0.25 to 7.5 MB, an event and a
     /// token name per refused copy. Now each user's refusals are written down within a budget (60,
     /// then one a second): the storm is refused all the same, and costs the database little.
-    @Test(.alone) func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
+    func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
         try guardian(world, "authorize", "--child", world.child)
@@ -929,5 +929,21 @@ struct HostileChildIntegrationTests {
         let siblings = try world.launch(as: sibling, world.counter, ["/home/\(sibling)/count"])
         #expect(eventually { world.isFrozen(siblings) })
         #expect((world.count("/home/\(sibling)/count") ?? 0) <= Self.barely)
+    }
+}
+
+extension HostileChildIntegrationTests {
+    /// Her storms of execs: every agent on the machine reads each of them, so they run with no
+    /// other test beside them (`scripts/run-tests` runs every `Alone` suite by itself).
+    @Suite(
+        .threadsOfTheirOwn, .serialized, .enabled(if: isRoot, "needs root: users, the agent, other users' processes"))
+    struct Alone {
+        @Test func anExecStormLeavesTheAgentAnsweringAndShielding() throws {
+            try HostileChildIntegrationTests().anExecStormLeavesTheAgentAnsweringAndShielding()
+        }
+
+        @Test func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
+            try HostileChildIntegrationTests().aRefusalStormIsRefusedAndWrittenDownWithinABudget()
+        }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 /// An executor that runs each job it is given on a new thread of its own.
@@ -36,10 +35,6 @@ struct ThreadsOfTheirOwn: SuiteTrait, TestTrait, TestScoping {
     ) async throws {
         try await withTaskExecutorPreference(ThreadPerJobExecutor.shared) {
             guard testCase != nil else { return try await function() }
-            // On this test's own thread: waiting here holds up no other test.
-            let alone = test.traits.contains { $0 is Alone }
-            TheMachine.shared.enter(alone: alone)
-            defer { TheMachine.shared.leave(alone: alone) }
             guard let file = Self.timesFile else { return try await function() }
             let began = ContinuousClock.now
             defer {
@@ -62,59 +57,4 @@ struct ThreadsOfTheirOwn: SuiteTrait, TestTrait, TestScoping {
 extension Trait where Self == ThreadsOfTheirOwn {
     /// Each test of the suite on a thread of its own, not on Swift's cooperative pool.
     static var threadsOfTheirOwn: Self { ThreadsOfTheirOwn() }
-}
-
-/// A test that has the machine to itself while it runs: one that makes it busy on purpose (her
-/// busy loops, an exec storm), whose processors would slow every test beside it, or that counts
-/// what a scheduler gives a program and must not share it with other tests' load.
-struct Alone: TestTrait {}
-
-extension Trait where Self == Alone {
-    /// The test runs with no other test of a `.threadsOfTheirOwn` suite beside it.
-    static var alone: Self { Alone() }
-}
-
-/// Who runs on the machine now: any number of tests side by side, or one `.alone` test. A test
-/// waiting to run alone goes first: no new test starts until it has run.
-final class TheMachine: Sendable {
-    static let shared = TheMachine()
-
-    private struct State {
-        var running = 0
-        var aloneRunning = false
-        var aloneWaiting = 0
-    }
-
-    private let state = Mutex(State())
-    private let changed = NSCondition()
-
-    func enter(alone: Bool) {
-        changed.lock()
-        defer { changed.unlock() }
-        if alone { state.withLock { $0.aloneWaiting += 1 } }
-        while true {
-            let admitted = state.withLock { state -> Bool in
-                if alone {
-                    guard state.running == 0, !state.aloneRunning else { return false }
-                    state.aloneWaiting -= 1
-                    state.aloneRunning = true
-                } else {
-                    guard !state.aloneRunning, state.aloneWaiting == 0 else { return false }
-                    state.running += 1
-                }
-                return true
-            }
-            if admitted { return }
-            changed.wait()
-        }
-    }
-
-    func leave(alone: Bool) {
-        changed.lock()
-        defer { changed.unlock() }
-        state.withLock { state in
-            if alone { state.aloneRunning = false } else { state.running -= 1 }
-        }
-        changed.broadcast()
-    }
 }

@@ -912,7 +912,7 @@ struct UsageIntegrationTests {
     /// loop of hers there, and the game keeps the server drawing inside each grab, so that it never
     /// sleeps while the agent waits. Her server's wait for the processor is of her making and
     /// explains nothing: the game counts (0 s before).
-    @Test(.alone) func herGameGrabbingTheServerBehindABusyMachineOfHerMakingCounts() throws {
+    func herGameGrabbingTheServerBehindABusyMachineOfHerMakingCounts() throws {
         let world = try world()
         defer { world.tearDown() }
         var desktop = try XDesktop(world: world, user: world.child)
@@ -944,7 +944,6 @@ struct UsageIntegrationTests {
     /// waits are never long enough to pass for a busy machine: that case counts even with the
     /// batch policy not taken as slowed on purpose (tried, also with four loops a processor); it
     /// stays as the attack that was tried, and `RunQueueWaitTests` holds the policy's check.
-    @Test(.serialized, .alone, arguments: ["-i", "-b"])
     func herGameBehindASchedulingPolicyOfHersCounts(policy: String) throws {
         let world = try world()
         defer { world.tearDown() }
@@ -970,7 +969,7 @@ struct UsageIntegrationTests {
     /// it run everywhere again before letting go, so that it is as the system started it when
     /// the agent's wait begins and when it ends. The wait is looked at while it lasts (pinned,
     /// and the other processor sat idle): the game counts (0 s before).
-    @Test(.alone) func herGameSlowingItsServerOnlyWhileItGrabsCounts() throws {
+    func herGameSlowingItsServerOnlyWhileItGrabsCounts() throws {
         let world = try world()
         defer { world.tearDown() }
         var desktop = try XDesktop(world: world, user: world.child)
@@ -2721,5 +2720,26 @@ struct XDesktop {
         for pid in pids { _ = world.wait(pid, seconds: 5) }
         unlink("/tmp/.X11-unix/X\(display)")
         unlink("/tmp/.X\(display)-lock")
+    }
+}
+
+extension UsageIntegrationTests {
+    /// Her games behind busy loops of hers and scheduling policies: they make the machine busy
+    /// on purpose and count what the scheduler gives her server, so they run with no other test
+    /// beside them (`scripts/run-tests` runs every `Alone` suite by itself, one test at a time).
+    @Suite(.threadsOfTheirOwn, .serialized, .enabled(if: isRoot, "needs root: users, the proc connector, X servers"))
+    struct Alone {
+        @Test func herGameGrabbingTheServerBehindABusyMachineOfHerMakingCounts() throws {
+            try UsageIntegrationTests().herGameGrabbingTheServerBehindABusyMachineOfHerMakingCounts()
+        }
+
+        @Test(arguments: ["-i", "-b"])
+        func herGameBehindASchedulingPolicyOfHersCounts(policy: String) throws {
+            try UsageIntegrationTests().herGameBehindASchedulingPolicyOfHersCounts(policy: policy)
+        }
+
+        @Test func herGameSlowingItsServerOnlyWhileItGrabsCounts() throws {
+            try UsageIntegrationTests().herGameSlowingItsServerOnlyWhileItGrabsCounts()
+        }
     }
 }
