@@ -412,4 +412,37 @@ struct LauncherIntegrationTests {
                     == Capabilities.mask(Launcher.capabilities))
         }
     }
+
+    /// A session program (the shield window, the KWin relay) through the launcher: a line told
+    /// goes to it and its answer comes back; once closed, a line told goes nowhere: not to the
+    /// program, and not to whatever the machine gave the closed descriptor's number next.
+    @Test func aSessionProgramIsToldLinesAndNothingAfterItIsClosed() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        var launcher: LauncherClient? = try startLauncher()
+        defer { stop(&launcher) }
+        let account = try #require(getpwnam(world.child)?.pointee)
+        var request = LaunchRequest(
+            kind: .session, program: "/bin/sh", arguments: ["-c", "while read line; do echo \"heard $line\"; done"],
+            environment: ["PATH": "/usr/bin:/bin"], directory: "/", uid: account.pw_uid, gid: account.pw_gid,
+            groups: [account.pw_gid], network: .inherit,
+            limits: .init(memoryBytes: 256 << 20, openFiles: 1024, wallSeconds: 30))
+        request.descriptors = [0, 1, 2]
+        let program = try SessionProgram.start(request, through: try #require(launcher)) { _ in }
+        #expect(program.tell(Array("one".utf8)))
+        #expect(program.readLine(timeout: .seconds(10)) == .line(Array("heard one".utf8)))
+
+        program.close()
+        // The descriptors closed are the lowest free numbers now: a new pipe takes them.
+        var ends: [Int32] = [-1, -1]
+        #expect(pipe(&ends) == 0)
+        defer { for fd in ends { close(fd) } }
+        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
+        #expect(!program.tell(Array("two".utf8)), "a line was told after close")
+        var byte: UInt8 = 0
+        #expect(read(ends[0], &byte, 1) < 0, "the closed program's line went into another descriptor")
+        #expect(program.readLine(timeout: .seconds(1)) == .ended)
+        // Its input closed, it ends by itself.
+        #expect(try #require(launcher).waitForExit(of: program.pid, timeout: .seconds(10)) == 0)
+    }
 }

@@ -263,6 +263,30 @@ struct LoginIntegrationTests {
         #expect(try world.status(of: world.child).loginLock == nil)
     }
 
+    /// A session whose leader is killed, its close hook never run (an sshd ended with SIGKILL):
+    /// the agent sees the leader end (its pidfd) and ends the session, which `status` then no
+    /// longer lists.
+    @Test func aLoginWhoseLeaderIsKilledEndsWithoutItsCloseHook() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let logins = try Logins(world)
+        defer { logins.remove() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let (master, tty) = try terminal()
+        defer { close(master) }
+        let sessionLog = world.directory + "/session.log"
+        let leader = try logins.open(world.child, tty: tty, output: sessionLog)
+        #expect(eventually { contents(sessionLog).contains("session: ok") }, "\(contents(sessionLog))")
+        #expect(try world.status(of: world.child).logins?.contains { $0.tty == tty } == true)
+        kill(leader, SIGKILL)
+        #expect(world.wait(leader, seconds: 5) == 128 + SIGKILL)
+        #expect(
+            eventually {
+                guard let status = try? world.status(of: world.child) else { return false }
+                return status.logins?.contains { $0.tty == tty } != true
+            }, "the session of a killed leader is still listed")
+    }
+
     /// Only what draws the screen runs on while locked, as the system installed it: a copy of a
     /// program named as a display server, a real one that preloads the child's code, and a
     /// program bind-mounted over a compositor's path in a namespace of the child's are held. So
