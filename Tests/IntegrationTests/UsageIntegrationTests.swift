@@ -2607,12 +2607,16 @@ struct XDesktop {
             try world.launch(
                 as: windowManager ?? user, "/usr/bin/openbox", [], output: log,
                 environment: ["DISPLAY=:\(number)", "HOME=/tmp"] + environment))
-        // openbox manages the screen once it announces _NET_ACTIVE_WINDOW on the root window.
+        // openbox manages the screen once it has set its desktops and client lists on the root
+        // window. It announces _NET_SUPPORTED earlier, before it takes the windows already there:
+        // a client mapped between the two (on a busy machine, tests side by side) could be left
+        // unmapped and unmanaged, its window never shown.
         var managed = false
         for _ in 0..<1500 where !managed {
-            let listing = try? run(
-                "/usr/bin/env", ["DISPLAY=:\(number)"] + environment + ["/usr/bin/xprop", "-root", "_NET_SUPPORTED"])
-            managed = listing?.stdout.contains("_NET_ACTIVE_WINDOW") == true
+            let listing = try? run("/usr/bin/env", ["DISPLAY=:\(number)"] + environment + ["/usr/bin/xprop", "-root"])
+            managed = ["_NET_ACTIVE_WINDOW", "_NET_WORKAREA", "_NET_CLIENT_LIST_STACKING"].allSatisfy {
+                listing?.stdout.contains($0) == true
+            }
             if !managed { Thread.sleep(forTimeInterval: 0.02) }
         }
         guard managed else {
