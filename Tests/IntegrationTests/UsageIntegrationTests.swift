@@ -9,7 +9,9 @@ import Testing
 /// (openbox) run by the test child, real X clients of the child's (xterm, xmessage) with desktop
 /// entries, focus moved by xdotool, and the agent finding the session by itself and reading it
 /// as root over XCB.
-@Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the proc connector, other users' X servers"))
+@Suite(
+    .threadsOfTheirOwn, .serialized,
+    .enabled(if: isRoot, "needs root: users, the proc connector, other users' X servers"))
 struct UsageIntegrationTests {
     private func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
         let end = Date().addingTimeInterval(seconds)
