@@ -71,7 +71,7 @@ public enum ExtensionProcess {
             throw error
         }
         let launched = ContinuousClock.now
-        if channel >= 0 { _ = fcntl(channel, F_SETFL, fcntl(channel, F_GETFL) | O_NONBLOCK) }
+        if channel >= 0 { Pipe.setNonBlocking(channel) }
         var transfer = PipeTransfer(pipes, input: input, chunk: 16_384)
         var outcome = Outcome(
             status: nil, output: [], errors: [], flooded: false, timedOut: false, connections: 0, seconds: 0,

@@ -70,7 +70,7 @@ public final class SessionProgram: Sendable {
         }
         thread.start()
         // Lines are written without waiting.
-        _ = fcntl(input.writing, F_SETFL, fcntl(input.writing, F_GETFL) | O_NONBLOCK)
+        Pipe.setNonBlocking(input.writing)
         return SessionProgram(pid: pid, input: input.writing, output: output.reading)
     }
 

@@ -17,6 +17,11 @@ struct Pipe {
         Glibc.close(reading)
         Glibc.close(writing)
     }
+
+    /// Makes reads and writes on `fd` return at once rather than wait (EAGAIN).
+    static func setNonBlocking(_ fd: Int32) {
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
 }
 
 /// The pipes of a child's standard input, output and error, made together (none, if one cannot
@@ -44,8 +49,11 @@ struct StandardPipes {
     /// when it ends and reading from it ends.
     func closeChildEnds() { for fd in childEnds { Glibc.close(fd) } }
 
+    /// The parent's ends: where it writes the child's input, and reads its output and errors.
+    var parentEnds: [Int32] { [input.writing, output.reading, errors.reading] }
+
     /// The parent's ends, when the child could not be started.
-    func closeParentEnds() { for fd in [input.writing, output.reading, errors.reading] { Glibc.close(fd) } }
+    func closeParentEnds() { for fd in parentEnds { Glibc.close(fd) } }
 }
 
 /// A running child's input written and its output and errors read, each as it is ready, so that
@@ -62,11 +70,11 @@ struct PipeTransfer: ~Copyable {
     /// Takes over the parent's ends of `pipes` (the child's must be closed by then); reads are
     /// up to `chunk` bytes.
     init(_ pipes: StandardPipes, input: [UInt8], chunk: Int = 4096) {
-        ends = [pipes.input.writing, pipes.output.reading, pipes.errors.reading]
+        ends = pipes.parentEnds
         self.input = input
         self.chunk = chunk
         // A write never waits: the child may not read until its output is read.
-        _ = fcntl(ends[0], F_SETFL, fcntl(ends[0], F_GETFL) | O_NONBLOCK)
+        Pipe.setNonBlocking(ends[0])
         if input.isEmpty { close(0) }
     }
 
