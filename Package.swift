@@ -151,6 +151,7 @@ let package = Package(
             name: "ScreenTimeAgent",
             dependencies: [
                 "ScreenTimeCore", "ScreenTimeIPC", "LinuxSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -46,7 +46,7 @@ start_agent() { # execGate true|false
   [ -f $DIR/agent.pid ] && { kill "$(cat $DIR/agent.pid)" 2>/dev/null; sleep 0.5; } || true
   cat > $DIR/conf.json <<JSON
 {"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
- "dnsQueue": $QUEUE, "firewallChain": "stb$ID", "freezerGroup": "$GROUP", "execGate": $1, "browserPolicies": ""}
+ "dnsQueue": $QUEUE, "firewallChain": "stb$ID", "freezerGroup": "$GROUP", "execGate": $1, "browserPolicies": "", "focusSocket": ""}
 JSON
   XDG_DATA_DIRS=$DIR/data $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
     </dev/null >/dev/null 2>>$DIR/agent.log &

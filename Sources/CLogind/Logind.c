@@ -150,6 +150,17 @@ static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error
     return 0;
 }
 
+// Calls logind's ListSessions; 0 with the reply (the caller's to unref), or -1 with the reason.
+static int list_sessions(sd_bus *bus, sd_bus_message **reply, char *error, size_t error_length) {
+    sd_bus_error call_error = SD_BUS_ERROR_NULL;
+    int r = sd_bus_call_method(bus, LOGIND, "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
+                               "ListSessions", &call_error, reply, "");
+    if (r < 0 && error && error_length)
+        snprintf(error, error_length, "ListSessions: %s", call_error.message ? call_error.message : strerror(-r));
+    sd_bus_error_free(&call_error);
+    return r < 0 ? -1 : 0;
+}
+
 clogind *clogind_open(const char *address, clogind_callback each, void *context, char *error,
                       size_t error_length) {
     struct clogind *b = calloc(1, sizeof *b);
@@ -196,15 +207,8 @@ clogind *clogind_open(const char *address, clogind_callback each, void *context,
         return NULL;
     }
     // The sessions there already (subscribed first, so none is missed in between).
-    sd_bus_error call_error = SD_BUS_ERROR_NULL;
     sd_bus_message *reply = NULL;
-    r = sd_bus_call_method(b->bus, LOGIND, "/org/freedesktop/login1", "org.freedesktop.login1.Manager",
-                           "ListSessions", &call_error, &reply, "");
-    if (r < 0) {
-        if (error && error_length)
-            snprintf(error, error_length, "ListSessions: %s",
-                     call_error.message ? call_error.message : strerror(-r));
-        sd_bus_error_free(&call_error);
+    if (list_sessions(b->bus, &reply, error, error_length) < 0) {
         clogind_close(b);
         return NULL;
     }
@@ -284,4 +288,63 @@ void clogind_close(clogind *b) {
     if (!b) return;
     sd_bus_flush_close_unref(b->bus);
     free(b);
+}
+
+int clogind_lock_user(const char *address, uint32_t uid, char *error, size_t error_length) {
+    sd_bus *bus = NULL;
+    int r = sd_bus_new(&bus);
+    if (r < 0) {
+        say(error, error_length, "sd_bus_new", r);
+        return -1;
+    }
+    const char *step = "sd_bus_set_address";
+    r = sd_bus_set_address(bus, address);
+    if (r >= 0) {
+        step = "sd_bus_set_bus_client";
+        r = sd_bus_set_bus_client(bus, 1);
+    }
+    if (r >= 0) {
+        step = "sd_bus_set_method_call_timeout";
+        r = sd_bus_set_method_call_timeout(bus, CALL_TIMEOUT_USEC);
+    }
+    if (r >= 0) {
+        step = "connecting to the system bus";
+        r = sd_bus_start(bus);
+    }
+    if (r < 0) {
+        say(error, error_length, step, r);
+        sd_bus_flush_close_unref(bus);
+        return -1;
+    }
+    sd_bus_message *reply = NULL;
+    if (list_sessions(bus, &reply, error, error_length) < 0) {
+        sd_bus_flush_close_unref(bus);
+        return -1;
+    }
+    // The paths first: the reply's strings live as long as the reply, and each Lock is a call.
+    char paths[64][256];
+    int found = 0;
+    r = sd_bus_message_enter_container(reply, 'a', "(susso)");
+    while (r >= 0 && found < 64) {
+        const char *id = NULL, *name = NULL, *seat = NULL, *path = NULL;
+        uint32_t owner = 0;
+        r = sd_bus_message_read(reply, "(susso)", &id, &owner, &name, &seat, &path);
+        if (r <= 0) break;
+        if (owner == uid && path && strlen(path) < sizeof paths[0]) copy(paths[found++], sizeof paths[0], path);
+    }
+    sd_bus_message_unref(reply);
+    int asked = 0;
+    for (int i = 0; i < found; i++) {
+        sd_bus_error lock_error = SD_BUS_ERROR_NULL;
+        r = sd_bus_call_method(bus, LOGIND, paths[i], SESSION_INTERFACE, "Lock", &lock_error, NULL, "");
+        if (r >= 0) {
+            asked++;
+        } else if (error && error_length) {
+            snprintf(error, error_length, "Lock %s: %s", paths[i],
+                     lock_error.message ? lock_error.message : strerror(-r));
+        }
+        sd_bus_error_free(&lock_error);
+    }
+    sd_bus_flush_close_unref(bus);
+    return asked;
 }

@@ -93,7 +93,8 @@ public final class DeviceActivityCenter: @unchecked Sendable {
                     selection: FamilyActivitySelection(
                         applicationTokens: event.applications, categoryTokens: event.categories,
                         webDomainTokens: event.webDomains)),
-                thresholdSeconds: event.thresholdDuration, includesPastActivity: event.includesPastActivity)
+                thresholdSeconds: event.thresholdDuration, includesPastActivity: event.includesPastActivity,
+                allowance: event.allowance)
         }
         do throws(ScreenTimeIPCError) {
             _ = try client.send(

@@ -81,7 +81,9 @@ public struct Agent {
         let publisher = PolicyPublisher(database: database, configuration: configuration, logger: logger)
         let edits = PolicyEdits(database: database, publisher: publisher, logger: logger)
         let logins = LoginSessions(
-            stateDirectory: configuration.stateDirectory, textSessions: usage, logger: component("login"))
+            stateDirectory: configuration.stateDirectory, textSessions: usage,
+            suspendCommand: configuration.suspendCommand,
+            logindBus: configuration.logindBus, logger: component("login"))
         let rules = BuiltInRules(
             edits: edits, users: users, shieldEvents: shieldEvents, logins: logins, logger: component("schedule"))
         let (programCallbacks, programCallbacksOwed) = AsyncStream.makeStream(of: [OwedCallback].self)

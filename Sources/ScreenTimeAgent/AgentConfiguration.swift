@@ -1,4 +1,5 @@
 import Foundation
+import LinuxSupport
 
 /// The agent's configuration: `/etc/screentime/screentimed.json`, every key optional; `keys`
 /// lists them with their defaults and meanings (`man screentimed.json` prints them).
@@ -41,11 +42,11 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ),
         (
             "dnsRateLimit", "200",
-            "DNS packets per second each filtered user may send (bursts of five times that); more are dropped"
+            "DNS packets per second each filtered user may send (bursts of five times that, at most 10000), 1 to 10000; more are dropped. 0: no limit (for measuring the filter; a child's flood then reaches the agent)"
         ),
         (
             "connectionRateLimit", "2000",
-            "packets of not yet judged connections per second each filtered user may send to the queue (bursts of five times that); more are dropped and resent by TCP"
+            "packets of not yet judged connections per second each filtered user may send to the queue (bursts of five times that, at most 10000), 1 to 10000; more are dropped and resent by TCP. 0: no limit"
         ),
         (
             "browserPolicies", "/",
@@ -64,8 +65,16 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             "the D-Bus address of the system bus where logind's sessions are read (their idle, locked and active hints stop the clock); empty: logind is not asked"
         ),
         (
+            "suspendCommand", "/usr/bin/systemctl suspend",
+            "what suspends the computer when a lock comes into force for a child whose lockout action is `suspend` (an absolute program and its arguments, split at spaces); empty: such a lock only holds the sessions"
+        ),
+        (
             "extensionUser", "screentime-ext",
             "the account extensions run as (made by `make install`; without it no extension starts)"
+        ),
+        (
+            "webUser", "screentime-web",
+            "the dashboard's account (`screentime-web`): its requests act only in a guardian's signed-in session"
         ),
     ]
 
@@ -92,10 +101,12 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var dnsRateLimit = 200
     public var connectionRateLimit = 2000
     public var extensionUser = "screentime-ext"
+    public var webUser = "screentime-web"
     public var browserPolicies = "/"
     public var idleTimeout = 300
     public var logindBus = "unix:path=/run/dbus/system_bus_socket"
     public var focusSocket = "/run/screentime/focus.socket"
+    public var suspendCommand = "/usr/bin/systemctl suspend"
 
     /// How shielded processes are held (`freezer`).
     public enum Freezer: String, Codable, Sendable, CaseIterable {
@@ -108,7 +119,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
-        case browserPolicies, idleTimeout, logindBus, focusSocket
+        case browserPolicies, idleTimeout, logindBus, focusSocket, suspendCommand, webUser
     }
 
     private struct AnyKey: CodingKey {
@@ -184,6 +195,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         }
         execGate = try container.decodeIfPresent(Bool.self, forKey: .execGate) ?? defaults.execGate
         extensionUser = try container.decodeIfPresent(String.self, forKey: .extensionUser) ?? defaults.extensionUser
+        webUser = try container.decodeIfPresent(String.self, forKey: .webUser) ?? defaults.webUser
         browserPolicies =
             try container.decodeIfPresent(String.self, forKey: .browserPolicies) ?? defaults.browserPolicies
         guard browserPolicies.isEmpty || browserPolicies.hasPrefix("/") else {
@@ -202,6 +214,18 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
                 "'focusSocket' is an absolute path under 108 bytes ('/run/screentime/focus.socket') or empty, not '\(focusSocket.prefix(80))'"
             )
         }
+        suspendCommand =
+            try container.decodeIfPresent(String.self, forKey: .suspendCommand) ?? defaults.suspendCommand
+        let words = suspendCommand.split(separator: " ")
+        guard
+            suspendCommand.isEmpty
+                || (words.first?.hasPrefix("/") == true && words.count <= 16
+                    && suspendCommand.utf8.count <= 1024 && !suspendCommand.unicodeScalars.contains { $0.value < 32 })
+        else {
+            throw AgentError.configuration(
+                "'suspendCommand' is an absolute program and its arguments ('/usr/bin/systemctl suspend') or empty, not '\(suspendCommand.prefix(80))'"
+            )
+        }
         logindBus = try container.decodeIfPresent(String.self, forKey: .logindBus) ?? defaults.logindBus
         guard logindBus.isEmpty || (logindBus.contains(":") && logindBus.utf8.count <= 1024) else {
             throw AgentError.configuration(
@@ -215,16 +239,22 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             }
             connectionMark = byte
         }
+        // The kernel's limit match goes no higher than `Firewall.highestRateLimit`: above it,
+        // iptables refused the whole ruleset and the filter was not in force.
+        let highest = Firewall.highestRateLimit
         if let rate = try container.decodeIfPresent(Int.self, forKey: .connectionRateLimit) {
-            guard (1...1_000_000).contains(rate) else {
+            guard (0...highest).contains(rate) else {
                 throw AgentError.configuration(
-                    "'connectionRateLimit' is from 1 to 1000000 packets a second, not \(rate)")
+                    "'connectionRateLimit' is from 1 to \(highest) packets a second (the kernel's limit goes no higher), or 0 for no limit, not \(rate)"
+                )
             }
             connectionRateLimit = rate
         }
         if let rate = try container.decodeIfPresent(Int.self, forKey: .dnsRateLimit) {
-            guard (1...100_000).contains(rate) else {
-                throw AgentError.configuration("'dnsRateLimit' is from 1 to 100000 packets a second, not \(rate)")
+            guard (0...highest).contains(rate) else {
+                throw AgentError.configuration(
+                    "'dnsRateLimit' is from 1 to \(highest) packets a second (the kernel's limit goes no higher), or 0 for no limit, not \(rate)"
+                )
             }
             dnsRateLimit = rate
         }

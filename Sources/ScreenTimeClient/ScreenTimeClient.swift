@@ -21,6 +21,9 @@ public struct ScreenTimeClient: Sendable {
     /// through which connections are opened with the authority the agent gave the extension —
     /// no secret travels, the descriptor is the authority.
     public let channel: Int32?
+    /// The dashboard's: the signed-in guardian's session every request is made in (the token
+    /// `WebSignInRequest` returned). The agent honours it only from the dashboard's account.
+    public var session: String?
 
     /// A client of the socket at `socket`, else of the channel an extension was given
     /// (`$SCREENTIME_CHANNEL_FD`), else of `$SCREENTIME_SOCKET`, else of the default socket.
@@ -54,7 +57,7 @@ public struct ScreenTimeClient: Sendable {
     public func send<R: ControlRequest>(_ request: R, files: [Int32] = []) throws(ScreenTimeIPCError) -> R.Reply {
         let bytes: [UInt8]
         do {
-            bytes = try RequestEnvelope.encode(request)
+            bytes = try RequestEnvelope.encode(request, session: session)
         } catch {
             throw ScreenTimeIPCError(.invalidArgument, "the request cannot be encoded: \(error)")
         }

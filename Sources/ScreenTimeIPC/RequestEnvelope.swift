@@ -1,30 +1,39 @@
 import Foundation
 
-/// The wire form of a request: `{"version":1,"kind":"shield","body":{...}}`.
+/// The wire form of a request: `{"version":1,"kind":"shield","body":{...}}`, and from the
+/// dashboard (`screentime-web`) the guardian's session it acts in: `"session":"…"`.
 ///
 /// Decoding reports each way a request can be wrong with its own code: not JSON or not the right
 /// shape (`malformedRequest`), another version (`unsupportedVersion`), a kind this agent does not
 /// know (`unknownRequest`, given by the router).
 public enum RequestEnvelope {
-    private struct Header: Decodable {
-        var version: Int
-        var kind: String
+    public struct Header: Decodable, Sendable {
+        public var version: Int
+        public var kind: String
+        /// The dashboard's session the request is made in (its sign-in token), if any.
+        public var session: String?
     }
 
     private struct Body<T: Decodable>: Decodable { var body: T }
     private struct Envelope<T: Encodable>: Encodable {
         var version: Int
         var kind: String
+        var session: String?
         var body: T
     }
 
-    /// The bytes of a request.
-    public static func encode<R: ControlRequest>(_ request: R) throws -> [UInt8] {
-        Array(try encoder.encode(Envelope(version: protocolVersion, kind: R.kind, body: request)))
+    /// The bytes of a request, made in `session` (the dashboard's) if one is given.
+    public static func encode<R: ControlRequest>(_ request: R, session: String? = nil) throws -> [UInt8] {
+        Array(try encoder.encode(Envelope(version: protocolVersion, kind: R.kind, session: session, body: request)))
     }
 
     /// The kind a message names, once its version is checked.
     public static func kind(of bytes: [UInt8]) throws(ScreenTimeIPCError) -> String {
+        try header(of: bytes).kind
+    }
+
+    /// The kind and session a message names, once its version is checked.
+    public static func header(of bytes: [UInt8]) throws(ScreenTimeIPCError) -> Header {
         let header: Header
         do {
             header = try decoder.decode(Header.self, from: Data(bytes))
@@ -37,7 +46,7 @@ public enum RequestEnvelope {
                 .unsupportedVersion,
                 "the request speaks protocol version \(header.version); this agent speaks \(protocolVersion)")
         }
-        return header.kind
+        return header
     }
 
     /// The request a message carries, as the type its kind names.

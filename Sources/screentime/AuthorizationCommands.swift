@@ -28,7 +28,9 @@ struct Forget: ParsableCommand {
 
 struct Unlock: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Lift the lockout a user's session got after too many wrong guardian passwords (guardians).")
+        abstract:
+            "Lift a guardian's lock on a child, and the lockout its session got after too many wrong guardian passwords (guardians)."
+    )
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @Option(help: "The user whose session was locked out.") var user: String
@@ -36,6 +38,7 @@ struct Unlock: ParsableCommand {
     func run() throws {
         let reply = try perform(connection, UnlockRequest(user: user))
         if output.json { return try printJSON(reply) }
+        if reply.lockLifted == true { print("\(reply.user.name) is unlocked (a guardian's lock was lifted)") }
         print(
             reply.hadFailures
                 ? "\(reply.user.name) may try guardian passwords again"

@@ -171,92 +171,15 @@ struct MonitorList: ParsableCommand {
     }
 }
 
-struct Limit: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "A daily time limit on apps, categories or domains: shielded until midnight once used up.",
-        discussion: """
-            screentime limit --user alice --app-category Game --daily 1h
-            screentime limit --user alice --app-category Game --remove
-            screentime limit --user alice --screen-time 2h --no-login
-            screentime limit --user alice --screen-time off
-            A warning comes 5 minutes before. The limit counts the whole day's foreground time. \
-            --screen-time limits the whole day's screen time (every app, site and text login); \
-            once used up every app is shielded until midnight, and with --no-login the child's \
-            sessions are locked and logins refused until then.
-            """)
-    @OptionGroup var connection: ConnectionOptions
-    @OptionGroup var output: OutputOptions
-    @Option(help: "The user (name or uid).") var user: String
-    @Option(name: .customLong("app"), help: "A desktop-entry ID or snap:NAME.") var applications: [String] = []
-    @Option(name: .customLong("app-category"), help: "A freedesktop category (Game, …).")
-    var applicationCategories: [String] = []
-    @Option(name: .customLong("domain"), help: "A web domain.") var domains: [String] = []
-    @Option(help: "The day's time: 45m, 1h30m.") var daily: String?
-    @Option(
-        name: .customLong("screen-time"),
-        help: ArgumentHelp("The whole day's screen time: 2h; off removes it.", valueName: "duration"))
-    var screenTime: String?
-    @Flag(
-        name: .customLong("no-login"),
-        help: "With --screen-time: once used up, lock the sessions and refuse logins until midnight.")
-    var noLogin = false
-    @Option(help: "The store the shield goes in (default: limits).") var store: String?
-    @Flag(help: "Remove the limit on exactly these.") var remove = false
-
-    private var isScreenTime: Bool { screenTime != nil }
-    private var removesScreenTime: Bool { screenTime == "off" }
-
-    func validate() throws {
-        if isScreenTime {
-            guard applications.isEmpty, applicationCategories.isEmpty, domains.isEmpty, daily == nil, store == nil,
-                !remove
-            else {
-                throw ValidationError(
-                    "--screen-time is the whole day's time: no --app, --domain, --daily, --store or --remove (--screen-time off removes it)"
-                )
-            }
-            guard !(removesScreenTime && noLogin) else {
-                throw ValidationError("--screen-time off takes no --no-login")
-            }
-            return
-        }
-        guard !noLogin else { throw ValidationError("--no-login goes with --screen-time DURATION") }
-        guard !(applications.isEmpty && applicationCategories.isEmpty && domains.isEmpty) else {
-            throw ValidationError("give what the limit is on: --app, --app-category or --domain, or --screen-time")
-        }
-        guard remove != (daily != nil) else {
-            throw ValidationError(
-                remove ? "--remove takes no --daily" : "give the day's time with --daily (45m, 1h30m)")
-        }
-    }
-
-    func run() throws {
-        let items = ActivityItems(
-            applications: applications, applicationCategories: applicationCategories, webDomains: domains)
-        let request: LimitRequest
-        if isScreenTime {
-            request = LimitRequest(
-                user: user, items: ActivityItems(applications: [], applicationCategories: [], webDomains: []),
-                dailySeconds: removesScreenTime ? nil : try screenTime.map { try duration($0, "--screen-time") },
-                remove: removesScreenTime, screenTime: true, noLogin: noLogin)
-        } else {
-            request = LimitRequest(
-                user: user, items: items, dailySeconds: try daily.map { try duration($0, "--daily") }, store: store,
-                remove: remove)
-        }
-        let reply = try perform(connection, request)
-        if output.json { return try printJSON(reply) }
-        print(MonitorText.render(reply), terminator: "")
-    }
-}
-
 struct Downtime: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Downtime: every app but the allowed ones is shielded during these hours.",
         discussion: """
             screentime downtime --user alice --from 21:00 --to 07:00 --allow org.gnome.Calculator
             screentime downtime --user alice --off
-            With --no-login, the child's sessions are locked during downtime (a warning comes 5 \
+            screentime downtime --user alice --name weekend --from 23:00 --to 08:00 --days fri,sat
+            With --name, a child has several downtimes, each with its own hours and days \
+            (--off --name NAME removes one). With --no-login, the child's sessions are locked during downtime (a warning comes 5 \
             minutes before) and logins are refused with a message saying until when. A guardian's \
             'screentime grant --user alice --screen-time --minutes 30' lifts it for that long.
             """)
@@ -265,7 +188,9 @@ struct Downtime: ParsableCommand {
     @Option(help: "The user (name or uid).") var user: String
     @Option(help: "When it starts, HH:MM.") var from: String?
     @Option(help: "When it ends, HH:MM (the next day if earlier).") var to: String?
-    @Option(help: "The days it starts on: mon,tue,… or weekdays, weekend (default: every day).") var days: String?
+    @Option(help: "The days it starts on: mon,tue,… or sun-thu, weekdays, weekend (default: every day).")
+    var days: String?
+    @Option(help: "A name, for several downtimes (school-nights, weekend).") var name: String?
     @Option(name: .customLong("allow"), help: "An app still allowed (desktop-entry ID); repeat for more.")
     var allowed: [String] = []
     @Flag(help: "End downtime.") var off = false
@@ -283,10 +208,11 @@ struct Downtime: ParsableCommand {
     }
 
     func run() throws {
-        let request = DowntimeRequest(
+        var request = DowntimeRequest(
             user: user, from: try from.map { try timeOfDay($0, "--from") },
             to: try to.map { try timeOfDay($0, "--to") },
             weekdays: try weekdays(days), allow: allowed, off: off, noLogin: noLogin)
+        request.name = name
         let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
         print(MonitorText.render(reply), terminator: "")
@@ -313,13 +239,29 @@ enum MonitorText {
         }
         var out = "  \(monitor.client)/\(monitor.name)"
         if let builtIn = monitor.builtIn { out += "  [\(builtIn)]" }
-        out += "\n    \(time(monitor.schedule.intervalStart))–\(time(monitor.schedule.intervalEnd))"
-        if monitor.schedule.repeats {
+        func day(_ components: DateComponents) -> String {
+            if let weekday = components.weekday, (1...7).contains(weekday) {
+                return Weekday.names[weekday - 1].capitalized + " "
+            }
+            return components.day.map { "day \($0) " } ?? ""
+        }
+        let start = monitor.schedule.intervalStart
+        let end = monitor.schedule.intervalEnd
+        out += "\n    \(day(start))\(time(start))–\(day(end))\(time(end))"
+        if monitor.schedule.monthly {
+            out += " every month"
+        } else if start.weekday != nil, monitor.schedule.repeats, monitor.weekdays == nil {
+            out += " every week"
+        } else if monitor.schedule.repeats {
             out += monitor.weekdays.map { " on \(Weekday.format(Set($0)))" } ?? " every day"
         } else {
             out += monitor.weekdays.map { " once, the next \(Weekday.format(Set($0)))" } ?? " once"
         }
-        if let warning = monitor.schedule.warningTime, let seconds = warning.durationSeconds, seconds > 0 {
+        if let warnings = monitor.warnings {
+            if !warnings.isEmpty {
+                out += ", warnings \(warnings.map { DurationText.format($0) }.joined(separator: ", "))"
+            }
+        } else if let warning = monitor.schedule.warningTime, let seconds = warning.durationSeconds, seconds > 0 {
             out += ", warning \(DurationText.format(seconds))"
         }
         if let interval = monitor.currentInterval {
@@ -335,8 +277,22 @@ enum MonitorText {
             let what =
                 event.itemNames?.joined(separator: ", ")
                 ?? "\(event.applications.count + event.categories.count + event.webDomains.count) items"
-            out += "    event \(event.name): \(DurationText.format(event.thresholdSeconds)) of \(what)"
-            if let used = event.usedSeconds { out += " (\(DurationText.format(used)) used)" }
+            if let allowance = event.allowance {
+                let today =
+                    event.noThresholdToday == true
+                    ? "none today"
+                    : event.thresholdSeconds == 0 ? "0 today" : "\(DurationText.format(event.thresholdSeconds)) today"
+                out += "    event \(event.name): \(allowance) (\(today)) of \(what)"
+            } else {
+                out += "    event \(event.name): \(DurationText.format(event.thresholdSeconds)) of \(what)"
+            }
+            if let used = event.usedSeconds {
+                out += " (\(DurationText.format(used)) used"
+                if event.noThresholdToday != true, !event.reached {
+                    out += ", \(DurationText.format(max(0, event.thresholdSeconds - used))) left"
+                }
+                out += ")"
+            }
             if event.reached { out += " — reached" }
             out += "\n"
         }

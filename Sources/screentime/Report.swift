@@ -155,6 +155,10 @@ struct ReportText {
             }
             if report.webDomains.count > 30 { out += "  … and \(report.webDomains.count - 30) more (--json)\n" }
         }
+        if let limits = report.limits, !limits.isEmpty {
+            out += "\nLimits now\n"
+            for limit in limits { out += "  \(LimitText.line(limit))\n" }
+        }
         out += report.segmentation == .hourly ? "\nBy hour\n" : "\nBy day\n"
         let format = DateFormatter()
         format.dateFormat = report.segmentation == .hourly ? "HH:mm" : "EEE d MMM"
@@ -173,5 +177,25 @@ struct ReportText {
         case (let name?, nil): name
         default: app.token
         }
+    }
+}
+
+/// One limit's standing in a line: `Game, today: 40 min 00 s of 1 h 00 min, 20 min 00 s left (mon-fri=1h,sat,sun=3h)`.
+enum LimitText {
+    static func line(_ limit: UsageReport.LimitStanding) -> String {
+        let when = limit.period == "day" ? "today" : "this \(limit.period)"
+        var line = "\(limit.name), \(when): "
+        if let seconds = limit.limitSeconds {
+            line += seconds == 0 ? "nothing allowed" : "\(readable(limit.usedSeconds ?? 0)) of \(readable(seconds))"
+            if limit.reached {
+                line += ", used up"
+            } else if let left = limit.leftSeconds, seconds > 0 {
+                line += ", \(readable(left)) left"
+            }
+        } else {
+            line += "no limit today"
+        }
+        if let allowance = limit.allowance { line += " (\(allowance))" }
+        return line
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ScreenTimeCore
 import ScreenTimeIPC
 
 struct Ask: ParsableCommand {
@@ -61,27 +62,40 @@ struct Requests: ParsableCommand {
 
 struct Grant: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Grant an ask for more time: the shield is lifted for its minutes (guardians).",
+        abstract: "Grant more time: an ask's, or screen time; or end a grant early (guardians).",
         discussion: """
-            screentime grant 12 --minutes 30
-            screentime grant --user alice --screen-time --minutes 30
-            With --screen-time, downtime's and the day's screen time's lock (--no-login) is lifted \
-            for the minutes: the child may log in and its sessions thaw.
+            screentime grant 12                      (the minutes asked)
+            screentime grant 12 --for 1h             (15m, 1h, rest-of-day, until 20:30)
+            screentime grant --user alice --screen-time --for rest-of-day
+            screentime grant --end 12
+            A grant adds to whichever is later of what the child still has of its limit and a \
+            grant already running on the same thing: 15 minutes with 10 left give 25. \
+            rest-of-day ends at midnight. Blocked apps stay blocked under any grant. With \
+            --screen-time, downtime, the day's and week's screen time and their lock (--no-login) \
+            are lifted: the child may log in and its sessions thaw. A guardian's lock is not \
+            ('screentime lock --off' lifts it). --end ends a grant now: what it lifted holds again.
             """)
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @Argument(help: "The ask's number ('screentime requests').") var id: Int64?
     @Option(help: "Minutes to grant instead of those asked (1–720).") var minutes: Int?
+    @Option(name: .customLong("for"), help: "How long: 15m, 1h, rest-of-day, until 20:30.") var length: String?
     @Option(help: "In the child's session: the guardian granting it in person (the password is asked).")
     var guardian: String?
     @Option(help: "With --screen-time: the user (name or uid).") var user: String?
-    @Flag(name: .customLong("screen-time"), help: "More screen time now: lifts a login lock for --minutes.")
+    @Flag(name: .customLong("screen-time"), help: "More screen time now: lifts downtime and screen time's limits.")
     var screenTime = false
+    @Option(help: "End this grant now (its number in 'screentime requests').") var end: Int64?
 
     func validate() throws {
-        if screenTime {
-            guard id == nil, user != nil, minutes != nil, guardian == nil else {
-                throw ValidationError("--screen-time takes --user and --minutes, and no ask number")
+        guard !(minutes != nil && length != nil) else { throw ValidationError("give --minutes or --for, not both") }
+        if let end {
+            guard id == nil, !screenTime, user == nil, minutes == nil, length == nil, guardian == nil, end > 0 else {
+                throw ValidationError("--end takes a grant's number and nothing else")
+            }
+        } else if screenTime {
+            guard id == nil, user != nil, minutes != nil || length != nil, guardian == nil else {
+                throw ValidationError("--screen-time takes --user and --minutes or --for, and no ask number")
             }
         } else {
             guard id != nil, user == nil else {
@@ -91,21 +105,85 @@ struct Grant: ParsableCommand {
     }
 
     func run() throws {
-        if screenTime, let user, let minutes {
-            let reply = try perform(connection, ScreenTimeGrantRequest(user: user, minutes: minutes))
+        if let end {
+            let reply = try perform(connection, EndGrantRequest(id: end))
             if output.json { return try printJSON(reply) }
-            print("granted \(reply.user) \(reply.minutes) minutes of screen time")
+            print("ended grant \(reply.id) of \(reply.user): \(reply.application ?? reply.webDomain ?? reply.token)")
+            return
+        }
+        let grantLength = try length.map { try parseLength($0) }
+        if screenTime, let user {
+            let request =
+                grantLength.map { ScreenTimeGrantRequest(user: user, length: $0) }
+                ?? ScreenTimeGrantRequest(user: user, minutes: minutes ?? 0)
+            let reply = try perform(connection, request)
+            if output.json { return try printJSON(reply) }
+            print("granted \(reply.user) \(reply.minutes) minutes of screen time, until \(Self.time(reply.until))")
             return
         }
         guard let id else { return }
-        var request = DecideRequest(id: id, grant: true, minutes: minutes)
+        var request = DecideRequest(id: id, grant: true, minutes: minutes, length: grantLength)
         if try perform(connection, PingRequest()).role != .guardian {
             request.guardian = try Terminal.askGuardian(name: guardian)
         }
         let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
         print(
-            "granted \(reply.user) \(reply.minutes) minutes of \(reply.application ?? reply.webDomain ?? reply.token)")
+            "granted \(reply.user) \(reply.minutes) minutes of \(reply.application ?? reply.webDomain ?? reply.token), until \(Self.time(reply.until))"
+        )
+    }
+
+    static func time(_ date: Date?) -> String {
+        guard let date else { return "?" }
+        let formatter = DateFormatter()
+        formatter.dateFormat = Calendar.current.isDateInToday(date) ? "HH:mm" : "EEE HH:mm"
+        return formatter.string(from: date)
+    }
+}
+
+func parseLength(_ text: String) throws -> GrantLength {
+    do {
+        return try GrantLength.parse(text)
+    } catch {
+        throw ValidationError("--for: \(error.message)")
+    }
+}
+
+struct Lock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Lock a child's sessions and refuse its logins now (guardians).",
+        discussion: """
+            screentime lock --user alice                   (until a guardian unlocks it)
+            screentime lock --user alice --for 30m
+            screentime lock --user alice --for until 18:00
+            screentime lock --user alice --for rest-of-day
+            screentime lock --user alice --off             (or: screentime unlock --user alice)
+            The child is told, its programs are held and its screen covered as downtime with \
+            --no-login does, and its logins are refused saying until when. No grant of screen time \
+            lifts a guardian's lock.
+            """)
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The child (name or uid).") var user: String
+    @Option(name: .customLong("for"), help: "How long: 30m, 1h, rest-of-day, until 18:00 (default: until unlocked).")
+    var length: String?
+    @Flag(help: "Lift the lock.") var off = false
+
+    func validate() throws {
+        guard !(off && length != nil) else { throw ValidationError("--off takes no --for") }
+    }
+
+    func run() throws {
+        let lockLength = try length.map { try parseLength($0) }
+        let reply = try perform(connection, LockRequest(user: user, length: lockLength, unlock: off))
+        if output.json { return try printJSON(reply) }
+        if off {
+            print(reply.lifted ? "\(reply.user.name) is unlocked" : "\(reply.user.name) was not locked by a guardian")
+        } else if reply.untilUnlocked {
+            print("\(reply.user.name) is locked until a guardian unlocks it")
+        } else {
+            print("\(reply.user.name) is locked until \(Grant.time(reply.until))")
+        }
     }
 }
 
@@ -160,5 +238,51 @@ struct ShieldConfig: ParsableCommand {
         print("\(reply.client)'s shields for \(reply.user.name):")
         print("  configuration: \(reply.configuration ?? "the default")")
         print("  action: \(reply.action ?? "the default (OK closes; Ask for more time asks)")")
+    }
+}
+
+struct Lockout: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "What a lock does to a child's open sessions: hold them, lock the screen, log out, or suspend (guardians).",
+        discussion: """
+            screentime lockout --user alice logout
+            screentime lockout --user alice lock-screen
+            screentime lockout --user alice --warn 15m,5m,1m
+            screentime lockout --user alice          (says which)
+            A lock is downtime or screen time with --no-login, or a guardian's 'screentime lock'. \
+            hold (the default): every program of the child is held and its terminals told. logout: \
+            its sessions are ended (their programs killed; unsaved work is lost, which the \
+            5-minute warning says). lock-screen: held, and the screen locked (logind is asked to \
+            lock the child's sessions: GNOME, whose lock screen its compositor draws, shows it; \
+            a desktop whose locker is a program of the session's is only held). suspend: held, \
+            and the computer suspended (the agent's suspendCommand). Logins are refused in each case. A lock in force when the agent \
+            starts is only held.
+            """)
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The child (name or uid).") var user: String
+    @Argument(help: "hold, lock-screen, logout or suspend.") var action: String?
+    @Option(help: "When the child is warned before a lock, downtime or a limit: 30m,10m,5m,1m (the default); none.")
+    var warn: String?
+
+    func run() throws {
+        let chosen = try action.map { text -> LockoutAction in
+            guard let action = LockoutAction(rawValue: text.lowercased()) else {
+                throw ValidationError(
+                    "the lockout action is hold, lock-screen, logout or suspend, not '\(text.prefix(40))'")
+            }
+            return action
+        }
+        let warnings = try warn.map { text -> [Double] in
+            guard text != "none" else { return [] }
+            return try text.split(separator: ",").map { try duration(String($0), "--warn") }
+        }
+        let reply = try perform(connection, LockoutRequest(user: user, action: chosen, warnings: warnings))
+        if output.json { return try printJSON(reply) }
+        let told = reply.warnings.map { DurationText.format($0) }.joined(separator: ", ")
+        print(
+            "a lock on \(reply.user.name): \(reply.action.rawValue); warned \(told.isEmpty ? "never" : told + " before")"
+        )
     }
 }

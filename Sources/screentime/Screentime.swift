@@ -21,8 +21,8 @@ struct Screentime: ParsableCommand {
             Unshield.self, Block.self, Unblock.self, DenyInstalls.self, FilterCommand.self, Clear.self, Pick.self,
             Unlock.self, Forget.self, Report.self, MonitorCommand.self, Limit.self, Downtime.self, Ask.self,
             Requests.self,
-            Grant.self, Deny.self, ShieldConfig.self,
-            Ping.self, LauncherCheck.self,
+            Grant.self, Deny.self, Lock.self, Lockout.self, Allow.self, Free.self, ShieldConfig.self,
+            Web.self, Ping.self, LauncherCheck.self,
         ])
 }
 

@@ -89,10 +89,19 @@ struct StatusText {
             if let granted = lock.grantedUntil {
                 out +=
                     "Login lock (\(lock.reason) until \(Self.format(lock.until))) lifted by a grant until \(Self.format(granted))\n"
+            } else if lock.reason == "guardian", lock.until.timeIntervalSinceNow > 300 * 86_400 {
+                out += "Locked by a guardian until unlocked; sessions are held and logins refused\n"
             } else {
-                out +=
-                    "Locked: \(lock.reason) until \(Self.format(lock.until)); sessions are held and logins refused\n"
+                let reason = lock.reason == "guardian" ? "by a guardian" : lock.reason
+                out += "Locked: \(reason) until \(Self.format(lock.until)); sessions are held and logins refused\n"
             }
+        }
+        if let limits = reply.limits {
+            out += "Limits now:\n"
+            for limit in limits { out += "  \(LimitText.line(limit))\n" }
+        }
+        if let allowed = reply.alwaysAllowed {
+            out += "Always allowed (under downtime and screen time): \(allowed.joined(separator: ", "))\n"
         }
         if let monitors = reply.monitors, !monitors.isEmpty {
             out += "Monitors (screentime monitor list for more):\n"

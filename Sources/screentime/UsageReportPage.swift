@@ -25,6 +25,11 @@ struct UsageReportPage {
         body += barChart(day.segments, label: { hour.string(from: $0.start) }, name: "today by hour")
         body += "</section>\n<section><h2>This week by day</h2>\n"
         body += barChart(week.segments, label: { weekday.string(from: $0.start) }, name: "the week by day")
+        if let limits = main.limits, !limits.isEmpty {
+            body += "</section>\n<section><h2>Limits now</h2>\n<ul>\n"
+            for limit in limits { body += "<li>\(escape(LimitText.line(limit)))</li>\n" }
+            body += "</ul>\n"
+        }
         body += "</section>\n<section><h2>Top apps</h2>\n"
         body += ranking(
             main.applications.prefix(10).map { ($0.name ?? $0.token, $0.id, $0.seconds) }, empty: "No app was in front."

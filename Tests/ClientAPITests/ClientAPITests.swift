@@ -84,6 +84,45 @@ extension InProcessAgent {
         #expect(nobody.lastErrorMessage?.contains("nobody-by-that-name") == true, "\(nobody.lastErrorMessage ?? "nil")")
     }
 
+    /// A limit by weekday from a client: Apple's way (a monitor on Saturdays, the weekday in the
+    /// schedule's components) and, in one event, `DeviceActivityEvent.allowance`, which the
+    /// center sends and the agent keeps; a week's budget is a schedule from Monday to Monday.
+    @Test func aClientSetsLimitsByWeekdayAndByWeek() throws {
+        let center = DeviceActivityCenter(user: "kid", socket: agent.socket)
+        defer { center.stopMonitoring() }
+        let chess = agent.app("org.gnome.Chess")
+        let saturdays = DeviceActivitySchedule(
+            intervalStart: DateComponents(hour: 0, minute: 0, weekday: 7),
+            intervalEnd: DateComponents(hour: 23, minute: 59, weekday: 7), repeats: true)
+        try center.startMonitoring(
+            DeviceActivityName("saturday"), during: saturdays,
+            events: [.init("chess"): DeviceActivityEvent(applications: [chess], threshold: DateComponents(hour: 3))])
+        var byDay = DeviceActivityEvent(applications: [chess], threshold: DateComponents(hour: 3))
+        byDay.allowance = try DailyAllowance.parse("mon-fri=1h,sat,sun=3h")
+        let everyDay = DeviceActivitySchedule(
+            intervalStart: DateComponents(hour: 0, minute: 0), intervalEnd: DateComponents(hour: 23, minute: 59),
+            repeats: true)
+        try center.startMonitoring(DeviceActivityName("days"), during: everyDay, events: [.init("chess"): byDay])
+        let week = DeviceActivitySchedule(
+            intervalStart: DateComponents(hour: 0, minute: 0, weekday: 2),
+            intervalEnd: DateComponents(hour: 0, minute: 0, weekday: 2), repeats: true)
+        try center.startMonitoring(
+            DeviceActivityName("week"), during: week,
+            events: [.init("chess"): DeviceActivityEvent(applications: [chess], threshold: DateComponents(hour: 10))])
+        let listed = try ScreenTimeClient(socket: agent.socket).send(MonitorListRequest(user: "kid")).monitors
+        let days = try #require(listed.first { $0.name == "days" })
+        #expect(days.events.first?.allowance == "mon,tue,wed,thu,fri=1h,sat,sun=3h")
+        #expect(listed.first { $0.name == "saturday" }?.schedule.intervalStart.weekday == 7)
+        #expect(listed.first { $0.name == "week" }?.events.first?.thresholdSeconds == 36_000)
+        // An allowance that is not a week's days is refused, in the center's words too.
+        var wrong = byDay
+        wrong.allowance = DailyAllowance(seconds: [9: 60])
+        #expect(throws: (any Error).self) {
+            try center.startMonitoring(DeviceActivityName("days"), during: everyDay, events: [.init("chess"): wrong])
+        }
+        #expect(center.lastErrorMessage?.contains("allowance") == true, "\(center.lastErrorMessage ?? "nil")")
+    }
+
     @Test func aStoresGroupsAreValuesAndASetWritesOnlyWhatChanged() throws {
         let store = ManagedSettingsStore(named: .school, user: "kid", socket: agent.socket)
         let chess = agent.app("org.gnome.Chess")

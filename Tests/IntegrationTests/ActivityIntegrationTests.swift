@@ -337,7 +337,7 @@ struct ActivityIntegrationTests {
         // The child sees why: the shield, saying the day's time is used up.
         #expect(
             eventually(5) {
-                (try? desktop.runXdotool(["search", "--onlyvisible", "--name", "^Terminal is shielded$"]))?.status == 0
+                desktop.shown(["--name", "^Terminal is shielded$"]) != nil
             })
         let status = try world.status(of: world.child)
         #expect(status.stores.contains { $0.name == "limits" })
@@ -394,6 +394,42 @@ struct ActivityIntegrationTests {
         #expect(report.stdout.contains("\"domain\" : \"allowed.test\""), "\(report.stdout)")
     }
 
+    /// A program of the child's that the agent holds for a moment while it judges it (a new
+    /// file, a script, under downtime's "every app") is frozen, never stopped: a parent that waits
+    /// with WUNTRACED (su, sudo, a shell's job control) sees nothing. su, seeing its shell stopped,
+    /// stops itself and was never continued: 'su - child -c CMD' hung in a by-hand trial.
+    @Test func aParentThatWaitsAsSuDoesNeverSeesItsChildStoppedByAHold() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try authorize(world, world.child)
+        let now = Date()
+        let set = try world.cli(
+            as: world.guardian, "downtime", "--user", world.child, "--from", clock(now.addingTimeInterval(-120)),
+            "--to", clock(now.addingTimeInterval(30 * 60)))
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(
+            try eventually { try world.status(of: world.child).effective.applicationCategoryShields.isEmpty == false })
+        // New files each time (not hashed yet: judged), and a script.
+        let directory = try world.childDirectory()
+        var programs: [String] = []
+        for index in 0..<4 {
+            let copy = "\(directory)/true-\(index)"
+            try Data(contentsOf: URL(fileURLWithPath: "/bin/true")).write(to: URL(fileURLWithPath: copy))
+            chmod(copy, 0o755)
+            programs.append(copy)
+        }
+        let script = "\(directory)/script.sh"
+        try "#!/bin/sh\n/bin/true\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        programs += [script, "/bin/true"]
+        let childUID = try UserDirectory().user(world.child).uid
+        for path in programs { chown(path, childUID, 0) }
+        let watched = try world.inNetwork(
+            as: world.child, "/usr/bin/python3", [AgentWorld.fixture("watchstop.py"), "25"] + programs)
+        #expect(watched.status == 0, "\(watched.stderr)")
+        #expect(watched.stdout.contains("runs=150 stops=0"), "\(watched.stdout)")
+    }
+
     @Test func downtimeFreezesTheChildsRunningAppButTheAllowedOneAndOffThawsIt() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
@@ -423,6 +459,106 @@ struct ActivityIntegrationTests {
         #expect(eventually { !world.isFrozen(counter) && !world.isFrozen(late) })
         let before = world.count(output) ?? 0
         #expect(eventually { (world.count(output) ?? 0) > before }, "counting again")
+    }
+
+    @Test func anAlwaysAllowedAppRunsThroughScreenTimeUsedUpAndDowntimeWhileTheRestIsHeld() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.installDesktopEntry(
+            id: "org.example.Sleeper", name: "Sleeper", exec: "/bin/sleep", categories: "Utility;")
+        try authorize(world, world.child)
+        let allowed = try world.cli(as: world.guardian, "allow", "--user", world.child, "--app", "org.example.Sleeper")
+        #expect(allowed.status == 0 && allowed.stdout.contains("apps: Sleeper"), "\(allowed.stdout) \(allowed.stderr)")
+        // The child reads its own list (that is what it may use), and changes nothing.
+        let hers = try world.cli(as: world.child, "allow")
+        #expect(hers.stdout.contains("apps: Sleeper"), "\(hers.stdout) \(hers.stderr)")
+        #expect(
+            try world.cli(as: world.child, "allow", "--user", world.child, "--app", "org.example.Counter").status == 77)
+
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        let sleeper = try world.launch(as: world.child, "/bin/sleep", ["600"])
+        #expect(eventually { world.count(output) != nil })
+
+        // A day's screen time of nothing: used up at once; everything is held but the sleeper.
+        let none = try world.cli(as: world.guardian, "limit", "--user", world.child, "--screen-time", "0")
+        #expect(none.status == 0, "\(none.stderr)")
+        #expect(eventually { world.isFrozen(counter) })
+        #expect(!world.isFrozen(sleeper), "the always-allowed app is held")
+        let newSleeper = try world.launch(as: world.child, "/bin/sleep", ["600"])
+        let newCounter = try world.launch(as: world.child, world.counter, [output + "-new"])
+        #expect(eventually { world.isFrozen(newCounter) })
+        Thread.sleep(forTimeInterval: 1)
+        #expect(!world.isFrozen(newSleeper) && !world.isFrozen(sleeper))
+        // Her program claiming to be the allowed one (launched "from" its desktop file, or from
+        // an entry of her own with its ID) is still her program: held.
+        let home = try world.makeHome(for: world.child)
+        try "[Desktop Entry]\nType=Application\nName=Sleeper\nExec=\(world.counter)\nCategories=Utility;\n".write(
+            toFile: home + "/.local/share/applications/org.example.Sleeper.desktop", atomically: true, encoding: .utf8)
+        try system("/usr/bin/chown", "-R", world.child, home)
+        let dressed = try world.launch(
+            as: world.child, world.counter, [output + "-dressed"],
+            environment: ["GIO_LAUNCHED_DESKTOP_FILE=\(world.directory)/data/applications/org.example.Sleeper.desktop"])
+        #expect(eventually { world.isFrozen(dressed) }, "a counter dressed as the always-allowed app ran")
+        #expect(try world.status(of: world.child).stores.contains { $0.name == "screen-time" })
+        let off = try world.cli(as: world.guardian, "limit", "--user", world.child, "--screen-time", "off")
+        #expect(off.status == 0, "\(off.stderr)")
+        #expect(eventually { !world.isFrozen(counter) && !world.isFrozen(newCounter) })
+
+        // Downtime with nothing of its own allowed: the always-allowed app runs through it.
+        let start = nextMinute()
+        let set = try world.cli(
+            as: world.guardian, "downtime", "--user", world.child, "--from", clock(start), "--to",
+            clock(start.addingTimeInterval(30 * 60)))
+        #expect(set.status == 0, "\(set.stderr)")
+        Thread.sleep(until: start.addingTimeInterval(-2))
+        #expect(!world.isFrozen(counter), "frozen before downtime")
+        #expect(eventually(10) { world.isFrozen(counter) })
+        #expect(!world.isFrozen(sleeper) && !world.isFrozen(newSleeper), "the always-allowed app is held in downtime")
+        // Taken off the list during downtime: held at once.
+        let removed = try world.cli(
+            as: world.guardian, "allow", "--user", world.child, "--remove", "--app", "org.example.Sleeper")
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(eventually { world.isFrozen(sleeper) && world.isFrozen(newSleeper) })
+        #expect(try world.cli(as: world.guardian, "downtime", "--user", world.child, "--off").status == 0)
+        #expect(eventually { !world.isFrozen(counter) && !world.isFrozen(sleeper) })
+    }
+
+    @Test func grantsAddUpAndOneEndedEarlyHoldsTheAppAgainByTheTimeTheGuardiansCommandReturns() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        #expect(eventually { world.isFrozen(counter) })
+        let asked = try world.cli(as: world.child, "ask", "--app", "org.example.Counter", "--minutes", "5", "--json")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let ask = try decoder.decode(TimeRequestReport.self, from: Data(asked.stdout.utf8))
+        // 15 minutes, then 15 more on top of them: half an hour from now.
+        let start = Date()
+        let first = try world.cli(as: world.guardian, "grant", "\(ask.id)", "--for", "15m", "--json")
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(eventually { !world.isFrozen(counter) })
+        let second = try world.cli(as: world.guardian, "grant", "\(ask.id)", "--for", "15m", "--json")
+        let added = try decoder.decode(TimeRequestReport.self, from: Data(second.stdout.utf8))
+        let until = try #require(added.until)
+        #expect(abs(until.timeIntervalSince(start) - 1_800) < 30, "until \(until), granted at \(start)")
+        #expect(!world.isFrozen(counter))
+        // The child cannot end it; a guardian ends it, and the app is held when the command returns.
+        #expect(try world.cli(as: world.child, "grant", "--end", "\(ask.id)").status == 77)
+        let ended = try world.cli(as: world.guardian, "grant", "--end", "\(ask.id)")
+        #expect(ended.status == 0, "\(ended.stderr)")
+        #expect(world.isFrozen(counter), "still running when 'grant --end' returned")
+        let requests = try world.cli(as: world.guardian, "requests", "--json")
+        let listed = try decoder.decode([TimeRequestReport].self, from: Data(requests.stdout.utf8))
+        #expect(listed.first { $0.id == ask.id }?.state == .ended)
+        // Ended for good: a restart does not bring it back.
+        world.kill9()
+        try world.start()
+        Thread.sleep(forTimeInterval: 2)
+        #expect(world.isFrozen(counter))
     }
 
     @Test func killedAroundABoundaryTheAgentTellsTheStartOnceAfterItsRestart() throws {

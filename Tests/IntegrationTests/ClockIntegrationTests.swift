@@ -96,6 +96,39 @@ struct ClockIntegrationTests {
         #expect(scheduler.status == 0, "\(scheduler.stderr)")
     }
 
+    @Test func aDailyLimitByDayHoldsSaturdaysFigureOnASaturday() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let unshield = try world.cli(
+            as: world.guardian, "unshield", "--user", world.child, "--app", "org.example.Counter")
+        #expect(unshield.status == 0, "\(unshield.stderr)")
+        let restorer = Restorer()
+        defer { restorer.restore() }
+        // To the coming Friday at noon (whatever today is), where the limit is set.
+        let friday = try #require(
+            Calendar.current.nextDate(
+                after: Date(), matching: DateComponents(hour: 12, minute: 0, weekday: 6), matchingPolicy: .nextTime))
+        try shiftClock(by: Int(friday.timeIntervalSinceNow.rounded()))
+        let set = try world.cli(
+            as: world.guardian, "limit", "--user", world.child, "--app", "org.example.Counter", "--daily",
+            "sat=0,sun-fri=12h")
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(set.stdout.contains("fri=12h,sat=0,sun=12h") || set.stdout.contains("sat=0"), "\(set.stdout)")
+        #expect(set.stdout.contains("(12h today)"), "\(set.stdout)")
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        #expect(eventually { world.count(output) != nil })
+        Thread.sleep(forTimeInterval: 2)
+        #expect(!world.isFrozen(counter), "held on a Friday with 12 hours to use")
+        // A day later it is Saturday, whose figure is nothing: held at once.
+        try shiftClock(by: 86_400)
+        #expect(eventually(10) { world.isFrozen(counter) })
+        let list = try world.cli(as: world.guardian, "monitor", "list", "--user", world.child)
+        #expect(list.stdout.contains("(0 today)") && list.stdout.contains("reached"), "\(list.stdout)")
+        restorer.restore()
+    }
+
     @Test func aTimeZoneChangedIntoAnIntervalStartsItAtOnce() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

@@ -143,6 +143,41 @@ struct DomainShieldIntegrationTests {
         #expect(v6.contains { $0.contains("-d 2001:db8::53/128") && $0.contains("--dport 443") })
     }
 
+    /// The child's rate limits at the highest the configuration takes (the kernel's limit match
+    /// goes to 10,000 packets a second) and at 0, no limit: the filter is in force either way.
+    /// The configuration took up to 100,000 before, and at 10,000 DNS packets a second (bursts
+    /// of 50,000) iptables refused the whole ruleset: the agent ran with the filter not in force
+    /// and the child's lookups unfiltered, which `make bench` then measured as the filter's speed.
+    @Test(arguments: [Firewall.highestRateLimit, 0])
+    func theHighestRateLimitAndNoneStillFilter(rate: Int) throws {
+        let world = try AgentWorld(
+            network: true, configuration: ["dnsRateLimit": "\(rate)", "connectionRateLimit": "\(rate)"])
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN")
+        #expect(try dig(world, as: world.child, "allowed.test").addresses == ["10.1.1.1"])
+        let rules = try world.firewallRules() + world.firewallRules(ipv6: true)
+        if rate == 0 {
+            #expect(!rules.contains { $0.contains("-m limit") || $0.contains("-m hashlimit") }, "\(rules)")
+        } else {
+            // Three per uid range (DNS over UDP and TCP, the rest) in each family.
+            let limited = rules.filter { $0.contains("-m limit") }
+            #expect(limited.count >= 6, "\(rules)")
+            #expect(limited.allSatisfy { $0.contains("-m limit --limit 10000/sec --limit-burst 10000 ") }, "\(limited)")
+        }
+        // Above it, an agent does not start, and says why.
+        let configuration = world.directory + "/too-fast.json"
+        try #"{"dnsRateLimit": 10001}"#.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let refused = try run(
+            AgentWorld.binaries + "/screentimed",
+            [
+                "--config", configuration, "--state-dir", world.directory + "/too-fast", "--socket",
+                world.directory + "/too-fast.sock",
+            ], deadline: 20)
+        #expect(refused.status == 78 && refused.stderr.contains("from 1 to 10000 packets a second"), "\(refused)")
+    }
+
     @Test func theWebFilterAndItsExceptions() throws {
         let world = try AgentWorld(network: true)
         defer { world.tearDown() }

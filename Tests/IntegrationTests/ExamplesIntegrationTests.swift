@@ -47,10 +47,7 @@ struct ExamplesIntegrationTests {
     }
 
     private func window(_ desktop: XDesktop, titled title: String) -> String? {
-        guard let found = try? desktop.runXdotool(["search", "--onlyvisible", "--name", "^\(title)$"]),
-            found.status == 0
-        else { return nil }
-        return found.stdout.split(separator: "\n").first.map(String.init)
+        desktop.shown(["--name", "^\(title)$"])
     }
 
     @Test func homeworkShieldsThePickedAppDuringHomeworkHoursWithItsOwnShield() throws {

@@ -103,6 +103,23 @@ struct LoginIntegrationTests {
         throw WorldError("no Xvfb of the child's came up in five tries")
     }
 
+    /// A text session of the child's on a terminal the test holds, once it says it is open: the
+    /// terminal's master end (the caller closes it), the tty, the session's leader and its log.
+    private func openSession(
+        _ world: AgentWorld, _ logins: Logins
+    ) throws -> (master: Int32, tty: String, leader: Int32, log: String) {
+        let (master, tty) = try terminal()
+        let log = world.directory + "/session.log"
+        do {
+            let leader = try logins.open(world.child, tty: tty, output: log)
+            #expect(eventually { contents(log).contains("session: ok") }, "\(contents(log))")
+            return (master, tty, leader, log)
+        } catch {
+            close(master)
+            throw error
+        }
+    }
+
     private func contents(_ path: String) -> String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
 
     @Test func downtimeWithNoLoginRefusesTheChildsLoginLocksItsOpenSessionAndAGrantLiftsIt() throws {
@@ -112,11 +129,8 @@ struct LoginIntegrationTests {
         defer { logins.remove() }
         #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
         // A text session open before downtime, on a terminal the test reads, and a program of the child's.
-        let (master, tty) = try terminal()
+        let (master, tty, _, sessionLog) = try openSession(world, logins)
         defer { close(master) }
-        let sessionLog = world.directory + "/session.log"
-        _ = try logins.open(world.child, tty: tty, output: sessionLog)
-        #expect(eventually { contents(sessionLog).contains("session: ok") }, "\(contents(sessionLog))")
         // Terminal names leading to a file of the child's (PAM_TTY comes from the login program,
         // but nothing of it is trusted): the lock's message is written to terminals only.
         let bait = try world.childDirectory() + "/bait"
@@ -232,18 +246,16 @@ struct LoginIntegrationTests {
         let logins = try Logins(world)
         defer { logins.remove() }
         #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
-        let (master, tty) = try terminal()
-        defer { close(master) }
-        let sessionLog = world.directory + "/session.log"
         let opened = Date()
-        _ = try logins.open(world.child, tty: tty, output: sessionLog)
-        #expect(eventually { contents(sessionLog).contains("session: ok") }, "\(contents(sessionLog))")
+        let (master, tty, _, sessionLog) = try openSession(world, logins)
+        defer { close(master) }
         let set = try world.cli(
             as: world.guardian, "limit", "--user", world.child, "--screen-time", "1m", "--no-login")
         #expect(set.status == 0, "\(set.stderr)")
         #expect(set.stdout.contains("screen time, no login"), "\(set.stdout)")
-        // Warned at once (less than 5 minutes are left), locked once the minute is used.
-        #expect(eventually { drain(master).contains("Today's screen time ends in 5 minutes") })
+        // Warned at once (less than the 1-minute warning is left: with the minute it has), locked
+        // once the minute is used.
+        #expect(eventually { drain(master).contains("Today's screen time ends in 1 minute") })
         #expect(eventually(90) { (try? world.status(of: world.child).loginLock?.reason) == "screen time" })
         #expect(Date().timeIntervalSince(opened) >= 59, "locked only once the minute was used")
         let refused = try logins.login(world.child)
@@ -263,6 +275,212 @@ struct LoginIntegrationTests {
         #expect(try world.status(of: world.child).loginLock == nil)
     }
 
+    @Test func aGuardianLocksTheChildNowOrForTheRestOfTheDayAndNoGrantButUnlockLiftsIt() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let logins = try Logins(world)
+        defer { logins.remove() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let (master, _, _, _) = try openSession(world, logins)
+        defer { close(master) }
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        #expect(eventually { world.count(output) != nil })
+
+        // The child cannot lock or unlock; a guardian locks until unlocked.
+        // (While locked, nothing of the child's runs: not even its own screentime.)
+        #expect(try world.cli(as: world.child, "lock", "--user", world.child).status == 77)
+        #expect(try world.cli(as: world.child, "lock", "--user", world.child, "--off").status == 77)
+        let locked = try world.cli(as: world.guardian, "lock", "--user", world.child)
+        #expect(
+            locked.status == 0 && locked.stdout.contains("locked until a guardian unlocks it"),
+            "\(locked.stdout) \(locked.stderr)")
+        #expect(try world.status(of: world.child).loginLock?.reason == "guardian")
+        #expect(world.isFrozen(counter), "the session ran on after 'lock' returned")
+        #expect(eventually { drain(master).contains("A guardian locked this account") })
+        let refused = try logins.login(world.child)
+        #expect(refused.status == 1, "\(refused.stdout)")
+        #expect(refused.stdout.contains("once a guardian unlocks it"), "\(refused.stdout)")
+        // More screen time does not lift it, and says what does.
+        let grant = try world.cli(as: world.guardian, "grant", "--user", world.child, "--screen-time", "--for", "1h")
+        #expect(grant.status != 0 && grant.stderr.contains("locked by a guardian"), "\(grant.stderr)")
+        let off = try world.cli(as: world.guardian, "lock", "--user", world.child, "--off")
+        #expect(off.status == 0 && off.stdout.contains("is unlocked"), "\(off.stdout)")
+        #expect(eventually { !world.isFrozen(counter) })
+        #expect(try logins.login(world.child).status == 0)
+
+        // For the rest of the day: until the next midnight, by the machine's clock.
+        let rest = try world.cli(as: world.guardian, "lock", "--user", world.child, "--for", "rest-of-day")
+        #expect(rest.status == 0, "\(rest.stderr)")
+        let midnight = Calendar.current.startOfDay(for: Date().addingTimeInterval(86_400))
+        let until = try #require(try world.status(of: world.child).loginLock?.until)
+        #expect(abs(until.timeIntervalSince(midnight)) < 2, "locked until \(until), not midnight \(midnight)")
+        #expect(world.isFrozen(counter))
+        let tonight = try logins.login(world.child)
+        #expect(
+            tonight.status == 1 && tonight.stdout.contains("A guardian locked this account until"), "\(tonight.stdout)")
+        // A restart keeps it.
+        world.kill9()
+        try world.start()
+        #expect(try logins.login(world.child).status == 1)
+        // `unlock` lifts it as well.
+        let unlocked = try world.cli(as: world.guardian, "unlock", "--user", world.child)
+        #expect(unlocked.status == 0 && unlocked.stdout.contains("a guardian's lock was lifted"), "\(unlocked.stdout)")
+        #expect(eventually { !world.isFrozen(counter) })
+        #expect(try logins.login(world.child).status == 0)
+    }
+
+    @Test func aLockLogsTheChildOutLocksItsScreenOrSuspendsAsTheGuardianChose() throws {
+        // What suspends the computer here: a script that writes down that it ran.
+        let marker = "/tmp/screentime-suspended-\(UUID().uuidString)"
+        let script = marker + ".sh"
+        try "#!/bin/sh\necho suspended > \(marker)\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        defer {
+            unlink(script)
+            unlink(marker)
+        }
+        // logind: a mock on a bus of the test's own (no logind runs here), which writes down the
+        // calls made to it.
+        let logind = try LogindMock()
+        defer { logind.stop() }
+        let world = try AgentWorld(
+            configuration: ["suspendCommand": "\"\(script)\"", "logindBus": "\"\(logind.address)\""])
+        defer { world.tearDown() }
+        let logins = try Logins(world)
+        defer { logins.remove() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        #expect(try world.cli(as: world.child, "lockout", "--user", world.child, "logout").status == 77)
+        let wrong = try world.cli(as: world.guardian, "lockout", "--user", world.child, "reboot")
+        #expect(wrong.status != 0 && wrong.stderr.contains("hold, lock-screen, logout or suspend"), "\(wrong.stderr)")
+        let chosen = try world.cli(as: world.guardian, "lockout", "--user", world.child, "logout")
+        #expect(chosen.status == 0 && chosen.stdout.contains("logout"), "\(chosen.stdout) \(chosen.stderr)")
+
+        // Logged out: the session's leader and every program of the child's end.
+        let (master, _, leader, _) = try openSession(world, logins)
+        defer { close(master) }
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        #expect(eventually { world.count(output) != nil })
+        #expect(try world.cli(as: world.guardian, "lock", "--user", world.child).status == 0)
+        // (Both are the test's children: ended, they wait as zombies to be reaped.)
+        func ended(_ pid: Int32) -> Bool { [nil, "Z"].contains(world.processState(pid)) }
+        #expect(
+            eventually(15) { ended(counter) && ended(leader) },
+            "counter \(world.processState(counter).map { String($0) } ?? "gone"), leader \(world.processState(leader).map { String($0) } ?? "gone")"
+        )
+        #expect(try eventually { try world.status(of: world.child).logins == nil })
+        #expect(try logins.login(world.child).status == 1, "logged out, and still locked")
+        #expect(!Files.exists(marker))
+        #expect(try world.cli(as: world.guardian, "lock", "--user", world.child, "--off").status == 0)
+
+        // Suspend: held, and the computer suspended (the script ran).
+        #expect(try world.cli(as: world.guardian, "lockout", "--user", world.child, "suspend").status == 0)
+        let second = try world.launch(as: world.child, world.counter, [output + "-2"])
+        #expect(eventually { world.count(output + "-2") != nil })
+        #expect(try world.cli(as: world.guardian, "lock", "--user", world.child).status == 0)
+        #expect(eventually { Files.exists(marker) }, "the suspend command did not run")
+        #expect(world.isFrozen(second), "held while suspended")
+        // A restart with the lock in force only holds: the computer is not suspended again.
+        unlink(marker)
+        world.kill9()
+        try world.start()
+        Thread.sleep(forTimeInterval: 2)
+        #expect(!Files.exists(marker), "suspended again at the agent's restart")
+        #expect(world.isFrozen(second))
+        #expect(try world.cli(as: world.guardian, "lockout", "--user", world.child).stdout.contains("suspend"))
+        #expect(try world.cli(as: world.guardian, "lock", "--user", world.child, "--off").status == 0)
+
+        // Lock the screen: held, and logind asked to lock each of the child's sessions (the
+        // desktop then shows its lock screen), not the guardian's.
+        let directory = UserDirectory()
+        try logind.addSession(
+            "c4", uid: try directory.user(world.child).uid, name: world.child, display: ":97", leader: second)
+        try logind.addSession(
+            "c5", uid: try directory.user(world.guardian).uid, name: world.guardian, display: ":96", leader: getpid())
+        func lockCalls(_ session: String) throws -> Int {
+            Int(
+                try logind.python(
+                    "len([c for c in session('\(session)').GetCalls(dbus_interface=MOCK) if c[1] == 'Lock'])"
+                ).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        #expect(try world.cli(as: world.guardian, "lockout", "--user", world.child, "lock-screen").status == 0)
+        #expect(try world.cli(as: world.guardian, "lock", "--user", world.child).status == 0)
+        #expect(try eventually { try lockCalls("c4") == 1 }, "the child's screen was not locked")
+        #expect(try lockCalls("c5") == 0, "the guardian's screen was locked")
+        #expect(world.isFrozen(second), "held behind the locked screen")
+        #expect(!Files.exists(marker), "suspended on lock-screen")
+    }
+
+    @Test func timeInAFreePeriodCountsTowardNoScreenTimeAndCountsOnceItIsRemoved() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let logins = try Logins(world)
+        defer { logins.remove() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let now = Date()
+        let free = try world.cli(
+            as: world.guardian, "free", "--user", world.child, "--from", clock(now.addingTimeInterval(-60)), "--to",
+            clock(now.addingTimeInterval(30 * 60)))
+        #expect(free.status == 0 && free.stdout.contains("[free time]"), "\(free.stdout) \(free.stderr)")
+        let (master, _, _, _) = try openSession(world, logins)
+        defer { close(master) }
+        let set = try world.cli(
+            as: world.guardian, "limit", "--user", world.child, "--screen-time", "1m", "--no-login")
+        #expect(set.status == 0, "\(set.stderr)")
+        // Over a minute of a text session in free time: nothing counted, nothing locked.
+        Thread.sleep(forTimeInterval: 70)
+        let status = try world.status(of: world.child)
+        #expect(status.loginLock == nil, "locked in free time")
+        let used = status.limits?.first { $0.name == "screen time" }?.usedSeconds ?? -1
+        #expect(used >= 0 && used < 5, "counted \(used) s of free time")
+        #expect(try logins.login(world.child).status == 0)
+        // The free period removed: the minute was used, and the lock comes at once.
+        let off = try world.cli(as: world.guardian, "free", "--user", world.child, "--off")
+        #expect(off.status == 0, "\(off.stderr)")
+        #expect(eventually(15) { (try? world.status(of: world.child).loginLock?.reason) == "screen time" })
+    }
+
+    @Test func theWeeksScreenTimeUsedUpLocksTheChildUntilMonday() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let logins = try Logins(world)
+        defer { logins.remove() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let opened = Date()
+        let (master, _, _, _) = try openSession(world, logins)
+        defer { close(master) }
+        // A day's time far from used, a week's of a minute: the tighter holds.
+        let set = try world.cli(
+            as: world.guardian, "limit", "--user", world.child, "--screen-time", "8h", "--weekly-screen-time", "1m",
+            "--no-login")
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(set.stdout.contains("screen time (week)"), "\(set.stdout)")
+        #expect(eventually { drain(master).contains("This week's screen time ends in 1 minute") })
+        #expect(eventually(90) { (try? world.status(of: world.child).loginLock?.reason) == "weekly screen time" })
+        #expect(Date().timeIntervalSince(opened) >= 59, "locked only once the minute was used")
+        let status = try world.status(of: world.child)
+        #expect(status.stores.contains { $0.name == "screen-time-weekly" })
+        #expect(!status.stores.contains { $0.name == "screen-time" }, "the day's 8 hours are not used up")
+        // Until Monday 00:00.
+        let monday = Calendar.current.nextDate(
+            after: Date(), matching: DateComponents(hour: 0, minute: 0, weekday: 2), matchingPolicy: .nextTime)
+        #expect(status.loginLock?.until == monday)
+        let refused = try logins.login(world.child)
+        #expect(
+            refused.status == 1 && refused.stdout.contains("This week's screen time is used up."), "\(refused.stdout)")
+        // A grant of screen time lifts the week's too.
+        #expect(
+            try world.cli(as: world.guardian, "grant", "--user", world.child, "--screen-time", "--for", "5m").status
+                == 0)
+        #expect(try logins.login(world.child).status == 0)
+        // The week's alone removed: the day's stays.
+        let off = try world.cli(as: world.guardian, "limit", "--user", world.child, "--weekly-screen-time", "off")
+        #expect(
+            off.status == 0 && !off.stdout.contains("(week)") && off.stdout.contains("screen time"), "\(off.stdout)")
+        #expect(try world.status(of: world.child).loginLock == nil)
+    }
+
     /// A session whose leader is killed, its close hook never run (an sshd ended with SIGKILL):
     /// the agent sees the leader end (its pidfd) and ends the session, which `status` then no
     /// longer lists.
@@ -272,11 +490,8 @@ struct LoginIntegrationTests {
         let logins = try Logins(world)
         defer { logins.remove() }
         #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
-        let (master, tty) = try terminal()
+        let (master, tty, leader, _) = try openSession(world, logins)
         defer { close(master) }
-        let sessionLog = world.directory + "/session.log"
-        let leader = try logins.open(world.child, tty: tty, output: sessionLog)
-        #expect(eventually { contents(sessionLog).contains("session: ok") }, "\(contents(sessionLog))")
         #expect(try world.status(of: world.child).logins?.contains { $0.tty == tty } == true)
         kill(leader, SIGKILL)
         #expect(world.wait(leader, seconds: 5) == 128 + SIGKILL)
@@ -342,5 +557,59 @@ struct LoginIntegrationTests {
         #expect(!world.isFrozen(server), "the system's Xvfb draws the lock")
         #expect(try world.cli(as: world.guardian, "downtime", "--user", world.child, "--off").status == 0)
         #expect(eventually { !world.isFrozen(copy) })
+    }
+}
+
+extension LoginIntegrationTests {
+    /// Storms of forks with both processors kept busy: every agent on the machine reads each of
+    /// them, so they run with no other test beside them (`scripts/run-tests` runs every `Alone`
+    /// suite by itself).
+    @Suite(.threadsOfTheirOwn, .serialized, .enabled(if: isRoot, "needs root: users, freezing"))
+    struct Alone {
+        /// Found by a hostile child's try: grandchildren born of a process that had already
+        /// exited (a double fork) when the lock came in force were not held, and ran until the
+        /// agent next read the policy.
+        @Test func nothingBornOfADoubleForkRunsThroughALock() throws {
+            let world = try AgentWorld()
+            defer { world.tearDown() }
+            #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+            let program = try world.compile("doublefork")
+            let uid = try #require(getpwnam(world.child)?.pointee.pw_uid)
+            let inspector = ProcessInspector()
+            func processes() -> [Int32] { inspector.pids().filter { inspector.status(pid: $0)?.uid == uid } }
+            /// The child's processes that run: not held, not ended.
+            func running() -> [Int32] {
+                processes().filter { !world.isFrozen($0) && ![nil, "Z"].contains(world.processState($0)) }
+            }
+            // Both processors busy, as on a family PC with a game and a browser (the agent's
+            // reading of the forks falls behind, which is when the lock lands between them).
+            var busy: [Int32] = []
+            for _ in 0..<2 { busy.append(try world.launch(as: nil, "/bin/sh", ["-c", "while :; do :; done"])) }
+            defer {
+                for pid in busy { kill(pid, SIGKILL) }
+                for pid in busy { _ = world.wait(pid, seconds: 5) }
+            }
+            var escaped: [String] = []
+            // A race: each try is a chance for the lock to land between a middle process's fork
+            // and its child's (5 in 8 of the helper's tries on a busy machine).
+            for trial in 0..<12 {
+                let spawner = try world.launch(as: world.child, program, [])
+                Thread.sleep(forTimeInterval: 0.7)
+                let locked = try world.cli(as: world.guardian, "lock", "--user", world.child)
+                #expect(locked.status == 0, "\(locked.stderr)")
+                // Held when the command returns: a moment for what was being judged then.
+                Thread.sleep(forTimeInterval: 0.7)
+                let loose = running()
+                if !loose.isEmpty { escaped.append("trial \(trial): \(loose)") }
+                #expect(try world.cli(as: world.guardian, "lock", "--user", world.child, "--off").status == 0)
+                // The grandchildren first, reaped by the spawner, then the spawner.
+                for pid in processes() where pid != spawner { kill(pid, SIGKILL) }
+                Thread.sleep(forTimeInterval: 0.3)
+                kill(spawner, SIGKILL)
+                _ = world.wait(spawner, seconds: 5)
+                for pid in processes() { kill(pid, SIGKILL) }
+            }
+            #expect(escaped.isEmpty, "ran through the lock: \(escaped)")
+        }
     }
 }

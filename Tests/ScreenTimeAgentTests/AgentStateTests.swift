@@ -80,12 +80,37 @@ import Testing
             (#"{"firewallChain": ""}"#, "'firewallChain'"),
             (#"{"freezer": "v3"}"#, "'freezer' is one of auto, v2, v1, signal, not 'v3'"),
             (#"{"freezer": 2}"#, "'freezer'"),
+            (#"{"dnsRateLimit": 10001}"#, "'dnsRateLimit' is from 1 to 10000 packets a second"),
+            (#"{"dnsRateLimit": -1}"#, "'dnsRateLimit'"),
+            (#"{"connectionRateLimit": 100000}"#, "'connectionRateLimit' is from 1 to 10000 packets a second"),
         ]
         for (json, reason) in refused {
             try json.write(toFile: path, atomically: true, encoding: .utf8)
             let error = #expect(throws: AgentError.self) { try AgentConfiguration.load(path: path, required: true) }
             #expect(error?.message.contains(reason) == true, "\(json): \(error?.message ?? "accepted")")
         }
+    }
+
+    /// The rate limits the kernel's limit match takes: up to 10,000 a second, bursts of five
+    /// times that but at most 10,000; 0 is no limit, before the queue or on the answers.
+    @Test func rateLimitsAreWhatTheKernelTakes() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/c.json"
+        try #"{"dnsRateLimit": 0, "connectionRateLimit": 10000}"#.write(toFile: path, atomically: true, encoding: .utf8)
+        let configuration = try AgentConfiguration.load(path: path, required: true)
+        #expect(configuration.dnsRateLimit == 0 && configuration.connectionRateLimit == 10000)
+        let rules = Firewall(chain: "st", queue: 53, rateLimit: 0, connectionRateLimit: 10000)
+            .ruleset(for: .ipv4, owners: [1001...1001], dohAddresses: [])
+            .split(separator: "\n")
+        #expect(rules.contains("-A st -m owner --uid-owner 1001 -p udp -m udp --dport 53 -j st-filter"))
+        #expect(!rules.contains { $0.contains("hashlimit") })
+        #expect(
+            rules.contains(
+                "-A st -m owner --uid-owner 1001 -m limit --limit 10000/sec --limit-burst 10000 -j st-filter"))
+        let capped = Firewall(chain: "st", queue: 53, rateLimit: 2001).ruleset(
+            for: .ipv4, owners: [7...7], dohAddresses: [])
+        #expect(capped.contains("--dport 53 -m limit --limit 2001/sec --limit-burst 10000 -j st-filter"))
+        #expect(capped.contains("--hashlimit-above 2001/sec --hashlimit-burst 10005 "))
     }
 
     @Test func theDoHListSeparatesNamesFromAddresses() {

@@ -2,7 +2,8 @@ public import LinuxSupport
 
 /// The accounts of a family PC, as a table: what the agent's services are given instead of the
 /// system's. `mum` is a guardian (in `st-guardians`), `admin` is in `sudo`, the others are
-/// people with no role (`kid` is the one tests authorize).
+/// people with no role (`kid` is the one tests authorize); `screentime-web` is the dashboard's
+/// account.
 public struct FamilyAccounts: Accounts {
     public static let guardianGroupName = "st-guardians"
     public static let guardianGroup: UInt32 = 900
@@ -14,10 +15,10 @@ public struct FamilyAccounts: Accounts {
 
     /// `mum` at `mumUID` (1000; the uid running the tests when they call the agent through its
     /// socket, which knows callers by their uid), root at 0 (unless mum is), and kid, sib, indie,
-    /// guest and admin at uids of their own.
+    /// guest, admin and screentime-web at uids of their own.
     public init(mumUID: UInt32 = 1000) {
-        let others = ["kid", "sib", "indie", "guest", "admin"]
-        let base: UInt32 = (1001...1005).contains(mumUID) ? 3001 : 1001
+        let others = ["kid", "sib", "indie", "guest", "admin", "screentime-web"]
+        let base: UInt32 = (1001...1006).contains(mumUID) ? 3001 : 1001
         var accounts = [UserAccount(name: "mum", uid: mumUID, gid: mumUID, home: "/home/mum")]
         if mumUID != 0 { accounts.insert(UserAccount(name: "root", uid: 0, gid: 0, home: "/root"), at: 0) }
         for (offset, name) in others.enumerated() {

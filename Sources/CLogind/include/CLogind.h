@@ -50,4 +50,10 @@ int clogind_wait(clogind *bus, int stop_fd, clogind_callback each, void *context
 
 void clogind_close(clogind *bus);
 
+/// Asks logind at `address` to lock the screens of every session of `uid` (each session's
+/// org.freedesktop.login1.Session.Lock, which has the desktop show its lock screen), on a
+/// connection of its own made for the call, each call waiting at most 2 s. Returns how many
+/// sessions were asked, or -1 (the reason in `error`) when logind could not be reached or listed.
+int clogind_lock_user(const char *address, uint32_t uid, char *error, size_t error_length);
+
 #endif

@@ -78,6 +78,18 @@ public final class LogindWatch {
     }
 }
 
+extension LogindWatch {
+    /// Asks logind at `address` to lock the screen of every session of `uid` (the desktop shows
+    /// its lock screen, as at Super+L), on a connection of its own; returns how many were asked.
+    /// Each call waits at most 2 s for a logind that does not answer.
+    public static func lockSessions(of uid: UInt32, address: String) throws(SystemError) -> Int {
+        var error = [CChar](repeating: 0, count: 256)
+        let asked = clogind_lock_user(address, uid, &error, error.count)
+        guard asked >= 0 else { throw SystemError(.command, "logind at \(address): \(text(error))") }
+        return Int(asked)
+    }
+}
+
 extension LogindWatch.Session {
     init(_ raw: clogind_session) {
         func text<T>(_ tuple: T) -> String {

@@ -103,9 +103,11 @@ public struct Firewall: Sendable {
     /// The connection mark of the filtered users' DNS, and the bits of the mark it owns.
     public let mark: UInt32
     public static let markMask: UInt32 = 0x00FF_0000
-    /// DNS packets per second each filtered uid range may send to the queue, and the burst.
+    /// DNS packets per second each filtered uid range may send to the queue (bursts of five times
+    /// that, at most `highestRateLimit`); 0: no limit.
     public let rateLimit: Int
-    /// Packets of unjudged connections per second each filtered uid range may send to the queue.
+    /// Packets of unjudged connections per second each filtered uid range may send to the queue
+    /// (bursts as above); 0: no limit.
     public let connectionRateLimit: Int
     /// Where iptables, ip6tables and their -restore are looked for.
     public let toolDirectories: [String]
@@ -122,6 +124,18 @@ public struct Firewall: Sendable {
         self.rateLimit = rateLimit
         self.connectionRateLimit = connectionRateLimit
         self.toolDirectories = toolDirectories
+    }
+
+    /// The kernel's `limit` match takes at most this many packets a second, and bursts of at most
+    /// this many: a higher rate makes iptables refuse the whole ruleset.
+    public static let highestRateLimit = 10_000
+
+    /// The match that lets `rate` packets a second through, in bursts of five times that (at most
+    /// `highestRateLimit`), followed by a space; empty for 0, no limit.
+    static func limit(_ rate: Int) -> String {
+        guard rate > 0 else { return "" }
+        let rate = min(rate, highestRateLimit)
+        return "-m limit --limit \(rate)/sec --limit-burst \(min(rate * 5, highestRateLimit)) "
     }
 
     public var filterChain: String { chain + "-filter" }
@@ -204,15 +218,15 @@ public struct Firewall: Sendable {
         // the opening again alone, with no owner to match below) is compared all the same.
         lines.append(
             "-A \(chain) -p tcp -m owner ! --socket-exists -m connmark --mark \(markText(.watched)) -j \(filterChain)")
-        let limit = "-m limit --limit \(rateLimit)/sec --limit-burst \(rateLimit * 5)"
-        let connectionLimit = "-m limit --limit \(connectionRateLimit)/sec --limit-burst \(connectionRateLimit * 5)"
+        let limit = Self.limit(rateLimit)
+        let connectionLimit = Self.limit(connectionRateLimit)
         for owner in Self.ranges(owners) {
             let match = "-A \(chain) -m owner --uid-owner \(owner)"
-            lines.append("\(match) -p udp -m udp --dport 53 \(limit) -j \(filterChain)")
-            lines.append("\(match) -p tcp -m tcp --dport 53 \(limit) -j \(filterChain)")
+            lines.append("\(match) -p udp -m udp --dport 53 \(limit)-j \(filterChain)")
+            lines.append("\(match) -p tcp -m tcp --dport 53 \(limit)-j \(filterChain)")
             lines.append("\(match) -p udp -m udp --dport 53 -j DROP")
             lines.append("\(match) -p tcp -m tcp --dport 53 -j DROP")
-            lines.append("\(match) \(connectionLimit) -j \(filterChain)")
+            lines.append("\(match) \(connectionLimit)-j \(filterChain)")
             lines.append("\(match) -j DROP")
         }
         let queue = "-j NFQUEUE --queue-num \(queue)"
@@ -258,7 +272,9 @@ public struct Firewall: Sendable {
         let dnsMark = "-m connmark --mark \(markText(.dns))"
         let perFlow = min(rateLimit, 1_000_000)
         let perServer = min(rateLimit * 5, 1_000_000)
-        let limits = [(perFlow, "srcip,srcport,dstip,dstport", "dnsf"), (perServer, "srcip", "dnss")]
+        // No limit on the questions (0): none on the answers either.
+        let limits =
+            rateLimit == 0 ? [] : [(perFlow, "srcip,srcport,dstip,dstport", "dnsf"), (perServer, "srcip", "dnss")]
         for (rate, mode, name) in limits {
             for transport in ["udp", "tcp"] {
                 lines.append(

@@ -52,6 +52,7 @@ public final class ProcessHandle: Sendable {
     @discardableResult public func stop() -> Bool { signal(SIGSTOP) }
     @discardableResult public func resume() -> Bool { signal(SIGCONT) }
     @discardableResult public func kill() -> Bool { signal(SIGKILL) }
+    @discardableResult public func terminate() -> Bool { signal(SIGTERM) }
 
     /// Whether the process has not exited yet (a zombie has).
     public var isAlive: Bool { screentime_pidfd_send_signal(fd, 0) == 0 }

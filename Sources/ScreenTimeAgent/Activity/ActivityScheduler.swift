@@ -48,7 +48,7 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     private let stop: StopSignal?
     /// The users' foreground time, and whether they have something in front (the usage tracker;
     /// none in tests: no time counted, something always in front).
-    private let usage: (any UsageQueries)?
+    let usage: (any UsageQueries)?
     /// Users who came to have something in front (the usage tracker tells): a threshold can come
     /// only while something is.
     private let usersInFrontGained: AsyncStream<Set<UInt32>>?
@@ -190,7 +190,7 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
         var changes: [(key: Monitor.Key, progress: ActivityProgress, owed: [ActivityCallback])] = []
         var nextWake: Date?
         for entry in entries {
-            let activity = entry.monitor.activity
+            let activity = Self.counted(entry.monitor, among: entries)
             var ledger: UsageLedger?
             if !activity.events.isEmpty, let interval = activity.currentOrNextInterval(at: now, calendar: calendar),
                 interval.start <= now

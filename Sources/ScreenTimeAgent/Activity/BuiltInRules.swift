@@ -39,7 +39,8 @@ package final class BuiltInRules: BuiltInReactions {
         case (.limit(let shield), .eventDidReachThreshold):
             let store = StoreKey(client: monitor.client, name: shield.store)
             _ = try edits.changeStore(
-                account, store, by: agent, action: "limit reached: shielded until midnight",
+                account, store, by: agent,
+                action: "limit reached: shielded until \(LimitPeriod(monitor.activity.schedule).until)",
                 metadata: ["limit": "\(monitor.activity.name)"]
             ) { collection in
                 try collection.update(store) { settings in
@@ -55,17 +56,16 @@ package final class BuiltInRules: BuiltInReactions {
             // A new day: yesterday's shield goes (if the limit was reached).
             try edits.liftLimit(monitor, account: account, by: agent)
         case (.limit, .eventWillReachThresholdWarning):
+            let left = Self.left(monitor, callback)
             logger.notice(
-                "limit in 5 minutes", metadata: ["user": "\(account.name)", "limit": "\(monitor.activity.name)"])
+                "limit in \(left)", metadata: ["user": "\(account.name)", "limit": "\(monitor.activity.name)"])
             let what = monitor.itemNames["limit"]?.joined(separator: ", ") ?? "it"
-            // A limit shorter than the warning is warned of at once: with what it has.
-            let threshold = monitor.activity.events.values.map(\.thresholdDuration).max() ?? 300
-            let minutes = max(1, min(5, Int((threshold / 60).rounded(.up))))
-            let left = minutes == 1 ? "1 minute" : "\(minutes) minutes"
+            let period = LimitPeriod(monitor.activity.schedule)
+            let words = (period.this, period.whose)
             shieldEvents.tell(
                 .notice(
-                    uid: account.uid, title: "\(left) left today",
-                    subtitle: "Today's time for \(what) ends in \(left).",
+                    uid: account.uid, title: "\(left) left \(words.0)",
+                    subtitle: "\(words.1) time for \(what) ends in \(left).",
                     icon: "alarm-symbolic"))
         case (.downtime(let storeName, let allowed, let noLogin), .intervalDidStart):
             let store = StoreKey(client: monitor.client, name: storeName)
@@ -80,20 +80,22 @@ package final class BuiltInRules: BuiltInReactions {
             try edits.unlock(account, .downtime, publish: false)
             _ = try edits.changeStore(account, store, by: agent, action: "downtime ended") { $0.clear(store) }
         case (.downtime(_, _, let noLogin), .intervalWillStartWarning):
-            logger.notice("downtime in 5 minutes", metadata: ["user": "\(account.name)"])
+            let left = Self.minutes(callback.warning ?? callback.interval.start.timeIntervalSinceNow)
+            logger.notice("downtime in \(left)", metadata: ["user": "\(account.name)"])
             let subtitle =
                 noLogin == true
                 ? "Then this session is locked until downtime ends. Save your work."
                 : "From then on, only the apps your guardian allowed run."
             shieldEvents.tell(
-                .notice(uid: account.uid, title: "Downtime in 5 minutes", subtitle: subtitle, icon: "alarm-symbolic"))
+                .notice(uid: account.uid, title: "Downtime in \(left)", subtitle: subtitle, icon: "alarm-symbolic"))
             if noLogin == true {
-                logins?.warn(uid: account.uid, "Downtime in 5 minutes. \(subtitle)")
+                logins?.warn(uid: account.uid, "Downtime in \(left). \(subtitle)")
             }
         case (.screenTime(let storeName, let noLogin), .eventDidReachThreshold):
             let store = StoreKey(client: monitor.client, name: storeName)
-            if noLogin { try edits.lock(account, .screenTime, until: callback.interval.end) }
-            _ = try edits.changeStore(account, store, by: agent, action: "screen time used up: shielded until midnight")
+            if noLogin { try edits.lock(account, Self.lockReason(storeName), until: callback.interval.end) }
+            let until = (LimitPeriod(store: storeName) ?? .day).until
+            _ = try edits.changeStore(account, store, by: agent, action: "screen time used up: shielded until \(until)")
             {
                 collection in
                 try collection.update(store) { settings in settings.shield.applicationCategories = .all(except: []) }
@@ -101,19 +103,71 @@ package final class BuiltInRules: BuiltInReactions {
         case (.screenTime(let storeName, _), .intervalDidStart):
             // A new day: yesterday's shield and lock go.
             let store = StoreKey(client: monitor.client, name: storeName)
-            try edits.unlock(account, .screenTime, publish: false)
-            _ = try edits.changeStore(account, store, by: agent, action: "a new day's screen time") { $0.clear(store) }
-        case (.screenTime(_, let noLogin), .eventWillReachThresholdWarning):
-            logger.notice("screen time ends in 5 minutes", metadata: ["user": "\(account.name)"])
+            try edits.unlock(account, Self.lockReason(storeName), publish: false)
+            _ = try edits.changeStore(account, store, by: agent, action: "a new period's screen time") {
+                $0.clear(store)
+            }
+        case (.screenTime(let storeName, let noLogin), .eventWillReachThresholdWarning):
+            let left = Self.left(monitor, callback)
+            logger.notice("screen time ends in \(left)", metadata: ["user": "\(account.name)"])
+            let period = LimitPeriod(store: storeName) ?? .day
+            let (whose, when, title) = (period.whose, period.next, "\(left) left \(period.this)")
             let subtitle =
                 noLogin
-                ? "Today's screen time ends in 5 minutes; then this session is locked until tomorrow. Save your work."
-                : "Today's screen time ends in 5 minutes."
-            shieldEvents.tell(
-                .notice(uid: account.uid, title: "5 minutes left today", subtitle: subtitle, icon: "alarm-symbolic"))
+                ? "\(whose) screen time ends in \(left); then this session is locked until \(when). Save your work."
+                : "\(whose) screen time ends in \(left)."
+            shieldEvents.tell(.notice(uid: account.uid, title: title, subtitle: subtitle, icon: "alarm-symbolic"))
             if noLogin { logins?.warn(uid: account.uid, subtitle) }
+        case (.free(let storeName, let shielded), .intervalDidStart):
+            try shieldCategories(
+                shielded, StoreKey(client: monitor.client, name: storeName), of: account, remove: false)
+            let formatter = DateFormatter()
+            formatter.dateFormat = "HH:mm"
+            shieldEvents.tell(
+                .notice(
+                    uid: account.uid, title: "Free time until \(formatter.string(from: callback.interval.end))",
+                    subtitle: "Time now does not count toward your limits.", icon: "alarm-symbolic"))
+        case (.free(let storeName, let shielded), .intervalDidEnd):
+            try shieldCategories(shielded, StoreKey(client: monitor.client, name: storeName), of: account, remove: true)
         default:
             break
         }
+    }
+
+    /// A free period's categories shielded (or no longer) in its store.
+    private func shieldCategories(
+        _ categories: Set<ActivityCategoryToken>, _ store: StoreKey, of account: UserAccount, remove: Bool
+    ) throws {
+        guard !categories.isEmpty else { return }
+        let action = remove ? "free time ended" : "free time started"
+        _ = try edits.changeStore(account, store, by: PolicyEdits.agent, action: action) { collection in
+            try collection.update(store) { settings in
+                settings.shield.applicationCategories = PolicyEdits.change(
+                    settings.shield.applicationCategories, categories, remove: remove)
+            }
+        }
+    }
+
+    /// How long is left at a threshold's warning, in words: the warning's lead time (5 minutes
+    /// for one kept from before there were several), or the whole threshold when it is shorter
+    /// (a 1-minute limit is warned of at once, with the minute it has).
+    static func left(_ monitor: Monitor, _ callback: ActivityCallback) -> String {
+        let event = callback.event.flatMap { monitor.activity.events[$0] } ?? monitor.activity.events.values.first
+        let threshold =
+            event?.threshold(
+                forIntervalStartingAt: callback.interval.start, calendar: ActivityScheduler.systemCalendar())
+            ?? 300
+        return minutes(min(callback.warning ?? 300, threshold))
+    }
+
+    /// `1 minute`, `30 minutes` (rounded up, at least one).
+    static func minutes(_ seconds: TimeInterval) -> String {
+        let minutes = max(1, Int((seconds / 60).rounded(.up)))
+        return minutes == 1 ? "1 minute" : "\(minutes) minutes"
+    }
+
+    /// The login lock a screen-time limit puts on, by its store: the day's, week's or month's.
+    static func lockReason(_ store: StoreName) -> StateDatabase.LoginLock.Reason {
+        (LimitPeriod(store: store) ?? .day).screenTime.lock
     }
 }

@@ -28,19 +28,31 @@ package struct Monitor: Codable, Sendable, Hashable {
         /// When the day's whole screen time reaches the threshold, every application is shielded
         /// in `store` until the next day; with `noLogin`, sessions are locked and logins refused.
         case screenTime(store: StoreName, noLogin: Bool)
+        /// While an interval lasts, the user's use counts toward none of the agent's limits and
+        /// screen time; these categories are shielded in `store` meanwhile.
+        case free(store: StoreName, shielded: Set<ActivityCategoryToken>)
 
         var name: String {
             switch self {
             case .limit: "limit"
             case .downtime: "downtime"
             case .screenTime: "screen time"
+            case .free: "free time"
+            }
+        }
+
+        /// Whether what it counts leaves out the user's free periods (the agent's own limits).
+        var countsFreeTimeOut: Bool {
+            switch self {
+            case .limit, .screenTime: true
+            case .downtime, .free: false
             }
         }
 
         /// Whether it locks sessions and refuses logins while in force.
         var noLogin: Bool {
             switch self {
-            case .limit: false
+            case .limit, .free: false
             case .downtime(_, _, let noLogin): noLogin ?? false
             case .screenTime(_, let noLogin): noLogin
             }

@@ -15,12 +15,16 @@ struct ProcessHolder: Sendable {
     /// Holds a process; returns the group it came from (nil when it was in the frozen group
     /// already: another hold of it knows), or nil when it could not be held (gone). `stopFirst`
     /// stops it before the move (microseconds, against the move's tens or hundreds): for a
-    /// shield found on a running program. `waiting` returns only once the group is frozen.
+    /// shield found on a running program, under the v1 freezer only. A stop is what its parent
+    /// sees (`waitpid` with WUNTRACED): su and sudo then stop themselves and were never
+    /// continued, a shell takes its terminal back and makes the program a stopped job; the v2
+    /// freezer's hold is seen by no one, so there the move alone holds (a fork in between is
+    /// held by its fork event). `waiting` returns only once the group is frozen.
     func hold(_ handle: ProcessHandle, stopFirst: Bool, waiting: Bool = true) -> (origin: String?, frozen: Bool)? {
         guard let freezer else {
             return handle.stop() ? ("/", false) : nil
         }
-        if stopFirst, !handle.stop() { return nil }
+        if stopFirst, freezer.version != .v2, !handle.stop() { return nil }
         let origin = freezer.group(of: handle.pid) ?? "/"
         if origin == "/" + freezer.name { return (nil, true) }
         guard handle.isAlive else { return nil }

@@ -201,7 +201,11 @@ extension ProcessShield {
         if !forker.judged {
             // Its forker is still being judged: so is it, with the forker's reads.
             judgeExec(child, &table, policy: policy, inherited: tracked.inherited, counting: false)
-        } else if forker.action != nil || forker.hold != nil || forkers.count > 1 || first != parent {
+        } else if forker.action != nil || forker.hold != nil || forkers.count > 1 || first != parent
+            || policy.users[forker.owner]?.locked == true
+        {
+            // Locked, a new process is held whatever its forker is: one whose forker exited
+            // before the lock could hold it (a double fork) would run on otherwise.
             enforce(child, &table, policy: policy)
         }
     }

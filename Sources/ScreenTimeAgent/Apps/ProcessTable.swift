@@ -24,7 +24,7 @@ enum HoldReason: Sendable, Equatable {
         case .shield: "shielded"
         case .judging: "being judged"
         case .unjudged: "could not be judged"
-        case .locked: "locked: downtime or the day's screen time"
+        case .locked: "locked: sessions held (downtime, screen time used up, or a guardian's lock)"
         }
     }
 }

@@ -11,11 +11,17 @@ public struct RequestContext: Sendable {
     public let peer: PeerCredentials
     public let files: [Int32]
     public let authority: ExtensionAuthority?
+    /// The dashboard session the request says it is made in (the envelope's), checked by the
+    /// policy service: honoured only from the dashboard's account.
+    public var session: String?
 
-    public init(peer: PeerCredentials, files: [Int32] = [], authority: ExtensionAuthority? = nil) {
+    public init(
+        peer: PeerCredentials, files: [Int32] = [], authority: ExtensionAuthority? = nil, session: String? = nil
+    ) {
         self.peer = peer
         self.files = files
         self.authority = authority
+        self.session = session
     }
 
     /// The descriptor a request's file argument names; a missing one is the caller's error.
@@ -77,13 +83,19 @@ public struct ControlRouter: Sendable {
     /// The reply to a message; never throws.
     public func reply(to bytes: [UInt8], context: RequestContext) -> [UInt8] {
         do {
-            let kind = try RequestEnvelope.kind(of: bytes)
+            let header = try RequestEnvelope.header(of: bytes)
+            let kind = header.kind
             guard let route = routes[kind] else {
                 throw ScreenTimeIPCError(.unknownRequest, "this agent knows no request of kind '\(kind.prefix(60))'")
             }
             if context.authority != nil, !ExtensionAuthority.allowedKinds.contains(kind) {
                 throw ScreenTimeIPCError(.notAllowed, "an extension may not make '\(kind)' requests")
             }
+            guard header.session == nil || context.authority == nil else {
+                throw ScreenTimeIPCError(.notAllowed, "an extension's requests carry no dashboard session")
+            }
+            var context = context
+            context.session = header.session ?? context.session
             return try route(bytes, context)
         } catch let error as ScreenTimeIPCError {
             return ReplyCoding.encode(error)

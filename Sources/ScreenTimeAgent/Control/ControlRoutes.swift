@@ -33,6 +33,15 @@ extension ControlRouter {
         router.register(NoticeRequest.self, policy.notice)
         router.register(LoginRequest.self, policy.login)
         router.register(ScreenTimeGrantRequest.self, policy.screenTimeGrant)
+        router.register(EndGrantRequest.self, policy.endGrant)
+        router.register(LockRequest.self, policy.lock)
+        router.register(AlwaysAllowedRequest.self, policy.alwaysAllowed)
+        router.register(LockoutRequest.self, policy.lockout)
+        router.register(FreeTimeRequest.self, policy.freeTime)
+        router.register(WebSignInRequest.self, policy.webSignIn)
+        router.register(WebSignOutRequest.self, policy.webSignOut)
+        router.register(WebSessionsRequest.self, policy.webSessions)
+        router.register(WebPairRequest.self, policy.webPair)
         router.register(LauncherCheckRequest.self) {
             try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer))
         }

@@ -130,7 +130,9 @@ extension DomainShield {
         // From one of the system's resolvers (port 53), or from one the child chose.
         let trusted = parsed.sourcePort == 53 && resolvers.contains(parsed.source)
         for bytes in messages {
-            guard bytes.count >= 2, let owner = outstanding.owner(of: Self.key(parsed, id: bytes, reply: true)),
+            guard bytes.count >= 2,
+                let owner = outstanding.owner(
+                    of: Self.key(parsed, id: bytes, reply: true), answered: parsed.transport == .udp),
                 let filter = state.withLock({ $0.filters[owner] }),
                 let answers = try? DNSMessage.answers(in: bytes)
             else { return .drop }

@@ -254,17 +254,23 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let thread = Thread { [self] in
                 while !stop.isRaised {
-                    guard state.withLock({ $0.policiesInstalled == true }),
-                        let watch = try? FileWatch(files: policies.paths)
-                    else {
-                        // Not installed (or no folder to watch yet): until they are put in step again.
+                    guard state.withLock({ $0.policiesInstalled == true }) else {
+                        // Not installed: until they are put in step again.
                         policiesPutInStep.wait()
                         continue
                     }
+                    // Written again where they are not in place, their folders with them: a
+                    // folder removed (with the files in it) leaves nothing to watch until then.
+                    restoreBrowserPolicies(policies)
+                    guard let watch = try? FileWatch(files: policies.paths) else {
+                        // Removed again while being written, or not writable: tried again in a
+                        // moment (or when they are put in step), never left unwatched.
+                        _ = policiesPutInStep.wait(timeout: .now() + .seconds(2))
+                        continue
+                    }
+                    // A change between the write and the watch.
                     restoreBrowserPolicies(policies)
                     try? watch.run(until: stop) { watch.stop() }
-                    guard !stop.isRaised else { break }
-                    restoreBrowserPolicies(policies)
                 }
                 done.resume()
             }

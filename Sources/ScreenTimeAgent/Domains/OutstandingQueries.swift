@@ -5,9 +5,10 @@ import Synchronization
 /// back (queued by their connection mark) are judged with the asker's filter: the reply's
 /// addresses and ports are the question's swapped, and it carries the question's ID.
 ///
-/// Bounded: at most `perOwner` questions of one user and `total` in all are remembered, each for
-/// `lifetime` seconds. A user asking faster than that only loses its own replies (which are then
-/// dropped: fail closed).
+/// A question is remembered until its UDP reply is judged, or for `lifetime` seconds when none
+/// comes (or it was asked over TCP). Bounded: at most `perOwner` unanswered questions of one user and `total` in all.
+/// A user with more unanswered only loses its own replies (which are then dropped: fail closed).
+/// A second reply to one question finds nothing, and is dropped.
 final class OutstandingQueries: Sendable {
     struct Key: Hashable, Sendable {
         var client: [UInt8]
@@ -48,6 +49,11 @@ final class OutstandingQueries: Sendable {
             guard state.perOwner[owner, default: 0] < perOwner, state.entries.count < total else { return false }
             let expires = now.addingTimeInterval(Self.lifetime)
             state.entries[key] = Entry(owner: owner, expires: expires)
+            // Answered questions leave their place behind: kept to twice the bound.
+            if state.order.count - state.head >= 2 * total {
+                state.order = state.order[state.head...].filter { state.entries[$0.key]?.expires == $0.expires }
+                state.head = 0
+            }
             state.order.append((key, expires))
             state.perOwner[owner, default: 0] += 1
             return true
@@ -55,10 +61,20 @@ final class OutstandingQueries: Sendable {
     }
 
     /// Who asked the question a reply answers, if anyone filtered did (and not too long ago).
-    func owner(of key: Key, now: Date = Date()) -> UInt32? {
+    /// With `answered`, the question is forgotten: a UDP reply answers it once. (A TCP reply
+    /// leaves it for its lifetime: the server sends a lost segment again, and that copy must
+    /// find it too.)
+    func owner(of key: Key, answered: Bool, now: Date = Date()) -> UInt32? {
         state.withLock { state in
-            guard let entry = state.entries[key], entry.expires > now else { return nil }
-            return entry.owner
+            guard answered else {
+                guard let entry = state.entries[key], entry.expires > now else { return nil }
+                return entry.owner
+            }
+            guard let entry = state.entries.removeValue(forKey: key) else { return nil }
+            state.perOwner[entry.owner, default: 1] -= 1
+            if state.perOwner[entry.owner] == 0 { state.perOwner[entry.owner] = nil }
+            // Its place in `order` goes when it would have expired, or at the next compaction.
+            return entry.expires > now ? entry.owner : nil
         }
     }
 

@@ -37,7 +37,15 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
     /// Told when a text session starts or ends (the usage tracker).
     private let textSessions: (any TextSessions)?
 
+    /// What suspends the computer (the configuration's `suspendCommand`, split); empty: nothing.
+    private let suspendCommand: [String]
+    /// The bus logind is on (the configuration's `logindBus`), asked to lock screens; empty: none.
+    private let logindBus: String
+
     private struct State {
+        /// Whether a policy was applied yet: the locks in force at the agent's start are held, and
+        /// only those that come later log out or suspend (a restart never suspends again).
+        var applied = false
         var logins: [Int32: Entry] = [:]
         /// Who was locked at the last policy, and the children the cache file lists.
         var locked: [UInt32: String] = [:]
@@ -50,8 +58,13 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
     }
 
     /// - Parameter textSessions: told when a text session starts or ends (the usage tracker).
-    package init(stateDirectory: String, textSessions: (any TextSessions)?, logger: Logger) {
+    package init(
+        stateDirectory: String, textSessions: (any TextSessions)?, suspendCommand: String = "",
+        logindBus: String = "", logger: Logger
+    ) {
         self.stateDirectory = stateDirectory
+        self.suspendCommand = suspendCommand.split(separator: " ").map(String.init)
+        self.logindBus = logindBus
         self.textSessions = textSessions
         self.logger = logger
         leaders = ProcessEndWatch(logger: logger)
@@ -155,15 +168,90 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
             children[user.uid] = user.name + " " + user.member.rawValue
             if user.isLocked, let lock = user.loginLock { locked[user.uid] = LoginText.lockMessage(lock, user: nil) }
         }
-        let (newlyLocked, writeCache) = state.withLock { state -> ([UInt32: String], Bool) in
+        let (newlyLocked, writeCache, started) = state.withLock { state -> ([UInt32: String], Bool, Bool) in
             let newly = locked.filter { state.locked[$0.key] == nil }
             state.locked = locked
             let write = state.children != children
             if write { state.children = children }
-            return (newly, write)
+            let started = state.applied
+            state.applied = true
+            return (newly, write, started)
         }
         for (uid, message) in newlyLocked { warn(uid: uid, "This session is locked. " + message) }
         if writeCache { writeChildren(children) }
+        guard started else { return }
+        for uid in newlyLocked.keys.sorted() {
+            guard let user = snapshot.users[uid], user.lockout != .hold else { continue }
+            let action = user.lockout
+            // Off the publisher's thread: the sessions are held already, this only ends them.
+            DispatchQueue.global().async { [self] in
+                switch action {
+                case .hold: break
+                case .logout: logOut(user)
+                case .suspend: suspend(user)
+                case .lockScreen: lockScreens(user)
+                }
+            }
+        }
+    }
+
+    /// Ends a locked user's sessions: their leaders (login, sshd's worker, su, a display
+    /// manager's worker) are asked to end, then every program of the user's uids (held, so they
+    /// cannot fork meanwhile) is killed, and the leaders still there too.
+    private func logOut(_ user: PolicySnapshot.User) {
+        let leaders = state.withLock { state in
+            state.logins.values.map(\.login).filter { $0.uid == user.uid }.compactMap {
+                ProcessHandle(pid: $0.leader, startTime: $0.leaderStart)
+            }
+        }
+        for leader in leaders { leader.terminate() }
+        var killed = 0
+        for _ in 0..<3 {
+            for pid in inspector.pids() {
+                if let process = ProcessHandle(pid: pid, inspector: inspector, owner: { user.uids.contains($0) }),
+                    process.kill()
+                {
+                    killed += 1
+                }
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+        }
+        for leader in leaders where leader.isAlive { leader.kill() }
+        logger.notice(
+            "locked: logged out",
+            metadata: ["user": "\(user.name)", "sessions": "\(leaders.count)", "killed": "\(killed)"])
+    }
+
+    /// Asks logind to lock the screens of a locked user whose lockout is `lock-screen` (their
+    /// sessions are held; a compositor that draws its own lock screen passes the lock).
+    private func lockScreens(_ user: PolicySnapshot.User) {
+        guard !logindBus.isEmpty else {
+            logger.warning("locked: lock-screen asked, but no logindBus is set", metadata: ["user": "\(user.name)"])
+            return
+        }
+        do {
+            let asked = try LogindWatch.lockSessions(of: user.uid, address: logindBus)
+            logger.notice("locked: screens locked", metadata: ["user": "\(user.name)", "sessions": "\(asked)"])
+        } catch {
+            logger.error("locked: cannot lock the screen", metadata: ["user": "\(user.name)", "error": "\(error)"])
+        }
+    }
+
+    /// Suspends the computer for a locked user whose lockout is `suspend` (their sessions are held).
+    private func suspend(_ user: PolicySnapshot.User) {
+        guard let program = suspendCommand.first else {
+            logger.warning("locked: suspend asked, but no suspendCommand is set", metadata: ["user": "\(user.name)"])
+            return
+        }
+        do {
+            let outcome = try ChildProcess.run(
+                program, Array(suspendCommand.dropFirst()), environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"],
+                deadline: 30)
+            logger.notice(
+                "locked: suspended", metadata: ["user": "\(user.name)", "status": "\(outcome.status)"])
+        } catch {
+            logger.error("locked: cannot suspend", metadata: ["user": "\(user.name)", "error": "\(error)"])
+        }
     }
 
     /// The file the PAM hooks read first: the authorized users (`uid name child|individual`
@@ -198,6 +286,14 @@ enum LoginText {
         switch lock.reason {
         case "downtime":
             return "It is downtime until \(when). \(who) log in again then."
+        case "guardian" where lock.until >= PolicyService.untilUnlocked:
+            return "A guardian locked this account. \(who) log in again once a guardian unlocks it."
+        case "guardian":
+            return "A guardian locked this account until \(when). \(who) log in again then."
+        case "weekly screen time":
+            return "This week's screen time is used up. \(who) log in again \(sameDay ? "at" : "on") \(when)."
+        case "monthly screen time":
+            return "This month's screen time is used up. \(who) log in again \(sameDay ? "at" : "on") \(when)."
         default:
             return "Today's screen time is used up. \(who) log in again \(sameDay ? "at" : "on") \(when)."
         }

@@ -41,6 +41,20 @@ final class GuardianApprovals: Sendable {
     /// Checks `password` for `guardian` on behalf of `asker`; throws `tooManyAttempts` when the
     /// asker must wait or is locked out (without asking PAM), `authenticationFailed` when wrong.
     func approve(guardian: String, password: String, asker: UInt32, askerName: String) throws {
+        try throttled(asker: asker, askerName: askerName, subject: guardian) {
+            do {
+                try check(guardian, password)
+            } catch let error as ScreenTimeIPCError {
+                throw error
+            } catch {
+                throw ScreenTimeIPCError(.authenticationFailed, "the password for \(guardian) is not right")
+            }
+        }
+    }
+
+    /// Runs `attempt` (a password or a pairing code checked) under the same waits and lockout;
+    /// its failure counts as a wrong password of the asker's, and is logged naming `subject`.
+    func throttled(asker: UInt32, askerName: String, subject: String, _ attempt: () throws -> Void) throws {
         let started = checking.withLock { $0.insert(asker).inserted }
         guard started else {
             throw ScreenTimeIPCError(
@@ -60,11 +74,12 @@ final class GuardianApprovals: Sendable {
             if left > 0 {
                 throw ScreenTimeIPCError(
                     .tooManyAttempts,
-                    "after \(record.failures) wrong passwords, try again in \(Int(left.rounded(.up))) s")
+                    "after \(record.failures) wrong \(record.failures == 1 ? "try" : "tries"), try again in \(Int(left.rounded(.up))) s"
+                )
             }
         }
         do {
-            try check(guardian, password)
+            try attempt()
         } catch {
             let failures = (record?.failures ?? 0) + 1
             let locked = failures >= Self.lockoutAfter
@@ -74,11 +89,11 @@ final class GuardianApprovals: Sendable {
             logger.warning(
                 "a guardian password was refused",
                 metadata: [
-                    "guardian": "\(guardian)", "asker": "\(askerName)", "askerUID": "\(asker)",
+                    "guardian": "\(subject)", "asker": "\(askerName)", "askerUID": "\(asker)",
                     "failures": "\(failures)", "lockedOut": "\(locked)",
                 ])
             if let error = error as? ScreenTimeIPCError { throw error }
-            throw ScreenTimeIPCError(.authenticationFailed, "the password for \(guardian) is not right")
+            throw ScreenTimeIPCError(.authenticationFailed, "\(subject): not right")
         }
         if record != nil { try database.savePasswordFailures(uid: asker, nil) }
     }

@@ -89,7 +89,8 @@ package final class PolicyPublisher: Sendable {
             let locks = try database.loginLocks(uid: record.uid, at: now)
             let loginLock = LoginLock.inForce(
                 locks: locks.map { ($0.reason.rawValue, $0.until) }, grants: grants, at: now)
-            let policy = try database.stores(uid: record.uid).collection.policyInForce(grants: grants, at: now)
+            let policy = try database.stores(uid: record.uid).collection.policyInForce(
+                grants: grants, alwaysAllowed: try database.alwaysAllowed(uid: record.uid), at: now)
             let account = try? users.user(uid: record.uid)
             let name = account?.name ?? record.userName
             var uids = UIDRanges([record.uid...record.uid])
@@ -98,7 +99,8 @@ package final class PolicyPublisher: Sendable {
             result[record.uid] = PolicySnapshot.User(
                 uid: record.uid, name: name, home: account?.home, member: record.member, policy: policy, uids: uids,
                 groups: account.map { users.groupIDs(of: $0) } ?? [], subordinateGIDs: subordinateGroups,
-                grantsEnd: (grants.map(\.until) + locks.map(\.until)).min(), loginLock: loginLock)
+                grantsEnd: (grants.map(\.until) + locks.map(\.until)).min(), loginLock: loginLock,
+                lockout: try database.lockout(uid: record.uid))
             tokens.formUnion(policy.webDomainsShieldedByToken.keys.map(\.base64))
             tokens.formUnion(policy.applicationsShieldedByToken.keys.map(\.base64))
             tokens.formUnion(policy.applicationsBlocked.keys.map(\.base64))

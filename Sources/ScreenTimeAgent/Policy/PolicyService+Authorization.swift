@@ -136,8 +136,20 @@ extension PolicyService {
         guard caller.isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian can lift a lockout") }
         let account = try target(request.user, caller: caller)
         let had = try approvals.unlock(account.uid)
-        logger.notice("password lockout lifted", metadata: ["user": "\(account.name)", "by": "\(caller.account.name)"])
-        return UnlockReply(user: summary(account), hadFailures: had)
+        if had {
+            logger.notice(
+                "password lockout lifted", metadata: ["user": "\(account.name)", "by": "\(caller.account.name)"])
+        }
+        let lifted = try edits.changes.withLock { _ in
+            let lifted = try database.clearLoginLock(uid: account.uid, reason: .guardian)
+            if lifted { publisher.publish() }
+            return lifted
+        }
+        if lifted {
+            logger.notice(
+                "guardian's lock lifted", metadata: ["user": "\(account.name)", "by": "\(caller.account.name)"])
+        }
+        return UnlockReply(user: summary(account), hadFailures: had, lockLifted: lifted)
     }
 
     func revoke(_ reference: UserReference?, caller: Caller) throws -> AuthorizationReply {

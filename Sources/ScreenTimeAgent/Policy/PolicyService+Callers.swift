@@ -28,6 +28,7 @@ extension PolicyService {
     /// Who sent a request: the extension a channel was given to, else the connecting process.
     func caller(_ context: RequestContext) throws -> Caller {
         guard let authority = context.authority else {
+            if let guardian = try sessionCaller(context) { return guardian }
             var caller = try caller(context.peer)
             caller.program = ClientProgram.of(pid: context.peer.pid)
             return caller

@@ -51,28 +51,37 @@ extension PolicyService {
         else {
             throw ScreenTimeIPCError(.notAuthorized, "\(account.name) is not authorized")
         }
-        guard (1...720).contains(request.minutes) else {
-            throw ScreenTimeIPCError(.invalidArgument, "grant 1 to 720 minutes, not \(request.minutes)")
-        }
+        let length = try Self.checkedLength(minutes: request.minutes, length: request.length, asked: request.minutes)
         let now = Date()
+        if let lock = publisher.current.users[account.uid]?.loginLock, lock.reason == LoginLock.guardian {
+            throw ScreenTimeIPCError(
+                .invalidArgument,
+                "\(account.name) is locked by a guardian; no grant lifts that ('screentime lock --user \(account.name) --off' does)"
+            )
+        }
+        let until = try grantEnd(
+            length, uid: account.uid, kind: .screenTime, token: "screen-time", excluding: nil, now: now)
+        let minutes = Self.minutes(from: now, to: until)
         let granted = try edits.changes.withLock { _ -> StateDatabase.TimeRequest in
             var record = try database.addTimeRequest(
                 StateDatabase.TimeRequest(
                     id: nil, uid: account.uid, kind: .screenTime, token: "screen-time", name: "screen time",
-                    minutes: request.minutes, note: nil, state: .pending, createdAt: now))
+                    minutes: minutes, note: nil, state: .pending, createdAt: now))
             record.state = .granted
-            record.until = now.addingTimeInterval(TimeInterval(request.minutes) * 60)
+            record.until = until
             record.decidedAt = now
             record.decidedBy = caller.account.name
             try database.decide(
-                id: record.id ?? 0, state: .granted, minutes: request.minutes, until: record.until,
-                by: caller.account.name, at: now)
+                id: record.id ?? 0, state: .granted, minutes: minutes, until: until, by: caller.account.name, at: now)
             publisher.publish()
             return record
         }
         logger.notice(
             "more screen time granted",
-            metadata: ["user": "\(account.name)", "minutes": "\(request.minutes)", "by": "\(caller.account.name)"])
+            metadata: [
+                "user": "\(account.name)", "length": "\(length.description)", "until": "\(until)",
+                "by": "\(caller.account.name)",
+            ])
         return Self.report(granted, user: account.name, names: true, now: now)
     }
 }

@@ -47,7 +47,7 @@ extension PolicyService {
             }
             let (event, names, _) = try resolve(
                 requested.items, threshold: requested.thresholdSeconds, past: requested.includesPastActivity,
-                resolver: &resolver, what: "event '\(eventName)'")
+                allowance: requested.allowance, resolver: &resolver, what: "event '\(eventName)'")
             events[eventName] = event
             itemNames[eventName.rawValue] = names
         }
@@ -141,7 +141,8 @@ extension PolicyService {
 
     /// Names to tokens for an event, checked; the names as given, for display.
     func resolve(
-        _ items: ActivityItems, threshold: Double, past: Bool, resolver: inout Resolver, what: String
+        _ items: ActivityItems, threshold: Double, past: Bool, allowance: DailyAllowance? = nil,
+        resolver: inout Resolver, what: String
     ) throws -> (event: DeviceActivityEvent, names: [String], shieldDomains: Set<WebDomainToken>) {
         guard !items.isEmpty else {
             throw ScreenTimeIPCError(
@@ -177,9 +178,10 @@ extension PolicyService {
             names.append(name.identity)
         }
         if let selection = items.selection, !selection.isEmpty { names.append("a selection") }
-        let event = DeviceActivityEvent(
+        var event = DeviceActivityEvent(
             applications: applications, categories: categories, webDomains: domains,
             threshold: DurationText.components(threshold), includesPastActivity: past)
+        event.allowance = allowance
         do {
             try event.validate()
         } catch {
@@ -206,25 +208,33 @@ extension PolicyService {
                 at: entry.monitor.activity.monitoringStart)
         }
         try activities.startMonitoring(name, during: schedule, events: events, weekdays: weekdays, at: now)
-        guard let activity = activities.activities[name] else {
+        guard var activity = activities.activities[name] else {
             throw ScreenTimeIPCError(.internalError, "the activity was not kept")
         }
+        // The agent's own rules warn on the child's schedule (30, 10, 5, 1 minutes by default).
+        if builtIn != nil { activity.warnings = Self.warnings(try database.warnings(uid: account.uid)) }
         return Monitor(
             uid: account.uid, client: client, activity: activity, program: program, builtIn: builtIn,
             itemNames: itemNames)
     }
 
-    static func limitName(_ items: [String]) -> String {
+    static func limitName(_ items: [String], suffix: String = "") -> String {
         let text = limitPrefix + items.sorted().joined(separator: ", ")
-        guard text.count > 120 else { return text }
-        return String(text.prefix(100)) + "… (\(items.count) items)"
+        guard text.count + suffix.count > 120 else { return text + suffix }
+        return String(text.prefix(100 - suffix.count)) + "… (\(items.count) items)" + suffix
     }
+
+    /// Monday 00:00 to the next Monday 00:00, warned 5 minutes before: a weekly limit's schedule.
+    static let everyWeek = DeviceActivitySchedule(
+        intervalStart: DateComponents(hour: 0, minute: 0, weekday: 2),
+        intervalEnd: DateComponents(hour: 0, minute: 0, weekday: 2), repeats: true,
+        warningTime: DateComponents(minute: 5))
 
     func monitorReport(
         _ entry: ActivityScheduler.Entry, names: Bool, runs: [Monitor.Key: ExtensionRun]
     ) throws -> MonitorReport {
         let monitor = entry.monitor
-        let activity = monitor.activity
+        let activity = scheduler?.counted(monitor) ?? monitor.activity
         let now = Date()
         let calendar = ActivityScheduler.systemCalendar()
         let interval = activity.currentOrNextInterval(at: now, calendar: calendar)
@@ -234,8 +244,9 @@ extension PolicyService {
             ledger = try? usageTracker?.usage(uid: monitor.uid, during: interval).ledger
         }
         let events = activity.events.sorted { $0.key < $1.key }.map { eventName, event in
-            MonitorReport.Event(
-                name: eventName.rawValue, thresholdSeconds: event.thresholdDuration,
+            let today = interval.map { event.threshold(forIntervalStartingAt: $0.start, calendar: calendar) }
+            var report = MonitorReport.Event(
+                name: eventName.rawValue, thresholdSeconds: (today ?? nil) ?? event.thresholdDuration,
                 includesPastActivity: event.includesPastActivity,
                 applications: event.applications.sorted().map(\.base64),
                 categories: event.categories.sorted().map(\.base64),
@@ -245,9 +256,15 @@ extension PolicyService {
                     ?? false,
                 usedSeconds: ledger.flatMap { ledger in
                     interval.map {
-                        ThresholdTracker.usage(of: event, activity: activity, interval: $0, ledger: ledger, now: now)
+                        ThresholdTracker.usage(
+                            of: event, activity: activity, interval: $0, ledger: ledger, now: now, calendar: calendar)
                     }
                 })
+            if let allowance = event.allowance {
+                report.allowance = allowance.description
+                if case .some(nil) = today { report.noThresholdToday = true }
+            }
+            return report
         }
         // What went wrong names programs and what they printed: for those who may see names.
         let run = runs[monitor.key].map { run in
@@ -258,6 +275,9 @@ extension PolicyService {
         var builtInName = monitor.builtIn?.name
         if case .downtime = monitor.builtIn, names, let allowed = monitor.itemNames["allowed"], !allowed.isEmpty {
             builtInName = "downtime (allowed: \(allowed.joined(separator: ", ")))"
+        }
+        if case .free = monitor.builtIn, names, let shielded = monitor.itemNames["shielded"], !shielded.isEmpty {
+            builtInName = "free time (shielded: \(shielded.joined(separator: ", ")))"
         }
         if let builtIn = monitor.builtIn, builtIn.noLogin {
             builtInName = (builtInName ?? builtIn.name) + ", no login"
@@ -271,10 +291,12 @@ extension PolicyService {
                 })
             name = Self.limitPrefix + (items.count == 1 ? "1 item" : "\(items.count) items")
         }
-        return MonitorReport(
+        var report = MonitorReport(
             client: monitor.client.rawValue, name: name, schedule: activity.schedule,
             weekdays: activity.weekdays?.sorted(), events: events, extension: names ? monitor.program : nil,
             builtIn: builtInName, monitoringStart: activity.monitoringStart, currentInterval: interval,
             inInterval: inInterval, lastRun: run)
+        report.warnings = activity.warnings.map { _ in activity.warningMarks }
+        return report
     }
 }

@@ -67,6 +67,10 @@ extension PolicyService {
             reply.loginLock = publisher.current.users[account.uid]?.loginLock.map {
                 LoginLockReport(reason: $0.reason, until: $0.until, grantedUntil: $0.grantedUntil)
             }
+            let allowed = try database.alwaysAllowedItems(uid: account.uid).map(\.name)
+            reply.alwaysAllowed = allowed.isEmpty ? nil : allowed
+            let limits = try limitStandings(account, names: mayReadNames) ?? []
+            reply.limits = limits.isEmpty ? nil : limits
         }
         return reply
     }
@@ -94,10 +98,33 @@ extension PolicyService {
         } catch {
             throw ScreenTimeIPCError(.internalError, "cannot read the usage: \(error)")
         }
+        report.limits = try limitStandings(account, names: mayReadNames)
         if let program = request.extension {
             report.rendered = try renderReport(report, with: program)
         }
         return report
+    }
+
+    /// Where the agent's limits on a user stand now, the day's then the week's of each.
+    func limitStandings(_ account: UserAccount, names: Bool) throws -> [UsageReport.LimitStanding]? {
+        guard scheduler != nil else { return nil }
+        let monitors = try monitorList(account, client: .agent, names: names).monitors
+        return monitors.compactMap { monitor -> UsageReport.LimitStanding? in
+            guard let builtIn = monitor.builtIn, builtIn.hasPrefix("limit") || builtIn.hasPrefix("screen time"),
+                let event = monitor.events.first
+            else { return nil }
+            let period = LimitPeriod(monitor.schedule)
+            var name = monitor.name
+            if name.hasPrefix(Self.limitPrefix) { name.removeFirst(Self.limitPrefix.count) }
+            if name.hasSuffix(period.suffix) { name.removeLast(period.suffix.count) }
+            return UsageReport.LimitStanding(
+                name: name, period: period.rawValue, allowance: event.allowance,
+                limitSeconds: event.noThresholdToday == true ? nil : event.thresholdSeconds,
+                usedSeconds: event.usedSeconds, reached: event.reached)
+        }.sorted { left, right in
+            func order(_ period: String) -> Int { LimitPeriod.allCases.firstIndex { $0.rawValue == period } ?? 0 }
+            return (left.name, order(left.period)) < (right.name, order(right.period))
+        }
     }
 
     /// A report extension's rendering: run as an extension (10 s, no network), the report on its

@@ -132,6 +132,13 @@ extension PolicyService {
             throw ScreenTimeIPCError(.invalidArgument, "grant 1 to 720 minutes, not \(minutes)")
         }
         let now = Date()
+        // Where it ends is read before the policy's lock is taken (it reads the scheduler).
+        var until: Date?
+        if request.grant, let asked = try database.timeRequest(id: request.id) {
+            let length = try Self.checkedLength(minutes: request.minutes, length: request.length, asked: asked.minutes)
+            // Granted again while its grant runs: on top of it, as any other grant on the same thing.
+            until = try grantEnd(length, uid: asked.uid, kind: asked.kind, token: asked.token, excluding: nil, now: now)
+        }
         let decided = try edits.changes.withLock { _ -> StateDatabase.TimeRequest in
             guard var record = try database.timeRequest(id: request.id) else {
                 throw ScreenTimeIPCError(
@@ -147,9 +154,9 @@ extension PolicyService {
                     "ask \(request.id) was \(record.state.rawValue) already\(record.decidedBy.map { " by \($0)" } ?? "")"
                 )
             }
-            record.minutes = request.minutes ?? record.minutes
             record.state = request.grant ? .granted : .denied
-            record.until = request.grant ? now.addingTimeInterval(TimeInterval(record.minutes) * 60) : nil
+            record.until = request.grant ? until : nil
+            if let until = record.until { record.minutes = Self.minutes(from: now, to: until) }
             record.decidedAt = now
             record.decidedBy = decider
             try database.decide(

@@ -37,6 +37,8 @@ public final class PolicyService: Sendable {
     let shieldProblems: ShieldProblems
     /// The login sessions the PAM hook told of.
     let loginSessions: LoginSessions?
+    /// The wall clock of password waits and dashboard sessions (a manual one in tests).
+    let now: @Sendable () -> Date
 
     /// The freedesktop main categories (Desktop Menu Specification): valid app categories even
     /// when no installed application uses them yet.
@@ -60,6 +62,7 @@ public final class PolicyService: Sendable {
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.users = users
+        self.now = now
         self.launcher = launcher
         self.edits = edits
         self.usageTracker = usage
@@ -146,7 +149,9 @@ public final class PolicyService: Sendable {
     /// enforce, which every reply reports.
     func inForce(_ stores: StoreCollection, uid: UInt32) throws -> EffectivePolicy {
         let now = Date()
-        return stores.policyInForce(grants: try database.timeGrants(uid: uid, at: now), at: now)
+        return stores.policyInForce(
+            grants: try database.timeGrants(uid: uid, at: now), alwaysAllowed: try database.alwaysAllowed(uid: uid),
+            at: now)
     }
 
     static func report(_ policy: EffectivePolicy) -> EffectiveReport {

@@ -28,6 +28,8 @@ package struct PolicySnapshot: Sendable {
         /// Why the user's sessions are locked and logins refused (downtime or the day's screen
         /// time, with `--no-login`), and a guardian's grant of screen time that lifts it for now.
         var loginLock: LoginLock? = nil
+        /// What a lock does to the user's open sessions.
+        var lockout: LockoutAction = .hold
 
         /// Whether the user's sessions are locked now (a lock no grant lifts).
         var isLocked: Bool { loginLock.map { $0.grantedUntil == nil } ?? false }

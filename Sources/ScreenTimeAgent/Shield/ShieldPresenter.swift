@@ -154,7 +154,9 @@ final class ShieldPresenter: Service, Sendable {
         let member = try? policy.member(of: thing.owner)
         var look = ShieldConfigurationData(
             icon: Self.systemIcon(thing.icon), title: .init(text: "\(thing.name) is shielded"),
-            subtitle: .init(text: Self.subtitle(thing)), primaryButtonLabel: .init(text: "OK"),
+            subtitle: .init(
+                text: Self.subtitle(thing, alwaysAllowed: (try? database.alwaysAllowedItems(uid: thing.owner)) ?? [])),
+            primaryButtonLabel: .init(text: "OK"),
             secondaryButtonLabel: member == .child ? .init(text: "Ask for more time") : nil)
         let extensions = (try? database.shieldExtensions(uid: thing.owner)) ?? [:]
         let client = thing.stores.map(\.client).first { extensions[$0] != nil }
@@ -191,12 +193,33 @@ final class ShieldPresenter: Service, Sendable {
         return (content, client)
     }
 
-    static func subtitle(_ thing: ShieldEncounter) -> String {
+    /// Why, in a line: downtime, a limit or screen time used up (by day or week), or a guardian's
+    /// choice; under downtime and screen time, what stays allowed.
+    static func subtitle(_ thing: ShieldEncounter, alwaysAllowed: [StateDatabase.AllowedItem] = []) -> String {
         let stores = Set(thing.stores.map(\.description))
-        if stores.contains(StoreKey.downtime.description) { return "It's downtime." }
-        if stores.contains("\(ClientID.agent)/\(PolicyService.limitStore)") { return "Today's time for it is used up." }
-        return thing.kind == .application
-            ? "Your guardian chose to shield it for now." : "Your guardian chose to shield this site."
+        let agent = { (name: String) in stores.contains("\(ClientID.agent)/\(name)") }
+        let why: String
+        if thing.stores.contains(where: \.isDowntime) {
+            why = "It's downtime."
+        } else if agent(StoreName.monthlyScreenTime.rawValue) {
+            why = "This month's screen time is used up."
+        } else if agent(StoreName.weeklyScreenTime.rawValue) {
+            why = "This week's screen time is used up."
+        } else if agent(StoreName.screenTime.rawValue) {
+            why = "Today's screen time is used up."
+        } else if agent(PolicyService.limitStore) {
+            return "Today's time for it is used up."
+        } else if agent(StoreName.weeklyLimits.rawValue) {
+            return "This week's time for it is used up."
+        } else if agent(PolicyService.limitStore + LimitPeriod.month.storeSuffix) {
+            return "This month's time for it is used up."
+        } else {
+            return thing.kind == .application
+                ? "Your guardian chose to shield it for now." : "Your guardian chose to shield this site."
+        }
+        guard !alwaysAllowed.isEmpty else { return why }
+        let names = alwaysAllowed.prefix(8).map(\.name).joined(separator: ", ")
+        return why + " Always allowed: \(names)\(alwaysAllowed.count > 8 ? ", …" : "")."
     }
 
     /// An icon from a desktop entry: a theme's name, or a path in the system's data (not one a

@@ -62,6 +62,16 @@ extension StateDatabase {
         }
     }
 
+    /// Changes a monitor's definition and keeps its progress (what was told stays told).
+    func updateMonitorDefinition(_ monitor: Monitor) throws {
+        let definition = try Self.text(monitor)
+        try queue.write { db in
+            try db.execute(
+                sql: "UPDATE monitor SET definition = ? WHERE uid = ? AND client = ? AND name = ?",
+                arguments: [definition, Int64(monitor.uid), monitor.client.rawValue, monitor.activity.name.rawValue])
+        }
+    }
+
     /// Stops monitors: they, their owed callbacks and their runs go.
     func deleteMonitors(_ keys: [Monitor.Key]) throws {
         try queue.write { db in

@@ -6,6 +6,12 @@ extension StateDatabase {
         enum Reason: String, Sendable, CaseIterable {
             case downtime
             case screenTime = "screen time"
+            /// The week's screen time used up.
+            case weeklyScreenTime = "weekly screen time"
+            /// The month's screen time used up.
+            case monthlyScreenTime = "monthly screen time"
+            /// A guardian's `lock`: no grant of screen time lifts it.
+            case guardian
         }
 
         var uid: UInt32

@@ -7,7 +7,7 @@ extension StateDatabase {
         /// `screenTime`: more screen time for a child whose logins downtime or the day's screen
         /// time refuse (token `screen-time`).
         enum Kind: String, Sendable { case application, webDomain, screenTime }
-        enum State: String, Sendable { case pending, granted, denied }
+        enum State: String, Sendable { case pending, granted, denied, ended }
 
         var id: Int64?
         var uid: UInt32

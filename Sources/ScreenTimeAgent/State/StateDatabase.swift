@@ -89,7 +89,7 @@ package final class StateDatabase: Sendable {
     /// What a revocation clears: a user's settings, usage, events, requests and activity.
     static let settingsAndUsage = [
         "store", "shieldEvent", "applicationEvent", "usageSpan", "domainLookup", "webActivity", "timeRequest",
-        "shieldExtension", "monitor", "owedCallback", "extensionRun",
+        "shieldExtension", "monitor", "owedCallback", "extensionRun", "alwaysAllowed", "lockout",
     ]
 
     /// Deletes every row of a user's, its authorization with them, in one transaction: what a
@@ -98,7 +98,9 @@ package final class StateDatabase: Sendable {
     func forget(uid: UInt32) throws {
         try queue.write { db in
             try Self.delete(
-                Self.settingsAndUsage + ["authorization", "passwordFailure", "loginLock", "frozenProcess"], of: uid,
+                Self.settingsAndUsage + [
+                    "authorization", "passwordFailure", "loginLock", "frozenProcess", "webSession", "webPairing",
+                ], of: uid,
                 in: db)
         }
     }

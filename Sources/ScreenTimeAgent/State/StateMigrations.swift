@@ -13,6 +13,9 @@ enum StateMigrations {
         ("v7: web activity", v7),
         ("v8: time requests, shield extensions", v8),
         ("v9: login locks", v9),
+        ("v10: always allowed", v10),
+        ("v11: lockout actions", v11),
+        ("v12: dashboard sessions", v12),
     ]
 
     static var migrator: DatabaseMigrator {
@@ -211,6 +214,50 @@ enum StateMigrations {
             table.column("until", .datetime).notNull()
             table.column("since", .datetime).notNull()
             table.primaryKey(["uid", "reason"])
+        }
+    }
+
+    private static func v10(_ db: Database) throws {
+        // What a guardian always allows a child, under downtime and a used-up screen time: apps
+        // and web domains by token, with the name the guardian gave.
+        try db.create(table: "alwaysAllowed") { table in
+            table.column("uid", .integer).notNull()
+            table.column("kind", .text).notNull()
+            table.column("token", .text).notNull()
+            table.column("name", .text).notNull()
+            table.primaryKey(["uid", "kind", "token"])
+        }
+    }
+
+    private static func v11(_ db: Database) throws {
+        // What a lock does to a child's sessions besides refusing its logins: hold them, log them
+        // out, or suspend the computer; and the warnings before it and before a limit (seconds,
+        // comma-separated; NULL: the default 30, 10, 5 and 1 minutes). No row: both defaults.
+        try db.create(table: "lockout") { table in
+            table.column("uid", .integer).notNull().primaryKey()
+            table.column("action", .text).notNull()
+            table.column("warnings", .text)
+        }
+    }
+
+    private static func v12(_ db: Database) throws {
+        // The dashboard's guardian sessions: the SHA-256 of each secret (the secret itself lives
+        // only in the guardian's cookie), whose it is, the device's own name, whether a paired
+        // device's (long-lived), and when it was made, last used and ends. And the one-time codes
+        // that pair a phone, hashed too, until they are used or run out.
+        try db.create(table: "webSession") { table in
+            table.column("secretHash", .text).notNull().primaryKey()
+            table.column("uid", .integer).notNull()
+            table.column("device", .text).notNull()
+            table.column("paired", .boolean).notNull()
+            table.column("created", .datetime).notNull()
+            table.column("lastUsed", .datetime).notNull()
+            table.column("expires", .datetime).notNull()
+        }
+        try db.create(table: "webPairing") { table in
+            table.column("codeHash", .text).notNull().primaryKey()
+            table.column("uid", .integer).notNull()
+            table.column("expires", .datetime).notNull()
         }
     }
 }

@@ -15,11 +15,17 @@ public struct ActivityCallback: Hashable, Sendable, Codable {
     public var callback: MonitorCallback
     public var interval: DateInterval
     public var event: DeviceActivityEvent.Name?
+    /// For a warning of an activity with several (`MonitoredActivity.warnings`): which lead time.
+    public var warning: TimeInterval?
 
-    public init(_ callback: MonitorCallback, interval: DateInterval, event: DeviceActivityEvent.Name? = nil) {
+    public init(
+        _ callback: MonitorCallback, interval: DateInterval, event: DeviceActivityEvent.Name? = nil,
+        warning: TimeInterval? = nil
+    ) {
         self.callback = callback
         self.interval = interval
         self.event = event
+        self.warning = warning
     }
 }
 
@@ -40,6 +46,8 @@ public struct ActivityProgress: Hashable, Sendable, Codable {
     public private(set) var endedStart: Date?
     /// The start of the interval whose start warning was given.
     public private(set) var startWarned: Date?
+    /// Of several warnings, the shortest lead time given for `startWarned`.
+    public private(set) var startWarnedMark: TimeInterval?
     /// The start of the interval whose end warning was given.
     public private(set) var endWarned: Date?
     public private(set) var thresholds = ThresholdTracker()
@@ -73,22 +81,33 @@ public struct ActivityProgress: Hashable, Sendable, Codable {
                 endWarned = ongoing.start
             }
             if let ledger, !activity.events.isEmpty {
-                for notice in thresholds.evaluate(activity, interval: ongoing, ledger: ledger, now: now) {
+                for notice in thresholds.evaluate(
+                    activity, interval: ongoing, ledger: ledger, now: now, calendar: calendar)
+                {
                     switch notice {
                     case .eventWillReachThresholdWarning(let name):
                         due.append(ActivityCallback(.eventWillReachThresholdWarning, interval: ongoing, event: name))
+                    case .eventWillReachThresholdWarningAt(let name, let mark):
+                        due.append(
+                            ActivityCallback(
+                                .eventWillReachThresholdWarning, interval: ongoing, event: name, warning: mark))
                     case .eventDidReachThreshold(let name):
                         due.append(ActivityCallback(.eventDidReachThreshold, interval: ongoing, event: name))
                     }
                 }
             }
         }
-        if warning > 0, let upcoming = upcoming(activity, after: now, candidate: candidate, calendar: calendar),
-            startWarned != upcoming.start, now >= upcoming.start.addingTimeInterval(-warning),
-            started.map({ upcoming.start > $0.start }) ?? true
+        let marks = activity.warningMarks
+        if !marks.isEmpty, let upcoming = upcoming(activity, after: now, candidate: candidate, calendar: calendar),
+            started.map({ upcoming.start > $0.start }) ?? true,
+            let mark = marks.filter({ now >= upcoming.start.addingTimeInterval(-$0) }).min(),
+            mark < givenStartMark(for: upcoming, activity)
         {
-            due.append(ActivityCallback(.intervalWillStartWarning, interval: upcoming))
+            due.append(
+                ActivityCallback(
+                    .intervalWillStartWarning, interval: upcoming, warning: activity.warnings == nil ? nil : mark))
             startWarned = upcoming.start
+            startWarnedMark = mark
         }
         return due
     }
@@ -115,20 +134,31 @@ public struct ActivityProgress: Hashable, Sendable, Codable {
                     moments.append(candidate.end.addingTimeInterval(-warning))
                 }
                 if inUse, let ledger, told,
-                    let check = thresholds.nextCheck(activity, interval: candidate, ledger: ledger, now: now)
+                    let check = thresholds.nextCheck(
+                        activity, interval: candidate, ledger: ledger, now: now, calendar: calendar)
                 {
                     moments.append(check)
                 }
             }
         }
-        if warning > 0, let upcoming = upcoming(activity, after: now, candidate: candidate, calendar: calendar),
-            startWarned != upcoming.start, started.map({ upcoming.start > $0.start }) ?? true
+        if let upcoming = upcoming(activity, after: now, candidate: candidate, calendar: calendar),
+            started.map({ upcoming.start > $0.start }) ?? true
         {
-            moments.append(upcoming.start.addingTimeInterval(-warning))
+            let given = givenStartMark(for: upcoming, activity)
+            for mark in activity.warningMarks where mark < given {
+                moments.append(upcoming.start.addingTimeInterval(-mark))
+            }
         }
         // What is due already was told by `advance`; a moment not after `now` is a threshold
         // check of usage that did not grow (the next second is soon enough).
         return moments.map { $0 > now ? $0 : now.addingTimeInterval(1) }.min()
+    }
+
+    /// The shortest lead time already warned of for `upcoming`'s start (infinity: none yet). A
+    /// progress kept before there were several warnings told its one.
+    private func givenStartMark(for upcoming: DateInterval, _ activity: MonitoredActivity) -> TimeInterval {
+        guard startWarned == upcoming.start else { return .infinity }
+        return startWarnedMark ?? activity.schedule.warningDuration
     }
 
     /// The next interval that starts after `now`.

@@ -21,6 +21,19 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
     /// How long before an interval starts or ends, and before an event reaches its threshold, the
     /// warning callbacks come.
     public var warningTime: DateComponents?
+    /// Not Apple's: intervals may last a month (the agent's own monthly limits); Apple's longest
+    /// is a week.
+    public private(set) var monthly = false
+
+    /// The 1st of each month at 00:00 to the next 1st, warned `warningTime` before: the agent's
+    /// monthly limits' schedule.
+    public static func everyMonth(warningTime: DateComponents? = nil) -> DeviceActivitySchedule {
+        var schedule = DeviceActivitySchedule(
+            intervalStart: DateComponents(day: 1, hour: 0, minute: 0),
+            intervalEnd: DateComponents(day: 1, hour: 0, minute: 0), repeats: true, warningTime: warningTime)
+        schedule.monthly = true
+        return schedule
+    }
 
     public init(
         intervalStart: DateComponents, intervalEnd: DateComponents, repeats: Bool, warningTime: DateComponents? = nil
@@ -96,7 +109,7 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
                 "the interval lasts \(Self.minutes(length)); it must last at least 15 minutes"
             )
         }
-        if length > Self.maximumInterval {
+        if length > (monthly ? 31 * 86_400 : Self.maximumInterval) {
             throw ScreenTimeCoreError(
                 .intervalTooLong,
                 "the interval lasts \(Self.minutes(length)); it may last at most one week"
@@ -151,7 +164,7 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
         }.joined(separator: ", ")
     }
 
-    private enum CodingKeys: String, CodingKey { case intervalStart, intervalEnd, repeats, warningTime }
+    private enum CodingKeys: String, CodingKey { case intervalStart, intervalEnd, repeats, warningTime, monthly }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -159,6 +172,7 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
         intervalEnd = try container.decode(CodableComponents.self, forKey: .intervalEnd).components
         repeats = try container.decode(Bool.self, forKey: .repeats)
         warningTime = try container.decodeIfPresent(CodableComponents.self, forKey: .warningTime)?.components
+        monthly = try container.decodeIfPresent(Bool.self, forKey: .monthly) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -167,5 +181,6 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
         try container.encode(CodableComponents(intervalEnd), forKey: .intervalEnd)
         try container.encode(repeats, forKey: .repeats)
         try container.encodeIfPresent(warningTime.map(CodableComponents.init), forKey: .warningTime)
+        if monthly { try container.encode(true, forKey: .monthly) }
     }
 }

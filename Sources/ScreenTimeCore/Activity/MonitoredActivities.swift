@@ -10,6 +10,24 @@ public struct MonitoredActivity: Hashable, Sendable, Codable {
     /// The weekdays (1 = Sunday … 7 = Saturday, as Gregorian `weekday`) on which an interval may
     /// start; nil: every day. Not Apple's (there, one schedule per weekday); the CLI's `--days`.
     public var weekdays: Set<Int>?
+    /// Not Apple's: several warnings before an interval starts and before an event's threshold
+    /// (the agent's own limits, downtime and screen time: 30, 10, 5 and 1 minutes by default),
+    /// each given once, the latest whose moment has come when several have; nil: the schedule's
+    /// one `warningTime`.
+    public var warnings: [TimeInterval]?
+
+    /// Not Apple's: hours whose use does not count toward this activity's events (a guardian's
+    /// free periods: homework time), taken away from what the ledger counts.
+    public var freePeriods: [FreePeriod]?
+
+    /// The warnings' lead times, longest first; empty: none.
+    public var warningMarks: [TimeInterval] {
+        guard let warnings else {
+            let one = schedule.warningDuration
+            return one > 0 ? [one] : []
+        }
+        return Set(warnings.filter { $0 > 0 }).sorted(by: >)
+    }
 
     public init(
         name: DeviceActivityName, schedule: DeviceActivitySchedule,
@@ -62,7 +80,9 @@ public struct MonitoredActivity: Hashable, Sendable, Codable {
         return nil
     }
 
-    private enum CodingKeys: String, CodingKey { case name, schedule, events, monitoringStart, weekdays }
+    private enum CodingKeys: String, CodingKey {
+        case name, schedule, events, monitoringStart, weekdays, warnings, freePeriods
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -71,6 +91,8 @@ public struct MonitoredActivity: Hashable, Sendable, Codable {
         events = try container.decode([DeviceActivityEvent.Name: DeviceActivityEvent].self, forKey: .events)
         monitoringStart = try container.decode(Date.self, forKey: .monitoringStart)
         weekdays = try container.decodeIfPresent(Set<Int>.self, forKey: .weekdays)
+        warnings = try container.decodeIfPresent([TimeInterval].self, forKey: .warnings)
+        freePeriods = try container.decodeIfPresent([FreePeriod].self, forKey: .freePeriods)
     }
 }
 
@@ -84,6 +106,10 @@ public enum Weekday {
     public static func parse(_ text: String) throws(ScreenTimeCoreError) -> Set<Int> {
         var days = Set<Int>()
         for word in text.lowercased().split(whereSeparator: { $0 == "," || $0 == " " }) {
+            if word.contains("-") {
+                days.formUnion(try range(String(word)))
+                continue
+            }
             switch word {
             case "weekdays": days.formUnion(2...6)
             case "weekend", "weekends": days.formUnion([1, 7])
@@ -105,6 +131,26 @@ public enum Weekday {
     }
 
     private static let fullNames = ["sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"]
+
+    /// `mon-fri`, or `fri-mon` round the weekend: the days from the first to the last, in week order.
+    static func range(_ text: String) throws(ScreenTimeCoreError) -> Set<Int> {
+        let ends = text.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        guard ends.count == 2, !ends[0].contains("-") else {
+            throw ScreenTimeCoreError(.invalidWeekday, "'\(text.prefix(20))' is not a range of days (write mon-fri)")
+        }
+        let from = try parse(ends[0])
+        let to = try parse(ends[1])
+        guard from.count == 1, to.count == 1, let first = from.first, let last = to.first else {
+            throw ScreenTimeCoreError(.invalidWeekday, "'\(text.prefix(20))' is not a range of days (write mon-fri)")
+        }
+        var days: Set<Int> = [first]
+        var day = first
+        while day != last {
+            day = day % 7 + 1
+            days.insert(day)
+        }
+        return days
+    }
 
     /// `mon,tue,wed` in week order from Monday.
     public static func format(_ days: Set<Int>) -> String {
@@ -155,5 +201,49 @@ public struct MonitoredActivities: Hashable, Sendable, Codable {
     public mutating func stopMonitoring(_ names: [DeviceActivityName]? = nil) -> [MonitoredActivity] {
         let stopping = names ?? Array(activities.keys)
         return stopping.sorted().compactMap { activities.removeValue(forKey: $0) }
+    }
+}
+
+/// Hours in which use is not counted toward limits (a guardian's `free` periods): a repeating
+/// schedule, on some weekdays or every day.
+public struct FreePeriod: Hashable, Sendable, Codable {
+    public var schedule: DeviceActivitySchedule
+    public var weekdays: Set<Int>?
+
+    public init(schedule: DeviceActivitySchedule, weekdays: Set<Int>? = nil) {
+        self.schedule = schedule
+        self.weekdays = weekdays
+    }
+
+    /// The period's intervals that overlap `window`, clipped to it.
+    public func intervals(overlapping window: DateInterval, calendar: Calendar) -> [DateInterval] {
+        let activity = MonitoredActivity(
+            name: DeviceActivityName(rawValue: "free"), schedule: schedule, events: [:], monitoringStart: .distantPast,
+            weekdays: weekdays)
+        var found: [DateInterval] = []
+        var next = activity.currentOrNextInterval(at: window.start, calendar: calendar)
+        // A week's window holds at most eight of a daily period's; the bound keeps a bad schedule finite.
+        for _ in 0..<64 {
+            guard let interval = next, interval.start < window.end else { break }
+            if let clipped = interval.intersection(with: window), clipped.duration > 0 { found.append(clipped) }
+            next = activity.interval(startingAfter: interval.start, calendar: calendar)
+        }
+        return found
+    }
+
+    /// The union of several periods' intervals in `window`, sorted, none overlapping.
+    public static func union(_ periods: [FreePeriod], in window: DateInterval, calendar: Calendar) -> [DateInterval] {
+        let all = periods.flatMap { $0.intervals(overlapping: window, calendar: calendar) }.sorted {
+            $0.start < $1.start
+        }
+        var merged: [DateInterval] = []
+        for interval in all {
+            if let last = merged.last, interval.start <= last.end {
+                merged[merged.count - 1] = DateInterval(start: last.start, end: max(last.end, interval.end))
+            } else {
+                merged.append(interval)
+            }
+        }
+        return merged
     }
 }

@@ -6,4 +6,6 @@ public enum TimeRequestState: String, Codable, Sendable, Hashable {
     /// Granted, and over.
     case expired
     case denied
+    /// Granted, and ended early by a guardian (`grant --end`).
+    case ended
 }

@@ -1,4 +1,5 @@
 public import Foundation
+public import ScreenTimeCore
 
 /// `login`: what the PAM hooks (`screentime-pam`, root only) tell the agent of a login, and ask.
 ///
@@ -112,9 +113,96 @@ public struct ScreenTimeGrantRequest: ControlRequest, Hashable {
     public static let kind = "grant.screenTime"
     public var user: UserReference?
     public var minutes: Int
+    /// How long, instead of minutes (then 0): the rest of the day, until a time.
+    public var length: GrantLength?
 
     public init(user: UserReference?, minutes: Int) {
         self.user = user
         self.minutes = minutes
+    }
+
+    public init(user: UserReference?, length: GrantLength) {
+        self.user = user
+        if case .minutes(let minutes) = length { self.minutes = minutes } else { self.minutes = 0 }
+        self.length = length
+    }
+}
+
+/// `lock`: a guardian locks a child's sessions and refuses its logins now — until a guardian
+/// unlocks it (`length` nil), for a while, until a time, or for the rest of the day. The child is
+/// told first, and held as downtime with `--no-login` holds it. `unlock` lifts it.
+public struct LockRequest: ControlRequest, Hashable {
+    public typealias Reply = LockReply
+    public static let kind = "lock"
+    public var user: UserReference?
+    public var length: GrantLength?
+    /// Lift the lock instead.
+    public var unlock: Bool
+
+    public init(user: UserReference?, length: GrantLength? = nil, unlock: Bool = false) {
+        self.user = user
+        self.length = length
+        self.unlock = unlock
+    }
+}
+
+public struct LockReply: Codable, Sendable, Hashable {
+    public var user: UserSummary
+    /// Until when the guardian's lock holds; nil when there is none (now).
+    public var until: Date?
+    /// Whether it holds until a guardian unlocks it.
+    public var untilUnlocked: Bool
+    /// Whether a lock was lifted (with `unlock`).
+    public var lifted: Bool
+
+    public init(user: UserSummary, until: Date?, untilUnlocked: Bool, lifted: Bool) {
+        self.user = user
+        self.until = until
+        self.untilUnlocked = untilUnlocked
+        self.lifted = lifted
+    }
+}
+
+/// What a lock (downtime or screen time with `--no-login`, a guardian's `lock`) does to a child's
+/// open sessions, besides refusing its logins.
+public enum LockoutAction: String, Codable, Sendable, Hashable, CaseIterable {
+    /// Every program of the child is held (frozen) and its terminals told: the default.
+    case hold
+    /// The child's sessions are ended: its programs and its sessions' leaders are killed.
+    case logout
+    /// The sessions are held and the computer suspended (the agent's `suspendCommand`).
+    case suspend
+    /// The sessions are held and logind asked to lock their screens: a desktop whose lock screen
+    /// is drawn by its compositor (GNOME Shell) shows it; elsewhere this is `hold`.
+    case lockScreen = "lock-screen"
+}
+
+/// `lockout`: what a lock does to a child's sessions; without `action`, reads it.
+public struct LockoutRequest: ControlRequest, Hashable {
+    public typealias Reply = LockoutReply
+    public static let kind = "lockout"
+    public var user: UserReference?
+    public var action: LockoutAction?
+    /// The warnings before a lock, downtime and a limit, in seconds before (30, 10, 5 and 1
+    /// minutes unless a guardian chose others); an empty list: none.
+    public var warnings: [Double]?
+
+    public init(user: UserReference?, action: LockoutAction? = nil, warnings: [Double]? = nil) {
+        self.user = user
+        self.action = action
+        self.warnings = warnings
+    }
+}
+
+public struct LockoutReply: Codable, Sendable, Hashable {
+    public var user: UserSummary
+    public var action: LockoutAction
+    /// Seconds before, longest first.
+    public var warnings: [Double]
+
+    public init(user: UserSummary, action: LockoutAction, warnings: [Double]) {
+        self.user = user
+        self.action = action
+        self.warnings = warnings
     }
 }

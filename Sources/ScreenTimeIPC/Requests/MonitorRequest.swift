@@ -34,12 +34,19 @@ public struct MonitorEventRequest: Codable, Sendable, Hashable {
     public var items: ActivityItems
     public var thresholdSeconds: Double
     public var includesPastActivity: Bool
+    /// A threshold by the weekday an interval starts on (`DeviceActivityEvent.allowance`);
+    /// `thresholdSeconds` is then its largest.
+    public var allowance: DailyAllowance?
 
-    public init(name: String, items: ActivityItems, thresholdSeconds: Double, includesPastActivity: Bool = false) {
+    public init(
+        name: String, items: ActivityItems, thresholdSeconds: Double, includesPastActivity: Bool = false,
+        allowance: DailyAllowance? = nil
+    ) {
         self.name = name
         self.items = items
         self.thresholdSeconds = thresholdSeconds
         self.includesPastActivity = includesPastActivity
+        self.allowance = allowance
     }
 }
 
@@ -117,6 +124,13 @@ public struct LimitRequest: ControlRequest, Hashable {
     public var user: UserReference?
     public var items: ActivityItems
     public var dailySeconds: Double?
+    /// A day's time that differs by day of the week (`mon-fri=1h,sat,sun=3h`), instead of
+    /// `dailySeconds`; a day not in it has no daily limit, a day at 0 has nothing.
+    public var daily: DailyAllowance?
+    /// The week's time, Monday to Sunday, beside (or instead of) the day's: the tighter wins.
+    public var weeklySeconds: Double?
+    /// The month's time, from the 1st: the same.
+    public var monthlySeconds: Double?
     /// The store the shield goes in (default `limits`).
     public var store: String?
     public var remove: Bool
@@ -156,6 +170,8 @@ public struct DowntimeRequest: ControlRequest, Hashable {
     public var off: Bool
     /// During downtime the child's sessions are locked and logins refused (the PAM hooks ask).
     public var noLogin: Bool
+    /// A name, for several downtimes (school nights, weekends): 1 to 40 letters, digits, `. _ -`.
+    public var name: String?
 
     public init(
         user: UserReference?, from: DateComponents?, to: DateComponents?, weekdays: [Int]? = nil, allow: [String] = [],
@@ -170,7 +186,7 @@ public struct DowntimeRequest: ControlRequest, Hashable {
         self.noLogin = noLogin
     }
 
-    private enum CodingKeys: String, CodingKey { case user, from, to, weekdays, allow, off, noLogin }
+    private enum CodingKeys: String, CodingKey { case user, from, to, weekdays, allow, off, noLogin, name }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -181,6 +197,7 @@ public struct DowntimeRequest: ControlRequest, Hashable {
         allow = try container.decodeIfPresent([String].self, forKey: .allow) ?? []
         off = try container.decodeIfPresent(Bool.self, forKey: .off) ?? false
         noLogin = try container.decodeIfPresent(Bool.self, forKey: .noLogin) ?? false
+        name = try container.decodeIfPresent(String.self, forKey: .name)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -192,6 +209,7 @@ public struct DowntimeRequest: ControlRequest, Hashable {
         try container.encode(allow, forKey: .allow)
         try container.encode(off, forKey: .off)
         if noLogin { try container.encode(true, forKey: .noLogin) }
+        try container.encodeIfPresent(name, forKey: .name)
     }
 
     /// An hour and minute on the wire: `{"hour": 21, "minute": 0}`.
@@ -223,6 +241,11 @@ public struct MonitorReport: Codable, Sendable, Hashable {
         public var reached: Bool
         /// Foreground time counted toward it in the current interval, so far.
         public var usedSeconds: Double?
+        /// A day's threshold that differs by day of the week (`mon-fri=1h,sat,sun=3h`); then
+        /// `thresholdSeconds` is the current (or next) interval's, and `noThresholdToday` says the
+        /// day has none.
+        public var allowance: String?
+        public var noThresholdToday: Bool?
 
         public init(
             name: String, thresholdSeconds: Double, includesPastActivity: Bool, applications: [String],
@@ -272,6 +295,9 @@ public struct MonitorReport: Codable, Sendable, Hashable {
     public var currentInterval: DateInterval?
     public var inInterval: Bool
     public var lastRun: Run?
+    /// The agent's own rules warn several times (seconds before, longest first); nil: the
+    /// schedule's one `warningTime`.
+    public var warnings: [Double]?
 
     public init(
         client: String, name: String, schedule: DeviceActivitySchedule, weekdays: [Int]?, events: [Event],
@@ -312,5 +338,34 @@ public struct MonitorListReply: Codable, Sendable, Hashable {
         self.user = user
         self.monitors = monitors
         self.timeZone = timeZone
+    }
+}
+
+/// `free`: hours in which a child's use counts toward none of the agent's limits and screen time
+/// (homework time), optionally shielding some categories meanwhile (Game). Named, so a child may
+/// have several; `off` removes one.
+public struct FreeTimeRequest: ControlRequest, Hashable {
+    public typealias Reply = MonitorListReply
+    public static let kind = "free"
+    public var user: UserReference?
+    public var name: String?
+    public var from: DateComponents?
+    public var to: DateComponents?
+    public var weekdays: [Int]?
+    /// Categories shielded while it lasts (freedesktop names: `Game`).
+    public var shieldCategories: [String]
+    public var off: Bool
+
+    public init(
+        user: UserReference?, name: String? = nil, from: DateComponents?, to: DateComponents?, weekdays: [Int]? = nil,
+        shieldCategories: [String] = [], off: Bool = false
+    ) {
+        self.user = user
+        self.name = name
+        self.from = from
+        self.to = to
+        self.weekdays = weekdays
+        self.shieldCategories = shieldCategories
+        self.off = off
     }
 }

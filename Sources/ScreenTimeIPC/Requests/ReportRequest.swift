@@ -102,6 +102,37 @@ public struct UsageReport: Codable, Sendable, Hashable {
         }
     }
 
+    /// Where a limit stands now: the day's or the week's time of what it limits, used and left.
+    public struct LimitStanding: Codable, Sendable, Hashable {
+        /// What it limits (names where the reader may see them; else a count), or `screen time`.
+        public var name: String
+        /// `day` or `week`.
+        public var period: String
+        /// The allowance by day of the week, where it differs (`mon-fri=1h,sat,sun=3h`).
+        public var allowance: String?
+        /// The current day's (or week's) time; nil on a day it has none.
+        public var limitSeconds: Double?
+        public var usedSeconds: Double?
+        public var reached: Bool
+
+        public init(
+            name: String, period: String, allowance: String?, limitSeconds: Double?, usedSeconds: Double?,
+            reached: Bool
+        ) {
+            self.name = name
+            self.period = period
+            self.allowance = allowance
+            self.limitSeconds = limitSeconds
+            self.usedSeconds = usedSeconds
+            self.reached = reached
+        }
+
+        /// What is left now; nil with no limit today.
+        public var leftSeconds: Double? {
+            limitSeconds.map { reached ? 0 : max(0, $0 - (usedSeconds ?? 0)) }
+        }
+    }
+
     public var user: UserSummary
     public var from: Date
     public var to: Date
@@ -118,6 +149,9 @@ public struct UsageReport: Codable, Sendable, Hashable {
     public var names: Bool
     /// What a report extension made of it, when one was asked for.
     public var rendered: String?
+    /// The agent's limits on the user now (the day's and the week's, screen time's and items'),
+    /// the tighter of each pair is the one that holds first.
+    public var limits: [LimitStanding]?
 
     public init(
         user: UserSummary, from: Date, to: Date, segmentation: ReportRequest.Segments, timeZone: String,

@@ -42,6 +42,10 @@ public struct StatusReply: Codable, Sendable, Hashable {
     public var logins: [LoginReport]?
     /// Why the user's sessions are locked and logins refused now; nil when they are not.
     public var loginLock: LoginLockReport?
+    /// What a guardian always allows the user (names), under downtime and used-up screen time.
+    public var alwaysAllowed: [String]?
+    /// Where the agent's limits on the user stand now (the day's and the week's).
+    public var limits: [UsageReport.LimitStanding]?
 
     public init(
         authorization: AuthorizationReply, stores: [StoreReport], effective: EffectiveReport,

@@ -1,4 +1,5 @@
 public import Foundation
+public import ScreenTimeCore
 
 /// `ask`: a child (or an individual) asks the guardians for more time on a shielded app or web
 /// domain, named as `shield` names them, or by the token the shield window showed.
@@ -48,16 +49,32 @@ public struct DecideRequest: ControlRequest, Hashable {
     public var id: Int64
     public var grant: Bool
     public var minutes: Int?
+    /// How long, instead of minutes: 15 minutes, the rest of the day, until a time. Added to
+    /// whichever is later of what the child still has and a grant running on the same thing.
+    public var length: GrantLength?
     /// In person, in the child's session: a guardian's name and password (checked as
     /// `authorize` checks them, wrong ones counted against the child's session).
     public var guardian: GuardianCredentials?
 
-    public init(id: Int64, grant: Bool, minutes: Int? = nil, guardian: GuardianCredentials? = nil) {
+    public init(
+        id: Int64, grant: Bool, minutes: Int? = nil, length: GrantLength? = nil, guardian: GuardianCredentials? = nil
+    ) {
         self.id = id
         self.grant = grant
         self.minutes = minutes
+        self.length = length
         self.guardian = guardian
     }
+}
+
+/// `grant --end`: a guardian ends a grant now (an ask's, or more screen time); what it lifted is
+/// shielded (or locked) again at once.
+public struct EndGrantRequest: ControlRequest, Hashable {
+    public typealias Reply = TimeRequestReport
+    public static let kind = "grant.end"
+    public var id: Int64
+
+    public init(id: Int64) { self.id = id }
 }
 
 /// One ask for more time, as `requests` lists it.
