@@ -373,11 +373,15 @@ struct LoginIntegrationTests {
         #expect(try logins.login(world.child).status == 1, "logged out, and still locked")
         #expect(!Files.exists(marker))
         #expect(try world.cli(as: world.guardian, "lock", "--user", world.child, "--off").status == 0)
+        // Started as soon as the lock is lifted, while the logout's passes of kills (1.5 s) would
+        // still be going: it is left alone.
+        let second = try world.launch(as: world.child, world.counter, [output + "-2"])
+        #expect(eventually { world.count(output + "-2") != nil })
+        Thread.sleep(forTimeInterval: 2)
+        #expect(!ended(second), "killed after the lock was lifted")
 
         // Suspend: held, and the computer suspended (the script ran).
         #expect(try world.cli(as: world.guardian, "lockout", "--user", world.child, "suspend").status == 0)
-        let second = try world.launch(as: world.child, world.counter, [output + "-2"])
-        #expect(eventually { world.count(output + "-2") != nil })
         #expect(try world.cli(as: world.guardian, "lock", "--user", world.child).status == 0)
         #expect(eventually { Files.exists(marker) }, "the suspend command did not run")
         #expect(world.isFrozen(second), "held while suspended")

@@ -197,8 +197,10 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
 
     /// Ends a locked user's sessions: their leaders (login, sshd's worker, su, a display
     /// manager's worker) are asked to end, then every program of the user's uids (held, so they
-    /// cannot fork meanwhile) is killed, and the leaders still there too.
+    /// cannot fork meanwhile) is killed, and the leaders still there too. Only while the lock is
+    /// in force: what the user starts after a guardian lifted it is left alone.
     private func logOut(_ user: PolicySnapshot.User) {
+        func stillLocked() -> Bool { state.withLock { $0.locked[user.uid] != nil } }
         let leaders = state.withLock { state in
             state.logins.values.map(\.login).filter { $0.uid == user.uid }.compactMap {
                 ProcessHandle(pid: $0.leader, startTime: $0.leaderStart)
@@ -208,6 +210,7 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
         var killed = 0
         for _ in 0..<3 {
             for pid in inspector.pids() {
+                guard stillLocked() else { break }
                 if let process = ProcessHandle(pid: pid, inspector: inspector, owner: { user.uids.contains($0) }),
                     process.kill()
                 {
@@ -216,7 +219,7 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
             }
             Thread.sleep(forTimeInterval: 0.5)
         }
-        for leader in leaders where leader.isAlive { leader.kill() }
+        for leader in leaders where leader.isAlive && stillLocked() { leader.kill() }
         logger.notice(
             "locked: logged out",
             metadata: ["user": "\(user.name)", "sessions": "\(leaders.count)", "killed": "\(killed)"])
