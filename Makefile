@@ -189,6 +189,7 @@ stage:
 	program screentime-shield $(PREFIX)/bin/screentime-shield; \
 	program screentimed $(PREFIX)/sbin/screentimed; \
 	program screentime-pam $(PREFIX)/sbin/screentime-pam; \
+	program screentime-web $(PREFIX)/bin/screentime-web; \
 	put 0755 packaging/screentimed-supervise $(PREFIX)/sbin/screentimed-supervise; \
 	put 0755 packaging/screentime-setup $(PREFIX)/lib/screentime/screentime-setup; \
 	for f in $$(cd etc/screentime && find . -type f | sed "s,^\./,," | sort); do \
@@ -200,6 +201,8 @@ stage:
 	put 0644 $(DOCS)/pam-configs /usr/share/pam-configs/screentime; \
 	sed 's,@SBINDIR@,$(PREFIX)/sbin,' packaging/screentimed.service > $(DOCS)/screentimed.service; \
 	put 0644 $(DOCS)/screentimed.service $(UNITDIR)/screentimed.service; \
+	sed 's,@BINDIR@,$(PREFIX)/bin,' packaging/screentime-web.service > $(DOCS)/screentime-web.service; \
+	put 0644 $(DOCS)/screentime-web.service $(UNITDIR)/screentime-web.service; \
 	for f in metadata.json extension.js; do \
 	  put 0644 "packaging/gnome-shell/$(SHELL_EXTENSION)/$$f" $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)/$$f; \
 	done; \
@@ -266,7 +269,7 @@ deb: docs
 	for script in postinst prerm postrm; do install -m 0755 packaging/debian/$$script $$root/DEBIAN/$$script; done; \
 	printf 'Source: screentime\n\nPackage: screentime\nArchitecture: any\n' > $(DEB)/debian/control; \
 	shlibs=$$(cd $(DEB) && dpkg-shlibdeps -O -e root/usr/bin/screentime -e root/usr/bin/screentime-shield \
-	  -e root/usr/sbin/screentimed -e root/usr/sbin/screentime-pam 2>/dev/null | sed -n 's/^shlibs:Depends=//p'); \
+	  -e root/usr/bin/screentime-web -e root/usr/sbin/screentimed -e root/usr/sbin/screentime-pam 2>/dev/null | sed -n 's/^shlibs:Depends=//p'); \
 	size=$$(du -sk --exclude=DEBIAN $$root | cut -f1); \
 	sed -e "s/@VERSION@/$(VERSION)/" -e "s/@ARCH@/$(ARCH)/" -e "s/@SIZE@/$$size/" -e "s/@SHLIBS@/$$shlibs/" \
 	  packaging/debian/control.in > $$root/DEBIAN/control; \

@@ -20,6 +20,7 @@ let package = Package(
         .executable(name: "screentime", targets: ["screentime"]),
         .executable(name: "screentime-shield", targets: ["screentime-shield"]),
         .executable(name: "screentime-pam", targets: ["screentime-pam"]),
+        .executable(name: "screentime-web", targets: ["screentime-web"]),
         // The client API, with Apple's names: guardian apps and their extensions import these.
         .library(name: "FamilyControls", targets: ["FamilyControls"]),
         .library(name: "ManagedSettings", targets: ["ManagedSettings"]),
@@ -33,6 +34,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        // The dashboard (screentime-web) alone: HTTP, TLS, its self-signed certificate.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: ["FullFoundation"]),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
     ],
     targets: [
         // The model and every decision: tokens, selections, stores and their merge, schedules,
@@ -167,10 +173,43 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // What the report page and the dashboard both draw: durations, limits, charts as SVG.
+        .target(
+            name: "ScreenTimeReports",
+            dependencies: ["ScreenTimeIPC"],
+            swiftSettings: strictSettings
+        ),
+        // The guardian's dashboard: routes, pages, sessions and CSRF, the certificate; over the
+        // control socket, with no authority of its own.
+        .target(
+            name: "ScreenTimeWeb",
+            dependencies: [
+                "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient", "ScreenTimeReports",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "screentime-web",
+            dependencies: [
+                "ScreenTimeWeb", "ScreenTimeClient",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "screentime",
             dependencies: [
-                "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient", "FamilyControls",
+                "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient", "FamilyControls", "ScreenTimeReports",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -275,10 +314,21 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The dashboard's routes over HTTP on loopback, against the real agent's router in this
+        // process (no root): sessions, CSRF, refusals, the pages' numbers.
+        .testTarget(
+            name: "ScreenTimeWebTests",
+            dependencies: [
+                "ScreenTimeWeb", "ScreenTimeAgent", "ScreenTimeIPC", "ScreenTimeCore", "LinuxSupport",
+                "ScreenTimeTestKit", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // The command line's own pieces (what it prints), without an agent.
         .testTarget(
             name: "ScreenTimeCLITests",
-            dependencies: ["screentime"],
+            dependencies: ["screentime", "ScreenTimeReports"],
             swiftSettings: strictSettings
         ),
         // Real binaries, real users, real sockets; needs root (CI is root; `make test` fails if

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ScreenTimeIPC
+import ScreenTimeReports
 
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -96,24 +97,6 @@ struct Report: ParsableCommand {
     }
 }
 
-/// Durations as people read them: `1 h 05 min`, `8 min 02 s`, `12 s`.
-func readable(_ seconds: Double) -> String {
-    let whole = Int(seconds.rounded())
-    let (hours, minutes, rest) = (whole / 3600, whole % 3600 / 60, whole % 60)
-    if hours > 0 { return "\(hours) h \(String(format: "%02d", minutes)) min" }
-    if minutes > 0 { return "\(minutes) min \(String(format: "%02d", rest)) s" }
-    return "\(rest) s"
-}
-
-/// Durations in the little room over a chart's bar: `44s`, `12m`, `1h05`.
-func compact(_ seconds: Double) -> String {
-    let whole = Int(seconds.rounded())
-    if whole < 60 { return "\(whole)s" }
-    let minutes = Int((seconds / 60).rounded())
-    if minutes < 60 { return "\(minutes)m" }
-    return "\(minutes / 60)h\(String(format: "%02d", minutes % 60))"
-}
-
 /// `screentime report` as text.
 struct ReportText {
     let report: UsageReport
@@ -181,21 +164,3 @@ struct ReportText {
 }
 
 /// One limit's standing in a line: `Game, today: 40 min 00 s of 1 h 00 min, 20 min 00 s left (mon-fri=1h,sat,sun=3h)`.
-enum LimitText {
-    static func line(_ limit: UsageReport.LimitStanding) -> String {
-        let when = limit.period == "day" ? "today" : "this \(limit.period)"
-        var line = "\(limit.name), \(when): "
-        if let seconds = limit.limitSeconds {
-            line += seconds == 0 ? "nothing allowed" : "\(readable(limit.usedSeconds ?? 0)) of \(readable(seconds))"
-            if limit.reached {
-                line += ", used up"
-            } else if let left = limit.leftSeconds, seconds > 0 {
-                line += ", \(readable(left)) left"
-            }
-        } else {
-            line += "no limit today"
-        }
-        if let allowance = limit.allowance { line += " (\(allowance))" }
-        return line
-    }
-}

@@ -1,6 +1,7 @@
 import Foundation
 import ScreenTimeCore
 import ScreenTimeIPC
+import ScreenTimeReports
 
 /// `screentime status` for people: names where the reader may see them, short tokens otherwise.
 struct StatusText {

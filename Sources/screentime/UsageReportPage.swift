@@ -1,5 +1,6 @@
 import Foundation
 import ScreenTimeIPC
+import ScreenTimeReports
 
 /// `screentime report --html`: one self-contained page (no script, no outside file) with the day
 /// by hour and the week by day as SVG bar charts, and the top apps, categories and web domains.
@@ -22,9 +23,9 @@ struct UsageReportPage {
             "<p class=\"lead\">\(escape(days.string(from: day.from))): <strong>\(readable(day.totalSeconds))</strong>"
         body += " in front. This week: <strong>\(readable(week.totalSeconds))</strong>.</p>\n"
         body += "<section><h2>Today by hour</h2>\n"
-        body += barChart(day.segments, label: { hour.string(from: $0.start) }, name: "today by hour")
+        body += HTML.barChart(day.segments, label: { hour.string(from: $0.start) }, name: "today by hour")
         body += "</section>\n<section><h2>This week by day</h2>\n"
-        body += barChart(week.segments, label: { weekday.string(from: $0.start) }, name: "the week by day")
+        body += HTML.barChart(week.segments, label: { weekday.string(from: $0.start) }, name: "the week by day")
         if let limits = main.limits, !limits.isEmpty {
             body += "</section>\n<section><h2>Limits now</h2>\n<ul>\n"
             for limit in limits { body += "<li>\(escape(LimitText.line(limit)))</li>\n" }
@@ -74,40 +75,6 @@ struct UsageReportPage {
             """
     }
 
-    /// Bars of the segments' seconds, with a label under each and the time over each.
-    private func barChart(
-        _ segments: [UsageReport.Segment], label: (UsageReport.Segment) -> String, name: String
-    )
-        -> String
-    {
-        guard !segments.isEmpty else { return "<p>No data.</p>\n" }
-        let width = 800.0
-        let height = 220.0
-        let top = 20.0
-        let bottom = 24.0
-        let slot = width / Double(segments.count)
-        let longest = max(segments.map(\.seconds).max() ?? 0, 60)
-        var svg =
-            "<svg viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"\(escape(name))\">\n"
-        svg +=
-            "<line x1=\"0\" y1=\"\(height - bottom)\" x2=\"\(width)\" y2=\"\(height - bottom)\" stroke=\"#9ca3af\"/>\n"
-        for (index, segment) in segments.enumerated() {
-            let x = Double(index) * slot
-            let barHeight = (height - top - bottom) * segment.seconds / longest
-            let y = height - bottom - barHeight
-            svg += "<rect x=\(fixed(x + slot * 0.15)) y=\(fixed(y)) width=\(fixed(slot * 0.7)) "
-            svg += "height=\(fixed(barHeight)) rx=\"2\" fill=\"#3b82f6\"><title>\(escape(label(segment))): "
-            svg += "\(readable(segment.seconds))</title></rect>\n"
-            if segment.seconds >= 30 {
-                svg += "<text x=\(fixed(x + slot / 2)) y=\(fixed(y - 4)) font-size=\"11\" text-anchor=\"middle\" "
-                svg += "fill=\"currentColor\">\(compact(segment.seconds))</text>\n"
-            }
-            svg += "<text x=\(fixed(x + slot / 2)) y=\(fixed(height - 6)) font-size=\"11\" text-anchor=\"middle\" "
-            svg += "fill=\"currentColor\">\(escape(label(segment)))</text>\n"
-        }
-        return svg + "</svg>\n"
-    }
-
     private func ranking(_ items: [(name: String, id: String?, seconds: Double)], empty: String) -> String {
         guard let longest = items.map(\.seconds).max(), longest > 0 else { return "<p>\(escape(empty))</p>\n" }
         var html = ""
@@ -121,20 +88,5 @@ struct UsageReportPage {
         return html
     }
 
-    private func fixed(_ value: Double) -> String { "\"\(String(format: "%.1f", value))\"" }
-
-    private func escape(_ text: String) -> String {
-        var out = ""
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    private func escape(_ text: String) -> String { HTML.escape(text) }
 }

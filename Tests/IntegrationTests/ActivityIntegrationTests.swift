@@ -54,15 +54,6 @@ struct ActivityIntegrationTests {
         }
     }
 
-    private func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return try condition()
-    }
-
     /// `HH:MM` of a moment, in the machine's time zone (the agent's).
     private func clock(_ date: Date) -> String {
         let parts = Calendar.current.dateComponents([.hour, .minute], from: date)

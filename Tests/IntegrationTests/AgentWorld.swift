@@ -32,6 +32,16 @@ func run(
 
 /// Runs a system tool and fails loudly if it fails.
 @discardableResult
+/// Whether `condition` holds within `seconds`, looked at every 100 ms.
+func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    let end = Date().addingTimeInterval(seconds)
+    while Date() < end {
+        if try condition() { return true }
+        Thread.sleep(forTimeInterval: 0.1)
+    }
+    return try condition()
+}
+
 func system(_ program: String, _ arguments: String..., input: String? = nil) throws -> CommandResult {
     let result = try run(program, arguments, input: input)
     guard result.status == 0 else {
@@ -151,6 +161,8 @@ final class AgentWorld {
         if extra["focusSocket"] == nil { extra["focusSocket"] = "\"\(directory)/focus.socket\"" }
         // Connection marks of the world's own: an installed agent's (83 to 94) mark its children's
         // DNS, whose replies a world's INPUT rules would otherwise take for its own.
+        // The dashboard's account (`screentime-web` when installed) is the bystander's here.
+        if extra["webUser"] == nil { extra["webUser"] = "\"\(bystander)\"" }
         if extra["connectionMark"] == nil { extra["connectionMark"] = "\(Self.nextConnectionMark())" }
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",

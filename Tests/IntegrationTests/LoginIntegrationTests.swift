@@ -62,15 +62,6 @@ struct LoginIntegrationTests {
         return text
     }
 
-    private func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
-        let end = Date().addingTimeInterval(seconds)
-        while Date() < end {
-            if try condition() { return true }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        return try condition()
-    }
-
     private func weekday(_ date: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_GB")

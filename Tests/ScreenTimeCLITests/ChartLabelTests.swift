@@ -1,3 +1,4 @@
+import ScreenTimeReports
 import Testing
 
 @testable import screentime

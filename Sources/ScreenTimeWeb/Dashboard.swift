@@ -1,0 +1,213 @@
+import Crypto
+public import Foundation
+public import Hummingbird
+import ScreenTimeCore
+public import ScreenTimeIPC
+
+/// The guardian's dashboard: its routes, over a connection to the agent. It keeps no state but a
+/// key for its CSRF tokens: the session is the agent's (its secret in the guardian's cookie), and
+/// every page is read from the agent when asked for.
+public struct Dashboard: Sendable {
+    public let agent: any AgentConnection
+    /// Whether cookies are `Secure` (and named `__Host-`): always, but for a test over plain HTTP.
+    public let secureCookies: Bool
+    /// The key of the CSRF tokens: new at each start (a form from before a restart is refused
+    /// and loaded again).
+    private let csrfKey: [UInt8]
+
+    public init(agent: any AgentConnection, secureCookies: Bool = true) {
+        self.agent = agent
+        self.secureCookies = secureCookies
+        csrfKey = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+    }
+
+    var cookieName: String { secureCookies ? "__Host-screentime" : "screentime" }
+
+    public func router() -> Router<DashboardContext> {
+        let router = Router(context: DashboardContext.self)
+        router.add(middleware: SecurityMiddleware<DashboardContext>())
+        router.get("/static/app.css") { _, _ in Self.asset(Assets.css, type: "text/css; charset=utf-8") }
+        router.get("/static/app.js") { _, _ in Self.asset(Assets.javascript, type: "text/javascript; charset=utf-8") }
+        router.get("/signin") { request, _ in
+            Pages.html(Pages.signIn(code: request.uri.queryParameters["code"].map(String.init)))
+        }
+        router.post("/signin") { request, context in try await signIn(request, context) }
+        router.post("/signout") { request, context in
+            try await signedIn(request) { token in
+                _ = try await checkedForm(request, context, token: token)
+                _ = try await agent.send(WebSignOutRequest(), session: token)
+                var response = Response.redirect(to: "/signin", type: .normal)
+                response.setCookie(endedCookie)
+                return response
+            }
+        }
+        router.get("/") { request, _ in try await signedIn(request) { token in try await overview(token) } }
+        router.get("/child/:name") { request, context in
+            let name = try context.parameters.require("name")
+            return try await signedIn(request) { token in try await child(name, token) }
+        }
+        router.post("/child/:name/lock") { request, context in
+            let name = try context.parameters.require("name")
+            return try await signedIn(request) { token in
+                let form = try await checkedForm(request, context, token: token)
+                var length: GrantLength?
+                if let text = form["length"], !text.isEmpty { length = try Self.length(text) }
+                _ = try await agent.send(LockRequest(user: name, length: length), session: token)
+                return Response.redirect(to: "/child/\(Pages.path(name))", type: .normal)
+            }
+        }
+        router.post("/child/:name/unlock") { request, context in
+            let name = try context.parameters.require("name")
+            return try await signedIn(request) { token in
+                _ = try await checkedForm(request, context, token: token)
+                _ = try await agent.send(LockRequest(user: name, unlock: true), session: token)
+                return Response.redirect(to: "/child/\(Pages.path(name))", type: .normal)
+            }
+        }
+        router.post("/asks/:id/:answer") { request, context in
+            guard let id = context.parameters.get("id", as: Int64.self),
+                let answer = context.parameters.get("answer"), ["grant", "deny"].contains(answer)
+            else { throw HTTPError(.notFound, message: "There is no such ask or answer.") }
+            return try await signedIn(request) { token in
+                let form = try await checkedForm(request, context, token: token)
+                let length = answer == "grant" ? try Self.length(form["length"] ?? "15m") : nil
+                let decided = try await agent.send(
+                    DecideRequest(id: id, grant: answer == "grant", length: length), session: token)
+                return Response.redirect(to: "/child/\(Pages.path(decided.user))", type: .normal)
+            }
+        }
+        router.get("/events") { request, _ in try await signedIn(request) { token in try await events(token) } }
+        return router
+    }
+
+    // MARK: signing in
+
+    private func signIn(_ request: Request, _ context: DashboardContext) async throws -> Response {
+        let form = try await Self.form(request, context)
+        let device = String((request.headers[.userAgent] ?? "a browser").prefix(64))
+        let signIn: WebSignInRequest
+        if let code = form["code"], !code.isEmpty {
+            signIn = WebSignInRequest(pairingCode: code, device: device)
+        } else {
+            signIn = WebSignInRequest(user: form["user"] ?? "", password: form["password"] ?? "", device: device)
+        }
+        do {
+            let reply = try await agent.send(signIn, session: nil)
+            var response = Response.redirect(to: "/", type: .normal)
+            let seconds = max(0, Int(reply.session.expires.timeIntervalSinceNow))
+            response.setCookie(
+                Cookie(
+                    name: cookieName, value: reply.token, maxAge: seconds, path: "/", secure: secureCookies,
+                    httpOnly: true, sameSite: .strict))
+            return response
+        } catch {
+            return Pages.html(Pages.signIn(problem: error.message), status: Self.status(of: error))
+        }
+    }
+
+    private var endedCookie: Cookie {
+        Cookie(
+            name: cookieName, value: "", maxAge: 0, path: "/", secure: secureCookies, httpOnly: true, sameSite: .strict)
+    }
+
+    /// Runs `body` in the request's session: none sends a page to the sign-in; one the agent
+    /// refuses (unknown, expired, revoked) gets 401 and its cookie cleared; the agent's other
+    /// refusals their status, with its message.
+    private func signedIn(_ request: Request, _ body: (String) async throws -> Response) async throws -> Response {
+        guard let token = request.cookies[cookieName]?.value, !token.isEmpty else {
+            if request.method == .get, request.uri.path != "/events" {
+                return Response.redirect(to: "/signin", type: .normal)
+            }
+            return Pages.error(.unauthorized, "Sign in first.")
+        }
+        do {
+            return try await body(token)
+        } catch let error as ScreenTimeIPCError {
+            var response = Pages.error(Self.status(of: error), error.message)
+            if error.code == .notAuthorized { response.setCookie(endedCookie) }
+            return response
+        }
+    }
+
+    static func status(of error: ScreenTimeIPCError) -> HTTPResponse.Status {
+        switch error.code {
+        case .notAuthorized, .authenticationFailed: .unauthorized
+        case .notAllowed, .restricted, .invalidAccountType: .forbidden
+        case .tooManyAttempts, .tooManyRequests, .busy: .tooManyRequests
+        case .unknownUser, .unknownApplication, .unknownCategory: .notFound
+        case .agentUnreachable: .serviceUnavailable
+        case .internalError, .malformedReply, .unsupportedVersion: .badGateway
+        default: .badRequest
+        }
+    }
+
+    // MARK: forms and their CSRF tokens
+
+    /// A grant's or a lock's length as a form gives it (`15m`, `1h`, `rest-of-day`, `20:30`).
+    static func length(_ text: String) throws(HTTPError) -> GrantLength {
+        do throws(ScreenTimeCoreError) {
+            return try GrantLength.parse(text)
+        } catch {
+            throw HTTPError(.badRequest, message: error.message)
+        }
+    }
+
+    /// A form's fields (`application/x-www-form-urlencoded`, at most the context's upload size).
+    static func form(_ request: Request, _ context: DashboardContext) async throws -> [String: String] {
+        guard let type = request.headers[.contentType], type.lowercased().hasPrefix("application/x-www-form-urlencoded")
+        else {
+            throw HTTPError(
+                .unsupportedMediaType, message: "A change is sent as a form (application/x-www-form-urlencoded).")
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await request.body.collect(upTo: context.maxUploadSize)
+        } catch {
+            throw HTTPError(.contentTooLarge, message: "A form is at most \(context.maxUploadSize / 1024) KiB.")
+        }
+        var fields: [String: String] = [:]
+        for pair in String(buffer: buffer).split(separator: "&") where !pair.isEmpty {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = Self.decoded(parts[0]), let value = Self.decoded(parts.count > 1 ? parts[1] : "")
+            else { throw HTTPError(.badRequest, message: "The form's text is not well encoded.") }
+            fields[key] = value
+        }
+        return fields
+    }
+
+    private static func decoded(_ text: Substring) -> String? {
+        text.replacingOccurrences(of: "+", with: " ").removingPercentEncoding
+    }
+
+    /// The form of a change made in a session: its CSRF token must be the session's.
+    private func checkedForm(
+        _ request: Request, _ context: DashboardContext, token: String
+    ) async throws
+        -> [String: String]
+    {
+        let form = try await Self.form(request, context)
+        guard let given = form["csrf"], Self.same(given, csrf(token)) else {
+            throw HTTPError(.forbidden, message: "This form is not the dashboard's or is stale: load the page again.")
+        }
+        return form
+    }
+
+    /// The CSRF token of a session: a MAC of its secret under this process's key.
+    func csrf(_ token: String) -> String {
+        let code = HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: SymmetricKey(data: csrfKey))
+        return Data(code).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    private static func same(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    private static func asset(_ text: String, type: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "max-age=3600"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Glibc
+import LinuxSupport
+import ScreenTimeIPC
+import Testing
+
+/// The dashboard as installed: the real `screentime-web` over TLS with its own certificate, run
+/// as the dashboard's account (the world's bystander here), against the real agent. Curl is the
+/// phone, and trusts the dashboard by its certificate alone (`--cacert`).
+@Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, PAM, freezing"))
+struct WebIntegrationTests {
+    /// The dashboard of a world, and a phone's cookie jar.
+    struct Phone {
+        let world: AgentWorld
+        let state: String
+        let port: Int
+        let jar: String
+
+        init(_ world: AgentWorld) throws {
+            self.world = world
+            state = world.directory + "/web"
+            jar = world.directory + "/phone-cookies"
+            port = Int.random(in: 20_000...40_000)
+            try Files.makeDirectory(state, mode: 0o700)
+            _ = try system("/bin/chown", world.bystander, state)
+            _ = try world.launch(
+                as: world.bystander, AgentWorld.binaries + "/screentime-web",
+                ["--listen", "127.0.0.1", "--port", "\(port)", "--state-dir", state, "--socket", world.socket],
+                output: world.directory + "/web.log")
+        }
+
+        /// Status, headers (lowercased names) and body of a request; the jar kept.
+        func request(
+            _ method: String, _ path: String, form: [String: String]? = nil, cookie: String? = nil
+        ) throws
+            -> (status: Int, headers: [String: String], body: String)
+        {
+            var arguments = [
+                "-s", "-X", method, "-D", "-", "--max-time", "10", "--cacert", state + "/certificate.pem",
+            ]
+            arguments += cookie.map { ["-H", "Cookie: \($0)"] } ?? ["-b", jar, "-c", jar]
+            if form?.isEmpty == true { arguments += ["--data", ""] }
+            for (key, value) in (form ?? [:]).sorted(by: { $0.key < $1.key }) {
+                arguments += ["--data-urlencode", "\(key)=\(value)"]
+            }
+            arguments.append("https://127.0.0.1:\(port)\(path)")
+            let outcome = try ChildProcess.run(
+                "/usr/bin/curl", arguments, environment: ["PATH=/usr/bin:/bin"], deadline: 20)
+            let text = String(decoding: outcome.output, as: UTF8.self)
+            guard let split = text.range(of: "\r\n\r\n") else {
+                return (0, [:], "curl \(outcome.status): " + String(decoding: outcome.errors, as: UTF8.self))
+            }
+            var lines = text[..<split.lowerBound].components(separatedBy: "\r\n")
+            let status = Int(lines.removeFirst().split(separator: " ").dropFirst().first ?? "") ?? 0
+            var headers: [String: String] = [:]
+            for line in lines {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                    in: .whitespaces)
+            }
+            return (status, headers, String(text[split.upperBound...]))
+        }
+
+        func csrf(_ page: String) -> String? {
+            guard let range = page.range(of: "name=\"csrf\" value=\"") else { return nil }
+            return String(page[range.upperBound...].prefix { $0 != "\"" })
+        }
+    }
+
+    @Test func aGuardiansPhoneSignsInGrantsALiveAskAndLocksTheChild() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let phone = try Phone(world)
+        #expect(eventually(30) { Files.exists(phone.state + "/status.json") }, "the dashboard did not start")
+        #expect(eventually(10) { (try? phone.request("GET", "/signin").status) == 200 })
+        // Its key is its account's alone; the certificate curl trusted is the one it says.
+        #expect(try String(contentsOfFile: phone.state + "/status.json", encoding: .utf8).contains("\"fingerprint\""))
+        #expect(FileStatus.of(path: phone.state + "/key.pem").map { $0.mode & 0o077 } == 0)
+
+        // The child cannot sign in; the guardian can, and gets a Secure, HttpOnly, strict cookie.
+        let child = try phone.request("POST", "/signin", form: ["user": world.child, "password": "x"])
+        #expect(child.status == 401 && child.headers["set-cookie"] == nil, "\(child.status) \(child.body)")
+        Thread.sleep(forTimeInterval: 1.2)  // the throttle's wait after one failure
+        let signedIn = try phone.request(
+            "POST", "/signin", form: ["user": world.guardian, "password": world.guardianPassword])
+        #expect(signedIn.status == 303, "\(signedIn.status) \(signedIn.body)")
+        let cookie = signedIn.headers["set-cookie"] ?? ""
+        #expect(cookie.hasPrefix("__Host-screentime=") && cookie.contains("Secure") && cookie.contains("HttpOnly"))
+        #expect(cookie.contains("SameSite=Strict"), "\(cookie)")
+
+        // A frozen game, an ask: on the page; Grant 15 min from the phone thaws the game.
+        let output = try world.childDirectory() + "/count"
+        let counter = try world.launch(as: world.child, world.counter, [output])
+        #expect(eventually { world.isFrozen(counter) })
+        let asked = try world.cli(as: world.child, "ask", "--app", "org.example.Counter", "--minutes", "5", "--json")
+        #expect(asked.status == 0, "\(asked.stderr)")
+        let page = try phone.request("GET", "/child/\(world.child)")
+        #expect(page.status == 200 && page.body.contains("Counter Game"), "\(page.body)")
+        let csrf = try #require(phone.csrf(page.body))
+        let id = try #require(
+            page.body.range(of: "action=\"/asks/").map { page.body[$0.upperBound...].prefix { $0.isNumber } })
+        let granted = try phone.request("POST", "/asks/\(id)/grant", form: ["csrf": csrf, "length": "15m"])
+        #expect(granted.status == 303, "\(granted.status) \(granted.body)")
+        #expect(eventually(5) { !world.isFrozen(counter) }, "the game did not thaw after the phone's grant")
+
+        // Lock now, from the phone: the child's program is held; unlocked, it runs again.
+        let locked = try phone.request("POST", "/child/\(world.child)/lock", form: ["csrf": csrf])
+        #expect(locked.status == 303, "\(locked.status) \(locked.body)")
+        #expect(try world.status(of: world.child).loginLock != nil)
+        #expect(eventually(5) { world.isFrozen(counter) }, "not held while locked")
+        #expect(try phone.request("POST", "/child/\(world.child)/unlock", form: ["csrf": csrf]).status == 303)
+        #expect(eventually(5) { !world.isFrozen(counter) })
+
+        // Without the page's token, or from a made-up session, nothing changes.
+        #expect(try phone.request("POST", "/child/\(world.child)/lock", form: [:]).status == 403)
+        #expect(
+            try phone.request("POST", "/child/\(world.child)/lock", form: ["csrf": csrf], cookie: "__Host-screentime=x")
+                .status == 403)
+        #expect(try world.status(of: world.child).loginLock == nil)
+        // The dashboard's account alone, without a guardian's session, is nobody to the agent.
+        #expect(try world.cli(as: world.bystander, "lock", "--user", world.child).status == 77)
+    }
+}
