@@ -34,6 +34,8 @@ SWIFT       ?= swift
 #   chromium firefox-esr  the real browsers (headless) that must not load a shielded site through
 #                   a custom DoH provider while the agent's browser policies are in place
 #   libnss3-tools   certutil, which makes those browsers trust the tests' certificate authority
+#   chromium-driver python3-selenium  a guardian's phone: Chromium driven headless in a
+#                   phone-sized window through the dashboard's pages
 #   libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev  XCB with X-Resource, SYNC and
 #                   XInput 2: the agent's own reading of an X11 session's focus, window owners,
 #                   clicks and idle time
@@ -55,7 +57,7 @@ SWIFT       ?= swift
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
 	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
-	chromium firefox-esr libnss3-tools \
+	chromium firefox-esr libnss3-tools chromium-driver python3-selenium \
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
 	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland libgtk-4-dev netpbm \
 	dpkg-dev debootstrap lintian gdb
@@ -123,6 +125,8 @@ bench: deps
 	Benchmarks/scheduler.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
 	Benchmarks/shield.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
+	@echo
+	Benchmarks/web.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 
 lint:
 	@$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES) && echo "lint: the house format holds"

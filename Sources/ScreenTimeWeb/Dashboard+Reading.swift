@@ -47,34 +47,28 @@ extension Dashboard {
     }
 
     /// Server-sent events: the pending asks' ids (as the page writes them) now and at each
-    /// change, looked at every second; a comment every 15 s keeps the connection open through
-    /// proxies; `signedout` when the session ends. Ends when the browser goes.
+    /// change (the session's one look a second, `AskFeed`); a comment when nothing changed for
+    /// 15 s; `signedout` when the session ends. Ends when the browser goes.
     func events(_ token: String) async throws -> Response {
-        let first = try await agent.send(TimeRequestsRequest(pending: true), session: token).requests
-        let agent = self.agent
+        let first = Pages.ids(
+            try await agent.send(TimeRequestsRequest(pending: true), session: token).requests.map(\.id))
+        let feed = self.feed
         let body = ResponseBody { writer in
-            var shown = Pages.ids(first.map(\.id))
-            try await writer.write(ByteBuffer(string: "retry: 2000\nevent: asks\ndata: \(shown)\n\n"))
-            var quiet = 0
-            while !Task.isCancelled {
-                try await Task.sleep(for: .seconds(1))
-                let now: String
-                do {
-                    now = Pages.ids(
-                        try await agent.send(TimeRequestsRequest(pending: true), session: token).requests.map(\.id))
-                } catch {
-                    try await writer.write(ByteBuffer(string: "event: signedout\ndata: \n\n"))
-                    break
+            let (id, events) = await feed.subscribe(token, shown: first)
+            do {
+                try await writer.write(ByteBuffer(string: "retry: 2000\nevent: asks\ndata: \(first)\n\n"))
+                for await event in events {
+                    switch event {
+                    case .asks(let ids): try await writer.write(ByteBuffer(string: "event: asks\ndata: \(ids)\n\n"))
+                    case .stillHere: try await writer.write(ByteBuffer(string: ": still here\n\n"))
+                    case .signedOut: try await writer.write(ByteBuffer(string: "event: signedout\ndata: \n\n"))
+                    }
                 }
-                if now != shown {
-                    shown = now
-                    quiet = 0
-                    try await writer.write(ByteBuffer(string: "event: asks\ndata: \(now)\n\n"))
-                } else {
-                    quiet += 1
-                    if quiet % 15 == 0 { try await writer.write(ByteBuffer(string: ": still here\n\n")) }
-                }
+            } catch {
+                await feed.unsubscribe(token, id)
+                throw error
             }
+            await feed.unsubscribe(token, id)
             try await writer.finish(nil)
         }
         return Response(

@@ -14,10 +14,13 @@ public struct Dashboard: Sendable {
     /// The key of the CSRF tokens: new at each start (a form from before a restart is refused
     /// and loaded again).
     private let csrfKey: [UInt8]
+    /// The pending asks of the sessions whose pages are open.
+    let feed: AskFeed
 
     public init(agent: any AgentConnection, secureCookies: Bool = true) {
         self.agent = agent
         self.secureCookies = secureCookies
+        feed = AskFeed(agent: agent)
         csrfKey = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
     }
 

@@ -11,7 +11,7 @@ public struct DashboardContext: RequestContext {
 }
 
 /// What every answer says to the browser: run no script, load no style or image but the
-/// dashboard's own, never be framed, keep nothing in a cache, send no referrer; and a change
+/// dashboard's own, never be framed, keep nothing in a cache, send a referrer to no other site; and a change
 /// (POST) from any other origin is refused before it is read.
 struct SecurityMiddleware<Context: RequestContext>: RouterMiddleware {
     static var policy: String {
@@ -36,17 +36,18 @@ struct SecurityMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         response.headers[.contentSecurityPolicy] = Self.policy
         response.headers[.xContentTypeOptions] = "nosniff"
-        response.headers[.referrerPolicy] = "no-referrer"
+        // Not no-referrer: under it a browser sends a form's POST with "Origin: null".
+        response.headers[.referrerPolicy] = "same-origin"
         response.headers[.xFrameOptions] = "DENY"
         if response.headers[.cacheControl] == nil { response.headers[.cacheControl] = "no-store" }
         return response
     }
 
-    /// Whether a POST comes from the dashboard's own pages: a browser names the origin of a form
-    /// it sends (`Origin`, or `Sec-Fetch-Site`); one that names neither is a program, not a page
-    /// of another site, and still needs its session and CSRF token.
+    /// Whether a POST comes from the dashboard's own pages: a browser says where a form it sends
+    /// came from (`Sec-Fetch-Site`, else `Origin`); a request that says neither is a program's,
+    /// not another site's page, and still needs its session and CSRF token.
     static func sameOrigin(_ request: Request) -> Bool {
-        if let site = request.headers[.secFetchSite], site != "same-origin", site != "none" { return false }
+        if let site = request.headers[.secFetchSite] { return site == "same-origin" }
         guard let origin = request.headers[.origin] else { return true }
         guard let host = request.head.authority else { return false }
         return origin == "https://" + host || origin == "http://" + host

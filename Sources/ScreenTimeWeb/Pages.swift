@@ -167,7 +167,7 @@ enum Pages {
             html += " <span class=\"note\">at \(time.string(from: ask.createdAt))</span></p>\n"
             if let note = ask.note, !note.isEmpty { html += "<blockquote>\(HTML.escape(note))</blockquote>\n" }
             html += "<div class=\"buttons\">"
-            for (length, label) in [("15m", "15 min"), ("1h", "1 hour"), ("rest-of-day", "Rest of today")] {
+            for (length, label) in [("15m", "15 min"), ("1h", "1 hour"), ("rest-of-day", "rest of today")] {
                 html += "<form method=\"post\" action=\"/asks/\(ask.id)/grant\">\(hidden(csrf))"
                 html += "<input type=\"hidden\" name=\"length\" value=\"\(length)\">"
                 html += "<button type=\"submit\">Grant \(label)</button></form>"
@@ -180,11 +180,15 @@ enum Pages {
 
     static func lockSection(name: String, lock: LoginLockReport?, csrf: String) -> String {
         let time = DateFormatter()
-        time.dateFormat = "EEE HH:mm"
+        time.dateFormat = "EEE d MMM HH:mm"
         let action = "/child/\(path(name))"
         var html = "<section class=\"card\"><h2>Lock</h2>\n"
         if let lock {
-            html += "<p>Locked (\(HTML.escape(lock.reason))) until \(time.string(from: lock.until)).</p>\n"
+            // A guardian's lock with no end is kept as one at the year 3000.
+            let until =
+                lock.until.timeIntervalSinceNow > 10 * 365 * 86_400
+                ? "until a guardian unlocks it" : "until \(time.string(from: lock.until))"
+            html += "<p>Locked (\(HTML.escape(lock.reason))) \(until).</p>\n"
         } else {
             html += "<p>Not locked.</p>\n"
         }

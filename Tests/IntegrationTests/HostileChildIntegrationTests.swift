@@ -41,13 +41,32 @@ struct HostileChildIntegrationTests {
         let storm = try world.launch(
             as: world.child, "/bin/sh",
             ["-c", "for j in $(seq 30); do (for i in $(seq 200); do /bin/true; done) & done; wait"])
-        #expect(world.wait(storm, seconds: 120) == 0)
+        let ended = world.wait(storm, seconds: 120)
+        #expect(ended == 0, "the storm did not end in 120 s; what is left of it:\n\(leftOfStorm(world))")
         let asked = Date()
         let status = try world.cli(as: world.guardian, "status", "--user", world.child)
         #expect(status.status == 0, "\(status.stderr)")
         #expect(Date().timeIntervalSince(asked) < 10, "status took \(Date().timeIntervalSince(asked)) s")
         let again = try world.launch(as: world.child, world.counter, [world.directory + "/after-storm"])
         #expect(eventually { world.isFrozen(again) })
+    }
+
+    /// The child's processes still there (state, freezer group, program), what the agent says of
+    /// its holds, and its log's end: what a storm that does not end was waiting on.
+    private func leftOfStorm(_ world: AgentWorld) -> String {
+        var out = ""
+        let uid = (try? UserDirectory().user(world.child).uid) ?? UInt32.max
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = Int32(entry), FileStatus.of(path: "/proc/\(entry)")?.owner == uid else { continue }
+            let program = Files.readLink("/proc/\(entry)/exe") ?? "?"
+            let state = world.processState(pid).map { String($0) } ?? "gone"
+            out += "  \(pid) \(state) \(world.cgroup(of: pid) ?? "?") \(program)\n"
+            if out.count > 3_000 { break }
+        }
+        if let status = try? world.cli(as: world.guardian, "status", "--user", world.child) {
+            out += String(status.stdout.prefix(2_000)) + "\n"
+        }
+        return out + world.agentLog(naming: nil, last: 30)
     }
 
     @Test func theChildCannotTieUpTheControlSocket() throws {

@@ -122,3 +122,58 @@ struct WebIntegrationTests {
         #expect(try world.cli(as: world.bystander, "lock", "--user", world.child).status == 77)
     }
 }
+
+extension WebIntegrationTests {
+    /// The key hash Chromium pins a certificate by (`--ignore-certificate-errors-spki-list`).
+    private func spki(_ certificate: String) throws -> String {
+        let result = try system(
+            "/bin/sh", "-c",
+            "openssl x509 -in '\(certificate)' -pubkey -noout | openssl pkey -pubin -outform der "
+                + "| openssl dgst -sha256 -binary | base64")
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// As a guardian would: a pairing code made at the PC, opened on a phone (Chromium, headless,
+    /// 390 × 844), the child's page, a live ask granted, the child locked. Screenshots go to
+    /// $SCREENTIME_SHOTS when it is set (docs/dashboard/ was made so).
+    @Test func aPhoneSizedChromiumPairsAnswersALiveAskAndLocksTheChild() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let phone = try Phone(world)
+        #expect(eventually(30) { Files.exists(phone.state + "/status.json") }, "the dashboard did not start")
+        let pair = try world.cli(as: world.guardian, "web", "pair", "--json")
+        #expect(pair.status == 0, "\(pair.stderr)")
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let code = try decoder.decode(WebPairReply.self, from: Data(pair.stdout.utf8)).code
+        let counter = try world.launch(as: world.child, world.counter, [try world.childDirectory() + "/count"])
+        #expect(eventually { world.isFrozen(counter) })
+
+        let shots = ProcessInfo.processInfo.environment["SCREENTIME_SHOTS"] ?? world.directory + "/shots"
+        try Files.makeDirectory(shots, mode: 0o755)
+        let ask = [
+            "/usr/bin/setpriv", "--reuid=\(world.child)", "--regid=users", "--init-groups", "--",
+            AgentWorld.binaries + "/screentime", "ask", "--socket", world.socket, "--app", "org.example.Counter",
+            "--minutes", "10", "--note", "one more level",
+        ]
+        let driven = try run(
+            "/usr/bin/timeout",
+            [
+                "120", "/usr/bin/python3", AgentWorld.fixture("phone.py"), "https://127.0.0.1:\(phone.port)/",
+                world.guardian, "code:" + code, world.child, try spki(phone.state + "/certificate.pem"), shots, "--",
+            ] + ask)
+        #expect(driven.status == 0, "\(driven.stdout)\n\(driven.stderr.suffix(2_000))")
+        for step in ["signed in", "child's page", "ask shown after", "granted", "locked"] {
+            #expect(driven.stdout.contains(step), "no '\(step)' in:\n\(driven.stdout)")
+        }
+        // What the phone did, as the agent has it: the ask granted by the guardian, the child locked.
+        let requests = try world.cli(as: world.guardian, "requests", "--json")
+        let listed = try decoder.decode([TimeRequestReport].self, from: Data(requests.stdout.utf8))
+        #expect(listed.first?.state == .granted && listed.first?.decidedBy == world.guardian, "\(requests.stdout)")
+        #expect(try world.status(of: world.child).loginLock != nil)
+        #expect(eventually(5) { world.isFrozen(counter) })
+        let devices = try world.cli(as: world.guardian, "web", "devices")
+        #expect(devices.stdout.contains("paired"), "\(devices.stdout)")
+    }
+}

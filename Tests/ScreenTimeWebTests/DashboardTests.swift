@@ -55,12 +55,20 @@ import Testing
         let crossSite = try await server.request(
             "POST", "/child/kid/lock", form: ["csrf": csrf], headers: ["Origin: https://evil.example"])
         #expect(crossSite.status == 403)
+        for headers in [["Sec-Fetch-Site: cross-site"], ["Sec-Fetch-Site: same-site"], ["Origin: null"]] {
+            let refused = try await server.request("POST", "/child/kid/lock", form: ["csrf": csrf], headers: headers)
+            #expect(refused.status == 403, "\(headers)")
+        }
+        // A browser's own form: same-origin, whatever its Origin says.
+        let own = ["Sec-Fetch-Site: same-origin", "Origin: http://127.0.0.1:\(server.port)"]
         #expect(try send(StatusRequest(user: "kid"), as: mum).loginLock == nil)
 
-        let locked = try await server.request("POST", "/child/kid/lock", form: ["csrf": csrf])
+        let locked = try await server.request("POST", "/child/kid/lock", form: ["csrf": csrf], headers: own)
         #expect(locked.status == 303 && locked.headers["location"] == "/child/kid", "\(locked.body)")
         #expect(try send(StatusRequest(user: "kid"), as: mum).loginLock != nil)
-        #expect(try await server.request("GET", "/child/kid").body.contains("Locked"))
+        #expect(
+            try await server.request("GET", "/child/kid").body.contains("Locked (guardian) until a guardian unlocks it")
+        )
         let unlocked = try await server.request("POST", "/child/kid/unlock", form: ["csrf": csrf])
         #expect(unlocked.status == 303)
         #expect(try send(StatusRequest(user: "kid"), as: mum).loginLock == nil)

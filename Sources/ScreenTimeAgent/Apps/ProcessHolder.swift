@@ -69,4 +69,7 @@ struct ProcessHolder: Sendable {
     }
 
     func members() -> [Int32] { freezer?.members() ?? [] }
+
+    /// The group a process is in now (nil without a freezer, or when it is gone).
+    func group(of pid: Int32) -> String? { freezer?.group(of: pid) }
 }

@@ -197,6 +197,21 @@ extension ProcessShield {
                 table.processes[child]?.hold = nil
                 hold(child, &table, reason: parentHold.reason, stopFirst: true, waiting: false)
             }
+        } else if holder.withLock({ $0 }).isInFrozenGroup(child) {
+            // Forked while its forker was held, and read after the forker was let go: the child
+            // was born in the frozen group, where nothing would ever let it out (a storm of
+            // execs left a shell's subshell so). It goes where its forker is now; what the
+            // policy says of it is done below.
+            let handle = ProcessHandle(pid: child, startTime: tracked.startTime, inspector: inspector)
+            let origin = holder.withLock { $0 }.group(of: first) ?? "/"
+            do {
+                _ = try releaseUnlessTheGateHolds(child, handle: handle, origin: origin)
+                logger.info("let go: forked in the frozen group", metadata: ["pid": "\(child)", "forker": "\(first)"])
+            } catch {
+                logger.error(
+                    "cannot move a process out of the frozen group",
+                    metadata: ["pid": "\(child)", "error": "\(error.message)"])
+            }
         }
         if !forker.judged {
             // Its forker is still being judged: so is it, with the forker's reads.
