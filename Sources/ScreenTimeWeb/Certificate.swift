@@ -46,6 +46,22 @@ public struct DashboardIdentity: Sendable {
         return DashboardIdentity(certificate: try der(made), privateKey: key.pemRepresentation)
     }
 
+    /// The 32 bytes kept in `directory/session.key` (made there if not): the key that binds a
+    /// session's cookie to its device, the same across restarts.
+    public static func sessionKey(directory: String) throws -> [UInt8] {
+        let path = directory + "/session.key"
+        if let data = FileManager.default.contents(atPath: path), data.count == 32 { return Array(data) }
+        let key = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw DashboardSetupError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        fchmod(fd, 0o600)
+        guard key.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == key.count else {
+            throw DashboardSetupError("cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        return key
+    }
+
     static func make(key: P256.Signing.PrivateKey, host: String, addresses: [String], now: Date) throws -> Certificate {
         let name = try DistinguishedName {
             CommonName("screentime on \(host)")

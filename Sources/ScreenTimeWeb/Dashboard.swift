@@ -14,14 +14,19 @@ public struct Dashboard: Sendable {
     /// The key of the CSRF tokens: new at each start (a form from before a restart is refused
     /// and loaded again).
     private let csrfKey: [UInt8]
+    /// The key that binds a session's cookie to the device's address (kept across restarts by
+    /// the program, in its state directory).
+    private let bindingKey: [UInt8]
     /// The pending asks of the sessions whose pages are open.
     let feed: AskFeed
 
-    public init(agent: any AgentConnection, secureCookies: Bool = true) {
+    /// - Parameter bindingKey: 32 bytes kept by the program; new ones when nil (a test's).
+    public init(agent: any AgentConnection, secureCookies: Bool = true, bindingKey: [UInt8]? = nil) {
         self.agent = agent
         self.secureCookies = secureCookies
         feed = AskFeed(agent: agent)
         csrfKey = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+        self.bindingKey = bindingKey ?? SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
     }
 
     var cookieName: String { secureCookies ? "__Host-screentime" : "screentime" }
@@ -36,7 +41,7 @@ public struct Dashboard: Sendable {
         }
         router.post("/signin") { request, context in try await signIn(request, context) }
         router.post("/signout") { request, context in
-            try await signedIn(request) { token in
+            try await signedIn(request, context) { token in
                 _ = try await checkedForm(request, context, token: token)
                 _ = try await agent.send(WebSignOutRequest(), session: token)
                 var response = Response.redirect(to: "/signin", type: .normal)
@@ -44,14 +49,16 @@ public struct Dashboard: Sendable {
                 return response
             }
         }
-        router.get("/") { request, _ in try await signedIn(request) { token in try await overview(token) } }
+        router.get("/") { request, context in
+            try await signedIn(request, context) { token in try await overview(token) }
+        }
         router.get("/child/:name") { request, context in
             let name = try context.parameters.require("name")
-            return try await signedIn(request) { token in try await child(name, token) }
+            return try await signedIn(request, context) { token in try await child(name, token) }
         }
         router.post("/child/:name/lock") { request, context in
             let name = try context.parameters.require("name")
-            return try await signedIn(request) { token in
+            return try await signedIn(request, context) { token in
                 let form = try await checkedForm(request, context, token: token)
                 var length: GrantLength?
                 if let text = form["length"], !text.isEmpty { length = try Self.length(text) }
@@ -61,7 +68,7 @@ public struct Dashboard: Sendable {
         }
         router.post("/child/:name/unlock") { request, context in
             let name = try context.parameters.require("name")
-            return try await signedIn(request) { token in
+            return try await signedIn(request, context) { token in
                 _ = try await checkedForm(request, context, token: token)
                 _ = try await agent.send(LockRequest(user: name, unlock: true), session: token)
                 return Response.redirect(to: "/child/\(Pages.path(name))", type: .normal)
@@ -71,7 +78,7 @@ public struct Dashboard: Sendable {
             guard let id = context.parameters.get("id", as: Int64.self),
                 let answer = context.parameters.get("answer"), ["grant", "deny"].contains(answer)
             else { throw HTTPError(.notFound, message: "There is no such ask or answer.") }
-            return try await signedIn(request) { token in
+            return try await signedIn(request, context) { token in
                 let form = try await checkedForm(request, context, token: token)
                 let length = answer == "grant" ? try Self.length(form["length"] ?? "15m") : nil
                 let decided = try await agent.send(
@@ -79,7 +86,9 @@ public struct Dashboard: Sendable {
                 return Response.redirect(to: "/child/\(Pages.path(decided.user))", type: .normal)
             }
         }
-        router.get("/events") { request, _ in try await signedIn(request) { token in try await events(token) } }
+        router.get("/events") { request, context in
+            try await signedIn(request, context) { token in try await events(token) }
+        }
         return router
     }
 
@@ -100,11 +109,17 @@ public struct Dashboard: Sendable {
             let seconds = max(0, Int(reply.session.expires.timeIntervalSinceNow))
             response.setCookie(
                 Cookie(
-                    name: cookieName, value: reply.token, maxAge: seconds, path: "/", secure: secureCookies,
-                    httpOnly: true, sameSite: .strict))
+                    name: cookieName, value: reply.token + "." + binding(reply.token, context.client), maxAge: seconds,
+                    path: "/", secure: secureCookies, httpOnly: true, sameSite: .strict))
             return response
         } catch {
-            return Pages.html(Pages.signIn(problem: error.message), status: Self.status(of: error))
+            // One message for a wrong password and a user who is not a guardian: the page does not
+            // tell who the guardians are.
+            let problem =
+                error.code == .authenticationFailed
+                ? "The user name, password or code is not right, or that user is not a guardian here."
+                : error.message
+            return Pages.html(Pages.signIn(problem: problem), status: Self.status(of: error))
         }
     }
 
@@ -116,13 +131,30 @@ public struct Dashboard: Sendable {
     /// Runs `body` in the request's session: none sends a page to the sign-in; one the agent
     /// refuses (unknown, expired, revoked) gets 401 and its cookie cleared; the agent's other
     /// refusals their status, with its message.
-    private func signedIn(_ request: Request, _ body: (String) async throws -> Response) async throws -> Response {
-        guard let token = request.cookies[cookieName]?.value, !token.isEmpty else {
+    private func signedIn(
+        _ request: Request, _ context: DashboardContext, _ body: (String) async throws -> Response
+    )
+        async throws -> Response
+    {
+        guard let cookie = request.cookies[cookieName]?.value, !cookie.isEmpty else {
             if request.method == .get, request.uri.path != "/events" {
                 return Response.redirect(to: "/signin", type: .normal)
             }
             return Pages.error(.unauthorized, "Sign in first.")
         }
+        // The cookie is the agent's secret and a MAC binding it to the device that signed in:
+        // a cookie that went anywhere else (a server of the child's on another port of this PC
+        // gets a browser's cookies too) is refused here, without asking the agent.
+        let parts = cookie.split(separator: ".", maxSplits: 1).map(String.init)
+        guard parts.count == 2, parts[0].utf8.count <= 64, Self.same(parts[1], binding(parts[0], context.client))
+        else {
+            var response = Pages.error(
+                .unauthorized, "This session was made on another device (or this one's address changed): sign in again."
+            )
+            response.setCookie(endedCookie)
+            return response
+        }
+        let token = parts[0]
         do {
             return try await body(token)
         } catch let error as ScreenTimeIPCError {
@@ -193,6 +225,18 @@ public struct Dashboard: Sendable {
             throw HTTPError(.forbidden, message: "This form is not the dashboard's or is stale: load the page again.")
         }
         return form
+    }
+
+    /// What binds a session's secret to the address of the device that signed in.
+    func binding(_ token: String, _ client: String) -> String {
+        let code = HMAC<SHA256>.authenticationCode(
+            for: Data((token + "|" + client).utf8), using: SymmetricKey(data: bindingKey))
+        return Self.base64URL(Data(code.prefix(16)))
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
     }
 
     /// The CSRF token of a session: a MAC of its secret under this process's key.

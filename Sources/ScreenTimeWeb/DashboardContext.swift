@@ -4,8 +4,13 @@ public import Hummingbird
 /// A request's context in the dashboard: small bodies only (a form is a few hundred bytes).
 public struct DashboardContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
+    /// The address the request came from (the device a session is bound to).
+    public let client: String
 
-    public init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        client = source.channel.remoteAddress?.ipAddress ?? "unknown"
+    }
 
     public var maxUploadSize: Int { 16 * 1024 }
 }
@@ -32,6 +37,10 @@ struct SecurityMiddleware<Context: RequestContext>: RouterMiddleware {
                 response = try await next(request, context)
             } catch let error as HTTPError {
                 response = Pages.error(error.status, error.body ?? error.status.reasonPhrase)
+            } catch {
+                // Nothing else is thrown on purpose; whatever it is gets a page with the headers.
+                context.logger.error("request failed", metadata: ["error": "\(error)"])
+                response = Pages.error(.internalServerError, "The dashboard could not answer this request.")
             }
         }
         response.headers[.contentSecurityPolicy] = Self.policy

@@ -61,7 +61,9 @@ struct ScreentimeWeb: AsyncParsableCommand {
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: identity.certificate, format: .der))],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(identity.privateKey.utf8), format: .pem)))
         tls.minimumTLSVersion = .tlsv12
-        let dashboard = Dashboard(agent: SocketAgentConnection(socket: socket))
+        let dashboard = Dashboard(
+            agent: SocketAgentConnection(socket: socket),
+            bindingKey: try DashboardIdentity.sessionKey(directory: stateDirectory))
         var services: [any Service] = []
         for address in listening {
             services.append(

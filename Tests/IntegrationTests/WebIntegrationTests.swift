@@ -116,7 +116,7 @@ struct WebIntegrationTests {
         #expect(try phone.request("POST", "/child/\(world.child)/lock", form: [:]).status == 403)
         #expect(
             try phone.request("POST", "/child/\(world.child)/lock", form: ["csrf": csrf], cookie: "__Host-screentime=x")
-                .status == 403)
+                .status == 401)
         #expect(try world.status(of: world.child).loginLock == nil)
         // The dashboard's account alone, without a guardian's session, is nobody to the agent.
         #expect(try world.cli(as: world.bystander, "lock", "--user", world.child).status == 77)

@@ -88,9 +88,11 @@ final class DashboardServer: Sendable {
     /// (unless `cookie` is given instead), a form's fields URL-encoded.
     func request(
         _ method: String, _ path: String, form: [String: String]? = nil, cookie: String? = nil,
-        headers: [String] = [], body: String? = nil
+        headers: [String] = [], body: String? = nil, from address: String? = nil
     ) async throws -> Answer {
         var arguments = ["-s", "-S", "-X", method, "-D", "-", "--max-time", "10"]
+        // Another device: another loopback address of this machine as the request's source.
+        if let address { arguments += ["--interface", address] }
         if let cookie { arguments += ["-H", "Cookie: \(cookie)"] } else { arguments += ["-b", jar, "-c", jar] }
         for header in headers { arguments += ["-H", header] }
         if let form {

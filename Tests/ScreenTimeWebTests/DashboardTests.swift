@@ -73,6 +73,18 @@ import Testing
         #expect(unlocked.status == 303)
         #expect(try send(StatusRequest(user: "kid"), as: mum).loginLock == nil)
 
+        // The cookie, taken to another device (a server of the child's on another port of this
+        // PC gets it from the guardian's browser), is refused there, and nothing changes.
+        let stolen = try #require(cookie.split(separator: ";").first.map(String.init))
+        for path in ["/", "/events"] {
+            let elsewhere = try await server.request("GET", path, cookie: stolen, from: "127.0.0.2")
+            #expect(elsewhere.status == 401 && elsewhere.body.contains("another device"), "\(path) \(elsewhere.status)")
+        }
+        let changed = try await server.request(
+            "POST", "/child/kid/lock", form: ["csrf": csrf], cookie: stolen, from: "127.0.0.2")
+        #expect(changed.status == 401)
+        #expect(try send(StatusRequest(user: "kid"), as: mum).loginLock == nil)
+
         // Signed out: the session is ended at the agent, so the cookie kept elsewhere gets nothing.
         let token = try #require(cookie.split(separator: ";").first.map(String.init))
         let out = try await server.request("POST", "/signout", form: ["csrf": csrf])
@@ -88,7 +100,9 @@ import Testing
     @Test func aChildCannotSignInAndAMadeUpSessionGetsNothing() async throws {
         let server = try await DashboardServer(agent: agent)
         let child = try await server.request("POST", "/signin", form: ["user": "kid", "password": "right"])
-        #expect(child.status == 401 && child.body.contains("not a guardian"), "\(child.body)")
+        // Told as a wrong password is: the page does not say who the guardians are.
+        #expect(
+            child.status == 401 && child.body.contains("not right, or that user is not a guardian"), "\(child.body)")
         #expect(child.cookies.isEmpty)
         // The next try is throttled, as at the socket (and says so).
         let next = try await server.request("POST", "/signin", form: ["user": "mum", "password": "wrong"])
@@ -97,7 +111,7 @@ import Testing
             #expect(try await server.request("GET", "/", cookie: cookie).status == 401, "\(cookie)")
             #expect(try await server.request("GET", "/child/kid", cookie: cookie).status == 401)
             #expect(
-                try await server.request("POST", "/asks/1/grant", form: ["csrf": "x"], cookie: cookie).status == 403)
+                try await server.request("POST", "/asks/1/grant", form: ["csrf": "x"], cookie: cookie).status == 401)
         }
         #expect(try await server.request("GET", "/events").status == 401)
         await server.stop()
@@ -125,6 +139,23 @@ import Testing
         #expect((59...61).contains(minutes), "\(minutes)")
         // Decided: the stream now says no ask waits.
         #expect(try await eventStream(server, seconds: 2).contains("event: asks\ndata: \n"))
+        await server.stop()
+    }
+
+    @Test func whatTheChildWroteIsShownAsTextNeverAsMarkup() async throws {
+        let server = try await DashboardServer(agent: agent)
+        _ = try await server.request("POST", "/signin", form: ["user": "mum", "password": "right"])
+        let note = "<script>alert(1)</script><img src=x onerror=alert(2)>\"'&"
+        _ = try send(AskRequest(webDomain: "example.org", minutes: 5, note: note), as: kid)
+        for path in ["/", "/child/kid"] {
+            let page = try await server.request("GET", path)
+            #expect(page.status == 200)
+            #expect(
+                page.body.contains(
+                    "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;&quot;&#39;&amp;"),
+                "\(page.body)")
+            #expect(!page.body.contains("<script>alert") && !page.body.contains("<img src=x"), "\(path)")
+        }
         await server.stop()
     }
 
