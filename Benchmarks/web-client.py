@@ -72,7 +72,10 @@ def streams(host, port, cafile, cookie, count, seconds):
 
     threads = [threading.Thread(target=one) for _ in range(int(count))]
     for thread in threads:
+        # Opened 20 ms apart: each opening asks the agent once, and the dashboard's account has
+        # four of the agent's slots (a burst of a hundred gets "busy" for most).
         thread.start()
+        time.sleep(0.02)
     for thread in threads:
         thread.join()
     print(f"{len(opened)} {len(saw)}")

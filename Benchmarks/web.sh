@@ -36,6 +36,7 @@ mkdir -m 0700 $DIR/web && chown $WEB $DIR/web
 in_ns setpriv --reuid=$WEB --regid=users --init-groups -- $BIN/screentime-web --listen 127.0.0.1 --port 8443 \
   --state-dir $DIR/web --socket $DIR/s.sock </dev/null >$DIR/web.log 2>&1 &
 echo $! > $DIR/web.pid
+disown
 for _ in $(seq 1 200); do [ -f $DIR/web/status.json ] && break; sleep 0.05; done
 WEBPID=$(sed -n 's/.*"pid":\([0-9]*\).*/\1/p' $DIR/web/status.json)
 CA=$DIR/web/certificate.pem
