@@ -52,13 +52,7 @@ public struct DashboardIdentity: Sendable {
         let path = directory + "/session.key"
         if let data = FileManager.default.contents(atPath: path), data.count == 32 { return Array(data) }
         let key = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw DashboardSetupError("cannot write \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        fchmod(fd, 0o600)
-        guard key.withUnsafeBytes({ Glibc.write(fd, $0.baseAddress, $0.count) }) == key.count else {
-            throw DashboardSetupError("cannot write \(path): \(String(cString: strerror(errno)))")
-        }
+        try write(key, to: path, mode: 0o600)
         return key
     }
 
@@ -121,9 +115,13 @@ public struct DashboardIdentity: Sendable {
     }
 
     private static func write(_ text: String, to path: String, mode: mode_t) throws {
+        try write(Array(text.utf8), to: path, mode: mode)
+    }
+
+    /// `bytes` into `path`, whole or not at all (a new file renamed over it), never through a link.
+    private static func write(_ bytes: [UInt8], to path: String, mode: mode_t) throws {
         let fd = open(path + ".new", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         guard fd >= 0 else { throw DashboardSetupError("cannot write \(path): \(String(cString: strerror(errno)))") }
-        let bytes = Array(text.utf8)
         let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         fchmod(fd, mode)
         close(fd)

@@ -4,17 +4,28 @@ import ScreenTimeCore
 import ScreenTimeIPC
 
 extension Dashboard {
+    /// Today, by hour, as `screentime report` reads it.
+    func today(_ name: String?, _ token: String) async throws -> UsageReport {
+        let calendar = Calendar.current
+        let today = calendar.startOfDay(for: Date())
+        let tomorrow = calendar.date(byAdding: .day, value: 1, to: today) ?? today
+        return try await agent.send(
+            ReportRequest(
+                user: name, from: today, to: tomorrow, segments: .hourly, timeZone: TimeZone.current.identifier),
+            session: token)
+    }
+
     /// Today (by hour) and the week to today (by day), as `screentime report` reads them.
     func reports(_ name: String?, _ token: String) async throws -> (day: UsageReport, week: UsageReport) {
         let calendar = Calendar.current
         let today = calendar.startOfDay(for: Date())
         let tomorrow = calendar.date(byAdding: .day, value: 1, to: today) ?? today
         let weekStart = calendar.date(byAdding: .day, value: -6, to: today) ?? today
-        let zone = TimeZone.current.identifier
-        let day = try await agent.send(
-            ReportRequest(user: name, from: today, to: tomorrow, segments: .hourly, timeZone: zone), session: token)
+        let day = try await self.today(name, token)
         let week = try await agent.send(
-            ReportRequest(user: name, from: weekStart, to: tomorrow, segments: .daily, timeZone: zone), session: token)
+            ReportRequest(
+                user: name, from: weekStart, to: tomorrow, segments: .daily, timeZone: TimeZone.current.identifier),
+            session: token)
         return (day, week)
     }
 
@@ -24,7 +35,7 @@ extension Dashboard {
             .map(\.user.name).sorted()
         var rows: [(name: String, today: UsageReport?)] = []
         for name in children {
-            rows.append((name, try? await reports(name, token).day))
+            rows.append((name, try? await today(name, token)))
         }
         let asks = try await agent.send(TimeRequestsRequest(pending: true), session: token).requests
         return Pages.html(Pages.overview(children: rows, asks: asks, csrf: csrf(token)))

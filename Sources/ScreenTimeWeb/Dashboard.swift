@@ -242,8 +242,7 @@ public struct Dashboard: Sendable {
     /// The CSRF token of a session: a MAC of its secret under this process's key.
     func csrf(_ token: String) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: SymmetricKey(data: csrfKey))
-        return Data(code).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return Self.base64URL(Data(code))
     }
 
     private static func same(_ a: String, _ b: String) -> Bool {
