@@ -22,7 +22,7 @@ enum Assets {
         button { font: inherit; padding: .55rem .9rem; margin: .4rem .4rem 0 0; border: 0; border-radius: .5rem;
           background: var(--accent); color: white; min-height: 2.75rem; }
         button.quiet { background: transparent; color: var(--accent); border: 1px solid var(--accent); }
-        button:focus-visible, a:focus-visible, input:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
+        button:focus-visible, a:focus-visible, input:focus-visible, select:focus-visible { outline: 3px solid var(--accent); outline-offset: 2px; }
         .buttons { display: flex; flex-wrap: wrap; }
         .buttons form { margin: 0; }
         blockquote { margin: .3rem 0; padding-left: .8rem; border-left: 3px solid var(--muted); }
@@ -31,6 +31,12 @@ enum Assets {
         ul.ranking { list-style: none; padding: 0; }
         ul.ranking li { display: grid; grid-template-columns: minmax(6rem, 1fr) 2fr auto; gap: .6rem; align-items: center; }
         meter { width: 100%; }
+        select { font: inherit; padding: .5rem; border-radius: .4rem; border: 1px solid var(--muted); max-width: 100%; }
+        form.stack { margin-top: .8rem; } form.stack select, form.stack > input { width: 100%; }
+        ul.rules li, .rule { display: flex; justify-content: space-between; align-items: center; gap: .6rem; }
+        ul.rules form, .rule form { margin: 0; }
+        .times { display: flex; align-items: center; gap: .5rem; flex-wrap: wrap; } .times label { margin: 0; }
+        label.check { display: flex; gap: .5rem; align-items: center; }
         footer { color: var(--muted); font-size: .85rem; margin-top: 2rem; }
 
         """

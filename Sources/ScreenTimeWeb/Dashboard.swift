@@ -89,6 +89,7 @@ public struct Dashboard: Sendable {
         router.get("/events") { request, context in
             try await signedIn(request, context) { token in try await events(token) }
         }
+        addRuleRoutes(to: router)
         return router
     }
 
@@ -131,7 +132,7 @@ public struct Dashboard: Sendable {
     /// Runs `body` in the request's session: none sends a page to the sign-in; one the agent
     /// refuses (unknown, expired, revoked) gets 401 and its cookie cleared; the agent's other
     /// refusals their status, with its message.
-    private func signedIn(
+    func signedIn(
         _ request: Request, _ context: DashboardContext, _ body: (String) async throws -> Response
     )
         async throws -> Response
@@ -215,7 +216,7 @@ public struct Dashboard: Sendable {
     }
 
     /// The form of a change made in a session: its CSRF token must be the session's.
-    private func checkedForm(
+    func checkedForm(
         _ request: Request, _ context: DashboardContext, token: String
     ) async throws
         -> [String: String]

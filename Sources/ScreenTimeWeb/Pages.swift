@@ -112,6 +112,7 @@ enum Pages {
         asks: [TimeRequestReport], lock: LoginLockReport?, csrf: String
     ) -> String {
         var body = "<h1>\(HTML.escape(name))</h1>\n"
+        body += "<p><a href=\"/child/\(path(name))/rules\">Rules: shields, limits, downtime</a></p>\n"
         switch usage {
         case .success(let (day, week)):
             body += "<p class=\"lead\">Today: <strong>\(readable(day.totalSeconds))</strong> in front. "

@@ -164,7 +164,7 @@ extension WebIntegrationTests {
                 world.guardian, "code:" + code, world.child, try spki(phone.state + "/certificate.pem"), shots, "--",
             ] + ask)
         #expect(driven.status == 0, "\(driven.stdout)\n\(driven.stderr.suffix(2_000))")
-        for step in ["signed in", "child's page", "ask shown after", "granted", "locked"] {
+        for step in ["signed in", "child's page", "ask shown after", "granted", "locked", "limit set"] {
             #expect(driven.stdout.contains(step), "no '\(step)' in:\n\(driven.stdout)")
         }
         // What the phone did, as the agent has it: the ask granted by the guardian, the child locked.
@@ -173,6 +173,8 @@ extension WebIntegrationTests {
         #expect(listed.first?.state == .granted && listed.first?.decidedBy == world.guardian, "\(requests.stdout)")
         #expect(try world.status(of: world.child).loginLock != nil)
         #expect(eventually(5) { world.isFrozen(counter) })
+        let limits = try world.status(of: world.child).limits ?? []
+        #expect(limits.contains { $0.name == "screen time" && $0.limitSeconds == 7_200 }, "\(limits)")
         let devices = try world.cli(as: world.guardian, "web", "devices")
         #expect(devices.stdout.contains("paired"), "\(devices.stdout)")
     }

@@ -68,6 +68,17 @@ try:
     wait.until(expected_conditions.presence_of_element_located((By.XPATH, "//p[starts-with(text(), 'Locked')]")))
     say("locked")
     driver.save_screenshot(f"{shots}/4-locked.png")
+    # The rules: a day's screen time set from the phone.
+    driver.find_element(By.PARTIAL_LINK_TEXT, "Rules").click()
+    field = wait.until(expected_conditions.presence_of_element_located((By.ID, "screen-daily")))
+    field.send_keys("2h")
+    field.find_element(By.XPATH, "./following::button[text()='Set'][1]").click()
+    wait.until(expected_conditions.presence_of_element_located(
+        (By.XPATH, "//li[starts-with(text(), 'screen time, today')]")))
+    say("limit set")
+    driver.save_screenshot(f"{shots}/5-rules.png")
+    driver.execute_script("arguments[0].scrollIntoView()", driver.find_element(By.ID, "down-from"))
+    driver.save_screenshot(f"{shots}/6-rules-downtime.png")
 except Exception:
     # What the phone showed when a step did not come, for the test's message.
     driver.save_screenshot(f"{shots}/failed.png")
