@@ -24,6 +24,8 @@ SWIFT       ?= swift
 #   dnsperf         the DNS load generator of `make bench`
 #   gcc libc6-dev   the C fixture programs the process-shield tests and benchmark run as a child
 #   procps          pkill, to end what a test user left running
+#   libqrencode-dev the QR code `screentime web pair` prints for a phone's camera
+#   zbar-tools      zbarimg, the QR reader the pairing code's test reads it back with
 #   libcap-dev      libcap, with which the agent drops the capabilities it does not need
 #   uidmap          newuidmap, with which a test child runs as one of its subordinate uids
 #   libnl-3-dev libnl-route-3-dev  libnl-3, through which the agent opens every netlink socket (the
@@ -56,7 +58,7 @@ SWIFT       ?= swift
 #   gdb             the threads of a test run that stalled, printed before it is ended (scripts/run-tests)
 DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
 	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
-	libcap-dev uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
+	libcap-dev libqrencode-dev zbar-tools uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
 	chromium firefox-esr libnss3-tools chromium-driver python3-selenium \
 	libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
 	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland libgtk-4-dev netpbm \
@@ -211,8 +213,6 @@ stage:
 	put 0644 $(DOCS)/pam-configs /usr/share/pam-configs/screentime; \
 	sed 's,@SBINDIR@,$(PREFIX)/sbin,' packaging/screentimed.service > $(DOCS)/screentimed.service; \
 	put 0644 $(DOCS)/screentimed.service $(UNITDIR)/screentimed.service; \
-	sed 's,@BINDIR@,$(PREFIX)/bin,' packaging/screentime-web.service > $(DOCS)/screentime-web.service; \
-	put 0644 $(DOCS)/screentime-web.service $(UNITDIR)/screentime-web.service; \
 	for f in metadata.json extension.js; do \
 	  put 0644 "packaging/gnome-shell/$(SHELL_EXTENSION)/$$f" $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION)/$$f; \
 	done; \

@@ -104,6 +104,12 @@ let package = Package(
             pkgConfig: "gtk4",
             providers: [.apt(["libgtk-4-dev"])]
         ),
+        // libqrencode (Debian's libqrencode-dev), for the pairing QR code of `screentime web pair`.
+        .systemLibrary(
+            name: "CQRencode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]
+        ),
         // libcap (Debian's libcap-dev), for dropping the agent's capabilities after setup.
         .systemLibrary(
             name: "CCapability",
@@ -210,7 +216,7 @@ let package = Package(
             name: "screentime",
             dependencies: [
                 "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient", "FamilyControls", "ScreenTimeReports",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CQRencode", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
         ),

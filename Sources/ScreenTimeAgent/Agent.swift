@@ -95,9 +95,12 @@ public struct Agent {
             publisher: publisher, edits: edits, domainShield: domains, processShield: processes, launcher: launcher,
             usage: usage, scheduler: scheduler, logins: logins, shieldEvents: shieldEvents,
             shieldProblems: shieldProblems, logger: logger, users: users)
+        let dashboard = DashboardSupervisor(
+            launcher: launcher, database: database, configuration: configuration, logger: component("dashboard"))
         // What people see and ask through.
         let server = ControlServer(
-            path: configuration.socket, router: .agent(policy: policy, launcher: launcher, logger: logger),
+            path: configuration.socket,
+            router: .agent(policy: policy, launcher: launcher, dashboard: dashboard, logger: logger),
             admission: policy.admission, logger: logger)
         let extensions = ExtensionHost(
             database: database, launcher: launcher, programCallbacks: programCallbacks, scheduler: scheduler,
@@ -111,7 +114,7 @@ public struct Agent {
         return Prepared(
             publisher: publisher, policy: policy, domains: domains, processes: processes, subordinateIDs: watch,
             launcher: launcher, usage: usage, scheduler: scheduler, extensions: extensions, presenter: presenter,
-            logins: logins, server: server)
+            logins: logins, server: server, dashboard: dashboard)
     }
 
     /// The services, set up and ready to run.
@@ -128,6 +131,7 @@ public struct Agent {
         let presenter: ShieldPresenter
         let logins: LoginSessions
         let server: ControlServer
+        let dashboard: DashboardSupervisor
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
@@ -144,7 +148,8 @@ public struct Agent {
     public func prepare() throws -> Prepared {
         // The launcher keeps what starting programs as other users needs; started first, while
         // the agent has one thread and every capability.
-        let launcher = ProgramLauncher.start(extensionUser: configuration.extensionUser, logger: logger)
+        let launcher = ProgramLauncher.start(
+            extensionUser: configuration.extensionUser, dashboardUser: configuration.webUser, logger: logger)
         let prepared = try makeServices(launcher: launcher)
         let snapshot: PolicySnapshot
         do {
@@ -195,6 +200,8 @@ public struct Agent {
         logger.notice(
             "screentimed \(AgentVersion.current) started",
             metadata: ["state": "\(configuration.stateDirectory)", "socket": "\(configuration.socket)"])
+        prepared.dashboard.start()
+        defer { prepared.dashboard.stop() }
         try await group.run()
         logger.notice("screentimed stopped")
     }

@@ -76,6 +76,14 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             "webUser", "screentime-web",
             "the dashboard's account (`screentime-web`): its requests act only in a guardian's signed-in session"
         ),
+        (
+            "webProgram", "",
+            "the dashboard's program, which the agent runs as `webUser` while a guardian has it on (`screentime web enable`); root's, written by no one else; empty: `screentime-web` in the `bin` directory beside the agent's"
+        ),
+        (
+            "webStateDirectory", "/var/lib/screentime-web",
+            "the dashboard's own directory (its key, certificate and status.json), `webUser`'s (made by `make install`)"
+        ),
     ]
 
     /// The keys the decoder knows.
@@ -102,6 +110,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var connectionRateLimit = 2000
     public var extensionUser = "screentime-ext"
     public var webUser = "screentime-web"
+    public var webProgram = ""
+    public var webStateDirectory = "/var/lib/screentime-web"
     public var browserPolicies = "/"
     public var idleTimeout = 300
     public var logindBus = "unix:path=/run/dbus/system_bus_socket"
@@ -120,6 +130,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
         case browserPolicies, idleTimeout, logindBus, focusSocket, suspendCommand, webUser
+        case webProgram, webStateDirectory
     }
 
     private struct AnyKey: CodingKey {
@@ -196,6 +207,14 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         execGate = try container.decodeIfPresent(Bool.self, forKey: .execGate) ?? defaults.execGate
         extensionUser = try container.decodeIfPresent(String.self, forKey: .extensionUser) ?? defaults.extensionUser
         webUser = try container.decodeIfPresent(String.self, forKey: .webUser) ?? defaults.webUser
+        webProgram = try container.decodeIfPresent(String.self, forKey: .webProgram) ?? defaults.webProgram
+        webStateDirectory =
+            try container.decodeIfPresent(String.self, forKey: .webStateDirectory) ?? defaults.webStateDirectory
+        for (key, path) in [("webProgram", webProgram), ("webStateDirectory", webStateDirectory)]
+        where !(path.isEmpty && key == "webProgram") {
+            guard path.hasPrefix("/"), path.utf8.count <= 1024, !path.unicodeScalars.contains(where: { $0.value < 32 })
+            else { throw AgentError.configuration("'\(key)' is an absolute path, not '\(path.prefix(80))'") }
+        }
         browserPolicies =
             try container.decodeIfPresent(String.self, forKey: .browserPolicies) ?? defaults.browserPolicies
         guard browserPolicies.isEmpty || browserPolicies.hasPrefix("/") else {

@@ -4,21 +4,24 @@ import ScreenTimeIPC
 
 struct Web: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "The guardians' dashboard: pair a phone, list and end its sessions (guardians).",
+        abstract: "The guardians' dashboard: turn it on, pair a phone, list and end its sessions (guardians).",
         discussion: """
-            screentime web status               (where the dashboard listens, its certificate)
+            screentime web enable [--port 8443] [--listen ADDR]...  (turn it on; the agent runs it)
+            screentime web disable              (turn it off)
+            screentime web status               (whether it runs, where, and its certificate)
             screentime web pair                 (a one-time code for a phone, 10 minutes)
             screentime web devices              (your signed-in browsers and paired phones)
             screentime web devices --revoke ID  (or --revoke all)
-            The dashboard is not started at install: 'sudo systemctl enable --now \
-            screentime-web' starts it (on this PC's home-network addresses and loopback, port \
-            8443).
+            The dashboard is off at install. Turned on, it listens on this PC's home-network \
+            addresses and loopback (or the addresses given), never a public address unless named; \
+            the agent runs it as its own account (screentime-web) with no privilege, starts it \
+            again if it ends, and after every restart of the PC until it is turned off.
             The dashboard (screentime-web) has no authority of its own: every request it makes \
             is made in a guardian's session, which the agent checks. A password sign-in lasts 12 \
             hours, a paired phone 90 days; wrong passwords and codes wait and lock out as \
             'authorize' does ('screentime unlock --user screentime-web' lifts it).
             """,
-        subcommands: [WebStatus.self, WebPair.self, WebDevices.self])
+        subcommands: [WebEnable.self, WebDisable.self, WebStatus.self, WebPair.self, WebDevices.self])
 }
 
 /// What `screentime-web` wrote at its start (its state directory lets anyone reach this file by
@@ -40,18 +43,79 @@ struct DashboardStatus: Decodable {
     }
 }
 
-struct WebStatus: ParsableCommand {
+extension WebServiceReply {
+    var statusPath: String { (directory ?? "/var/lib/screentime-web") + "/status.json" }
+}
+
+struct WebEnable: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "status", abstract: "Where the dashboard listens, and its certificate's fingerprint.")
+        commandName: "enable", abstract: "Turn the dashboard on (or change where it listens).")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Option(help: "The port (1024 to 65535; first 8443).") var port: Int?
+    @Option(
+        name: .customLong("listen"),
+        help: "An address to listen on (repeatable); 'home' for this PC's home-network addresses and loopback.")
+    var addresses: [String] = []
 
     func run() throws {
-        guard let status = DashboardStatus.read() else {
-            print("the dashboard is not running ('sudo systemctl enable --now screentime-web' starts it)")
+        let listen: [String]? = addresses.isEmpty ? nil : addresses == ["home"] ? [] : addresses
+        let reply = try perform(connection, WebServiceRequest(enable: true, port: port, listen: listen))
+        if output.json { return try printJSON(reply) }
+        print("the dashboard is on, port \(reply.port)")
+        // It takes a moment to make its certificate the first time and to listen.
+        var now = reply
+        for _ in 0..<50 where now.pid == nil || DashboardStatus.read(now.statusPath)?.pid != now.pid {
+            Thread.sleep(forTimeInterval: 0.1)
+            now = try perform(connection, WebServiceRequest())
+        }
+        WebStatus.describe(now)
+    }
+}
+
+struct WebDisable: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "disable", abstract: "Turn the dashboard off.")
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        let reply = try perform(connection, WebServiceRequest(enable: false))
+        if output.json { return try printJSON(reply) }
+        print("the dashboard is off (paired phones keep their sessions for when it is on again)")
+    }
+}
+
+struct WebStatus: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Whether the dashboard is on, where it listens, its certificate's fingerprint."
+    )
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        let reply = try perform(connection, WebServiceRequest())
+        if output.json { return try printJSON(reply) }
+        guard reply.enabled else {
+            print("the dashboard is off ('screentime web enable' turns it on)")
             throw ExitCode(3)
         }
-        print("the dashboard runs (pid \(status.pid)) at:")
+        guard Self.describe(reply) else { throw ExitCode(3) }
+    }
+
+    /// What runs, where, with which certificate; whether it runs.
+    @discardableResult
+    static func describe(_ reply: WebServiceReply) -> Bool {
+        let listening = reply.listen.isEmpty ? "the home network and loopback" : reply.listen.joined(separator: ", ")
+        guard let pid = reply.pid, let status = DashboardStatus.read(reply.statusPath), status.pid == pid else {
+            print("the dashboard is on (port \(reply.port), \(listening)) but not running now")
+            if let problem = reply.problem { print("  \(problem)") }
+            return false
+        }
+        print("the dashboard runs (pid \(pid)) at:")
         for url in status.urls { print("  \(url)") }
         print("its certificate's SHA-256 fingerprint (check it on the phone): \(status.fingerprint)")
+        if reply.restarts > 0 { print("it was started again \(reply.restarts) times: \(reply.problem ?? "")") }
+        return true
     }
 }
 
@@ -60,6 +124,7 @@ struct WebPair: ParsableCommand {
         commandName: "pair", abstract: "Make a one-time code that signs a phone in as a paired device of yours.")
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
+    @Flag(name: .customLong("no-qr"), help: "Print the link alone, without a QR code.") var noQR = false
 
     func run() throws {
         let reply = try perform(connection, WebPairRequest())
@@ -68,12 +133,19 @@ struct WebPair: ParsableCommand {
         formatter.dateFormat = "HH:mm"
         let code = reply.code.prefix(4) + "-" + reply.code.suffix(4)
         print("pairing code for \(reply.user.name): \(code) (once, until \(formatter.string(from: reply.expires)))")
-        guard let status = DashboardStatus.read() else {
-            return print("the dashboard is not running yet: 'sudo systemctl enable --now screentime-web' starts it")
+        let service = try? perform(connection, WebServiceRequest())
+        guard let status = DashboardStatus.read(service?.statusPath ?? DashboardStatus.path) else {
+            return print("the dashboard is not running: 'screentime web enable' turns it on")
         }
         // The home network's address first: that is the one a phone reaches.
         let urls = status.urls.sorted { !$0.contains("127.0.0.1") && $1.contains("127.0.0.1") }
-        print("on the phone, open \(urls.first ?? "")signin?code=\(reply.code)")
+        let link = "\(urls.first ?? "")signin?code=\(reply.code)"
+        // The code to scan, in a terminal (not into a file or a pipe, where it would be noise).
+        if isatty(1) == 1, !noQR, let code = QRCode(link) {
+            print("scan this with the phone's camera:")
+            print(code.terminal(), terminator: "")
+        }
+        print("on the phone, open \(link)")
         print("and check that its certificate's SHA-256 fingerprint is \(status.fingerprint)")
     }
 }

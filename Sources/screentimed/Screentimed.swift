@@ -55,6 +55,10 @@ struct Screentimed: ParsableCommand {
     @Option(name: .customLong("extension-uid"), help: .hidden)
     var extensionUID: UInt32?
 
+    /// The launcher's dashboard account.
+    @Option(name: .customLong("dashboard-uid"), help: .hidden)
+    var dashboardUID: UInt32?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -64,7 +68,10 @@ struct Screentimed: ParsableCommand {
     func run() throws {
         // A peer that goes away mid-reply is an error on that write, not the end of the agent.
         signal(SIGPIPE, SIG_IGN)
-        if let launcherSocket { throw ExitCode(Launcher.serve(socket: launcherSocket, extensionUID: extensionUID)) }
+        if let launcherSocket {
+            throw ExitCode(
+                Launcher.serve(socket: launcherSocket, extensionUID: extensionUID, dashboardUID: dashboardUID))
+        }
         if configurationManual {
             print(ConfigurationManual.page(version: AgentVersion.current), terminator: "")
             return

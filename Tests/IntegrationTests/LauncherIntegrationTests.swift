@@ -347,6 +347,55 @@ struct LauncherIntegrationTests {
         #expect(try client.waitForExit(of: pid, timeout: .seconds(10)) == 0)
     }
 
+    /// The dashboard: only with a dashboard account the launcher was told, only as that account,
+    /// with no other group, on the machine's network; refused raw too.
+    @Test func theDashboardRunsAsItsAccountOnlyAndNotWithoutOne() throws {
+        let daemon = try #require(getpwnam("daemon")?.pointee)
+        let fine = LaunchRequest(
+            kind: .dashboard, program: "/usr/bin/id", arguments: ["-u"], uid: daemon.pw_uid, gid: daemon.pw_gid,
+            network: .inherit, descriptors: [1])
+        // A launcher told of no dashboard account starts none.
+        var withoutAccount: LauncherClient? = try startLauncher()
+        defer { stop(&withoutAccount) }
+        let unknowing = try #require(withoutAccount)
+        let refused = try unknowing.sendRaw(Array(try JSONEncoder().encode(["launch": fine])))
+        #expect(refused.pid == nil && refused.refused?.contains("no dashboard account") == true, "\(refused)")
+
+        let nobody = getpwnam("nobody")!.pointee.pw_uid
+        var launcher: LauncherClient? = try LauncherClient.start(
+            executable: AgentWorld.binaries + "/screentimed",
+            arguments: ["--launcher", "3", "--extension-uid", "\(nobody)", "--dashboard-uid", "\(daemon.pw_uid)"],
+            extensionUID: nobody, dashboardUID: daemon.pw_uid)
+        defer { stop(&launcher) }
+        let client = try #require(launcher)
+        var asSomeoneElse = fine
+        asSomeoneElse.uid = nobody
+        var withGroups = fine
+        withGroups.groups = [daemon.pw_gid]
+        var offTheNet = fine
+        offTheNet.network = .none
+        var sessionAsTheDashboard = fine
+        sessionAsTheDashboard.kind = .session
+        for (request, reason) in [
+            (asSomeoneElse, "its own account"), (withGroups, "no other group"), (offTheNet, "machine's network"),
+            (sessionAsTheDashboard, "a person's account"),
+        ] {
+            #expect(throws: SystemError.self) { _ = try client.launch(request) }
+            let answer = try client.sendRaw(Array(try JSONEncoder().encode(["launch": request])))
+            #expect(answer.pid == nil && answer.refused?.contains(reason) == true, "\(answer.refused ?? "none")")
+        }
+        // As asked: its account, its output where it was sent.
+        var pipe: [Int32] = [-1, -1]
+        #expect(Glibc.pipe(&pipe) == 0)
+        let pid = try client.launch(fine, files: [pipe[1]])
+        close(pipe[1])
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let count = read(pipe[0], &bytes, 64)
+        close(pipe[0])
+        #expect(try client.waitForExit(of: pid, timeout: .seconds(10)) == 0)
+        #expect(String(decoding: bytes.prefix(max(0, count)), as: UTF8.self) == "\(daemon.pw_uid)\n")
+    }
+
     @Test func aProgramPastItsTimeIsKilledAndNothingOutlivesTheLauncher() throws {
         var launcher: LauncherClient? = try startLauncher()
         defer { stop(&launcher) }

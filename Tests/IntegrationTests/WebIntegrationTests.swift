@@ -136,6 +136,89 @@ extension WebIntegrationTests {
     /// As a guardian would: a pairing code made at the PC, opened on a phone (Chromium, headless,
     /// 390 × 844), the child's page, a live ask granted, the child locked. Screenshots go to
     /// $SCREENTIME_SHOTS when it is set (docs/dashboard/ was made so).
+    /// `screentime web enable` as a guardian: the agent runs the dashboard as its account, with no
+    /// capability, starts it again when it is killed, and stops it at `web disable`; a child
+    /// cannot turn it on, and a bad port changes nothing.
+    @Test func aGuardianTurnsTheDashboardOnTheAgentKeepsItRunningAndTurnsItOff() throws {
+        // As installed: the program root's in a root-owned directory (the agent runs nothing a
+        // user could change), its own directory its account's.
+        let installed = "/usr/local/lib/screentime-test-web-\(UUID().uuidString.prefix(6))"
+        try Files.makeDirectory(installed, mode: 0o755)
+        defer { try? FileManager.default.removeItem(atPath: installed) }
+        try FileManager.default.copyItem(
+            atPath: AgentWorld.binaries + "/screentime-web", toPath: installed + "/screentime-web")
+        let directory = "/tmp/screentime-test-web-\(UUID().uuidString.prefix(6))"
+        try Files.makeDirectory(directory, mode: 0o711)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let world = try AgentWorld(configuration: [
+            "webProgram": "\"\(installed)/screentime-web\"", "webStateDirectory": "\"\(directory)\"",
+        ])
+        defer { world.tearDown() }
+        _ = try system("/bin/chown", world.bystander, directory)
+        try world.authorizeChildAndShieldCounter()
+        let port = Int.random(in: 20_000...40_000)
+        func https(_ path: String) -> Int? {
+            guard
+                let outcome = try? ChildProcess.run(
+                    "/usr/bin/curl",
+                    [
+                        "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "--cacert",
+                        directory + "/certificate.pem", "https://127.0.0.1:\(port)\(path)",
+                    ],
+                    environment: ["PATH=/usr/bin:/bin"], deadline: 10)
+            else { return nil }
+            return Int(String(decoding: outcome.output, as: UTF8.self))
+        }
+        func service() throws -> WebServiceReply {
+            let reply = try world.cli(as: world.guardian, "web", "status", "--json")
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            return try decoder.decode(WebServiceReply.self, from: Data(reply.stdout.utf8))
+        }
+
+        let off = try world.cli(as: world.guardian, "web", "status")
+        #expect(off.status == 3 && off.stdout.contains("is off"), "\(off.stdout)\(off.stderr)")
+        // A child cannot turn it on; a port below 1024 is refused; neither changes anything.
+        let child = try world.cli(as: world.child, "web", "enable", "--port", "\(port)")
+        #expect(child.status != 0 && child.stderr.contains("only a guardian"), "\(child.stderr)")
+        let low = try world.cli(as: world.guardian, "web", "enable", "--port", "80")
+        #expect(low.status != 0 && low.stderr.contains("1024 to 65535"), "\(low.stderr)")
+        let bad = try world.cli(as: world.guardian, "web", "enable", "--listen", "my-laptop")
+        #expect(bad.status != 0 && bad.stderr.contains("not an IP address"), "\(bad.stderr)")
+        #expect(try service().enabled == false)
+
+        let on = try world.cli(as: world.guardian, "web", "enable", "--port", "\(port)", "--listen", "127.0.0.1")
+        #expect(on.status == 0 && on.stdout.contains("the dashboard runs (pid"), "\(on.stdout)\(on.stderr)")
+        #expect(on.stdout.contains("https://127.0.0.1:\(port)/") && on.stdout.contains("fingerprint"))
+        let first = try #require(try service().pid)
+        // Its account's, with no capability at all.
+        let status = try String(contentsOfFile: "/proc/\(first)/status", encoding: .utf8)
+        let uid = try #require(try? UserDirectory().user(world.bystander).uid)
+        #expect(status.contains("Uid:\t\(uid)\t\(uid)\t\(uid)\t\(uid)"), "\(status)")
+        #expect(status.contains("CapEff:\t0000000000000000") && status.contains("CapPrm:\t0000000000000000"))
+        #expect(eventually(10) { https("/signin") == 200 })
+
+        // Killed, it comes back (a new pid), and the status says it was started again.
+        kill(first, SIGKILL)
+        #expect(eventually(15) { (try? service().pid).flatMap { $0 } != nil && (try? service().pid) != first })
+        #expect(eventually(10) { https("/signin") == 200 })
+        let again = try world.cli(as: world.guardian, "web", "status")
+        #expect(again.status == 0 && again.stdout.contains("started again 1 times"), "\(again.stdout)")
+
+        // Kept across a restart of the agent.
+        _ = world.terminate()
+        try world.start()
+        #expect(eventually(15) { (try? service().pid).flatMap { $0 } != nil })
+        #expect(eventually(10) { https("/signin") == 200 })
+        let second = try #require(try service().pid)
+
+        let disabled = try world.cli(as: world.guardian, "web", "disable")
+        #expect(disabled.status == 0 && disabled.stdout.contains("is off"), "\(disabled.stdout)\(disabled.stderr)")
+        #expect(eventually(10) { kill(second, 0) != 0 })
+        #expect(https("/signin") != 200)
+        #expect(try world.cli(as: world.guardian, "web", "status").status == 3)
+    }
+
     @Test func aPhoneSizedChromiumPairsAnswersALiveAskAndLocksTheChild() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }

@@ -21,6 +21,9 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
         /// A guardian app's extension, as the extension account only: no network, a wall-time
         /// and a memory limit always.
         case `extension`
+        /// The guardians' dashboard (`screentime-web`), as the dashboard's account only, on the
+        /// machine's network, for as long as a guardian keeps it on.
+        case dashboard
     }
 
     public enum Network: String, Codable, Sendable, Hashable {
@@ -124,8 +127,9 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
     public static let firstPersonUID: UInt32 = 1000
 
     /// Throws what is wrong with the request, in words; the launcher starts nothing then.
-    /// `extensionUID` is the extension account's (nil: there is none, and no extension starts).
-    public func validate(extensionUID: UInt32?) throws(SystemError) {
+    /// `extensionUID` is the extension account's (nil: there is none, and no extension starts);
+    /// `dashboardUID` the dashboard's (nil: the dashboard cannot start).
+    public func validate(extensionUID: UInt32?, dashboardUID: UInt32? = nil) throws(SystemError) {
         func refuse(_ why: String) -> SystemError { SystemError(.launch, why) }
         switch kind {
         case .extension:
@@ -137,8 +141,17 @@ public struct LaunchRequest: Codable, Sendable, Hashable {
             guard limits.wallSeconds != nil, limits.memoryBytes != nil else {
                 throw refuse("an extension runs with a wall-time and a memory limit")
             }
+        case .dashboard:
+            guard let dashboardUID, dashboardUID != extensionUID else {
+                throw refuse("there is no dashboard account: the dashboard cannot start")
+            }
+            guard uid == dashboardUID, gid != 0, groups.isEmpty else {
+                throw refuse(
+                    "the dashboard runs as its own account (uid \(dashboardUID)) with no other group, not uid \(uid)")
+            }
+            guard network == .inherit else { throw refuse("the dashboard runs on the machine's network") }
         case .session:
-            guard uid >= Self.firstPersonUID, uid != extensionUID, uid < 60_000 else {
+            guard uid >= Self.firstPersonUID, uid != extensionUID, uid != dashboardUID, uid < 60_000 else {
                 throw refuse(
                     "a session program runs as a person's account (uid \(Self.firstPersonUID)–59999), not uid \(uid)")
             }

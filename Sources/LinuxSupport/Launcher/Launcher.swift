@@ -12,7 +12,7 @@ public enum Launcher {
 
     /// Serves the agent's requests until the agent closes its end (or dies); returns the exit
     /// status for the process. What it started dies with it.
-    public static func serve(socket fd: Int32, extensionUID: UInt32?) -> Int32 {
+    public static func serve(socket fd: Int32, extensionUID: UInt32?, dashboardUID: UInt32? = nil) -> Int32 {
         func say(_ text: String) { _ = "screentimed launcher: \(text)\n".withCString { write(2, $0, strlen($0)) } }
         guard screentime_die_with_parent() == 0 else {
             say("cannot tie itself to the agent: \(String(cString: strerror(errno)))")
@@ -24,7 +24,7 @@ public enum Launcher {
             say("cannot keep only its capabilities: \(error.message)")
             return 71
         }
-        var server = LauncherServer(socket: fd, extensionUID: extensionUID)
+        var server = LauncherServer(socket: fd, extensionUID: extensionUID, dashboardUID: dashboardUID)
         server.send(LauncherMessage(ready: getpid()))
         server.run()
         return 0
@@ -41,11 +41,13 @@ struct LauncherServer {
 
     let socket: Int32
     let extensionUID: UInt32?
+    let dashboardUID: UInt32?
     var children: [Int32: Child] = [:]
 
-    init(socket: Int32, extensionUID: UInt32?) {
+    init(socket: Int32, extensionUID: UInt32?, dashboardUID: UInt32? = nil) {
         self.socket = socket
         self.extensionUID = extensionUID
+        self.dashboardUID = dashboardUID
     }
 
     mutating func run() {
@@ -113,7 +115,7 @@ struct LauncherServer {
             guard let launch = message.launch else {
                 throw SystemError(.launch, "the launcher takes 'launch' messages only")
             }
-            try launch.validate(extensionUID: extensionUID)
+            try launch.validate(extensionUID: extensionUID, dashboardUID: dashboardUID)
             guard launch.descriptors.count == files.count else {
                 throw SystemError(
                     .launch, "\(launch.descriptors.count) descriptors named, \(files.count) sent with the request")

@@ -13,6 +13,8 @@ public final class LauncherClient: Sendable {
     public let pid: Int32
     /// The extension account's uid, as the launcher was told.
     public let extensionUID: UInt32?
+    /// The dashboard account's uid, as the launcher was told.
+    public let dashboardUID: UInt32?
     private let socket: Int32
     private let ended = Mutex(false)
     private let inbox = Inbox()
@@ -31,7 +33,7 @@ public final class LauncherClient: Sendable {
     /// Starts `executable` with `arguments` and the launcher's end of a new socket pair as fd 3
     /// (`screentimed --launcher 3 [--extension-uid UID]`), its standard error the caller's.
     public static func start(
-        executable: String, arguments: [String], extensionUID: UInt32?
+        executable: String, arguments: [String], extensionUID: UInt32?, dashboardUID: UInt32? = nil
     ) throws(SystemError) -> LauncherClient {
         var pair: [Int32] = [-1, -1]
         try systemCall("socketpair") {
@@ -63,7 +65,7 @@ public final class LauncherClient: Sendable {
         }
         // Its reader thread starts at the first request: the agent starts the launcher while it
         // has one thread, before it drops its capabilities (which belong to threads).
-        return LauncherClient(pid: pid, socket: pair[0], extensionUID: extensionUID)
+        return LauncherClient(pid: pid, socket: pair[0], extensionUID: extensionUID, dashboardUID: dashboardUID)
     }
 
     /// Starts the reader thread once.
@@ -78,10 +80,11 @@ public final class LauncherClient: Sendable {
         reader.start()
     }
 
-    private init(pid: Int32, socket: Int32, extensionUID: UInt32?) {
+    private init(pid: Int32, socket: Int32, extensionUID: UInt32?, dashboardUID: UInt32?) {
         self.pid = pid
         self.socket = socket
         self.extensionUID = extensionUID
+        self.dashboardUID = dashboardUID
     }
 
     deinit {
@@ -109,7 +112,7 @@ public final class LauncherClient: Sendable {
     public func launch(
         _ request: LaunchRequest, files: [Int32] = [], timeout: Duration = .seconds(10)
     ) throws(SystemError) -> Int32 {
-        try request.validate(extensionUID: extensionUID)
+        try request.validate(extensionUID: extensionUID, dashboardUID: dashboardUID)
         guard files.count == request.descriptors.count else {
             throw SystemError(.launch, "\(request.descriptors.count) descriptors named, \(files.count) given")
         }

@@ -3,7 +3,9 @@ import ScreenTimeIPC
 
 extension ControlRouter {
     /// Every request the agent answers, with its handler: a new request is one line here.
-    package static func agent(policy: PolicyService, launcher: ProgramLauncher, logger: Logger) -> ControlRouter {
+    package static func agent(
+        policy: PolicyService, launcher: ProgramLauncher, dashboard: DashboardSupervisor? = nil, logger: Logger
+    ) -> ControlRouter {
         var router = ControlRouter(logger: logger)
         router.register(PingRequest.self, policy.ping)
         router.register(StatusRequest.self, policy.status)
@@ -42,6 +44,13 @@ extension ControlRouter {
         router.register(WebSignOutRequest.self, policy.webSignOut)
         router.register(WebSessionsRequest.self, policy.webSessions)
         router.register(WebPairRequest.self, policy.webPair)
+        router.register(WebServiceRequest.self) { request, context in
+            guard let dashboard else {
+                throw ScreenTimeIPCError(.internalError, "this agent does not run the dashboard")
+            }
+            let caller = try policy.sessionCaller(context) ?? policy.caller(context)
+            return try dashboard.handle(request, caller: caller, inSession: context.session != nil)
+        }
         router.register(LauncherCheckRequest.self) {
             try launcher.check($0, $1, isGuardian: policy.isGuardian($1.peer))
         }

@@ -20,7 +20,9 @@ package final class ProgramLauncher: Sendable {
     /// Starts the launcher: this same program, `--launcher 3`, told the extension account's uid
     /// (`extensionUser`; without one, no extension can start). Call it while the agent still has
     /// all its capabilities and one thread.
-    static func start(extensionUser: String, users: any Accounts = UserDirectory(), logger: Logger) -> ProgramLauncher {
+    static func start(
+        extensionUser: String, dashboardUser: String = "", users: any Accounts = UserDirectory(), logger: Logger
+    ) -> ProgramLauncher {
         let executable = Files.readLink("/proc/self/exe") ?? "/proc/self/exe"
         let extensionAccount = try? users.user(extensionUser)
         if extensionAccount == nil {
@@ -28,16 +30,20 @@ package final class ProgramLauncher: Sendable {
                 "no extension account: extensions cannot start (make install creates it)",
                 metadata: ["account": "\(extensionUser)"])
         }
+        let dashboardAccount = dashboardUser.isEmpty ? nil : try? users.user(dashboardUser)
         do {
             // By its name, so that `ps` shows a screentimed; through /proc/self/exe if the file was
             // replaced since the agent started (an upgrade), so that it is the same program.
             let path = executable.hasSuffix(" (deleted)") ? "/proc/self/exe" : executable
             let client = try LauncherClient.start(
                 executable: path,
-                arguments: ["--launcher", "3"] + (extensionAccount.map { ["--extension-uid", "\($0.uid)"] } ?? []),
-                extensionUID: extensionAccount?.uid)
+                arguments: ["--launcher", "3"] + (extensionAccount.map { ["--extension-uid", "\($0.uid)"] } ?? [])
+                    + (dashboardAccount.map { ["--dashboard-uid", "\($0.uid)"] } ?? []),
+                extensionUID: extensionAccount?.uid, dashboardUID: dashboardAccount?.uid)
             logger.info("launcher started", metadata: ["pid": "\(client.pid)", "program": "\(executable)"])
-            return ProgramLauncher(client: client, extensionAccount: extensionAccount, problem: nil, logger: logger)
+            return ProgramLauncher(
+                client: client, extensionAccount: extensionAccount, dashboardAccount: dashboardAccount, problem: nil,
+                logger: logger)
         } catch {
             logger.error("no launcher: programs cannot be started as other users", metadata: ["error": "\(error)"])
             return ProgramLauncher(
@@ -47,10 +53,16 @@ package final class ProgramLauncher: Sendable {
 
     /// The account extensions run as.
     let extensionAccount: UserAccount?
+    /// The dashboard's account.
+    let dashboardAccount: UserAccount?
 
-    package init(client: LauncherClient?, extensionAccount: UserAccount?, problem: String?, logger: Logger) {
+    package init(
+        client: LauncherClient?, extensionAccount: UserAccount?, dashboardAccount: UserAccount? = nil,
+        problem: String?, logger: Logger
+    ) {
         self.client = client
         self.extensionAccount = extensionAccount
+        self.dashboardAccount = dashboardAccount
         self.problem = problem
         self.logger = logger
     }

@@ -13,6 +13,42 @@ extension StateDatabase {
         var expires: Date
     }
 
+    /// Whether a guardian has the dashboard on, and where it listens.
+    struct WebService: Hashable, Sendable {
+        var enabled: Bool
+        var port: Int
+        /// Addresses; empty: the home network's and loopback.
+        var listen: [String]
+        var changedBy: String
+        var changedAt: Date
+
+        static let off = WebService(
+            enabled: false, port: 8443, listen: [], changedBy: "", changedAt: Date(timeIntervalSince1970: 0))
+    }
+
+    /// The dashboard's setting (off, on port 8443, when no guardian ever changed it).
+    func webService() throws -> WebService {
+        try queue.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM webService WHERE id = 1") else { return .off }
+            let listen = (try? JSONDecoder().decode([String].self, from: Data((row["listen"] as String).utf8))) ?? []
+            return WebService(
+                enabled: row["enabled"], port: row["port"], listen: listen, changedBy: row["changedBy"],
+                changedAt: row["changedAt"])
+        }
+    }
+
+    func saveWebService(_ service: WebService) throws {
+        let listen = String(decoding: try JSONEncoder().encode(service.listen), as: UTF8.self)
+        try queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO webService (id, enabled, port, listen, changedBy, changedAt)
+                    VALUES (1, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [service.enabled, service.port, listen, service.changedBy, service.changedAt])
+        }
+    }
+
     /// Sessions a guardian may have at once; the oldest-used goes when a new one passes it.
     static let maximumWebSessions = 32
 

@@ -16,6 +16,7 @@ enum StateMigrations {
         ("v10: always allowed", v10),
         ("v11: lockout actions", v11),
         ("v12: dashboard sessions", v12),
+        ("v13: the dashboard's setting", v13),
     ]
 
     static var migrator: DatabaseMigrator {
@@ -258,6 +259,19 @@ enum StateMigrations {
             table.column("codeHash", .text).notNull().primaryKey()
             table.column("uid", .integer).notNull()
             table.column("expires", .datetime).notNull()
+        }
+    }
+
+    private static func v13(_ db: Database) throws {
+        // Whether a guardian has the dashboard on, where it listens (a JSON list of addresses,
+        // empty: the home network's), and who changed it last: one row at most.
+        try db.create(table: "webService") { table in
+            table.primaryKey("id", .integer).check { $0 == 1 }
+            table.column("enabled", .boolean).notNull()
+            table.column("port", .integer).notNull()
+            table.column("listen", .text).notNull()
+            table.column("changedBy", .text).notNull()
+            table.column("changedAt", .datetime).notNull()
         }
     }
 }

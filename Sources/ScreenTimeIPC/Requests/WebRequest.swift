@@ -108,3 +108,56 @@ public struct WebPairReply: Codable, Sendable, Hashable {
         self.expires = expires
     }
 }
+
+/// `web.service`: turn the dashboard on (where it listens) or off, or only read how it is
+/// (guardians, from a terminal: not from a dashboard session). The agent runs `screentime-web` as
+/// its own account while it is on, across restarts, and starts it again if it dies.
+public struct WebServiceRequest: ControlRequest, Hashable {
+    public typealias Reply = WebServiceReply
+    public static let kind = "web.service"
+    /// On or off; nil only reads.
+    public var enable: Bool?
+    /// The port (1024 to 65535); nil keeps the one set (8443 at first).
+    public var port: Int?
+    /// The addresses to listen on (IP addresses, at most 8); nil keeps those set, empty means
+    /// this PC's home-network addresses and loopback.
+    public var listen: [String]?
+
+    public init(enable: Bool? = nil, port: Int? = nil, listen: [String]? = nil) {
+        self.enable = enable
+        self.port = port
+        self.listen = listen
+    }
+}
+
+public struct WebServiceReply: Codable, Sendable, Hashable {
+    public var enabled: Bool
+    public var port: Int
+    /// The addresses set; empty: the home network's and loopback.
+    public var listen: [String]
+    /// The dashboard's pid while it runs.
+    public var pid: Int32?
+    /// Why it does not run while on (it cannot start, or keeps ending), in words.
+    public var problem: String?
+    /// How many times it was started again after it ended by itself.
+    public var restarts: Int
+    public var changedBy: String?
+    public var changedAt: Date?
+    /// The dashboard's own directory, where it writes status.json (its addresses and its
+    /// certificate's fingerprint).
+    public var directory: String?
+
+    public init(
+        enabled: Bool, port: Int, listen: [String], pid: Int32?, problem: String?, restarts: Int,
+        changedBy: String?, changedAt: Date?
+    ) {
+        self.enabled = enabled
+        self.port = port
+        self.listen = listen
+        self.pid = pid
+        self.problem = problem
+        self.restarts = restarts
+        self.changedBy = changedBy
+        self.changedAt = changedAt
+    }
+}
