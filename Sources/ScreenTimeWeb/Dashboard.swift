@@ -100,9 +100,10 @@ public struct Dashboard: Sendable {
         let device = String((request.headers[.userAgent] ?? "a browser").prefix(64))
         let signIn: WebSignInRequest
         if let code = form["code"], !code.isEmpty {
-            signIn = WebSignInRequest(pairingCode: code, device: device)
+            signIn = WebSignInRequest(pairingCode: code, device: device, client: context.client)
         } else {
-            signIn = WebSignInRequest(user: form["user"] ?? "", password: form["password"] ?? "", device: device)
+            signIn = WebSignInRequest(
+                user: form["user"] ?? "", password: form["password"] ?? "", device: device, client: context.client)
         }
         do {
             let reply = try await agent.send(signIn, session: nil)

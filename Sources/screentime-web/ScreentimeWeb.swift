@@ -36,11 +36,17 @@ struct ScreentimeWeb: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: "Where the key, certificate and status.json are kept.")
     var stateDirectory: String = "/var/lib/screentime-web"
 
-    @Option(name: .customLong("max-connections"), help: "Connections open at once, per address.")
+    @Option(name: .customLong("max-connections"), help: "Connections open at once, per address listened on.")
     var maxConnections: Int = 128
+
+    @Option(name: .customLong("max-per-device"), help: "Connections one device may have open at once.")
+    var maxPerDevice: Int = 16
 
     func validate() throws {
         guard (1...65_535).contains(port) else { throw ValidationError("--port is 1 to 65535, not \(port)") }
+        guard (1...100_000).contains(maxConnections), (1...maxConnections).contains(maxPerDevice) else {
+            throw ValidationError("--max-connections is 1 to 100000, --max-per-device 1 to --max-connections")
+        }
         for address in addresses where DashboardIdentity.ipBytes(address) == nil {
             throw ValidationError("--listen takes an IP address, not '\(address.prefix(60))'")
         }
@@ -64,12 +70,18 @@ struct ScreentimeWeb: AsyncParsableCommand {
         let dashboard = Dashboard(
             agent: SocketAgentConnection(socket: socket),
             bindingKey: try DashboardIdentity.sessionKey(directory: stateDirectory))
+        // One device holds at most a few connections, each with deadlines for its request.
+        let limits = ClientLimits(perClient: maxPerDevice)
         var services: [any Service] = []
         for address in listening {
             services.append(
                 Application(
                     router: dashboard.router(),
-                    server: try .tls(.http1(configuration: .init(idleTimeout: .seconds(30))), tlsConfiguration: tls),
+                    server: try .tls(
+                        .http1(
+                            configuration: .init(
+                                additionalChannelHandlers: [limits.handler()], idleTimeout: .seconds(30))),
+                        tlsConfiguration: tls),
                     configuration: ApplicationConfiguration(
                         address: .hostname(address, port: port), serverName: "screentime",
                         availableConnectionsDelegate: MaximumAvailableConnections(maxConnections)),

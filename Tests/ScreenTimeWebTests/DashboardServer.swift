@@ -36,13 +36,17 @@ final class DashboardServer: Sendable {
     private let task: Task<Void, any Error>
     let jar: String
 
-    init(agent: InProcessAgent) async throws {
+    /// - Parameter limits: what one device may hold, as `screentime-web` sets it (nil: none).
+    init(agent: InProcessAgent, limits: ClientLimits? = nil) async throws {
         self.agent = agent
         let dashboard = Dashboard(
             agent: RouterConnection(agent: agent, uid: agent.accounts.uid("screentime-web")), secureCookies: false)
         let bound = AsyncStream<Int>.makeStream()
         let application = Application(
-            router: dashboard.router(), configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            router: dashboard.router(),
+            server: .http1(
+                configuration: .init(additionalChannelHandlers: limits.map { [$0.handler()] } ?? [])),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in
                 bound.continuation.yield(channel.localAddress?.port ?? 0)
                 bound.continuation.finish()

@@ -53,6 +53,8 @@ extension PolicyService {
         let device = String(
             request.device.unicodeScalars.filter { $0.value >= 32 && $0.value != 127 }.map(Character.init).prefix(64))
         let asker = context.peer.uid
+        // The device's address as the dashboard saw it: its tries are throttled per device.
+        let address = request.client.map { String($0.prefix(64)) }
         var guardian: UserAccount?
         var paired = false
         if let code = request.pairingCode {
@@ -60,7 +62,9 @@ extension PolicyService {
                 throw ScreenTimeIPCError(.invalidArgument, "give a password or a pairing code, not both")
             }
             let normalized = String(code.uppercased().filter { !$0.isWhitespace && $0 != "-" }.prefix(64))
-            try approvals.throttled(asker: asker, askerName: configuration.webUser, subject: "a pairing code") {
+            try approvals.throttled(
+                asker: asker, askerName: configuration.webUser, subject: "a pairing code", device: address
+            ) {
                 guard normalized.count == 8, let uid = try database.takePairing(hash: Self.hash(normalized), now: now())
                 else {
                     throw ScreenTimeIPCError(.authenticationFailed, "the pairing code is not right or has run out")
@@ -74,7 +78,8 @@ extension PolicyService {
             else {
                 throw ScreenTimeIPCError(.invalidArgument, "give a user name and a password, or a pairing code")
             }
-            try approvals.approve(guardian: user, password: password, asker: asker, askerName: configuration.webUser)
+            try approvals.approve(
+                guardian: user, password: password, asker: asker, askerName: configuration.webUser, device: address)
             guardian = try? users.user(user)
         }
         guard let guardian, isGuardian(guardian) else {

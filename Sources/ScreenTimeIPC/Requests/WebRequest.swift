@@ -14,8 +14,14 @@ public struct WebSignInRequest: ControlRequest, Hashable {
     public var pairingCode: String?
     /// What the device calls itself (a browser's name), shown in `screentime web devices`.
     public var device: String
+    /// The device's address, as the dashboard saw it: wrong tries wait and lock out per device.
+    public var client: String?
 
-    public init(user: String? = nil, password: String? = nil, pairingCode: String? = nil, device: String) {
+    public init(
+        user: String? = nil, password: String? = nil, pairingCode: String? = nil, device: String,
+        client: String? = nil
+    ) {
+        self.client = client
         self.user = user
         self.password = password
         self.pairingCode = pairingCode

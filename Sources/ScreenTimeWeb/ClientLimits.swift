@@ -1,0 +1,106 @@
+public import NIOCore
+import NIOHTTPTypes
+import Synchronization
+
+/// What one device on the network may hold of the dashboard: at most `perClient` connections at
+/// once (more are closed as they open), and deadlines a slow client cannot stretch: a request's
+/// head within `headDeadline` of the connection opening (or of the last answer), its body within
+/// `bodyDeadline` of its head. A device trickling bytes, or opening connections and sending
+/// nothing, holds only its own few; everyone else's go on.
+public final class ClientLimits: Sendable {
+    public let perClient: Int
+    public let headDeadline: TimeAmount
+    public let bodyDeadline: TimeAmount
+    private let open = Mutex<[String: Int]>([:])
+
+    public init(perClient: Int = 16, headDeadline: TimeAmount = .seconds(15), bodyDeadline: TimeAmount = .seconds(15)) {
+        self.perClient = perClient
+        self.headDeadline = headDeadline
+        self.bodyDeadline = bodyDeadline
+    }
+
+    /// The handler for one connection's pipeline (after HTTP decoding).
+    public func handler() -> any RemovableChannelHandler { Handler(limits: self) }
+
+    /// Connections a device has open now.
+    public func count(_ client: String) -> Int { open.withLock { $0[client] ?? 0 } }
+
+    fileprivate func opened(_ client: String) -> Bool {
+        open.withLock { open in
+            let count = (open[client] ?? 0) + 1
+            guard count <= perClient else { return false }
+            open[client] = count
+            return true
+        }
+    }
+
+    fileprivate func closed(_ client: String) {
+        open.withLock { open in
+            let count = (open[client] ?? 1) - 1
+            open[client] = count > 0 ? count : nil
+        }
+    }
+
+    private final class Handler: ChannelDuplexHandler, RemovableChannelHandler {
+        typealias InboundIn = HTTPRequestPart
+        typealias InboundOut = HTTPRequestPart
+        typealias OutboundIn = HTTPResponsePart
+        typealias OutboundOut = HTTPResponsePart
+
+        let limits: ClientLimits
+        /// The device counted for this connection, once it was let in.
+        var client: String?
+        var deadline: Scheduled<Void>?
+
+        init(limits: ClientLimits) { self.limits = limits }
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            if context.channel.isActive { admit(context) }
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            admit(context)
+            context.fireChannelActive()
+        }
+
+        private func admit(_ context: ChannelHandlerContext) {
+            guard client == nil else { return }
+            let address = context.channel.remoteAddress?.ipAddress ?? "unknown"
+            guard limits.opened(address) else {
+                context.close(promise: nil)
+                return
+            }
+            client = address
+            arm(context, limits.headDeadline)
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            deadline?.cancel()
+            if let client { limits.closed(client) }
+            client = nil
+            context.fireChannelInactive()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head: arm(context, limits.bodyDeadline)
+            // The request is all here: the answer takes what it takes (an event stream is long).
+            case .end: deadline?.cancel()
+            case .body: break
+            }
+            context.fireChannelRead(data)
+        }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            // Answered: the next request's head is awaited as the first one's was.
+            if case .end = unwrapOutboundIn(data) { arm(context, limits.headDeadline) }
+            context.write(data, promise: promise)
+        }
+
+        private func arm(_ context: ChannelHandlerContext, _ time: TimeAmount) {
+            deadline?.cancel()
+            let channel = context.channel
+            deadline = context.eventLoop.scheduleTask(in: time) { channel.close(promise: nil) }
+        }
+    }
+}
