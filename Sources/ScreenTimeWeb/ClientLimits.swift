@@ -65,18 +65,23 @@ public final class ClientLimits: Sendable {
 
         private func admit(_ context: ChannelHandlerContext) {
             guard client == nil else { return }
-            let address = context.channel.remoteAddress?.ipAddress ?? "unknown"
-            guard limits.opened(address) else {
+            let channel = context.channel
+            let device = Devices.opened(remote: channel.remoteAddress, local: channel.localAddress)
+            guard limits.opened(device) else {
+                Devices.closed(remote: channel.remoteAddress)
                 context.close(promise: nil)
                 return
             }
-            client = address
+            client = device
             arm(context, limits.headDeadline)
         }
 
         func channelInactive(context: ChannelHandlerContext) {
             deadline?.cancel()
-            if let client { limits.closed(client) }
+            if let client {
+                limits.closed(client)
+                Devices.closed(remote: context.channel.remoteAddress)
+            }
             client = nil
             context.fireChannelInactive()
         }

@@ -4,12 +4,13 @@ public import Hummingbird
 /// A request's context in the dashboard: small bodies only (a form is a few hundred bytes).
 public struct DashboardContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The address the request came from (the device a session is bound to).
+    /// The device the request came from (`Devices`): its address, or for a program on this PC the
+    /// account that runs it. A session is bound to it.
     public let client: String
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        client = source.channel.remoteAddress?.ipAddress ?? "unknown"
+        client = Devices.device(remote: source.channel.remoteAddress, local: source.channel.localAddress)
     }
 
     public var maxUploadSize: Int { 16 * 1024 }

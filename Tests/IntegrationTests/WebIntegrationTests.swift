@@ -112,6 +112,20 @@ struct WebIntegrationTests {
         #expect(try phone.request("POST", "/child/\(world.child)/unlock", form: ["csrf": csrf]).status == 303)
         #expect(eventually(5) { !world.isFrozen(counter) })
 
+        // The guardian's cookie in the child's hands (a server of the child's on another port of
+        // this PC gets it from a guardian's browser at the PC): replayed by the child's own
+        // program, from any of the PC's addresses, it is refused and changes nothing.
+        let jarred = cookie.split(separator: ";").first.map(String.init) ?? ""
+        for path in ["/child/\(world.child)", "/child/\(world.child)/lock"] {
+            let replayed = try world.command(
+                as: world.child, "/usr/bin/curl",
+                ["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-H", "Cookie: \(jarred)"]
+                    + (path.hasSuffix("lock") ? ["--data-urlencode", "csrf=\(csrf)"] : [])
+                    + ["https://127.0.0.1:\(phone.port)\(path)"])
+            #expect(replayed.stdout == "401", "\(path): \(replayed.stdout) \(replayed.stderr)")
+        }
+        #expect(try world.status(of: world.child).loginLock == nil)
+
         // Without the page's token, or from a made-up session, nothing changes.
         #expect(try phone.request("POST", "/child/\(world.child)/lock", form: [:]).status == 403)
         #expect(

@@ -61,20 +61,22 @@ import Testing
         let limits = ClientLimits(perClient: 3, headDeadline: .seconds(30), bodyDeadline: .seconds(30))
         let server = try await DashboardServer(agent: agent, limits: limits)
         let held = try (0..<3).map { _ in try connect(server.port) }
-        #expect(eventually(5) { limits.count("127.0.0.1") == 3 })
-        let fourth = try connect(server.port)
+        // This PC's programs are known by their account: root's, here, from any address.
+        #expect(eventually(5) { limits.count("this PC, uid 0") == 3 })
+        // A fourth, from another of this PC's addresses: the same device.
+        let fourth = try connect(server.port, from: "127.0.0.3")
         #expect(closedByServer(fourth, within: 5), "the fourth connection of one device stayed open")
         close(fourth)
-        // Another device is served meanwhile.
-        let other = try await server.request("GET", "/signin", from: "127.0.0.2")
+        // Another account's program is another device, served meanwhile.
+        let other = try await server.request("GET", "/signin", as: 65_534)
         #expect(other.status == 200, "\(other.body)")
         // One of the three closed: the device may open another.
         close(held[0])
-        #expect(eventually(5) { limits.count("127.0.0.1") == 2 })
+        #expect(eventually(5) { limits.count("this PC, uid 0") == 2 })
         let again = try await server.request("GET", "/signin")
         #expect(again.status == 200)
         for fd in held.dropFirst() { close(fd) }
-        #expect(eventually(5) { limits.count("127.0.0.1") == 0 })
+        #expect(eventually(5) { limits.count("this PC, uid 0") == 0 })
         await server.stop()
     }
 
@@ -98,7 +100,7 @@ import Testing
             #expect(closedByServer(fd, within: 3), "the \(what) connection stayed open")
             close(fd)
         }
-        #expect(eventually(5) { limits.count("127.0.0.1") == 0 })
+        #expect(eventually(5) { limits.count("this PC, uid 0") == 0 })
         // A request made in time is answered.
         #expect(try await server.request("GET", "/signin").status == 200)
         await server.stop()

@@ -76,13 +76,25 @@ final class DashboardServer: Sendable {
 
     /// Runs curl off Swift's cooperative pool, which the server's handlers run on: a test blocked
     /// there waiting for curl would leave them no thread on a 2-core machine.
-    static func curl(_ arguments: [String], seconds: Double) async throws -> ChildProcess.Outcome {
-        try await withCheckedThrowingContinuation { continuation in
+    static func curl(
+        _ arguments: [String], seconds: Double, as uid: UInt32? = nil
+    ) async throws
+        -> ChildProcess.Outcome
+    {
+        // Another account's program on this PC: another device to the dashboard.
+        let (program, arguments) =
+            uid.map {
+                (
+                    "/usr/bin/setpriv",
+                    ["--reuid=\($0)", "--regid=\($0)", "--clear-groups", "--", "/usr/bin/curl"] + arguments
+                )
+            } ?? ("/usr/bin/curl", arguments)
+        return try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {
                 continuation.resume(
                     with: Result {
                         try ChildProcess.run(
-                            "/usr/bin/curl", arguments, environment: ["PATH=/usr/bin:/bin"], deadline: seconds)
+                            program, arguments, environment: ["PATH=/usr/bin:/bin"], deadline: seconds)
                     })
             }
         }
@@ -92,7 +104,7 @@ final class DashboardServer: Sendable {
     /// (unless `cookie` is given instead), a form's fields URL-encoded.
     func request(
         _ method: String, _ path: String, form: [String: String]? = nil, cookie: String? = nil,
-        headers: [String] = [], body: String? = nil, from address: String? = nil
+        headers: [String] = [], body: String? = nil, from address: String? = nil, as uid: UInt32? = nil
     ) async throws -> Answer {
         var arguments = ["-s", "-S", "-X", method, "-D", "-", "--max-time", "10"]
         // Another device: another loopback address of this machine as the request's source.
@@ -108,7 +120,7 @@ final class DashboardServer: Sendable {
             arguments += ["--data-binary", body]
         }
         arguments.append("http://127.0.0.1:\(port)\(path)")
-        let output = try await Self.curl(arguments, seconds: 20)
+        let output = try await Self.curl(arguments, seconds: 20, as: uid)
         let text = String(decoding: output.output, as: UTF8.self)
         let split = text.range(of: "\r\n\r\n")
         let head = split.map { String(text[..<$0.lowerBound]) } ?? text

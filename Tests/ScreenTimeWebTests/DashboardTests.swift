@@ -73,15 +73,16 @@ import Testing
         #expect(unlocked.status == 303)
         #expect(try send(StatusRequest(user: "kid"), as: mum).loginLock == nil)
 
-        // The cookie, taken to another device (a server of the child's on another port of this
-        // PC gets it from the guardian's browser), is refused there, and nothing changes.
+        // The cookie, taken to another device, is refused there, and nothing changes: a server of
+        // the child's on another port of this PC gets it from the guardian's browser at the PC,
+        // and replays it from this PC, from any of its addresses, as another account.
         let stolen = try #require(cookie.split(separator: ";").first.map(String.init))
-        for path in ["/", "/events"] {
-            let elsewhere = try await server.request("GET", path, cookie: stolen, from: "127.0.0.2")
+        for (path, address) in [("/", "127.0.0.1"), ("/events", "127.0.0.2"), ("/child/kid", "127.0.0.1")] {
+            let elsewhere = try await server.request("GET", path, cookie: stolen, from: address, as: 65_534)
             #expect(elsewhere.status == 401 && elsewhere.body.contains("another device"), "\(path) \(elsewhere.status)")
         }
         let changed = try await server.request(
-            "POST", "/child/kid/lock", form: ["csrf": csrf], cookie: stolen, from: "127.0.0.2")
+            "POST", "/child/kid/lock", form: ["csrf": csrf], cookie: stolen, from: "127.0.0.1", as: 65_534)
         #expect(changed.status == 401)
         #expect(try send(StatusRequest(user: "kid"), as: mum).loginLock == nil)
 
