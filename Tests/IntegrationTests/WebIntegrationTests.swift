@@ -219,6 +219,29 @@ extension WebIntegrationTests {
         let again = try world.cli(as: world.guardian, "web", "status")
         #expect(again.status == 0 && again.stdout.contains("started again 1 times"), "\(again.stdout)")
 
+        // The child waits for the port to be free (the dashboard restarting) to serve a page of
+        // its own there: its program is killed, and the dashboard is back on its port.
+        let squatter = try world.launch(
+            as: world.child, "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket, time
+                while True:
+                    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    try:
+                        s.bind(("127.0.0.1", \(port))); s.listen(); break
+                    except OSError:
+                        s.close(); time.sleep(0.002)
+                while True: time.sleep(1)
+                """,
+            ])
+        let running = try #require(try service().pid)
+        kill(running, SIGKILL)
+        #expect(eventually(20) { kill(squatter, 0) != 0 || world.wait(squatter, seconds: 0.01) != nil })
+        #expect(eventually(15) { https("/signin") == 200 }, "the dashboard is not back on its port")
+        #expect(world.agentLog(naming: ["held the dashboard's port"]).contains("killed"))
+
         // Kept across a restart of the agent.
         _ = world.terminate()
         try world.start()

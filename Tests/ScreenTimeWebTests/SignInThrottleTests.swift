@@ -22,10 +22,10 @@ import Testing
 
     /// A sign-in from `client` through the dashboard's account; the error's code and message, or
     /// nil when it signed in.
-    func signIn(_ password: String, from client: String) -> ScreenTimeIPCError? {
+    func signIn(_ password: String, from client: String, user: String = "mum") -> ScreenTimeIPCError? {
         do {
             _ = try send(
-                WebSignInRequest(user: "mum", password: password, device: "phone", client: client), as: web)
+                WebSignInRequest(user: user, password: password, device: "phone", client: client), as: web)
             return nil
         } catch let error as ScreenTimeIPCError {
             return error
@@ -75,5 +75,16 @@ import Testing
         #expect(refused?.code == .tooManyAttempts && refused?.message.contains("paired phones still work") == true)
         // The paired phone's session still works.
         #expect(try send(StatusRequest(user: "mum"), as: web, session: paired.token).authorization.user.name == "mum")
+    }
+
+    /// PAM refuses a guardian's wrong password after its fail delay (about 2 s); a name that is
+    /// no guardian's (a child's, or no one's) is refused no sooner, so the time does not tell
+    /// who the guardians are.
+    @Test(arguments: ["kid", "nobody-here"])
+    func aNameThatIsNoGuardiansIsRefusedNoSoonerThanPAMRefuses(user: String) throws {
+        let started = Date()
+        let refused = signIn("right", from: "10.3.0.\(user.count)", user: user)
+        #expect(refused?.code == .authenticationFailed)
+        #expect(Date().timeIntervalSince(started) >= 2.0)
     }
 }

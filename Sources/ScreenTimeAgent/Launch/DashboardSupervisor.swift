@@ -167,7 +167,7 @@ package final class DashboardSupervisor: Sendable {
     /// One setting's run: start, wait for the end, start again after a wait, until the setting
     /// changes or the agent stops.
     private func supervise(_ generation: Int) {
-        var wait: Double = 0.5
+        var wait: Double = 0.25
         while current(generation) {
             let started = Date()
             if let pid = launch(generation) {
@@ -199,6 +199,35 @@ package final class DashboardSupervisor: Sendable {
         }
     }
 
+    /// A child's program listening on the dashboard's port (bound in the moment the dashboard was
+    /// restarting, to serve a page of its own to whoever opens the dashboard) is killed, and
+    /// logged; anyone else's is only reported, as the dashboard then cannot start.
+    private func freePort(_ port: Int, account: UserAccount) {
+        let inspector = ProcessInspector()
+        for listener in TCPListeners.on(port: port) where listener.uid != 0 && listener.uid != account.uid {
+            let isChild =
+                (try? database.authorization(uid: listener.uid))
+                .flatMap { $0 }.map { $0.member == .child && $0.status == .approved } ?? false
+            guard isChild else {
+                logger.warning(
+                    "another program listens on the dashboard's port",
+                    metadata: ["port": "\(port)", "uid": "\(listener.uid)"])
+                continue
+            }
+            for pid in inspector.pids() where inspector.status(pid: pid)?.uid == listener.uid {
+                guard UnixPeers.socketInodes(pid: pid).contains(listener.inode),
+                    let handle = ProcessHandle(pid: pid, inspector: inspector, owner: { $0 == listener.uid })
+                else { continue }
+                handle.kill()
+                logger.warning(
+                    "a child's program held the dashboard's port: killed",
+                    metadata: ["port": "\(port)", "uid": "\(listener.uid)", "pid": "\(pid)"])
+            }
+            // The port is free once the killed program is gone (a second at most).
+            for _ in 0..<50 where TCPListeners.on(port: port).contains(listener) { Thread.sleep(forTimeInterval: 0.02) }
+        }
+    }
+
     /// Starts the dashboard for this setting; its pid, or nil (the problem noted).
     private func launch(_ generation: Int) -> Int32? {
         let setting: StateDatabase.WebService
@@ -214,6 +243,7 @@ package final class DashboardSupervisor: Sendable {
             return nil
         }
         guard let client = launcher.client, let account = launcher.dashboardAccount else { return nil }
+        freePort(setting.port, account: account)
         var arguments = ["--state-dir", stateDirectory, "--port", "\(setting.port)", "--socket", socket]
         for address in setting.listen { arguments += ["--listen", address] }
         let request = LaunchRequest(

@@ -86,6 +86,9 @@ public final class PolicyService: Sendable {
             }
         self.approvals = GuardianApprovals(database: database, logger: logger, now: now) { name, password in
             guard let guardian = try? users.user(name), Self.isGuardian(guardian, users, configuration) else {
+                // Refused as slowly as PAM refuses a guardian's wrong password (its fail delay,
+                // about 2 s): how long the answer takes does not tell who the guardians are.
+                Thread.sleep(forTimeInterval: Double.random(in: 2.0...2.6))
                 throw ScreenTimeIPCError(.authenticationFailed, "'\(name)' is not a guardian here")
             }
             try check(guardian.name, password)
