@@ -56,6 +56,21 @@ public enum Devices {
             let localPort = local.port, let remoteBytes = DashboardIdentity.ipBytes(remoteText),
             let localBytes = DashboardIdentity.ipBytes(localText)
         else { return nil }
+        switch ask(client: remoteBytes, clientPort: remotePort, server: localBytes, serverPort: localPort) {
+        case .owner(let uid): return uid
+        case .none: return nil
+        // Without sock_diag (a sandbox that forbids netlink): the socket tables, read whole.
+        case .failed:
+            return fromTables(
+                client: remoteBytes, clientPort: remotePort, server: localBytes, serverPort: localPort, tables: tables)
+        }
+    }
+
+    /// The same, from the socket tables (`/proc/net/tcp`, `/proc/net/tcp6`), read whole.
+    static func fromTables(
+        client remoteBytes: [UInt8], clientPort remotePort: Int, server localBytes: [UInt8], serverPort localPort: Int,
+        tables: [String] = ["/proc/net/tcp", "/proc/net/tcp6"]
+    ) -> UInt32? {
         let wanted = (entry(remoteBytes, remotePort), entry(localBytes, localPort))
         for table in tables {
             guard let handle = FileHandle(forReadingAtPath: table) else { continue }
