@@ -3,7 +3,9 @@ import NIOHTTPTypes
 import Synchronization
 
 /// What one device on the network may hold of the dashboard: at most `perClient` connections at
-/// once (more are closed as they open), and deadlines a slow client cannot stretch: a request's
+/// once, and `burst` new ones at a time, then `newPerSecond` (more are closed as they open, before
+/// their TLS handshake: a device opening and closing connections in a loop made the guardian wait
+/// 11 to 19 s), and deadlines a slow client cannot stretch: a request's
 /// head within `headDeadline` of the connection opening (or of the last answer), its body within
 /// `bodyDeadline` of its head. A device trickling bytes, or opening connections and sending
 /// nothing, holds only its own few; everyone else's go on.
@@ -11,33 +13,61 @@ public final class ClientLimits: Sendable {
     public let perClient: Int
     public let headDeadline: TimeAmount
     public let bodyDeadline: TimeAmount
-    private let open = Mutex<[String: Int]>([:])
+    public let burst: Double
+    public let newPerSecond: Double
 
-    public init(perClient: Int = 16, headDeadline: TimeAmount = .seconds(15), bodyDeadline: TimeAmount = .seconds(15)) {
+    private struct Device {
+        var open = 0
+        /// New connections it may still open at once (refilled at `newPerSecond`).
+        var allowance: Double
+        var refilled: NIODeadline
+    }
+    private let devices = Mutex<[String: Device]>([:])
+    /// Devices remembered; past it, those with nothing open are forgotten, the longest idle first.
+    static let remembered = 4_096
+
+    public init(
+        perClient: Int = 16, headDeadline: TimeAmount = .seconds(15), bodyDeadline: TimeAmount = .seconds(15),
+        burst: Int = 32, newPerSecond: Double = 8
+    ) {
         self.perClient = perClient
         self.headDeadline = headDeadline
         self.bodyDeadline = bodyDeadline
+        self.burst = Double(burst)
+        self.newPerSecond = newPerSecond
     }
 
     /// The handler for one connection's pipeline (after HTTP decoding).
     public func handler() -> any RemovableChannelHandler { Handler(limits: self) }
 
     /// Connections a device has open now.
-    public func count(_ client: String) -> Int { open.withLock { $0[client] ?? 0 } }
+    public func count(_ client: String) -> Int { devices.withLock { $0[client]?.open ?? 0 } }
 
     fileprivate func opened(_ client: String) -> Bool {
-        open.withLock { open in
-            let count = (open[client] ?? 0) + 1
-            guard count <= perClient else { return false }
-            open[client] = count
+        let now = NIODeadline.now()
+        return devices.withLock { devices in
+            var device = devices[client] ?? Device(allowance: burst, refilled: now)
+            let seconds = Double((now - device.refilled).nanoseconds) / 1e9
+            device.allowance = min(burst, device.allowance + seconds * newPerSecond)
+            device.refilled = now
+            guard device.open < perClient, device.allowance >= 1 else {
+                devices[client] = device
+                return false
+            }
+            device.open += 1
+            device.allowance -= 1
+            devices[client] = device
+            if devices.count > Self.remembered {
+                let idle = devices.filter { $0.value.open == 0 }.sorted { $0.value.refilled < $1.value.refilled }
+                for (old, _) in idle.prefix(devices.count - Self.remembered) { devices[old] = nil }
+            }
             return true
         }
     }
 
     fileprivate func closed(_ client: String) {
-        open.withLock { open in
-            let count = (open[client] ?? 1) - 1
-            open[client] = count > 0 ? count : nil
+        devices.withLock { devices in
+            if let open = devices[client]?.open { devices[client]?.open = max(0, open - 1) }
         }
     }
 

@@ -1,7 +1,9 @@
 import Glibc
 
 /// The addresses the dashboard listens on when a guardian names none: this PC's addresses on the
-/// home network (IPv4 private ranges, IPv6 unique local), and loopback — never a public one.
+/// home network (IPv4 private ranges, IPv6 unique local), and loopback (both: a browser at the PC
+/// may take `localhost` to ::1, where a child's program could otherwise listen on the same port) —
+/// never a public one.
 public enum HomeAddresses {
     public static func find() -> [String] {
         var found: [String] = ["127.0.0.1"]
@@ -23,7 +25,11 @@ public enum HomeAddresses {
                 let bytes = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
                     withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
                 }
-                if isHome(bytes), let text = DashboardIdentity.address(bytes) { found.append(text) }
+                if isHome(bytes) || bytes == [UInt8](repeating: 0, count: 15) + [1],
+                    let text = DashboardIdentity.address(bytes)
+                {
+                    found.append(text)
+                }
             }
         }
         var seen: Set<String> = []

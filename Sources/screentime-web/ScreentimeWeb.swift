@@ -71,7 +71,7 @@ struct ScreentimeWeb: AsyncParsableCommand {
             agent: SocketAgentConnection(socket: socket),
             bindingKey: try DashboardIdentity.sessionKey(directory: stateDirectory))
         // One device holds at most a few connections, each with deadlines for its request.
-        let limits = ClientLimits(perClient: maxPerDevice)
+        let limits = ClientLimits(perClient: maxPerDevice, burst: max(32, 2 * maxPerDevice))
         var services: [any Service] = []
         for address in listening {
             services.append(

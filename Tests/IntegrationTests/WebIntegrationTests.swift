@@ -241,6 +241,38 @@ extension WebIntegrationTests {
         #expect(eventually(20) { kill(squatter, 0) != 0 || world.wait(squatter, seconds: 0.01) != nil })
         #expect(eventually(15) { https("/signin") == 200 }, "the dashboard is not back on its port")
         #expect(world.agentLog(naming: ["held the dashboard's port"]).contains("killed"))
+        // The same, with the listener passed in a message and closed (no program holds it then):
+        // every program of the child's goes, and the dashboard is back.
+        let hidden = try world.launch(
+            as: world.child, "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket, time
+                a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+                while True:
+                    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    try:
+                        s.bind(("127.0.0.1", \(port))); s.listen(); break
+                    except OSError:
+                        s.close(); time.sleep(0.002)
+                socket.send_fds(a, [b"x"], [s.fileno()]); s.close()
+                while True: time.sleep(1)
+                """,
+            ])
+        let restarted = try #require(try service().pid)
+        kill(restarted, SIGKILL)
+        #expect(eventually(30) { kill(hidden, 0) != 0 || world.wait(hidden, seconds: 0.01) != nil })
+        #expect(eventually(20) { https("/signin") == 200 }, "the dashboard is not back after a hidden listener")
+        #expect(world.agentLog(naming: ["held by no program"]).contains("every program"))
+        // While it runs, a child's listener on the same port at another address is killed too.
+        let beside = try world.launch(
+            as: world.child, "/usr/bin/python3",
+            [
+                "-c",
+                "import socket, time\ns = socket.socket(); s.bind(('127.0.0.2', \(port))); s.listen()\ntime.sleep(600)",
+            ])
+        #expect(eventually(30) { kill(beside, 0) != 0 || world.wait(beside, seconds: 0.01) != nil })
 
         // Kept across a restart of the agent.
         _ = world.terminate()

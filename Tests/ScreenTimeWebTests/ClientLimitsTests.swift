@@ -105,4 +105,27 @@ import Testing
         #expect(try await server.request("GET", "/signin").status == 200)
         await server.stop()
     }
+
+    @Test func aDeviceOpeningConnectionsInALoopIsRefusedAtTheDoorAndOthersAreServed() async throws {
+        let limits = ClientLimits(
+            perClient: 100, headDeadline: .seconds(30), bodyDeadline: .seconds(30), burst: 5, newPerSecond: 0.5)
+        let server = try await DashboardServer(agent: agent, limits: limits)
+        // Five at once are let in (each then closed by the device itself), the sixth is not.
+        for _ in 0..<5 {
+            let fd = try connect(server.port)
+            #expect(!closedByServer(fd, within: 0.05), "a connection within the burst was closed")
+            close(fd)
+        }
+        let sixth = try connect(server.port)
+        #expect(closedByServer(sixth, within: 2), "the sixth new connection at once was let in")
+        close(sixth)
+        // Another account's program is served meanwhile.
+        #expect(try await server.request("GET", "/signin", as: 65_534).status == 200)
+        // Two seconds later, the device may open one more.
+        usleep(2_200_000)
+        let later = try connect(server.port)
+        #expect(!closedByServer(later, within: 0.3))
+        close(later)
+        await server.stop()
+    }
 }

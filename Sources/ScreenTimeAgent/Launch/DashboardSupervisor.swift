@@ -172,9 +172,17 @@ package final class DashboardSupervisor: Sendable {
             let started = Date()
             if let pid = launch(generation) {
                 var status: Int32?
+                var looks = 0
                 while status == nil, current(generation) {
                     status = try? launcher.client?.waitForExit(of: pid, timeout: .seconds(2))
                     if launcher.client?.hasEnded ?? true { break }
+                    // While it runs, a child may listen on the same port at another address.
+                    looks += 1
+                    if status == nil, looks % 5 == 0, let account = launcher.dashboardAccount,
+                        let port = try? database.webService().port
+                    {
+                        freePort(port, account: account)
+                    }
                 }
                 guard current(generation) else { return }
                 let lived = Date().timeIntervalSince(started)
@@ -199,9 +207,11 @@ package final class DashboardSupervisor: Sendable {
         }
     }
 
-    /// A child's program listening on the dashboard's port (bound in the moment the dashboard was
-    /// restarting, to serve a page of its own to whoever opens the dashboard) is killed, and
-    /// logged; anyone else's is only reported, as the dashboard then cannot start.
+    /// A child's program listening on the dashboard's port, on any address (bound in the moment the
+    /// dashboard was restarting, or on an address it does not listen on, to serve a page of its own
+    /// to whoever opens the dashboard) is killed, and logged; anyone else's is only reported, as the
+    /// dashboard may then not start. A child's listener no program holds (its descriptor passed in
+    /// a message, sitting in a socket's queue) is gone only with every program of that child's.
     private func freePort(_ port: Int, account: UserAccount) {
         let inspector = ProcessInspector()
         for listener in TCPListeners.on(port: port) where listener.uid != 0 && listener.uid != account.uid {
@@ -214,9 +224,16 @@ package final class DashboardSupervisor: Sendable {
                     metadata: ["port": "\(port)", "uid": "\(listener.uid)"])
                 continue
             }
-            for pid in inspector.pids() where inspector.status(pid: pid)?.uid == listener.uid {
-                guard UnixPeers.socketInodes(pid: pid).contains(listener.inode),
-                    let handle = ProcessHandle(pid: pid, inspector: inspector, owner: { $0 == listener.uid })
+            let theirs = inspector.pids().filter { inspector.status(pid: $0)?.uid == listener.uid }
+            var holders = theirs.filter { UnixPeers.socketInodes(pid: $0).contains(listener.inode) }
+            if holders.isEmpty {
+                logger.warning(
+                    "a child's listener on the dashboard's port is held by no program (passed in a message): every program of the child's is killed",
+                    metadata: ["port": "\(port)", "uid": "\(listener.uid)"])
+                holders = theirs
+            }
+            for pid in holders {
+                guard let handle = ProcessHandle(pid: pid, inspector: inspector, owner: { $0 == listener.uid })
                 else { continue }
                 handle.kill()
                 logger.warning(
