@@ -138,7 +138,8 @@ struct WebPair: ParsableCommand {
             return print("the dashboard is not running: 'screentime web enable' turns it on")
         }
         // The home network's address first: that is the one a phone reaches.
-        let urls = status.urls.sorted { !$0.contains("127.0.0.1") && $1.contains("127.0.0.1") }
+        func loopback(_ url: String) -> Bool { url.contains("//127.") || url.contains("//[::1]") }
+        let urls = status.urls.filter { !loopback($0) } + status.urls.filter(loopback)
         let link = "\(urls.first ?? "")signin?code=\(reply.code)"
         // The code to scan, in a terminal (not into a file or a pipe, where it would be noise).
         if isatty(1) == 1, !noQR, let code = QRCode(link) {
