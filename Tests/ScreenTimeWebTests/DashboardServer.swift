@@ -22,8 +22,14 @@ struct RouterConnection: AgentConnection {
         } catch {
             throw ScreenTimeIPCError(.malformedRequest, "\(error)")
         }
-        let reply = agent.router.reply(
-            to: bytes, context: ScreenTimeAgent.RequestContext(peer: PeerCredentials(pid: 1, uid: uid, gid: uid)))
+        // Off Swift's cooperative pool, as the agent's control server answers on threads of its
+        // own: a request that waits (a name that is no guardian's is refused after 2 s) would
+        // otherwise hold one of the pool's two threads on this machine.
+        let context = ScreenTimeAgent.RequestContext(peer: PeerCredentials(pid: 1, uid: uid, gid: uid))
+        let router = agent.router
+        let reply = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: router.reply(to: bytes, context: context)) }
+        }
         return try ReplyCoding.decode(R.Reply.self, from: reply)
     }
 }
