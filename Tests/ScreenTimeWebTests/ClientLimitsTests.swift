@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Glibc
 import LinuxSupport
@@ -11,12 +12,14 @@ import Testing
 @Suite struct ClientLimitsTests {
     struct ConnectFailed: Error { let errno: Int32 }
 
-    /// Whether `condition` holds within `seconds` (the server runs on its own event loops).
-    func eventually(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+    /// Whether `condition` holds within `seconds`. Waits by sleeping the task, never a thread of
+    /// Swift's cooperative pool, which the other suites' in-process dashboards answer on (a
+    /// blocked pool thread made their curls time out in fresh-clone run 37).
+    func eventually(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
         let end = Date().addingTimeInterval(seconds)
         while Date() < end {
             if condition() { return true }
-            usleep(20_000)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return condition()
     }
@@ -49,12 +52,18 @@ import Testing
     }
 
     /// Whether the server closed the connection within `seconds` (a read gives end of file or a
-    /// reset), without sending an answer first.
-    func closedByServer(_ fd: Int32, within seconds: Double) -> Bool {
-        var poll = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard Glibc.poll(&poll, 1, Int32(seconds * 1000)) == 1 else { return false }
-        var byte: UInt8 = 0
-        return read(fd, &byte, 1) <= 0
+    /// reset), without sending an answer first. Waited for on a thread of its own.
+    func closedByServer(_ fd: Int32, within seconds: Double) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var poll = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard Glibc.poll(&poll, 1, Int32(seconds * 1000)) == 1 else {
+                    return continuation.resume(returning: false)
+                }
+                var byte: UInt8 = 0
+                continuation.resume(returning: read(fd, &byte, 1) <= 0)
+            }
+        }
     }
 
     @Test func aDeviceHoldsNoMoreThanItsShareAndTheNextDeviceIsServed() async throws {
@@ -62,21 +71,21 @@ import Testing
         let server = try await DashboardServer(agent: agent, limits: limits)
         let held = try (0..<3).map { _ in try connect(server.port) }
         // This PC's programs are known by their account: root's, here, from any address.
-        #expect(eventually(5) { limits.count("this PC, uid 0") == 3 })
+        #expect(await eventually(5) { limits.count("this PC, uid 0") == 3 })
         // A fourth, from another of this PC's addresses: the same device.
         let fourth = try connect(server.port, from: "127.0.0.3")
-        #expect(closedByServer(fourth, within: 5), "the fourth connection of one device stayed open")
+        #expect(await closedByServer(fourth, within: 5), "the fourth connection of one device stayed open")
         close(fourth)
         // Another account's program is another device, served meanwhile.
         let other = try await server.request("GET", "/signin", as: 65_534)
         #expect(other.status == 200, "\(other.body)")
         // One of the three closed: the device may open another.
         close(held[0])
-        #expect(eventually(5) { limits.count("this PC, uid 0") == 2 })
+        #expect(await eventually(5) { limits.count("this PC, uid 0") == 2 })
         let again = try await server.request("GET", "/signin")
         #expect(again.status == 200)
         for fd in held.dropFirst() { close(fd) }
-        #expect(eventually(5) { limits.count("this PC, uid 0") == 0 })
+        #expect(await eventually(5) { limits.count("this PC, uid 0") == 0 })
         await server.stop()
     }
 
@@ -94,13 +103,14 @@ import Testing
         _ = "Content-Length: 100\r\n\r\nuser=".withCString { write(body, $0, strlen($0)) }
         for piece in ["GET /sig", "nin HTT", "P/1.1\r\n", "Host: "] {
             _ = piece.withCString { write(trickle, $0, strlen($0)) }
-            usleep(250_000)
+            try await Task.sleep(for: .milliseconds(250))
         }
         for (fd, what) in [(silent, "silent"), (trickle, "trickled"), (body, "body")] {
-            #expect(closedByServer(fd, within: 3), "the \(what) connection stayed open")
+            let closed = await closedByServer(fd, within: 3)
+            #expect(closed, "the \(what) connection stayed open")
             close(fd)
         }
-        #expect(eventually(5) { limits.count("this PC, uid 0") == 0 })
+        #expect(await eventually(5) { limits.count("this PC, uid 0") == 0 })
         // A request made in time is answered.
         #expect(try await server.request("GET", "/signin").status == 200)
         await server.stop()
@@ -113,18 +123,20 @@ import Testing
         // Five at once are let in (each then closed by the device itself), the sixth is not.
         for _ in 0..<5 {
             let fd = try connect(server.port)
-            #expect(!closedByServer(fd, within: 0.05), "a connection within the burst was closed")
+            let closed = await closedByServer(fd, within: 0.05)
+            #expect(!closed, "a connection within the burst was closed")
             close(fd)
         }
         let sixth = try connect(server.port)
-        #expect(closedByServer(sixth, within: 2), "the sixth new connection at once was let in")
+        #expect(await closedByServer(sixth, within: 2), "the sixth new connection at once was let in")
         close(sixth)
         // Another account's program is served meanwhile.
         #expect(try await server.request("GET", "/signin", as: 65_534).status == 200)
         // Two seconds later, the device may open one more.
-        usleep(2_200_000)
+        try await Task.sleep(for: .milliseconds(2_200))
         let later = try connect(server.port)
-        #expect(!closedByServer(later, within: 0.3))
+        let closedLater = await closedByServer(later, within: 0.3)
+        #expect(!closedLater)
         close(later)
         await server.stop()
     }
