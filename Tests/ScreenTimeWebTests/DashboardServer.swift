@@ -112,7 +112,8 @@ final class DashboardServer: Sendable {
         _ method: String, _ path: String, form: [String: String]? = nil, cookie: String? = nil,
         headers: [String] = [], body: String? = nil, from address: String? = nil, as uid: UInt32? = nil
     ) async throws -> Answer {
-        var arguments = ["-s", "-S", "-X", method, "-D", "-", "--max-time", "10"]
+        // 30 s: on a machine busy with the other suites an answer may take a while; not a hang.
+        var arguments = ["-s", "-S", "-X", method, "-D", "-", "--max-time", "30"]
         // Another device: another loopback address of this machine as the request's source.
         if let address { arguments += ["--interface", address] }
         if let cookie { arguments += ["-H", "Cookie: \(cookie)"] } else { arguments += ["-b", jar, "-c", jar] }
@@ -126,7 +127,7 @@ final class DashboardServer: Sendable {
             arguments += ["--data-binary", body]
         }
         arguments.append("http://127.0.0.1:\(port)\(path)")
-        let output = try await Self.curl(arguments, seconds: 20, as: uid)
+        let output = try await Self.curl(arguments, seconds: 40, as: uid)
         let text = String(decoding: output.output, as: UTF8.self)
         let split = text.range(of: "\r\n\r\n")
         let head = split.map { String(text[..<$0.lowerBound]) } ?? text
