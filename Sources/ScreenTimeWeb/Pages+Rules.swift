@@ -120,23 +120,29 @@ extension Pages {
         html += "<div class=\"buttons\"><button type=\"submit\">Set</button>"
         html += "<button type=\"submit\" name=\"action\" value=\"remove\" class=\"quiet\" formnovalidate>"
         html += "No screen-time limit</button></div></form>\n"
-        html += "<form method=\"post\" action=\"\(action)/limit\" class=\"stack\">\(hidden(csrf))\n"
-        html += "<input type=\"hidden\" name=\"on\" value=\"category\">"
-        html += categorySelect(categories, label: "An app category a day", id: "limit-category")
-        html += "<label for=\"category-daily\">Its time a day</label>"
-        html += "<input id=\"category-daily\" name=\"daily\" placeholder=\"45m\">\n"
-        html += "<div class=\"buttons\"><button type=\"submit\">Set</button>"
-        html += "<button type=\"submit\" name=\"action\" value=\"remove\" class=\"quiet\">Remove its limit</button>"
-        html += "</div></form>\n"
-        html += "<form method=\"post\" action=\"\(action)/limit\" class=\"stack\">\(hidden(csrf))\n"
-        html += "<input type=\"hidden\" name=\"on\" value=\"app\">"
-        html += appSelect(apps, label: "An app a day", id: "limit-app")
-        html += "<label for=\"app-daily\">Its time a day</label>"
-        html += "<input id=\"app-daily\" name=\"daily\" placeholder=\"30m\">\n"
-        html += "<div class=\"buttons\"><button type=\"submit\">Set</button>"
-        html += "<button type=\"submit\" name=\"action\" value=\"remove\" class=\"quiet\">Remove its limit</button>"
-        html += "</div></form>\n"
+        html += itemLimitForm(
+            action: action, on: "category",
+            select: categorySelect(categories, label: "An app category a day", id: "limit-category"),
+            placeholder: "45m", csrf: csrf)
+        html += itemLimitForm(
+            action: action, on: "app", select: appSelect(apps, label: "An app a day", id: "limit-app"),
+            placeholder: "30m", csrf: csrf)
         return html + "</section>\n"
+    }
+
+    /// A form that sets or removes the daily limit of the item chosen in `select`.
+    private static func itemLimitForm(
+        action: String, on: String, select: String, placeholder: String, csrf: String
+    )
+        -> String
+    {
+        var html = "<form method=\"post\" action=\"\(action)/limit\" class=\"stack\">\(hidden(csrf))\n"
+        html += "<input type=\"hidden\" name=\"on\" value=\"\(on)\">" + select
+        html += "<label for=\"\(on)-daily\">Its time a day</label>"
+        html += "<input id=\"\(on)-daily\" name=\"daily\" placeholder=\"\(placeholder)\">\n"
+        html += "<div class=\"buttons\"><button type=\"submit\">Set</button>"
+        html += "<button type=\"submit\" name=\"action\" value=\"remove\" class=\"quiet\">Remove its limit</button>"
+        return html + "</div></form>\n"
     }
 
     private static func downtimeSection(action: String, monitors: MonitorListReply, csrf: String) -> String {

@@ -170,7 +170,7 @@ package final class DashboardSupervisor: Sendable {
         var wait: Double = 0.25
         while current(generation) {
             let started = Date()
-            if let pid = launch(generation) {
+            if let (pid, port) = launch(generation) {
                 var status: Int32?
                 var looks = 0
                 while status == nil, current(generation) {
@@ -178,9 +178,7 @@ package final class DashboardSupervisor: Sendable {
                     if launcher.client?.hasEnded ?? true { break }
                     // While it runs, a child may listen on the same port at another address.
                     looks += 1
-                    if status == nil, looks % 5 == 0, let account = launcher.dashboardAccount,
-                        let port = try? database.webService().port
-                    {
+                    if status == nil, looks % 5 == 0, let account = launcher.dashboardAccount {
                         freePort(port, account: account)
                     }
                 }
@@ -245,8 +243,8 @@ package final class DashboardSupervisor: Sendable {
         }
     }
 
-    /// Starts the dashboard for this setting; its pid, or nil (the problem noted).
-    private func launch(_ generation: Int) -> Int32? {
+    /// Starts the dashboard for this setting; its pid and port, or nil (the problem noted).
+    private func launch(_ generation: Int) -> (pid: Int32, port: Int)? {
         let setting: StateDatabase.WebService
         do {
             setting = try database.webService()
@@ -282,7 +280,7 @@ package final class DashboardSupervisor: Sendable {
                 return nil
             }
             logger.info("dashboard started", metadata: ["pid": "\(pid)", "port": "\(setting.port)"])
-            return pid
+            return (pid, setting.port)
         } catch {
             state.withLock { $0.problem = "it cannot start: \(error.message)" }
             logger.error("the dashboard cannot start", metadata: ["error": "\(error.message)"])

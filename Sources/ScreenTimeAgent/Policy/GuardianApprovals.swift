@@ -93,20 +93,9 @@ package final class GuardianApprovals: Sendable {
         defer { _ = checking.withLock { $0.remove(asker) } }
         let record = try database.passwordFailures(uid: asker)
         if let record {
-            if record.locked {
-                throw ScreenTimeIPCError(
-                    .tooManyAttempts,
-                    "too many wrong passwords: \(askerName) is locked out until a guardian runs 'screentime unlock --user \(askerName)'"
-                )
-            }
-            let next = record.lastFailure.addingTimeInterval(Self.wait(after: record.failures))
-            let left = next.timeIntervalSince(now())
-            if left > 0 {
-                throw ScreenTimeIPCError(
-                    .tooManyAttempts,
-                    "after \(record.failures) wrong \(record.failures == 1 ? "try" : "tries"), try again in \(Int(left.rounded(.up))) s"
-                )
-            }
+            try refuseWhileWaiting(
+                failures: record.failures, lastFailure: record.lastFailure, locked: record.locked,
+                lockedOut: "\(askerName) is locked out", askerName: askerName)
         }
         do {
             try attempt()
@@ -126,6 +115,24 @@ package final class GuardianApprovals: Sendable {
             throw ScreenTimeIPCError(.authenticationFailed, "\(subject): not right")
         }
         if record != nil { try database.savePasswordFailures(uid: asker, nil) }
+    }
+
+    /// Throws when failures in a row lock the asker (or device) out, or its wait after the last one
+    /// has not passed; `lockedOut` says who is, for the message.
+    private func refuseWhileWaiting(
+        failures: Int, lastFailure: Date, locked: Bool, lockedOut: String, askerName: String
+    ) throws {
+        if locked {
+            throw ScreenTimeIPCError(
+                .tooManyAttempts,
+                "too many wrong passwords: \(lockedOut) until a guardian runs 'screentime unlock --user \(askerName)'")
+        }
+        let left = lastFailure.addingTimeInterval(Self.wait(after: failures)).timeIntervalSince(now())
+        if left > 0 {
+            throw ScreenTimeIPCError(
+                .tooManyAttempts,
+                "after \(failures) wrong \(failures == 1 ? "try" : "tries"), try again in \(Int(left.rounded(.up))) s")
+        }
     }
 
     /// A guardian lifts an asker's lockout (and forgets its failures, and its devices'); whether
@@ -173,19 +180,9 @@ package final class GuardianApprovals: Sendable {
             )
         }
         if let record = devices.withLock({ $0[key] }) {
-            if record.locked {
-                throw ScreenTimeIPCError(
-                    .tooManyAttempts,
-                    "too many wrong passwords from this device: it is locked out until a guardian runs 'screentime unlock --user \(askerName)'"
-                )
-            }
-            let left = record.lastFailure.addingTimeInterval(Self.wait(after: record.failures)).timeIntervalSince(now())
-            if left > 0 {
-                throw ScreenTimeIPCError(
-                    .tooManyAttempts,
-                    "after \(record.failures) wrong \(record.failures == 1 ? "try" : "tries"), try again in \(Int(left.rounded(.up))) s"
-                )
-            }
+            try refuseWhileWaiting(
+                failures: record.failures, lastFailure: record.lastFailure, locked: record.locked,
+                lockedOut: "this device is locked out", askerName: askerName)
         }
         do {
             try attempt()
