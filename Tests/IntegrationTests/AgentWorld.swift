@@ -553,6 +553,14 @@ final class AgentWorld {
         return running == URL(fileURLWithPath: program).resolvingSymlinksInPath().path
     }
 
+    /// Whether `pid`, a counter writing to `file`, is out of the frozen group and its count rises
+    /// over the next 0.3 s (a process held only while it is judged is out again and counts on).
+    func isRunningOn(_ pid: Int32, counting file: String) -> Bool {
+        guard !isFrozen(pid), let before = count(file) else { return false }
+        Thread.sleep(forTimeInterval: 0.3)
+        return !isFrozen(pid) && (count(file) ?? 0) > before
+    }
+
     /// The count a counter wrote to its file; nil while it has written none.
     func count(_ file: String) -> UInt64? {
         (try? String(contentsOfFile: file, encoding: .utf8)).flatMap {
