@@ -193,6 +193,62 @@ struct LoginIntegrationTests {
         #expect(try world.status(of: world.child).loginLock == nil)
     }
 
+    /// The hook speaks the control socket's protocol itself (it is C, with no Swift runtime): a
+    /// name with quotes, backslashes, a control character and non-ASCII reaches the agent as
+    /// written; the agent's message comes back unescaped (a surrogate pair too); a reply it does not
+    /// understand, or none, fails closed for a listed child and open for anyone else.
+    @Test func theHookSaysTheNameAsWrittenAndTheAgentsMessageAsSaid() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let state = world.directory + "/fake-state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/fake-agent.py"
+        func hook(_ user: String, reply: String, listed: String? = nil) throws -> (CommandResult, LoginRequest?) {
+            let socket = world.directory + "/fake.sock"
+            let requestFile = world.directory + "/fake-request.json"
+            unlink(requestFile)
+            if let listed { try listed.write(toFile: state + "/login-children", atomically: true, encoding: .utf8) }
+            let fake = try world.launch(as: nil, "/usr/bin/python3", [script, socket, requestFile, reply])
+            defer { kill(fake, SIGKILL) }
+            #expect(eventually { Files.exists(socket) })
+            let result = try run(
+                "\(AgentWorld.binaries)/screentime-pam", ["--socket", socket, "--state-dir", state, "--timeout", "1"],
+                environment: ["PAM_TYPE": "account", "PAM_USER": user, "PAM_SERVICE": "login", "PAM_TTY": "tty7"])
+            struct Envelope: Decodable {
+                var version: Int
+                var kind: String
+                var body: LoginRequest
+            }
+            let request = (try? Data(contentsOf: URL(fileURLWithPath: requestFile))).flatMap {
+                try? JSONDecoder().decode(Envelope.self, from: $0)
+            }
+            #expect(request == nil || (request?.version == 1 && request?.kind == "login"))
+            return (result, request?.body)
+        }
+        // No list (the agent never wrote one): everyone is asked about.
+        let name = "o\"brien\\x\u{1}y-\u{e9}"
+        let (refused, asked) = try hook(
+            name, reply: #"{"version":1,"result":{"allowed":false,"message":"nein \u00fc \ud83d\ude00 \"q\"\n"}}"#)
+        #expect(asked?.user == name && asked?.phase == .account && asked?.tty == "tty7" && asked?.service == "login")
+        #expect(refused.status == 1 && refused.stdout == "nein \u{fc} \u{1F600} \"q\"\n\n", "\(refused.stdout)")
+        let (allowed, _) = try hook("kim", reply: #"{"version":1,"result":{"allowed":true}}"#)
+        #expect(allowed.status == 0 && allowed.stdout.isEmpty)
+        // What it does not understand, or no answer: closed for a listed child only.
+        for reply in [
+            #"{"version":2,"result":{"allowed":true}}"#, #"{"version":1,"result":{"allowed":"yes"}}"#, "{", "--silent",
+        ] {
+            let (child, _) = try hook("kim", reply: reply, listed: "1234 kim child\n")
+            #expect(
+                child.status == 1 && child.stdout.contains("Screen Time is not answering"), "\(reply): \(child.stdout)")
+            let (individual, _) = try hook("kim", reply: reply, listed: "1234 kim individual\n")
+            #expect(individual.status == 0, "\(reply): \(individual.stdout)")
+        }
+        // Listed, and not the user logging in: the agent is not asked at all (it would refuse).
+        let (other, unasked) = try hook(
+            "sam", reply: #"{"version":1,"result":{"allowed":false}}"#, listed: "1234 kim child\n")
+        #expect(other.status == 0 && unasked == nil, "\(other.stdout)")
+    }
+
     @Test func anAgentThatIsDownOrHungRefusesTheChildAndLetsEveryoneElseIn() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
