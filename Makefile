@@ -9,27 +9,49 @@ SYSCONFDIR  ?= /etc
 DESTDIR     ?=
 SWIFT       ?= swift
 
-# Debian packages the build and the tests need. Each later part adds its own here.
-#   publicsuffix    the Public Suffix List the tests parse (and the agent reads)
-#   tzdata          the time zones the schedule tests run in (Europe/Berlin, America/New_York)
+# Debian packages, by purpose: `sudo make install` installs what building and running need
+# (RUN_PACKAGES, BUILD_PACKAGES), `make deb` adds PACKAGING_PACKAGES, and `make test` and
+# `make bench` add TEST_PACKAGES. The package's Depends list only what running needs (its
+# shared libraries, and RUN_PACKAGES).
+#
+# Running:
+#   publicsuffix    the Public Suffix List the agent reads (a shielded site's registrable domain)
+#   tzdata          the time zones schedules and downtime are kept in
+#   passwd          useradd/groupadd, for the accounts the setup makes
+#   iptables        the agent's own chains that send a child's DNS and connections to its queue
+RUN_PACKAGES := publicsuffix tzdata passwd iptables
+# Building (the headers and libraries the programs link):
+#   libc6-dev       C headers, for the package's own C targets
 #   libpam0g-dev    PAM, for a guardian's password given in a child's session
 #   libsqlite3-dev  SQLite, the agent's state (GRDB)
-#   passwd util-linux  useradd/groupadd/chpasswd and setpriv, for the integration tests' users
-#   python3-dnspython  the reference DNS decoder the DNS parser is differential-tested against
 #   libnetfilter-queue-dev  the NFQUEUE the agent reads the children's DNS from
-#   iptables        the agent's own chains that send a child's DNS to that queue
+#   libcap-dev      libcap, with which the agent drops the capabilities it does not need
+#   libnl-3-dev libnl-route-3-dev  libnl-3, through which the agent opens every netlink socket (the
+#                   proc connector; libnl-route-3 brings up an extension's loopback)
+#   libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev  XCB with X-Resource, SYNC and
+#                   XInput 2: the agent's own reading of an X11 session's focus, window owners,
+#                   clicks and idle time
+#   libsystemd-dev  sd-bus, through which the agent reads logind's sessions and their hints
+#   libgtk-4-dev    GTK 4, the shield window's toolkit
+#   libqrencode-dev the QR code `screentime web pair` prints for a phone's camera
+BUILD_PACKAGES := libc6-dev libpam0g-dev libsqlite3-dev libnetfilter-queue-dev libcap-dev \
+	libnl-3-dev libnl-route-3-dev libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev \
+	libsystemd-dev libgtk-4-dev libqrencode-dev
+# Packaging (`make deb`):
+#   dpkg-dev        dpkg-shlibdeps: the package's dependencies, computed from its binaries
+PACKAGING_PACKAGES := dpkg-dev
+# Testing and benchmarks (`make test`, `make bench`), never on a family's machine by
+# `make install`:
+#   python3-dnspython  the reference DNS decoder the DNS parser is differential-tested against
+#   util-linux      setpriv, with which the integration tests run programs as their test users
 #   iproute2        network namespaces for the DNS integration tests
 #   dnsmasq-base    the real resolver the DNS tests and benchmark ask (the binary, no service)
 #   bind9-dnsutils  dig, the DNS client the tests run as a child
 #   dnsperf         the DNS load generator of `make bench`
-#   gcc libc6-dev   the C fixture programs the process-shield tests and benchmark run as a child
+#   gcc             the C fixture programs the process-shield tests and benchmark run as a child
 #   procps          pkill, to end what a test user left running
-#   libqrencode-dev the QR code `screentime web pair` prints for a phone's camera
 #   zbar-tools      zbarimg, the QR reader the pairing code's test reads it back with
-#   libcap-dev      libcap, with which the agent drops the capabilities it does not need
 #   uidmap          newuidmap, with which a test child runs as one of its subordinate uids
-#   libnl-3-dev libnl-route-3-dev  libnl-3, through which the agent opens every netlink socket (the
-#                   proc connector; libnl-route-3 brings up an extension's loopback)
 #   tshark          the reference reader the TLS ClientHello parser is differential-tested against
 #   curl openssl    the real HTTPS clients (and the test certificates) of the connection tests
 #   iperf3          the bulk download of `make bench`'s connection figures
@@ -38,55 +60,61 @@ SWIFT       ?= swift
 #   libnss3-tools   certutil, which makes those browsers trust the tests' certificate authority
 #   chromium-driver python3-selenium  a guardian's phone: Chromium driven headless in a
 #                   phone-sized window through the dashboard's pages
-#   libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev  XCB with X-Resource, SYNC and
-#                   XInput 2: the agent's own reading of an X11 session's focus, window owners,
-#                   clicks and idle time
 #   libxcb-shape0-dev  the X shape extension a test's hostile game uses (a window clicks go through)
 #   xvfb openbox xdotool x11-utils x11-apps xterm xauth  the real X11 desktops the usage tests and
 #                   benchmark run as a child (a server, a window manager, clients, focus switching)
 #   sway foot       a real Wayland desktop (headless sway and its terminal) run as a child
 #   weston          a Wayland compositor that is not sway (headless), whose focus cannot be read
-#   libsystemd-dev  sd-bus, through which the agent reads logind's sessions and their hints
 #   dbus-daemon python3-dbusmock  the tests' own system bus, with a mock of logind on it
 #   gnome-shell     GNOME's compositor (headless), with the screentime-focus extension
 #   kwin-wayland    KDE's compositor (headless, --virtual), with the screentime-focus script
-#   libgtk-4-dev    GTK 4, the shield window's toolkit
 #   netpbm          xwdtopnm and pnmtopng: the tests' screenshots of the shield window
-#   dpkg-dev        dpkg-shlibdeps: the package's dependencies, computed from its binaries
 #   debootstrap     the clean Debian 12 root the package test installs the package into
 #   lintian         the package's checks (make lint-deb)
 #   gdb             the threads of a test run that stalled, printed before it is ended (scripts/run-tests)
-DEB_PACKAGES := publicsuffix tzdata libpam0g-dev libsqlite3-dev passwd util-linux python3-dnspython \
-	libnetfilter-queue-dev iptables iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc libc6-dev procps \
-	libcap-dev libqrencode-dev zbar-tools uidmap libnl-3-dev libnl-route-3-dev tshark curl openssl iperf3 \
-	chromium firefox-esr libnss3-tools chromium-driver python3-selenium \
-	libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	libsystemd-dev dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland libgtk-4-dev netpbm \
-	dpkg-dev debootstrap lintian gdb
+TEST_PACKAGES := python3-dnspython util-linux iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc procps \
+	zbar-tools uidmap tshark curl openssl iperf3 chromium firefox-esr libnss3-tools chromium-driver \
+	python3-selenium libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
+	dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland netpbm debootstrap lintian gdb
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
 
-.PHONY: all deps build docs stage test package-test lint-deb bench lint format install uninstall deb clean
+.PHONY: all deps test-deps deb-deps print-packages build docs stage test package-test lint-deb bench lint format install uninstall deb clean
 
 all: build
 
-# Installs only what is missing, quietly when nothing is. As a non-root user it names what is
-# missing and stops, rather than asking for a password halfway through.
-deps:
-	@missing=""; \
-	for p in $(DEB_PACKAGES); do \
+# Installs only what is missing of the packages given, quietly when nothing is. As a non-root
+# user it names what is missing and stops, rather than asking for a password halfway through.
+install_packages = @missing=""; \
+	for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" -ne 0 ]; then \
 	    echo "missing system packages:$$missing"; \
-	    echo "install them with: sudo make deps   (or: sudo apt-get install$$missing)"; \
+	    echo "install them with: sudo make $@   (or: sudo apt-get install$$missing)"; \
 	    exit 1; \
 	  fi; \
 	  echo "installing:$$missing"; \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+
+# The package lists, for the package test (what `sudo make install` would install).
+print-packages:
+	@echo "run: $(RUN_PACKAGES)"; echo "build: $(BUILD_PACKAGES)"
+	@echo "packaging: $(PACKAGING_PACKAGES)"; echo "test: $(TEST_PACKAGES)"
+
+# What building and running need (`sudo make install`).
+deps:
+	$(call install_packages,$(RUN_PACKAGES) $(BUILD_PACKAGES))
+
+# And what packaging, the tests and the benchmarks need.
+test-deps:
+	$(call install_packages,$(RUN_PACKAGES) $(BUILD_PACKAGES) $(PACKAGING_PACKAGES) $(TEST_PACKAGES))
+
+deb-deps:
+	$(call install_packages,$(RUN_PACKAGES) $(BUILD_PACKAGES) $(PACKAGING_PACKAGES))
 
 build: deps
 	$(SWIFT) build $(RELEASE)
@@ -97,26 +125,27 @@ build: deps
 # at the lowest priority, it made their timing fail (fresh-clone run 32: a copied program ran
 # 21 ms before it was held, not 10). `scripts/run-tests` can still run a command beside them
 # (SCREENTIME_BESIDE_TESTS).
-test: deps lint
+test: test-deps lint
 	@began=$$(cut -d. -f1 /proc/uptime); $(SWIFT) build --build-tests || exit 1; \
 	echo "make test: build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
 	scripts/run-tests
 	@began=$$(cut -d. -f1 /proc/uptime); \
 	$(MAKE) --no-print-directory deb DEB_COMPRESSION='-Zxz -z1' >.build/package-build.log 2>&1 \
 	  || { tail -n 40 .build/package-build.log; exit 1; }; \
-	echo "make test: package build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
+	echo "make test: package build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"; \
+	sed -n '/^the package: /,/^\//p' .build/package-build.log | sed '$$d'
 	@began=$$(cut -d. -f1 /proc/uptime); Tests/Package/run $(DEB)/screentime_$(VERSION)_$(ARCH).deb || exit 1; \
 	echo "make test: package test $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
 
 # The package, built and installed into a clean Debian 12 root, then purged (Tests/Package/run).
-package-test: deb
+package-test: test-deps deb
 	Tests/Package/run $(DEB)/screentime_$(VERSION)_$(ARCH).deb
 
 # lintian's view of the package (its remaining warnings are explained in README's packaging notes).
-lint-deb: deb
+lint-deb: test-deps deb
 	lintian --no-tag-display-limit $(DEB)/screentime_$(VERSION)_$(ARCH).deb
 
-bench: deps
+bench: test-deps
 	$(SWIFT) build $(RELEASE)
 	$(SWIFT) run $(RELEASE) ScreenTimeBenchmarks
 	@echo
@@ -135,6 +164,10 @@ bench: deps
 	Benchmarks/shield.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
 	Benchmarks/web.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
+	@echo
+	Benchmarks/pam-login.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
+	@echo
+	Benchmarks/agent-memory.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 
 lint:
 	@$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES) && echo "lint: the house format holds"
@@ -227,6 +260,9 @@ stage:
 	put 0644 $(DOCS)/completions/screentime.zsh $(ZSH_COMPLETIONS)/_screentime; \
 	put 0644 $(DOCS)/completions/screentime.fish $(PREFIX)/share/fish/vendor_completions.d/screentime.fish; \
 	put 0644 README.md $(PREFIX)/share/doc/screentime/README.md; \
+	for f in guardian-guide child developer-guide architecture threat-model; do \
+	  put 0644 docs/$$f.md $(PREFIX)/share/doc/screentime/docs/$$f.md; \
+	done; \
 	put 0644 packaging/debian/copyright $(PREFIX)/share/doc/screentime/copyright; \
 	echo $(PREFIX)/lib/screentime/installed >> $$list; \
 	install -D -m 0644 $$list "$$root$(PREFIX)/lib/screentime/installed"; rm -f $$list
@@ -253,7 +289,7 @@ uninstall:
 	  for f in $$(cat $(PREFIX)/lib/screentime/installed); do \
 	    case "$$f" in $(SYSCONFDIR)/screentime/*) [ "$(PURGE)" = "1" ] && rm -f "$$f";; *) rm -f "$$f";; esac; \
 	  done; \
-	  rmdir $(PREFIX)/lib/screentime $(PREFIX)/share/doc/screentime \
+	  rmdir $(PREFIX)/lib/screentime $(PREFIX)/share/doc/screentime/docs $(PREFIX)/share/doc/screentime \
 	    $(PREFIX)/share/gnome-shell/extensions/$(SHELL_EXTENSION) \
 	    $(PREFIX)/share/kwin/scripts/$(KWIN_SCRIPT)/contents/code $(PREFIX)/share/kwin/scripts/$(KWIN_SCRIPT)/contents \
 	    $(PREFIX)/share/kwin/scripts/$(KWIN_SCRIPT) 2>/dev/null || true; \
@@ -268,7 +304,7 @@ uninstall:
 
 # The Debian package, from the same list: staged under /usr, its dependencies computed from the
 # binaries (dpkg-shlibdeps), every file under /etc a conffile.
-deb: docs
+deb: deb-deps docs
 	@set -e; rm -rf $(DEB) && mkdir -p $(DEB)/root/DEBIAN $(DEB)/debian; \
 	$(MAKE) --no-print-directory stage DESTDIR=$(CURDIR)/$(DEB)/root PREFIX=/usr \
 	  UNITDIR=/lib/systemd/system ZSH_COMPLETIONS=/usr/share/zsh/vendor-completions >/dev/null; \
@@ -284,7 +320,12 @@ deb: docs
 	sed -e "s/@VERSION@/$(VERSION)/" -e "s/@ARCH@/$(ARCH)/" -e "s/@SIZE@/$$size/" -e "s/@SHLIBS@/$$shlibs/" \
 	  packaging/debian/control.in > $$root/DEBIAN/control; \
 	dpkg-deb --root-owner-group $(DEB_COMPRESSION) --build $$root $(DEB)/screentime_$(VERSION)_$(ARCH).deb >/dev/null; \
-	echo "$(CURDIR)/$(DEB)/screentime_$(VERSION)_$(ARCH).deb"
+	deb=$(DEB)/screentime_$(VERSION)_$(ARCH).deb; \
+	echo "the package: $$(( $$(stat -c %s $$deb) / 1048576 )) MB, $$(( size / 1024 )) MB installed; its programs:"; \
+	for p in usr/bin/screentime usr/bin/screentime-shield usr/bin/screentime-web usr/sbin/screentimed usr/sbin/screentime-pam; do \
+	  printf '  %-28s %6d KB\n' "/$$p" $$(( $$(stat -c %s $$root/$$p) / 1024 )); \
+	done; \
+	echo "$(CURDIR)/$$deb"
 
 clean:
 	rm -rf .build
