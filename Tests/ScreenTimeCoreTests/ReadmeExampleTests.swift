@@ -1,7 +1,7 @@
 import ScreenTimeCore
 import Testing
 
-/// The example in README.md, kept true.
+/// The example in docs/architecture.md, kept true.
 @Suite struct ReadmeExampleTests {
     @Test func readmeExample() throws {
         let secret = TokenMinter.generateSecret()
