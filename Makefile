@@ -34,7 +34,8 @@ RUN_PACKAGES := publicsuffix tzdata passwd iptables
 #   libsystemd-dev  sd-bus, through which the agent reads logind's sessions and their hints
 #   libgtk-4-dev    GTK 4, the shield window's toolkit
 #   libqrencode-dev the QR code `screentime web pair` prints for a phone's camera
-BUILD_PACKAGES := libc6-dev libpam0g-dev libsqlite3-dev libnetfilter-queue-dev libcap-dev \
+#   gcc             the PAM module (plain C, built outside SwiftPM)
+BUILD_PACKAGES := gcc libc6-dev libpam0g-dev libsqlite3-dev libnetfilter-queue-dev libcap-dev \
 	libnl-3-dev libnl-route-3-dev libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev \
 	libsystemd-dev libgtk-4-dev libqrencode-dev
 # Packaging (`make deb`):
@@ -48,7 +49,7 @@ PACKAGING_PACKAGES := dpkg-dev
 #   dnsmasq-base    the real resolver the DNS tests and benchmark ask (the binary, no service)
 #   bind9-dnsutils  dig, the DNS client the tests run as a child
 #   dnsperf         the DNS load generator of `make bench`
-#   gcc             the C fixture programs the process-shield tests and benchmark run as a child
+#   gcc             (also) the C fixture programs the process-shield tests and benchmark run as a child
 #   procps          pkill, to end what a test user left running
 #   zbar-tools      zbarimg, the QR reader the pairing code's test reads it back with
 #   uidmap          newuidmap, with which a test child runs as one of its subordinate uids
@@ -116,8 +117,19 @@ test-deps:
 deb-deps:
 	$(call install_packages,$(RUN_PACKAGES) $(BUILD_PACKAGES) $(PACKAGING_PACKAGES))
 
-build: deps
+build: deps $(PAM_MODULE)
 	$(SWIFT) build $(RELEASE)
+
+# The PAM module: plain C, loaded into every program that logs anyone in (login, sshd, su, the
+# display manager), so not linked by SwiftPM, which would bring the Swift runtime. It exports the
+# pam_sm_* functions alone.
+PAM_MODULE := .build/pam_screentime.so
+$(PAM_MODULE): Sources/pam_screentime/pam_screentime.c Sources/pam_screentime/json.c Sources/pam_screentime/json.h
+	@mkdir -p .build
+	printf '{ global: pam_sm_*; local: *; };\n' > .build/pam_screentime.map
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
+	  -Wl,-z,relro,-z,now -Wl,--version-script=.build/pam_screentime.map $(LDFLAGS) \
+	  -o $@ Sources/pam_screentime/pam_screentime.c Sources/pam_screentime/json.c -lpam
 
 # Prints how long each part took (build, the tests' parts, the package's build and test). The
 # package's release build runs after the tests, not beside them: with the dashboard's libraries
@@ -145,7 +157,7 @@ package-test: test-deps deb
 lint-deb: test-deps deb
 	lintian --no-tag-display-limit $(DEB)/screentime_$(VERSION)_$(ARCH).deb
 
-bench: test-deps
+bench: test-deps $(PAM_MODULE)
 	$(SWIFT) build $(RELEASE)
 	$(SWIFT) run $(RELEASE) ScreenTimeBenchmarks
 	@echo
@@ -233,7 +245,7 @@ stage:
 	program screentime $(PREFIX)/bin/screentime; \
 	program screentime-shield $(PREFIX)/bin/screentime-shield; \
 	program screentimed $(PREFIX)/sbin/screentimed; \
-	program screentime-pam $(PREFIX)/sbin/screentime-pam; \
+	put 0644 $(PAM_MODULE) $(PREFIX)/lib/screentime/pam_screentime.so; strip --strip-unneeded "$$root$(PREFIX)/lib/screentime/pam_screentime.so"; \
 	program screentime-web $(PREFIX)/bin/screentime-web; \
 	put 0755 packaging/screentimed-supervise $(PREFIX)/sbin/screentimed-supervise; \
 	put 0755 packaging/screentime-setup $(PREFIX)/lib/screentime/screentime-setup; \
@@ -242,7 +254,7 @@ stage:
 	  else put 0644 "etc/screentime/$$f" $(SYSCONFDIR)/screentime/$$f; fi; \
 	done; \
 	put 0644 packaging/pam.d/screentime $(SYSCONFDIR)/pam.d/screentime; \
-	sed 's,@SBINDIR@,$(PREFIX)/sbin,' packaging/pam-configs/screentime > $(DOCS)/pam-configs; \
+	sed 's,@LIBDIR@,$(PREFIX)/lib,' packaging/pam-configs/screentime > $(DOCS)/pam-configs; \
 	put 0644 $(DOCS)/pam-configs /usr/share/pam-configs/screentime; \
 	sed 's,@SBINDIR@,$(PREFIX)/sbin,' packaging/screentimed.service > $(DOCS)/screentimed.service; \
 	put 0644 $(DOCS)/screentimed.service $(UNITDIR)/screentimed.service; \
@@ -273,8 +285,8 @@ stage:
 # systemd runs, else under screentimed-supervise: pid file, restart on crash).
 install: docs
 	$(MAKE) --no-print-directory stage DESTDIR=
-	@# An older install kept the agent in bin/.
-	@rm -f $(PREFIX)/bin/screentimed
+	@# An older install kept the agent in bin/, and had a PAM hook program.
+	@rm -f $(PREFIX)/bin/screentimed $(PREFIX)/sbin/screentime-pam
 	SBINDIR=$(PREFIX)/sbin GUARDIAN_GROUP=$(GUARDIAN_GROUP) EXTENSION_USER=$(EXTENSION_USER) \
 	  $(PREFIX)/lib/screentime/screentime-setup configure
 	@echo "installed. Guardians are root and members of $(GUARDIAN_GROUP): sudo usermod -aG $(GUARDIAN_GROUP) YOU"
@@ -315,15 +327,15 @@ deb: deb-deps docs
 	for script in postinst prerm postrm; do install -m 0755 packaging/debian/$$script $$root/DEBIAN/$$script; done; \
 	printf 'Source: screentime\n\nPackage: screentime\nArchitecture: any\n' > $(DEB)/debian/control; \
 	shlibs=$$(cd $(DEB) && dpkg-shlibdeps -O -e root/usr/bin/screentime -e root/usr/bin/screentime-shield \
-	  -e root/usr/bin/screentime-web -e root/usr/sbin/screentimed -e root/usr/sbin/screentime-pam 2>/dev/null | sed -n 's/^shlibs:Depends=//p'); \
+	  -e root/usr/bin/screentime-web -e root/usr/sbin/screentimed -e root/usr/lib/screentime/pam_screentime.so 2>/dev/null | sed -n 's/^shlibs:Depends=//p'); \
 	size=$$(du -sk --exclude=DEBIAN $$root | cut -f1); \
 	sed -e "s/@VERSION@/$(VERSION)/" -e "s/@ARCH@/$(ARCH)/" -e "s/@SIZE@/$$size/" -e "s/@SHLIBS@/$$shlibs/" \
 	  packaging/debian/control.in > $$root/DEBIAN/control; \
 	dpkg-deb --root-owner-group $(DEB_COMPRESSION) --build $$root $(DEB)/screentime_$(VERSION)_$(ARCH).deb >/dev/null; \
 	deb=$(DEB)/screentime_$(VERSION)_$(ARCH).deb; \
 	echo "the package: $$(( $$(stat -c %s $$deb) / 1048576 )) MB, $$(( size / 1024 )) MB installed; its programs:"; \
-	for p in usr/bin/screentime usr/bin/screentime-shield usr/bin/screentime-web usr/sbin/screentimed usr/sbin/screentime-pam; do \
-	  printf '  %-28s %6d KB\n' "/$$p" $$(( $$(stat -c %s $$root/$$p) / 1024 )); \
+	for p in usr/bin/screentime usr/bin/screentime-shield usr/bin/screentime-web usr/sbin/screentimed usr/lib/screentime/pam_screentime.so; do \
+	  printf '  %-44s %6d KB\n' "/$$p" $$(( $$(stat -c %s $$root/$$p) / 1024 )); \
 	done; \
 	echo "$(CURDIR)/$$deb"
 

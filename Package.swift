@@ -31,7 +31,6 @@ let package = Package(
         .executable(name: "screentimed", targets: ["screentimed"]),
         .executable(name: "screentime", targets: ["screentime"]),
         .executable(name: "screentime-shield", targets: ["screentime-shield"]),
-        .executable(name: "screentime-pam", targets: ["screentime-pam"]),
         .executable(name: "screentime-web", targets: ["screentime-web"]),
         // The client API, with Apple's names: guardian apps and their extensions import these.
         .library(name: "FamilyControls", targets: ["FamilyControls"]),
@@ -239,12 +238,8 @@ let package = Package(
             swiftSettings: strictSettings,
             linkerSettings: programLinking
         ),
-        // The PAM hook (pam_exec): tells the agent of logins, and refuses a child's when it must.
-        // Plain C with no Swift runtime: it starts three times in every login of every user.
-        .executableTarget(
-            name: "screentime-pam",
-            linkerSettings: programLinking
-        ),
+        // (The PAM module, Sources/pam_screentime, is plain C built by the Makefile: SwiftPM would
+        // link the Swift runtime into every program that logs anyone in.)
         // The shield window the child sees (GTK 4), started by the agent in the child's session.
         .executableTarget(
             name: "screentime-shield",

@@ -618,6 +618,19 @@ final class AgentWorld {
         return output
     }
 
+    /// The PAM module (`Sources/pam_screentime`), built for this world as the Makefile builds it.
+    func compilePAMModule() throws -> String {
+        let output = directory + "/pam_screentime.so"
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../Sources/pam_screentime").standardized.path
+        let arguments =
+            ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-o", output]
+            + ["pam_screentime.c", "json.c"].map { sources + "/" + $0 } + ["-lpam"]
+        let result = try run("/usr/bin/cc", arguments)
+        guard result.status == 0 else { throw WorldError("cc \(arguments.joined(separator: " ")): \(result.stderr)") }
+        return output
+    }
+
     /// A copy of a file for the child, made by root and given to it: the child cannot read a
     /// shielded or blocked program itself (the exec gate refuses it every open of one), but may
     /// have the same bytes from elsewhere (a download, a USB stick).

@@ -5,7 +5,7 @@ import ScreenTimeIPC
 import Testing
 
 /// Logins through real PAM: a PAM application (`Fixtures/pamlogin.c`, what login, sshd and su do)
-/// runs a stack with the hook as the package installs it (pam_exec, `screentime-pam`), against a
+/// runs a stack with the module as the package installs it (`pam_screentime.so`), against a
 /// real agent: downtime and the day's screen time with `--no-login` refuse a child's login with a
 /// message and lock its open sessions, a guardian's grant lifts it, a text session's time counts,
 /// and a stopped or hung agent fails closed for the child and open for everyone else.
@@ -21,12 +21,12 @@ struct LoginIntegrationTests {
             self.world = world
             service = "screentime-login-\(world.id)"
             program = try world.compile("pamlogin", libraries: ["pam"])
-            let hook =
-                "\(AgentWorld.binaries)/screentime-pam --socket \(world.socket) --state-dir \(world.directory)/state --timeout \(timeout)"
+            let module =
+                "\(try world.compilePAMModule()) socket=\(world.socket) state_dir=\(world.directory)/state timeout=\(timeout)"
             try """
             account required pam_unix.so
-            account required pam_exec.so quiet stdout seteuid \(hook)
-            session required pam_exec.so quiet stdout seteuid \(hook)
+            account required \(module)
+            session required \(module)
 
             """.write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
         }
@@ -193,27 +193,34 @@ struct LoginIntegrationTests {
         #expect(try world.status(of: world.child).loginLock == nil)
     }
 
-    /// The hook speaks the control socket's protocol itself (it is C, with no Swift runtime): a
-    /// name with quotes, backslashes, a control character and non-ASCII reaches the agent as
-    /// written; the agent's message comes back unescaped (a surrogate pair too); a reply it does not
-    /// understand, or none, fails closed for a listed child and open for anyone else.
-    @Test func theHookSaysTheNameAsWrittenAndTheAgentsMessageAsSaid() throws {
+    /// The module speaks the control socket's protocol itself (it is C, in the login's own
+    /// process): a name with quotes, backslashes, a control character and non-ASCII reaches the
+    /// agent as written; the agent's message comes back unescaped (a surrogate pair too); a reply it
+    /// does not understand, or none, fails closed for a listed child and open for anyone else.
+    @Test func theModuleSaysTheNameAsWrittenAndTheAgentsMessageAsSaid() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
         let state = world.directory + "/fake-state"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/fake-agent.py"
-        func hook(_ user: String, reply: String, listed: String? = nil) throws -> (CommandResult, LoginRequest?) {
-            let socket = world.directory + "/fake.sock"
+        let socket = world.directory + "/fake.sock"
+        let service = "screentime-fake-\(world.id)"
+        try """
+        account required \(try world.compilePAMModule()) socket=\(socket) state_dir=\(state) timeout=1
+        session required pam_permit.so
+
+        """.write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
+        defer { unlink("/etc/pam.d/\(service)") }
+        let login = try world.compile("pamlogin", libraries: ["pam"])
+        func attempt(_ user: String, reply: String, listed: String? = nil) throws -> (CommandResult, LoginRequest?) {
             let requestFile = world.directory + "/fake-request.json"
             unlink(requestFile)
+            unlink(socket)
             if let listed { try listed.write(toFile: state + "/login-children", atomically: true, encoding: .utf8) }
             let fake = try world.launch(as: nil, "/usr/bin/python3", [script, socket, requestFile, reply])
             defer { kill(fake, SIGKILL) }
             #expect(eventually { Files.exists(socket) })
-            let result = try run(
-                "\(AgentWorld.binaries)/screentime-pam", ["--socket", socket, "--state-dir", state, "--timeout", "1"],
-                environment: ["PAM_TYPE": "account", "PAM_USER": user, "PAM_SERVICE": "login", "PAM_TTY": "tty7"])
+            let result = try run(login, [service, user, "tty7", "0"])
             struct Envelope: Decodable {
                 var version: Int
                 var kind: String
@@ -227,24 +234,26 @@ struct LoginIntegrationTests {
         }
         // No list (the agent never wrote one): everyone is asked about.
         let name = "o\"brien\\x\u{1}y-\u{e9}"
-        let (refused, asked) = try hook(
+        let (refused, asked) = try attempt(
             name, reply: #"{"version":1,"result":{"allowed":false,"message":"nein \u00fc \ud83d\ude00 \"q\"\n"}}"#)
-        #expect(asked?.user == name && asked?.phase == .account && asked?.tty == "tty7" && asked?.service == "login")
-        #expect(refused.status == 1 && refused.stdout == "nein \u{fc} \u{1F600} \"q\"\n\n", "\(refused.stdout)")
-        let (allowed, _) = try hook("kim", reply: #"{"version":1,"result":{"allowed":true}}"#)
-        #expect(allowed.status == 0 && allowed.stdout.isEmpty)
+        #expect(asked?.user == name && asked?.phase == .account && asked?.tty == "tty7" && asked?.service == service)
+        #expect(
+            refused.status == 1 && refused.stdout.contains("say: nein \u{fc} \u{1F600} \"q\"\n"), "\(refused.stdout)")
+        let (allowed, _) = try attempt("kim", reply: #"{"version":1,"result":{"allowed":true}}"#)
+        #expect(allowed.status == 0 && !allowed.stdout.contains("say:"), "\(allowed.stdout)")
         // What it does not understand, or no answer: closed for a listed child only.
         for reply in [
             #"{"version":2,"result":{"allowed":true}}"#, #"{"version":1,"result":{"allowed":"yes"}}"#, "{", "--silent",
         ] {
-            let (child, _) = try hook("kim", reply: reply, listed: "1234 kim child\n")
+            let (child, _) = try attempt("kim", reply: reply, listed: "1234 kim child\n")
             #expect(
-                child.status == 1 && child.stdout.contains("Screen Time is not answering"), "\(reply): \(child.stdout)")
-            let (individual, _) = try hook("kim", reply: reply, listed: "1234 kim individual\n")
+                child.status == 1 && child.stdout.contains("say: Screen Time is not answering"),
+                "\(reply): \(child.stdout)")
+            let (individual, _) = try attempt("kim", reply: reply, listed: "1234 kim individual\n")
             #expect(individual.status == 0, "\(reply): \(individual.stdout)")
         }
         // Listed, and not the user logging in: the agent is not asked at all (it would refuse).
-        let (other, unasked) = try hook(
+        let (other, unasked) = try attempt(
             "sam", reply: #"{"version":1,"result":{"allowed":false}}"#, listed: "1234 kim child\n")
         #expect(other.status == 0 && unasked == nil, "\(other.stdout)")
     }

@@ -5,7 +5,7 @@ import ScreenTimeIPC
 import ServiceLifecycle
 import Synchronization
 
-/// The login sessions of authorized users the PAM session hook tells of (`screentime-pam`): each
+/// The login sessions of authorized users the PAM module tells of (`pam_screentime.so`): each
 /// lives while its leader does (login, sshd's worker, su, the display manager's worker — the
 /// hook's parent), watched through a pidfd by one thread, so a session that ends without its
 /// close hook (a killed sshd) ends all the same.

@@ -3,14 +3,14 @@ import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
 
-/// Logins: what the PAM hooks ask and tell (`screentime-pam`, as root), the locks downtime and
+/// Logins: what the PAM module asks and tells (`pam_screentime.so`, as root), the locks downtime and
 /// the day's screen time put on a child's sessions with `--no-login`, and a guardian's grant of
 /// more screen time, which lifts a lock for its minutes.
 extension PolicyService {
     func login(_ request: LoginRequest, _ context: RequestContext) throws -> LoginReply {
         // Only root's hooks: a child telling of sessions, or asking about others, is refused.
         guard context.peer.uid == 0 else {
-            throw ScreenTimeIPCError(.notAllowed, "only the PAM hooks (root) tell of logins")
+            throw ScreenTimeIPCError(.notAllowed, "only the PAM module (root) tells of logins")
         }
         guard !request.user.isEmpty, request.user.utf8.count <= 256, !request.user.contains("\0") else {
             throw ScreenTimeIPCError(.invalidArgument, "a login names its user (PAM_USER)")
@@ -19,7 +19,9 @@ extension PolicyService {
         guard let account = try? users.user(request.user), UInt32(request.user) == nil || account.name == request.user,
             let user = publisher.current.users[account.uid]
         else { return LoginReply(allowed: true) }
-        let leader = ProcessInspector().status(pid: context.peer.pid)?.parent
+        // The session's leader is the program that logs the user in (login, sshd's session
+        // process, su, the display manager's worker): the PAM module runs inside it.
+        let leader: Int32? = context.peer.pid
         switch request.phase {
         case .account, .open:
             if user.isLocked, let lock = user.loginLock {

@@ -1,7 +1,7 @@
 public import Foundation
 public import ScreenTimeCore
 
-/// `login`: what the PAM hooks (`screentime-pam`, root only) tell the agent of a login, and ask.
+/// `login`: what the PAM module (`pam_screentime.so`, root only) tell the agent of a login, and ask.
 ///
 /// - `account`: may this user log in now? A child in downtime with `--no-login`, or whose day's
 ///   screen time is used up with `--no-login`, may not; everyone else may.

@@ -1,29 +1,36 @@
-/* The PAM hook: run by pam_exec(8) in the account and session stacks (see
- * packaging/pam-configs/screentime), as root (`seteuid`). It tells the agent of each login and asks
- * whether it may go on; what it prints goes to the person logging in (stdout).
+/* pam_screentime: the PAM module that tells the screentime agent of each login and asks whether
+ * it may go on. In the common account and session stacks (packaging/pam-configs/screentime,
+ * enabled by pam-auth-update):
  *
- *   account        refused (exit 1, with the reason) for a child in downtime or out of screen time
- *                  with --no-login; allowed for everyone else
- *   open_session   the same answer, and the agent lists the session and counts a text session
+ *   account        refused (PAM_PERM_DENIED, with the reason said to the person logging in) for a
+ *                  child in downtime or out of screen time with --no-login; allowed for everyone
+ *                  else
+ *   open_session   the same answer (PAM_SESSION_ERR), and the agent lists the session and counts a
+ *                  text session
  *   close_session  always allowed
  *
  * It asks the agent only about the authorized users the agent last listed
  * (`<stateDirectory>/login-children`, root's): anyone else's login goes on at once, having cost
- * one small program's start. When the agent does not answer within `--timeout` seconds, it fails
+ * the read of one small file. When the agent does not answer within `timeout` seconds, it fails
  * closed for the children listed and open for everyone else: a broken agent never locks out a
- * guardian or root.
+ * guardian or root. The agent believes only root's word (the connection's credentials): a PAM
+ * application a child runs itself tells it nothing.
  *
- *   screentime-pam [--config FILE] [--socket PATH] [--state-dir DIR] [--timeout SECONDS]
+ *   account  required  pam_screentime.so [config=FILE] [socket=PATH] [state_dir=DIR] [timeout=SECONDS]
  *
- * Written in C, with no Swift runtime, because it starts three times in every login of every user
- * (`make bench` measures what it adds). It speaks the control socket's protocol itself
- * (ScreenTimeIPC: a 4-byte big-endian length, then JSON, one request per connection):
+ * A module, in C, because it runs in every login of every user: a program run by pam_exec cost
+ * 3.8 ms a call before it even started (pam_exec closes every descriptor up to 65,535), three calls
+ * a login; `make bench` measures what the module adds. It speaks the control socket's protocol
+ * itself (ScreenTimeIPC: a 4-byte big-endian length, then JSON, one request per connection):
  * `{"version":1,"kind":"login","body":{...}}` out, `{"version":1,"result":{"allowed":...,
- * "message":...}}` back; LoginIntegrationTests hold the two to the same answers. */
+ * "message":...}}` back; LoginIntegrationTests hold the two to the same answers. It keeps no
+ * state, starts no thread, changes no signal disposition, and frees what it takes. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
 #include <pwd.h>
+#include <security/pam_ext.h>
+#include <security/pam_modules.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,12 +38,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "json.h"
 
-enum { protocol_version = 1, maximum_message = 1 << 20 };
+enum { maximum_message = 1 << 20 };
 
 /* Reads a whole small file (at most `limit` bytes) into a new string; NULL when it cannot. */
 static char *read_file(const char *path, size_t limit) {
@@ -54,23 +62,23 @@ static char *read_file(const char *path, size_t limit) {
     return text;
 }
 
-/* The authorized users the agent last listed (`uid name child|individual` per line): whether
- * the file could be read, and the member kind of the user's line (NULL when none names it). */
+/* The line of the agent's list (`uid name child|individual`) that names the user: whether the
+ * list could be read at all, whether a line names the user, and that line's member kind. */
 struct listing {
     bool read;
-    char member[16];
     bool listed;
+    char member[16];
 };
 
 static struct listing find_listed(const char *directory, const char *user, const char *uid) {
-    struct listing result = {false, "", false};
+    struct listing result = {false, false, ""};
     char path[4096];
     if (snprintf(path, sizeof path, "%s/login-children", directory) >= (int)sizeof path) return result;
     char *text = read_file(path, 4 << 20);
     if (text == NULL) return result;
     result.read = true;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+    char *lines = NULL;
+    for (char *line = strtok_r(text, "\n", &lines); line != NULL; line = strtok_r(NULL, "\n", &lines)) {
         if (line[0] == '#') continue;
         char *fields = NULL;
         char *first = strtok_r(line, " ", &fields);
@@ -105,13 +113,13 @@ static void append_string(struct json_buffer *out, const char *text) {
     json_buffer_append(out, "\"");
 }
 
-/* Writes or reads exactly `count` bytes before `deadline` (CLOCK_MONOTONIC milliseconds). */
 static long long now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+/* Writes or reads exactly `count` bytes before `deadline` (CLOCK_MONOTONIC milliseconds). */
 static bool transfer(int fd, unsigned char *bytes, size_t count, bool out, long long deadline) {
     size_t done = 0;
     while (done < count) {
@@ -134,8 +142,9 @@ static bool transfer(int fd, unsigned char *bytes, size_t count, bool out, long 
 static char *ask_agent(const char *socket_path, const char *request, int timeout) {
     long long deadline = now_ms() + (long long)timeout * 1000;
     struct sockaddr_un address = {.sun_family = AF_UNIX};
-    if (strlen(socket_path) == 0 || strlen(socket_path) >= sizeof address.sun_path) return NULL;
-    memcpy(address.sun_path, socket_path, strlen(socket_path));
+    size_t path_length = strlen(socket_path);
+    if (path_length == 0 || path_length >= sizeof address.sun_path) return NULL;
+    memcpy(address.sun_path, socket_path, path_length);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return NULL;
     char *reply = NULL;
@@ -145,8 +154,8 @@ static char *ask_agent(const char *socket_path, const char *request, int timeout
         long long left = deadline - now_ms();
         int error = 0;
         socklen_t length = sizeof error;
-        if (left <= 0 || poll(&waiting, 1, (int)left) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 ||
-            error != 0)
+        if (left <= 0 || poll(&waiting, 1, (int)left) != 1 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0)
             goto done;
     }
     size_t size = strlen(request);
@@ -171,78 +180,108 @@ done:
     return reply;
 }
 
-int main(int argc, char **argv) {
-    const char *option_names[] = {"--config", "--socket", "--state-dir", "--timeout"};
-    const char *options[4] = {NULL, NULL, NULL, NULL};
-    for (int i = 1; i < argc; i++) {
-        int which = -1;
-        for (int k = 0; k < 4; k++)
-            if (strcmp(argv[i], option_names[k]) == 0) which = k;
-        if (which < 0 || i + 1 >= argc) {
-            /* A mistyped stack must not lock anyone out; the agent's own check still holds. */
-            fprintf(stderr, "screentime-pam: unknown argument '%s'\n", argv[i]);
-            return 0;
-        }
-        options[which] = argv[++i];
-    }
-    const char *phase_name = getenv("PAM_TYPE");
-    const char *user = getenv("PAM_USER");
-    const char *phase;
-    if (phase_name == NULL) return 0;
-    if (strcmp(phase_name, "account") == 0) phase = "account";
-    else if (strcmp(phase_name, "open_session") == 0) phase = "open";
-    else if (strcmp(phase_name, "close_session") == 0) phase = "close";
-    else return 0; /* auth, password: nothing to say */
-    /* root is never refused, whatever the agent says or does. */
-    if (user == NULL || user[0] == '\0' || strcmp(user, "root") == 0) return 0;
+static const char *item(pam_handle_t *handle, int type) {
+    const void *value = NULL;
+    if (pam_get_item(handle, type, &value) != PAM_SUCCESS || value == NULL) return NULL;
+    return value;
+}
 
-    /* The agent's configuration keys the hook needs, from its file (every key optional). */
-    char *configuration = read_file(options[0] != NULL ? options[0] : "/etc/screentime/screentimed.json", 1 << 20);
+/* One phase of a login: "account", "open" or "close". */
+static int decide(pam_handle_t *handle, int flags, int argc, const char **argv, const char *phase) {
+    const char *config_path = "/etc/screentime/screentimed.json";
+    const char *socket_option = NULL, *state_option = NULL;
+    int timeout = 5;
+    for (int i = 0; i < argc; i++) {
+        if (strncmp(argv[i], "config=", 7) == 0) config_path = argv[i] + 7;
+        else if (strncmp(argv[i], "socket=", 7) == 0) socket_option = argv[i] + 7;
+        else if (strncmp(argv[i], "state_dir=", 10) == 0) state_option = argv[i] + 10;
+        else if (strncmp(argv[i], "timeout=", 8) == 0) timeout = atoi(argv[i] + 8);
+        /* A mistyped stack must not lock anyone out; the agent's own check still holds. */
+        else pam_syslog(handle, LOG_WARNING, "unknown argument '%s' (ignored)", argv[i]);
+    }
+    if (timeout <= 0) timeout = 5;
+    const char *user = item(handle, PAM_USER);
+    /* root is never refused, whatever the agent says or does. */
+    if (user == NULL || user[0] == '\0' || strcmp(user, "root") == 0) return PAM_SUCCESS;
+
+    /* The agent's configuration keys the module needs, from its file (every key optional). */
+    char *configuration = read_file(config_path, 1 << 20);
     char *configured_socket = configuration == NULL ? NULL : json_object_string(configuration, "socket");
     char *configured_state = configuration == NULL ? NULL : json_object_string(configuration, "stateDirectory");
-    const char *socket_path = options[1] != NULL             ? options[1]
+    free(configuration);
+    const char *socket_path = socket_option != NULL       ? socket_option
                               : configured_socket != NULL ? configured_socket
                                                           : "/run/screentime/screentimed.sock";
-    const char *state_directory = options[2] != NULL            ? options[2]
+    const char *state_directory = state_option != NULL       ? state_option
                                   : configured_state != NULL ? configured_state
                                                              : "/var/lib/screentime";
-    int timeout = options[3] != NULL ? atoi(options[3]) : 5;
-    if (timeout <= 0) timeout = 5;
 
-    char uid[24];
-    struct passwd *entry = getpwnam(user);
-    if (entry != NULL) snprintf(uid, sizeof uid, "%u", (unsigned)entry->pw_uid);
-    struct listing listing = find_listed(state_directory, user, entry != NULL ? uid : NULL);
-    /* Not authorized: nothing to ask or tell, and no one waits on the agent (a guardian, a sibling). */
-    if (listing.read && !listing.listed) return 0;
-
+    char uid[24] = "";
+    struct passwd entry, *found = NULL;
+    char buffer[16384];
+    if (getpwnam_r(user, &entry, buffer, sizeof buffer, &found) == 0 && found != NULL)
+        snprintf(uid, sizeof uid, "%u", (unsigned)found->pw_uid);
+    struct listing listing = find_listed(state_directory, user, uid[0] != '\0' ? uid : NULL);
+    bool child = listing.listed && strcmp(listing.member, "child") == 0;
+    int refused = strcmp(phase, "account") == 0 ? PAM_PERM_DENIED : PAM_SESSION_ERR;
+    int result = PAM_SUCCESS;
+    char *reply = NULL;
+    struct login_answer answer = {false, false, NULL};
     struct json_buffer request = {0};
+    /* Not authorized: nothing to ask or tell, and no one waits on the agent (a guardian, a sibling). */
+    if (listing.read && !listing.listed) goto done;
+
     json_buffer_append(&request, "{\"version\":1,\"kind\":\"login\",\"body\":{\"phase\":");
     append_string(&request, phase);
     json_buffer_append(&request, ",\"user\":");
     append_string(&request, user);
     json_buffer_append(&request, ",\"service\":");
-    append_string(&request, getenv("PAM_SERVICE") != NULL ? getenv("PAM_SERVICE") : "");
+    append_string(&request, item(handle, PAM_SERVICE) != NULL ? item(handle, PAM_SERVICE) : "");
     json_buffer_append(&request, ",\"tty\":");
-    append_string(&request, getenv("PAM_TTY") != NULL ? getenv("PAM_TTY") : "");
-    if (getenv("PAM_RHOST") != NULL) {
+    append_string(&request, item(handle, PAM_TTY) != NULL ? item(handle, PAM_TTY) : "");
+    if (item(handle, PAM_RHOST) != NULL) {
         json_buffer_append(&request, ",\"remoteHost\":");
-        append_string(&request, getenv("PAM_RHOST"));
+        append_string(&request, item(handle, PAM_RHOST));
     }
     json_buffer_append(&request, "}}");
-    if (request.failed) return strcmp(listing.member, "child") == 0 && strcmp(phase, "close") != 0 ? 1 : 0;
-
-    char *reply = ask_agent(socket_path, request.text, timeout);
-    struct login_answer answer = reply == NULL ? (struct login_answer){false, false, NULL} : json_login_answer(reply);
+    if (!request.failed) reply = ask_agent(socket_path, request.text, timeout);
+    if (reply != NULL) answer = json_login_answer(reply);
     if (answer.understood) {
-        if (answer.allowed) return 0;
-        if (answer.message != NULL) printf("%s\n", answer.message);
-        else printf("screentime: %s may not log in now.\n", user);
-        return 1;
+        if (!answer.allowed) {
+            result = refused;
+            if (!(flags & PAM_SILENT)) {
+                if (answer.message != NULL) pam_error(handle, "%s", answer.message);
+                else pam_error(handle, "screentime: %s may not log in now.", user);
+            }
+        }
+    } else if (strcmp(phase, "close") != 0 && child) {
+        /* The agent does not answer (or answers what this module does not understand): closed for
+         * its children, open for everyone else. Said to the person logging in; what went wrong is
+         * the agent's log's to tell. */
+        result = refused;
+        pam_syslog(handle, LOG_ERR, "the screentime agent at %s did not answer; %s's login is refused", socket_path,
+                   user);
+        if (!(flags & PAM_SILENT))
+            pam_error(handle, "Screen Time is not answering, so %s cannot log in now. Ask a guardian to look at it.",
+                      user);
     }
-    /* The agent does not answer (or answers an error): closed for its children, open for everyone
-     * else. Said to the person logging in; what went wrong is the agent's log's to tell. */
-    if (strcmp(phase, "close") == 0 || strcmp(listing.member, "child") != 0) return 0;
-    printf("Screen Time is not answering, so %s cannot log in now. Ask a guardian to look at it.\n", user);
-    return 1;
+done:
+    free(answer.message);
+    free(reply);
+    free(request.text);
+    free(configured_socket);
+    free(configured_state);
+    return result;
+}
+
+PAM_EXTERN int pam_sm_acct_mgmt(pam_handle_t *handle, int flags, int argc, const char **argv) {
+    return decide(handle, flags, argc, argv, "account");
+}
+
+PAM_EXTERN int pam_sm_open_session(pam_handle_t *handle, int flags, int argc, const char **argv) {
+    return decide(handle, flags, argc, argv, "open");
+}
+
+PAM_EXTERN int pam_sm_close_session(pam_handle_t *handle, int flags, int argc, const char **argv) {
+    return decide(handle, flags, argc, argv, "close");
 }
