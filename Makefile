@@ -117,9 +117,6 @@ test-deps:
 deb-deps:
 	$(call install_packages,$(RUN_PACKAGES) $(BUILD_PACKAGES) $(PACKAGING_PACKAGES))
 
-build: deps $(PAM_MODULE)
-	$(SWIFT) build $(RELEASE)
-
 # The PAM module: plain C, loaded into every program that logs anyone in (login, sshd, su, the
 # display manager), so not linked by SwiftPM, which would bring the Swift runtime. It exports the
 # pam_sm_* functions alone.
@@ -130,6 +127,9 @@ $(PAM_MODULE): Sources/pam_screentime/pam_screentime.c Sources/pam_screentime/js
 	$(CC) -shared -fPIC -O2 -Wall -Wextra -Werror -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
 	  -Wl,-z,relro,-z,now -Wl,--version-script=.build/pam_screentime.map $(LDFLAGS) \
 	  -o $@ Sources/pam_screentime/pam_screentime.c Sources/pam_screentime/json.c -lpam
+
+build: deps $(PAM_MODULE)
+	$(SWIFT) build $(RELEASE)
 
 # Prints how long each part took (build, the tests' parts, the package's build and test). The
 # package's release build runs after the tests, not beside them: with the dashboard's libraries
