@@ -145,19 +145,21 @@ static char *ask_agent(const char *socket_path, const char *request, int timeout
     size_t path_length = strlen(socket_path);
     if (path_length == 0 || path_length >= sizeof address.sun_path) return NULL;
     memcpy(address.sun_path, socket_path, path_length);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (fd < 0) return NULL;
-    char *reply = NULL;
-    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {
-        if (errno != EINPROGRESS && errno != EAGAIN) goto done;
-        struct pollfd waiting = {fd, POLLOUT, 0};
-        long long left = deadline - now_ms();
-        int error = 0;
-        socklen_t length = sizeof error;
-        if (left <= 0 || poll(&waiting, 1, (int)left) != 1 ||
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0)
-            goto done;
+    /* A full queue of waiting connections (EAGAIN: anyone may fill it, a sibling too), or an agent
+     * restarting (no socket, or no one listening yet), is tried again until the deadline: a child
+     * the agent allows is never refused because someone else made it busy. */
+    int fd = -1;
+    for (;;) {
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0) return NULL;
+        if (connect(fd, (struct sockaddr *)&address, sizeof address) == 0) break;
+        int error = errno;
+        close(fd);
+        if ((error != EAGAIN && error != ECONNREFUSED && error != ENOENT) || deadline - now_ms() <= 20) return NULL;
+        struct timespec pause = {0, 20 * 1000 * 1000};
+        nanosleep(&pause, NULL);
     }
+    char *reply = NULL;
     size_t size = strlen(request);
     unsigned char header[4] = {(unsigned char)(size >> 24), (unsigned char)(size >> 16), (unsigned char)(size >> 8),
                                (unsigned char)size};

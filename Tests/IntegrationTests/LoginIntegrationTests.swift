@@ -621,11 +621,42 @@ struct LoginIntegrationTests {
 }
 
 extension LoginIntegrationTests {
-    /// Storms of forks with both processors kept busy: every agent on the machine reads each of
-    /// them, so they run with no other test beside them (`scripts/run-tests` runs every `Alone`
+    /// Storms of forks, and floods of connections, with both processors kept busy: every agent on
+    /// the machine reads each of them, so they run with no other test beside them (`scripts/run-tests` runs every `Alone`
     /// suite by itself).
     @Suite(.threadsOfTheirOwn, .serialized, .enabled(if: isRoot, "needs root: users, freezing"))
     struct Alone {
+        /// Two loops of connects keep both processors busy. Anyone may fill the agent's queue of waiting connections (a helper's attack as a sibling:
+        /// two loops of connects for 8 s made every login of an allowed child fail closed, "not
+        /// answering"). The module tries again until its deadline: the child the agent allows gets in.
+        @Test func anAllowedChildLogsInWhileASiblingFloodsTheAgentsSocket() throws {
+            let world = try AgentWorld()
+            defer { world.tearDown() }
+            let logins = try Logins(world, timeout: 5)
+            defer { logins.remove() }
+            #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+            let flood = """
+                import socket, sys, time
+                end = time.time() + 8
+                while time.time() < end:
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    try:
+                        s.connect(sys.argv[1])
+                    except OSError:
+                        pass
+                    s.close()
+                """
+            let floods = try (0..<2).map { _ in
+                try world.launch(as: world.bystander, "/usr/bin/python3", ["-c", flood, world.socket])
+            }
+            defer { for pid in floods { kill(pid, SIGKILL) } }
+            Thread.sleep(forTimeInterval: 1)
+            for attempt in 0..<3 {
+                let login = try logins.login(world.child)
+                #expect(login.status == 0 && login.stdout.contains("session: ok"), "\(attempt): \(login.stdout)")
+            }
+        }
+
         /// Found by a hostile child's try: grandchildren born of a process that had already
         /// exited (a double fork) when the lock came in force were not held, and ran until the
         /// agent next read the policy.
