@@ -1,7 +1,7 @@
 # Sourced by the benchmarks that run the agent in a network namespace of their own, with a test
 # child: sets NS, KID, DIR, QUEUE, CHAIN (from the prefix $1), the helpers in_ns, as_kid,
-# start_agent, stop_agent and st, and a cleanup on exit that removes all of it. BIN must be set;
-# the caller writes $DIR/conf.json (its own keys) before start_agent.
+# write_config, start_agent, stop_agent and st, and a cleanup on exit that removes all of it.
+# BIN must be set; the caller writes $DIR/conf.json (write_config, or its own) before start_agent.
 prefix=${1:?agent-in-namespace.sh PREFIX}
 ID=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
 NS=$prefix$ID; KID=${prefix}kid$ID; DIR=/tmp/screentime-bench-$ID
@@ -29,6 +29,15 @@ start_agent() {
   echo $! > $DIR/agent.pid
   for _ in $(seq 1 2000); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && return; sleep 0.005; done
   echo "the agent did not start"; cat $DIR/agent.log; exit 1
+}
+# The agent's configuration with the names of this run (queue, chain, freezer group) and no
+# desktop or browser side; $1, if given, adds keys (a JSON fragment: '"webUser": "x"').
+write_config() {
+  cat > $DIR/conf.json <<JSON
+{"dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "freezerGroup": "screentime-bench-$ID",
+ "categoriesDirectory": "$DIR/categories", "extensionUser": "nobody", "logindBus": "", "focusSocket": "",
+ "browserPolicies": ""${1:+, $1}}
+JSON
 }
 stop_agent() { kill -9 "$(cat $DIR/agent.pid)"; wait "$(cat $DIR/agent.pid)" 2>/dev/null || true; rm -f $DIR/agent.pid; }
 st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }

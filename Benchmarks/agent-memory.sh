@@ -20,11 +20,7 @@ more_cleanup() {
   cleanup
 }
 trap more_cleanup EXIT
-cat > $DIR/conf.json <<JSON
-{"dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "freezerGroup": "screentime-bench-$ID",
- "categoriesDirectory": "$DIR/categories", "extensionUser": "nobody", "logindBus": "", "focusSocket": "",
- "browserPolicies": ""}
-JSON
+write_config
 memory() {
   awk '/^VmRSS/ {t = $2} /^RssAnon/ {a = $2} /^RssFile/ {f = $2}
     END {printf "%5.1f MB (%4.1f MB its own, %4.1f MB pages of its program file)", t / 1024, a / 1024, f / 1024}' /proc/$1/status

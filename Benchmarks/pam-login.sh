@@ -20,11 +20,7 @@ SIB=stpamsib$ID; BASE=stpam-base-$ID; HOOK=stpam-hook-$ID; EXEC=stpam-exec-$ID
 useradd -M -N -s /bin/sh $SIB
 more_cleanup() { userdel $SIB 2>/dev/null || true; rm -f /etc/pam.d/$BASE /etc/pam.d/$HOOK /etc/pam.d/$EXEC; cleanup; }
 trap more_cleanup EXIT
-cat > $DIR/conf.json <<JSON
-{"dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "freezerGroup": "screentime-bench-$ID",
- "categoriesDirectory": "$DIR/categories", "extensionUser": "nobody", "logindBus": "", "focusSocket": "",
- "browserPolicies": ""}
-JSON
+write_config
 stack='account required pam_unix.so\nsession required pam_unix.so\n'
 module="$MODULE socket=$DIR/s.sock state_dir=$DIR/state"
 printf "$stack" > /etc/pam.d/$BASE
