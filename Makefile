@@ -35,9 +35,11 @@ RUN_PACKAGES := publicsuffix tzdata passwd iptables
 #   libgtk-4-dev    GTK 4, the shield window's toolkit
 #   libqrencode-dev the QR code `screentime web pair` prints for a phone's camera
 #   gcc             the PAM module (plain C, built outside SwiftPM)
+#   patchelf        the installed programs' library path, set to the Swift runtime installed with
+#                   them (see RELEASE)
 BUILD_PACKAGES := gcc libc6-dev libpam0g-dev libsqlite3-dev libnetfilter-queue-dev libcap-dev \
 	libnl-3-dev libnl-route-3-dev libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev \
-	libsystemd-dev libgtk-4-dev libqrencode-dev
+	libsystemd-dev libgtk-4-dev libqrencode-dev patchelf
 # Packaging (`make deb`):
 #   dpkg-dev        dpkg-shlibdeps: the package's dependencies, computed from its binaries
 PACKAGING_PACKAGES := dpkg-dev
@@ -131,16 +133,14 @@ $(PAM_MODULE): Sources/pam_screentime/pam_screentime.c Sources/pam_screentime/js
 build: deps $(PAM_MODULE)
 	$(SWIFT) build $(RELEASE)
 
-# Prints how long each part took (build, the tests' parts, the package's build and test). The
-# package's release build runs after the tests, not beside them: with the dashboard's libraries
-# (SwiftNIO, BoringSSL) it took 600 to 650 s beside the root tests, and there, even
-# at the lowest priority, it made their timing fail (fresh-clone run 32: a copied program ran
-# 21 ms before it was held, not 10). `scripts/run-tests` can still run a command beside them
-# (SCREENTIME_BESIDE_TESTS).
+# Prints how long each part took (build, the tests' parts, the package's build and test). One
+# release build serves all of it: the tests run on the programs `make deb` then packages, and
+# `make install` installs. The package is made from that build (`make deb` finds it done) and
+# installed into a clean Debian root.
 test: test-deps lint
-	@began=$$(cut -d. -f1 /proc/uptime); $(SWIFT) build --build-tests || exit 1; \
+	@began=$$(cut -d. -f1 /proc/uptime); $(SWIFT) build $(RELEASE) --build-tests || exit 1; \
 	echo "make test: build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
-	scripts/run-tests
+	SCREENTIME_TESTS_BIN=$$($(SWIFT) build $(RELEASE) --show-bin-path) scripts/run-tests
 	@began=$$(cut -d. -f1 /proc/uptime); \
 	$(MAKE) --no-print-directory deb DEB_COMPRESSION='-Zxz -z1' >.build/package-build.log 2>&1 \
 	  || { tail -n 40 .build/package-build.log; exit 1; }; \
@@ -200,8 +200,13 @@ EXTENSION_USER ?= screentime-ext
 SHELL_EXTENSION := screentime-focus@screentime.local
 # KWin's script that tells the same, through the agent's relay (packaging/kwin).
 KWIN_SCRIPT := screentime-focus
-# Release builds carry the Swift runtime inside (no Swift on the machines they are installed on).
-RELEASE := -c release --static-swift-stdlib
+# The release build: what `make install` and `make deb` install, and what `make test` tests (one
+# build, so the tests run on the programs a family gets). The four programs link the Swift runtime
+# as shared libraries: `stage` installs the ones they use once, in lib/screentime/, and points the
+# programs there (their RUNPATH), where a static runtime put a copy of it into each program.
+# (Package.swift compiles the modules the tests `@testable import` for testing, and the tests
+# themselves unoptimised, in this build.)
+RELEASE := -c release
 VERSION := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/ScreenTimeAgent/Policy/PolicyService.swift)
 ARCH := $(shell dpkg --print-architecture)
 # Where the unit and zsh's completions go: `make install`'s places; the package's differ.
@@ -209,8 +214,8 @@ UNITDIR ?= /etc/systemd/system
 ZSH_COMPLETIONS ?= $(PREFIX)/share/zsh/site-functions
 DOCS := .build/docs
 DEB := .build/deb
-# How the package's contents are compressed: xz at its default level (67 MB, about a minute on 2
-# cores); `make test` uses level 1 (78 MB, 10 s), its package the same files.
+# How the package's contents are compressed: xz at its default level; `make test` uses level 1
+# (quicker, a few MB bigger), its package the same files.
 DEB_COMPRESSION ?= -Zxz
 
 # Man pages and completions, made from the binaries themselves: swift-argument-parser writes the
@@ -241,7 +246,15 @@ stage:
 	@set -e; bin=$$($(SWIFT) build $(RELEASE) --show-bin-path); root="$(DESTDIR)"; \
 	list=$$(mktemp); \
 	put() { mode=$$1; from=$$2; to=$$3; install -D -m $$mode "$$from" "$$root$$to"; echo "$$to" >> $$list; }; \
-	program() { put 0755 "$$bin/$$1" $$2; strip --strip-unneeded "$$root$$2"; }; \
+	program() { put 0755 "$$bin/$$1" $$2; strip --strip-unneeded "$$root$$2"; \
+	  patchelf --set-rpath '$$ORIGIN/../lib/screentime' "$$root$$2"; }; \
+	runtime=$$(ldd "$$bin/screentime" "$$bin/screentime-shield" "$$bin/screentimed" "$$bin/screentime-web" \
+	  | awk '$$3 ~ /\/lib\/swift\/linux\/[^/]*\.so$$/ { print $$3 }' | sort -u); \
+	[ -n "$$runtime" ] || { echo "stage: the programs use no Swift runtime library: ldd found none"; exit 1; }; \
+	for lib in $$runtime; do \
+	  put 0644 "$$lib" $(PREFIX)/lib/screentime/$${lib##*/}; strip --strip-unneeded "$$root$(PREFIX)/lib/screentime/$${lib##*/}"; \
+	  patchelf --set-rpath '$$ORIGIN' "$$root$(PREFIX)/lib/screentime/$${lib##*/}"; \
+	done; \
 	program screentime $(PREFIX)/bin/screentime; \
 	program screentime-shield $(PREFIX)/bin/screentime-shield; \
 	program screentimed $(PREFIX)/sbin/screentimed; \
@@ -326,8 +339,10 @@ deb: deb-deps docs
 	(cd $$root && find etc -type f | sed 's,^,/,' | sort) > $$root/DEBIAN/conffiles; \
 	for script in postinst prerm postrm; do install -m 0755 packaging/debian/$$script $$root/DEBIAN/$$script; done; \
 	printf 'Source: screentime\n\nPackage: screentime\nArchitecture: any\n' > $(DEB)/debian/control; \
-	shlibs=$$(cd $(DEB) && dpkg-shlibdeps -O -e root/usr/bin/screentime -e root/usr/bin/screentime-shield \
-	  -e root/usr/bin/screentime-web -e root/usr/sbin/screentimed -e root/usr/lib/screentime/pam_screentime.so 2>/dev/null | sed -n 's/^shlibs:Depends=//p'); \
+	shlibs=$$(cd $(DEB) && dpkg-shlibdeps -O -lroot/usr/lib/screentime -e root/usr/bin/screentime \
+	  -e root/usr/bin/screentime-shield -e root/usr/bin/screentime-web -e root/usr/sbin/screentimed \
+	  $$(ls root/usr/lib/screentime/*.so | sed 's/^/-e /') 2>shlibdeps.log | sed -n 's/^shlibs:Depends=//p'); \
+	[ -n "$$shlibs" ] || { cat $(DEB)/shlibdeps.log; echo "dpkg-shlibdeps found no dependency"; exit 1; }; \
 	size=$$(du -sk --exclude=DEBIAN $$root | cut -f1); \
 	sed -e "s/@VERSION@/$(VERSION)/" -e "s/@ARCH@/$(ARCH)/" -e "s/@SIZE@/$$size/" -e "s/@SHLIBS@/$$shlibs/" \
 	  packaging/debian/control.in > $$root/DEBIAN/control; \
@@ -337,6 +352,8 @@ deb: deb-deps docs
 	for p in usr/bin/screentime usr/bin/screentime-shield usr/bin/screentime-web usr/sbin/screentimed usr/lib/screentime/pam_screentime.so; do \
 	  printf '  %-44s %6d KB\n' "/$$p" $$(( $$(stat -c %s $$root/$$p) / 1024 )); \
 	done; \
+	printf '  %-44s %6d KB\n' "/usr/lib/screentime/lib*.so (Swift's runtime)" \
+	  $$(( $$(cat $$root/usr/lib/screentime/lib*.so | wc -c) / 1024 )); \
 	echo "$(CURDIR)/$$deb"
 
 clean:

@@ -9,6 +9,17 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+// `make test` tests the release build, the one `make install` and `make deb` install: the modules
+// the tests `@testable import` are compiled for testing in release builds too, which changes no
+// code the programs run. (Not the client API's modules and what they use: a package that depends
+// on those may not carry unsafe flags.)
+let testableSettings: [SwiftSetting] =
+    strictSettings + [.unsafeFlags(["-enable-testing"], .when(configuration: .release))]
+
+// The tests themselves are not optimised, in a release build as in a debug one: they compile in
+// half the time.
+let testSettings: [SwiftSetting] = strictSettings + [.unsafeFlags(["-Onone"], .when(configuration: .release))]
+
 // How the installed programs are linked (release builds): they export no symbol. Swift's
 // static runtime links every executable with `--export-dynamic`, which makes each symbol of the
 // package's own code and of its dependencies (41,599 in screentime-web) a dynamic symbol the
@@ -139,7 +150,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: testableSettings
         ),
         // The typed client of the control socket: the CLI, guardian apps, the shield window and
         // extensions. None of the agent's C libraries (`ldd screentime` shows no libpam, libcap,
@@ -181,7 +192,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: testableSettings
         ),
         .executableTarget(
             name: "screentimed",
@@ -212,7 +223,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: testableSettings
         ),
         .executableTarget(
             name: "screentime-web",
@@ -235,7 +246,7 @@ let package = Package(
                 "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient", "FamilyControls", "ScreenTimeReports",
                 "CQRencode", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
-            swiftSettings: strictSettings,
+            swiftSettings: testableSettings,
             linkerSettings: programLinking
         ),
         // (The PAM module, Sources/pam_screentime, is plain C built by the Makefile: SwiftPM would
@@ -299,7 +310,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/ScreenTimeTestKit",
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "ScreenTimeCoreTests",
@@ -308,22 +319,22 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             exclude: ["Fixtures"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "ScreenTimeIPCTests",
             dependencies: ["ScreenTimeIPC"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "LinuxSupportTests",
-            dependencies: ["LinuxSupport"],
-            swiftSettings: strictSettings
+            dependencies: ["LinuxSupport", "ScreenTimeTestKit"],
+            swiftSettings: testSettings
         ),
         .testTarget(
             name: "ScreenTimeAgentTests",
             dependencies: ["ScreenTimeAgent", "ScreenTimeIPC", "LinuxSupport", "ScreenTimeTestKit"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         // The client API against the real agent's services in the test's own process (no root), and
         // a file written as for Apple's frameworks that must build unchanged.
@@ -334,7 +345,7 @@ let package = Package(
                 "ScreenTimeClient", "ScreenTimeIPC", "ScreenTimeCore", "LinuxSupport", "ScreenTimeTestKit",
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         // The dashboard's routes over HTTP on loopback, against the real agent's router in this
         // process (no root): sessions, CSRF, refusals, the pages' numbers.
@@ -345,21 +356,21 @@ let package = Package(
                 "ScreenTimeTestKit", .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
         // The command line's own pieces (what it prints), without an agent.
         .testTarget(
             name: "ScreenTimeCLITests",
-            dependencies: ["screentime", "ScreenTimeReports"],
-            swiftSettings: strictSettings
+            dependencies: ["screentime", "ScreenTimeReports", "ScreenTimeTestKit"],
+            swiftSettings: testSettings
         ),
         // Real binaries, real users, real sockets; needs root (CI is root; `make test` fails if
         // these are skipped).
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ScreenTimeIPC", "ScreenTimeCore", "ScreenTimeClient", "LinuxSupport"],
+            dependencies: ["ScreenTimeIPC", "ScreenTimeCore", "ScreenTimeClient", "LinuxSupport", "ScreenTimeTestKit"],
             exclude: ["Fixtures"],
-            swiftSettings: strictSettings
+            swiftSettings: testSettings
         ),
     ],
     swiftLanguageModes: [.v6]

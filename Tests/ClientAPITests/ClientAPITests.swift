@@ -28,7 +28,7 @@ extension InProcessAgent {
     var kid: UInt32 { accounts.uid("kid") }
 }
 
-@Suite(.serialized) struct ClientAPITests {
+@Suite(.threadsOfTheirOwn, .serialized) struct ClientAPITests {
     let agent: InProcessAgent
 
     init() async throws { agent = try await InProcessAgent.serving() }

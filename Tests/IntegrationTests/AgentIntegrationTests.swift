@@ -2,6 +2,7 @@ import Foundation
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
+import ScreenTimeTestKit
 import Testing
 
 let isRoot = getuid() == 0

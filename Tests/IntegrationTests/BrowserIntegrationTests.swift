@@ -1,5 +1,6 @@
 import Foundation
 import LinuxSupport
+import ScreenTimeTestKit
 import Testing
 
 /// Real browsers from Debian (Chromium headless, Firefox ESR headless), run as the real child in

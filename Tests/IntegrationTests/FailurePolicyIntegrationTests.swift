@@ -1,6 +1,7 @@
 import Foundation
 import LinuxSupport
 import ScreenTimeIPC
+import ScreenTimeTestKit
 import Testing
 
 /// What a service's failure means (`Agent.failurePolicy`), tried on the real agent: a DNS queue it

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LinuxSupport
 import ScreenTimeIPC
+import ScreenTimeTestKit
 import Synchronization
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LinuxSupport
+import ScreenTimeTestKit
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import ScreenTimeCore
+import ScreenTimeTestKit
 import Synchronization
 import Testing
 
@@ -28,7 +29,7 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
     "[Desktop Entry]\nType=Application\nName=\(name)\nExec=/usr/bin/true\nCategories=\(categories)\n\(extra)"
 }
 
-@Suite struct ApplicationCatalogueTests {
+@Suite(.threadsOfTheirOwn) struct ApplicationCatalogueTests {
     @Test func theSystemDefinesApplicationsAndTheUsersEntriesOnlyAdd() throws {
         let fixture = try Fixture()
         try fixture.write("home/.local/share/applications/org.example.Chess.desktop", entry("My Chess", "Game;"))
@@ -156,7 +157,7 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
 }
 
 /// A program run to its end with a deadline ends the wait then, whatever keeps it going.
-@Suite struct ChildProcessTests {
+@Suite(.threadsOfTheirOwn) struct ChildProcessTests {
     private func overrun(_ script: String) -> (error: SystemError?, seconds: Double) {
         let start = ContinuousClock.now
         var error: SystemError?
@@ -183,7 +184,7 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
     }
 }
 
-@Suite struct FilesTests {
+@Suite(.threadsOfTheirOwn) struct FilesTests {
     @Test func atomicWriteSetsTheMode() throws {
         let fixture = try Fixture()
         let path = fixture.root + "/secret"
@@ -283,7 +284,7 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
 }
 
 /// The kernel's process connector, for real: needs root and the initial network namespace.
-@Suite(.enabled(if: getuid() == 0, "needs root (CAP_NET_ADMIN) for the proc connector"))
+@Suite(.threadsOfTheirOwn, .enabled(if: getuid() == 0, "needs root (CAP_NET_ADMIN) for the proc connector"))
 struct ProcConnectorTests {
     /// Starts reading `connector` on a thread, runs `sh -c "exit CODE"`, and returns every event
     /// read until that program's exit came (or 2 s passed), with its pid.
@@ -357,7 +358,7 @@ struct ProcConnectorTests {
 }
 
 /// Reading what /proc says of a process, from a fixture tree and from the real /proc.
-@Suite struct ProcessInspectorTests {
+@Suite(.threadsOfTheirOwn) struct ProcessInspectorTests {
     @Test func evidenceFromAFixtureProc() throws {
         let fixture = try Fixture()
         let process = fixture.root + "/proc/4242"

@@ -1,9 +1,10 @@
 import Foundation
+import ScreenTimeTestKit
 import Testing
 
 @testable import LinuxSupport
 
-@Suite struct RunQueueWaitTests {
+@Suite(.threadsOfTheirOwn) struct RunQueueWaitTests {
     @Test func schedstatGivesWhatRanAndWhatWaited() {
         let figures = RunQueueWait.parseSchedstat(Array("294591457 192592 9\n".utf8))
         #expect(figures?.ran == 294_591_457)

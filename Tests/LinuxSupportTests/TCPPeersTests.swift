@@ -1,8 +1,9 @@
 import Foundation
 import LinuxSupport
+import ScreenTimeTestKit
 import Testing
 
-@Suite struct TCPPeersTests {
+@Suite(.threadsOfTheirOwn) struct TCPPeersTests {
     /// Python programs of the test's (each closes what it inherited first: a descriptor of this
     /// process's would make it a holder of the test's sockets). They end by themselves within 5 s:
     /// the server's end, once killed, was waited for until its sleep ended.

@@ -8,7 +8,7 @@ import Testing
 @testable import ScreenTimeAgent
 
 /// Password guessing, without PAM: a fake check, a manual clock, a real database on disk.
-@Suite struct GuardianApprovalsTests {
+@Suite(.threadsOfTheirOwn) struct GuardianApprovalsTests {
     final class Counter: Sendable {
         let value = Mutex(0)
         var count: Int { value.withLock { $0 } }

@@ -1,11 +1,12 @@
 import Foundation
+import ScreenTimeTestKit
 import Testing
 
 @testable import screentime
 
 /// The pairing QR code, read back by a real reader (zbarimg, Debian's zbar-tools) from the bitmap
 /// of the same modules the terminal shows.
-@Suite struct QRCodeTests {
+@Suite(.threadsOfTheirOwn) struct QRCodeTests {
     @Test(arguments: [
         "https://192.168.1.20:8443/signin?code=ABCD2345",
         "https://[fd00::1a2b:3c4d]:8443/signin?code=Z9Y8X7W6",

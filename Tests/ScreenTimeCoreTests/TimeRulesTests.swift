@@ -1,7 +1,6 @@
 import Foundation
+import ScreenTimeCore
 import Testing
-
-@testable import ScreenTimeCore
 
 /// Limits by day of the week and by week, grants that add up, and a guardian's lock.
 @Suite struct TimeRulesTests {

@@ -9,7 +9,7 @@ import Testing
 /// One device's share of the dashboard, with real TCP connections: no more than its cap open at
 /// once, and a request that does not come (or comes a byte at a time) is cut off; the next
 /// device is served meanwhile.
-@Suite struct ClientLimitsTests {
+@Suite(.threadsOfTheirOwn) struct ClientLimitsTests {
     struct ConnectFailed: Error { let errno: Int32 }
 
     /// Whether `condition` holds within `seconds`. Waits by sleeping the task, never a thread of

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import NIOCore
+import ScreenTimeTestKit
 import Testing
 
 @testable import ScreenTimeWeb
@@ -8,7 +9,7 @@ import Testing
 /// Which account's program is at the other end of a connection on this PC: asked of the kernel
 /// for exactly that connection (sock_diag), and read from the socket tables as it would be without
 /// netlink; a connection no socket here is the other end of is from the network.
-@Suite struct DevicesTests {
+@Suite(.threadsOfTheirOwn) struct DevicesTests {
     /// A listener on 127.0.0.1 and a connection to it, made by `uid` (by a curl run as that
     /// account, kept connected while `body` runs with the client's and the server's ends).
     func connection(as uid: UInt32, _ body: (SocketAddress, SocketAddress) throws -> Void) throws {

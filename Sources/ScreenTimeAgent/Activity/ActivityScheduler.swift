@@ -35,6 +35,10 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
         var unreadable: [String] = []
         /// When the first grant of more time in force ends: the policy is published again then.
         var grantsEnd: Date?
+        /// Whether the loop runs (`run()`): a change made while it does not (before the agent's
+        /// services start, after they stop, an agent in a test that serves nothing) is stepped
+        /// by the one who made it, not waited on.
+        var looping = false
     }
 
     private let database: StateDatabase
@@ -133,6 +137,8 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     }
 
     private func loop() {
+        state.withLock { $0.looping = true }
+        defer { state.withLock { $0.looping = false } }
         // Callbacks owed when the agent stopped are run first.
         if let owed = try? database.owedCallbacks(), !owed.isEmpty {
             logger.info("running callbacks owed since before the restart", metadata: ["count": "\(owed.count)"])
@@ -251,12 +257,12 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     }
 
     private func changed(wait: Duration) {
-        let generation = state.withLock { state in
+        let (generation, looping) = state.withLock { state in
             state.generation += 1
-            return state.generation
+            return (state.generation, state.looping)
         }
         timer?.wake()
-        guard timer != nil else {
+        guard timer != nil, looping else {
             step()
             return
         }

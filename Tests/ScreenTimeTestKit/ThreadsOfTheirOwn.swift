@@ -1,21 +1,22 @@
-import Foundation
-import Testing
+public import Foundation
+public import Testing
 
 /// An executor that runs each job it is given on a new thread of its own.
 ///
-/// The integration tests are synchronous: each waits, a thread blocked, for real processes,
+/// The integration tests, and the in-process tests that wait on a child process, a socket or a
+/// semaphore, are synchronous: each waits, a thread blocked, for real processes,
 /// servers and the agent (polling `/proc`, `waitpid`, a socket's reply). Run on Swift's
 /// cooperative pool, which has one thread per processor, two such tests would fill a 2-core
 /// machine while both mostly sleep. On threads of their own, as many run side by side as the
 /// testing library lets run (`SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH`, which
 /// `scripts/run-tests` sets for them), and the processors go to whatever has work to do.
-final class ThreadPerJobExecutor: TaskExecutor {
-    static let shared = ThreadPerJobExecutor()
+public final class ThreadPerJobExecutor: TaskExecutor {
+    public static let shared = ThreadPerJobExecutor()
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let thread = Thread { [self] in job.runSynchronously(on: asUnownedTaskExecutor()) }
-        thread.name = "integration test"
+        thread.name = "test of its own"
         thread.start()
     }
 }
@@ -25,12 +26,12 @@ final class ThreadPerJobExecutor: TaskExecutor {
 /// of them, not once for the suite). With
 /// `SCREENTIME_TEST_TIMES` set to a file, each test case's time (from its start on its thread to
 /// its end) is added to it as a line, "seconds test", for `scripts/run-tests` to show the slowest.
-struct ThreadsOfTheirOwn: SuiteTrait, TestTrait, TestScoping {
-    var isRecursive: Bool { true }
+public struct ThreadsOfTheirOwn: SuiteTrait, TestTrait, TestScoping {
+    public var isRecursive: Bool { true }
 
     static let timesFile = ProcessInfo.processInfo.environment["SCREENTIME_TEST_TIMES"]
 
-    func provideScope(
+    public func provideScope(
         for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
     ) async throws {
         try await withTaskExecutorPreference(ThreadPerJobExecutor.shared) {
@@ -56,5 +57,5 @@ struct ThreadsOfTheirOwn: SuiteTrait, TestTrait, TestScoping {
 
 extension Trait where Self == ThreadsOfTheirOwn {
     /// Each test of the suite on a thread of its own, not on Swift's cooperative pool.
-    static var threadsOfTheirOwn: Self { ThreadsOfTheirOwn() }
+    public static var threadsOfTheirOwn: Self { ThreadsOfTheirOwn() }
 }
