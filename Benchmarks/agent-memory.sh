@@ -21,9 +21,15 @@ more_cleanup() {
 }
 trap more_cleanup EXIT
 write_config
+# Resident memory: in all, its own pages, the pages of its program and libraries' files it has
+# read (shared with every other process that maps them: the Swift runtime's libraries with the
+# other screentime programs), and its proportional share (PSS: each shared page divided among its
+# users).
 memory() {
-  awk '/^VmRSS/ {t = $2} /^RssAnon/ {a = $2} /^RssFile/ {f = $2}
-    END {printf "%5.1f MB (%4.1f MB its own, %4.1f MB pages of its program file)", t / 1024, a / 1024, f / 1024}' /proc/$1/status
+  local pss
+  pss=$(awk '/^Pss:/ {print $2}' /proc/$1/smaps_rollup)
+  awk -v pss="$pss" '/^VmRSS/ {t = $2} /^RssAnon/ {a = $2} /^RssFile/ {f = $2}
+    END {printf "%5.1f MB (%4.1f MB its own, %4.1f MB pages of program and library files; PSS %4.1f MB)", t / 1024, a / 1024, f / 1024, pss / 1024}' /proc/$1/status
 }
 # Context switches of each of its threads: "tid count" lines.
 switches() {
