@@ -75,10 +75,11 @@ PACKAGING_PACKAGES := dpkg-dev
 #   debootstrap     the clean Debian 12 root the package test installs the package into
 #   lintian         the package's checks (make lint-deb)
 #   gdb             the threads of a test run that stalled, printed before it is ended (scripts/run-tests)
+#   logrotate       reads the package's rotation of the agent's log, in the package test
 TEST_PACKAGES := python3-dnspython util-linux iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc procps \
 	zbar-tools uidmap tshark curl openssl iperf3 chromium firefox-esr libnss3-tools chromium-driver \
 	python3-selenium libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland netpbm debootstrap lintian gdb
+	dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland netpbm debootstrap lintian gdb logrotate
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
 
@@ -267,6 +268,7 @@ stage:
 	  else put 0644 "etc/screentime/$$f" $(SYSCONFDIR)/screentime/$$f; fi; \
 	done; \
 	put 0644 packaging/pam.d/screentime $(SYSCONFDIR)/pam.d/screentime; \
+	put 0644 packaging/logrotate/screentime $(SYSCONFDIR)/logrotate.d/screentime; \
 	sed 's,@LIBDIR@,$(PREFIX)/lib,' packaging/pam-configs/screentime > $(DOCS)/pam-configs; \
 	put 0644 $(DOCS)/pam-configs /usr/share/pam-configs/screentime; \
 	sed 's,@SBINDIR@,$(PREFIX)/sbin,' packaging/screentimed.service > $(DOCS)/screentimed.service; \

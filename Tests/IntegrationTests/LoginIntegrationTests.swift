@@ -647,6 +647,7 @@ extension LoginIntegrationTests {
                         pass
                     s.close()
                 """
+            let began = Date()
             let floods = try (0..<2).map { _ in
                 try world.launch(as: world.bystander, "/usr/bin/python3", ["-c", flood, world.socket])
             }
@@ -656,6 +657,26 @@ extension LoginIntegrationTests {
                 let login = try logins.login(world.child)
                 #expect(login.status == 0 && login.stdout.contains("session: ok"), "\(attempt): \(login.stdout)")
             }
+            for pid in floods { _ = world.wait(pid, seconds: 10) }
+            // The connections turned away are written down once every 10 s with their count, not
+            // a line each (a helper's flood like this one wrote 4 MB of them in 5 s): the first at
+            // once, the rest with the first connection 10 s later.
+            func lines() -> [Substring] {
+                let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
+                return log.split(separator: "\n").filter { $0.contains("turned connections away") }
+            }
+            Thread.sleep(until: began.addingTimeInterval(10))
+            while lines().count < 2 && Date() < began.addingTimeInterval(25) {
+                #expect(try world.cli(as: world.guardian, "ping").status == 0)
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+            let lines = lines()
+            #expect(lines.count == 2, "\(lines.count) lines: \(lines.prefix(3))")
+            #expect(lines.first?.contains("count=1 ") == true)
+            let rest = lines.dropFirst().first.flatMap { line in
+                line.split(separator: " ").first { $0.hasPrefix("count=") }.flatMap { Int($0.dropFirst(6)) }
+            }
+            #expect((rest ?? 0) > 100, "\(lines)")
         }
 
         /// Found by a hostile child's try: grandchildren born of a process that had already

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Testing
 
 /// An executor that runs each job it is given on a new thread of its own.

@@ -23,6 +23,10 @@ public final class ControlServer: Service {
     public static let perUserLimit = 4
     public static let idleTimeout: Duration = .seconds(30)
     public static let frameDeadline: Duration = .seconds(10)
+    /// Connections turned away are written down at most this often, with how many there were:
+    /// anyone may connect, and a loop of connections would otherwise fill the disk with the same
+    /// line (a child's flood wrote 4 MB in 5 s).
+    public static let refusalLogInterval: Duration = .seconds(10)
 
     /// Who a connecting process is, for counting: a guardian, or a user counted under a uid.
     public enum Admission: Sendable, Equatable {
@@ -88,6 +92,7 @@ public final class ControlServer: Service {
 
     /// Accepts until the agent stops; no timer wakes it in between.
     private func acceptLoop(_ listener: UnixSocket, stop: StopSignal) {
+        var refusals = RefusalLog()
         while !serving.stopping.load(ordering: .relaxed) {
             let connection: UnixSocket?
             do {
@@ -107,7 +112,7 @@ public final class ControlServer: Service {
             }
             let who = admission(peer)
             guard admit(who) else {
-                logger.notice("turned a connection away: busy", metadata: ["uid": "\(peer.uid)"])
+                refusals.note(peer.uid, logger: logger)
                 let busy = ScreenTimeIPCError(
                     .busy,
                     who == .guardian
@@ -118,6 +123,7 @@ public final class ControlServer: Service {
                     Framing.frame(ReplyCoding.encode(busy)), until: .now + .milliseconds(100))
                 continue
             }
+            refusals.writeIfDue(logger: logger)
             let thread = Thread { [self] in
                 serving.serve(connection, peer: peer)
                 release(who)
@@ -230,5 +236,33 @@ struct FrameReader {
         }
         FileDescriptors.close(files)
         files = []
+    }
+}
+
+/// The accept loop's record of connections turned away: the first is written down at once, then
+/// at most one line every `ControlServer.refusalLogInterval`, saying how many were turned away
+/// since the last line and whose they were. Those still unwritten when a flood ends are written
+/// with the next connection, turned away or not, once the interval has passed (the loop has no
+/// timer of its own).
+struct RefusalLog {
+    private var lastWritten: ContinuousClock.Instant?
+    private var unwritten = 0
+    private var uids: Set<UInt32> = []
+
+    mutating func note(_ uid: UInt32, logger: Logger, now: ContinuousClock.Instant = .now) {
+        unwritten += 1
+        uids.insert(uid)
+        writeIfDue(logger: logger, now: now)
+    }
+
+    mutating func writeIfDue(logger: Logger, now: ContinuousClock.Instant = .now) {
+        guard unwritten > 0 else { return }
+        if let lastWritten, now - lastWritten < ControlServer.refusalLogInterval { return }
+        logger.notice(
+            "turned connections away: busy",
+            metadata: ["count": "\(unwritten)", "uids": "\(uids.sorted().map(String.init).joined(separator: ","))"])
+        lastWritten = now
+        unwritten = 0
+        uids = []
     }
 }
