@@ -243,26 +243,29 @@ struct FrameReader {
 /// at most one line every `ControlServer.refusalLogInterval`, saying how many were turned away
 /// since the last line and whose they were. Those still unwritten when a flood ends are written
 /// with the next connection, turned away or not, once the interval has passed (the loop has no
-/// timer of its own).
+/// timer of its own). A line names at most `namedUIDs` uids: a child may connect as each of her
+/// 65,536 subordinate uids.
 struct RefusalLog {
+    static let namedUIDs = 8
     private var lastWritten: ContinuousClock.Instant?
     private var unwritten = 0
     private var uids: Set<UInt32> = []
+    private var othersUnnamed = false
 
     mutating func note(_ uid: UInt32, logger: Logger, now: ContinuousClock.Instant = .now) {
         unwritten += 1
-        uids.insert(uid)
+        if uids.count < Self.namedUIDs { uids.insert(uid) } else if !uids.contains(uid) { othersUnnamed = true }
         writeIfDue(logger: logger, now: now)
     }
 
     mutating func writeIfDue(logger: Logger, now: ContinuousClock.Instant = .now) {
         guard unwritten > 0 else { return }
         if let lastWritten, now - lastWritten < ControlServer.refusalLogInterval { return }
-        logger.notice(
-            "turned connections away: busy",
-            metadata: ["count": "\(unwritten)", "uids": "\(uids.sorted().map(String.init).joined(separator: ","))"])
+        let named = uids.sorted().map(String.init).joined(separator: ",") + (othersUnnamed ? ",and others" : "")
+        logger.notice("turned connections away: busy", metadata: ["count": "\(unwritten)", "uids": "\(named)"])
         lastWritten = now
         unwritten = 0
         uids = []
+        othersUnnamed = false
     }
 }
