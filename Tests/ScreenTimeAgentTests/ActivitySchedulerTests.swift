@@ -102,6 +102,24 @@ import Testing
         scheduler.step()
         #expect(scheduler.wakeReport.nextWake == start)
     }
+
+    /// A change made while the scheduler's loop does not run (before the agent's services start,
+    /// or an agent that serves nothing) is stepped by the one who made it: what it made owed is
+    /// handed over when the change returns (before, nothing was, and the change waited 5 s).
+    @Test func aChangeWhileTheLoopDoesNotRunIsSteppedByItsCaller() throws {
+        let directory = try TemporaryDirectory()
+        let path = directory.path + "/state.sqlite"
+        let clock = ManualClock(Date(timeIntervalSince1970: 1_900_000_000))
+        let delivered = Delivered()
+        let scheduler = try scheduler(path, clock, delivered)
+        let database = try StateDatabase(path: path)
+        let started = clock.now.addingTimeInterval(-600)
+        try scheduler.change {
+            try database.saveMonitor(try monitor(start: started, calendar: ActivityScheduler.systemCalendar()))
+        }
+        #expect(delivered.names == ["intervalDidStart"])
+        #expect(scheduler.wakeReport.nextWake != nil)
+    }
 }
 
 /// A monitor extension's authority, through the agent's router: the channel's user and client,
