@@ -639,9 +639,8 @@ final class AgentWorld {
         try system("/usr/bin/chown", child, path)
     }
 
-    /// The agent's log lines naming any of `words` (the last `count`), for a failing test to say
-    /// what the agent did.
-    /// The agent's last log lines naming any of `words` (nil: every line).
+    /// The agent's last `count` log lines naming any of `words` (nil: every line), for a test
+    /// that reads what the agent wrote or a failing test to say what it did.
     func agentLog(naming words: [String]? = ["shield", "error", "warning"], last count: Int = 20) -> String {
         let log = (try? String(contentsOfFile: directory + "/agent.log", encoding: .utf8)) ?? ""
         let lines = log.split(separator: "\n").filter { line in words?.contains { line.contains($0) } ?? true }

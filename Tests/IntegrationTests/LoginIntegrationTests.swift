@@ -623,13 +623,14 @@ struct LoginIntegrationTests {
 
 extension LoginIntegrationTests {
     /// Storms of forks, and floods of connections, with both processors kept busy: every agent on
-    /// the machine reads each of them, so they run with no other test beside them (`scripts/run-tests` runs every `Alone`
-    /// suite by itself).
+    /// the machine reads each of them, so they run with no other test beside them
+    /// (`scripts/run-tests` runs every `Alone` suite by itself).
     @Suite(.threadsOfTheirOwn, .serialized, .enabled(if: isRoot, "needs root: users, freezing"))
     struct Alone {
-        /// Two loops of connects keep both processors busy. Anyone may fill the agent's queue of waiting connections (a helper's attack as a sibling:
-        /// two loops of connects for 8 s made every login of an allowed child fail closed, "not
-        /// answering"). The module tries again until its deadline: the child the agent allows gets in.
+        /// Anyone may fill the agent's queue of waiting connections: a helper's attack as a
+        /// sibling (two loops of connects for 8 s, which also keep both processors busy) made
+        /// every login of an allowed child fail closed, "not answering". The module tries again
+        /// until its deadline: the child the agent allows gets in.
         @Test func anAllowedChildLogsInWhileASiblingFloodsTheAgentsSocket() throws {
             let world = try AgentWorld()
             defer { world.tearDown() }
@@ -662,8 +663,7 @@ extension LoginIntegrationTests {
             // a line each (a helper's flood like this one wrote 4 MB of them in 5 s): the first at
             // once, the rest with the first connection 10 s later.
             func lines() -> [Substring] {
-                let log = (try? String(contentsOfFile: world.directory + "/agent.log", encoding: .utf8)) ?? ""
-                return log.split(separator: "\n").filter { $0.contains("turned connections away") }
+                world.agentLog(naming: ["turned connections away"], last: 100).split(separator: "\n")
             }
             Thread.sleep(until: began.addingTimeInterval(10))
             while lines().count < 2 && Date() < began.addingTimeInterval(25) {
