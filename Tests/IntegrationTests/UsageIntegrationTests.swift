@@ -2267,12 +2267,14 @@ struct WestonDesktop {
 /// from the source tree (packaging/gnome-shell), as a locked extension of a real install would be.
 struct GnomeDesktop {
     let world: AgentWorld
+    let user: String
     let runtime: String
     let data: String
     private var pids: [Int32] = []
 
     init(world: AgentWorld, user: String, systemBus: String) throws {
         self.world = world
+        self.user = user
         let account = try UserDirectory().user(user)
         runtime = world.directory + "/gnome-\(account.uid)"
         data = world.directory + "/gnome-data"
@@ -2331,7 +2333,9 @@ struct GnomeDesktop {
             kill(pid, SIGKILL)
         }
         for pid in pids { _ = world.wait(pid, seconds: 5) }
-        _ = try? run("/usr/bin/pkill", ["-KILL", "-f", "wayland-display=wayland-gs"])
+        // This world's shell only (its user's): another test's GNOME session, running beside this
+        // one with the same display name, is not this test's to end.
+        _ = try? run("/usr/bin/pkill", ["-KILL", "-u", user, "-f", "wayland-display=wayland-gs"])
     }
 }
 
