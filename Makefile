@@ -83,7 +83,7 @@ TEST_PACKAGES := python3-dnspython util-linux iproute2 dnsmasq-base bind9-dnsuti
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
 
-.PHONY: all deps test-deps deb-deps print-packages build docs stage test package-test lint-deb bench lint format install uninstall deb clean
+.PHONY: all deps test-deps deb-deps print-packages build docs stage test package-in-a-clean-root package-test lint-deb bench lint format install uninstall deb clean
 
 all: build
 
@@ -137,18 +137,26 @@ build: deps $(PAM_MODULE)
 # Prints how long each part took (build, the tests' parts, the package's build and test). One
 # release build serves all of it: the tests run on the programs `make deb` then packages, and
 # `make install` installs. The package is made from that build (`make deb` finds it done) and
-# installed into a clean Debian root.
+# installed into a clean Debian root beside the root integration tests, at the lowest CPU
+# priority (its agent has names, uids and marks of its own); then, once no test runs, on this
+# machine itself.
 test: test-deps lint
 	@began=$$(cut -d. -f1 /proc/uptime); $(SWIFT) build $(RELEASE) --build-tests || exit 1; \
 	echo "make test: build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
-	SCREENTIME_TESTS_BIN=$$($(SWIFT) build $(RELEASE) --show-bin-path) scripts/run-tests
-	@began=$$(cut -d. -f1 /proc/uptime); \
-	$(MAKE) --no-print-directory deb DEB_COMPRESSION='-Zxz -z1' >.build/package-build.log 2>&1 \
-	  || { tail -n 40 .build/package-build.log; exit 1; }; \
-	echo "make test: package build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"; \
-	sed -n '/^the package: /,/^\//p' .build/package-build.log | sed '$$d'
-	@began=$$(cut -d. -f1 /proc/uptime); Tests/Package/run $(DEB)/screentime_$(VERSION)_$(ARCH).deb || exit 1; \
-	echo "make test: package test $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
+	SCREENTIME_TESTS_BIN=$$($(SWIFT) build $(RELEASE) --show-bin-path) \
+	  SCREENTIME_BESIDE_TESTS='$(MAKE) --no-print-directory package-in-a-clean-root' \
+	  SCREENTIME_BESIDE_LOG=$(CURDIR)/.build/package.log scripts/run-tests
+	@cat .build/package.log
+	@began=$$(cut -d. -f1 /proc/uptime); Tests/Package/run --on-this-machine $(DEB)/screentime_$(VERSION)_$(ARCH).deb \
+	  || exit 1; echo "make test: package test on this machine $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
+
+# make test's package part beside the tests: the package of the tested build (quickly compressed),
+# and its test in a clean Debian root.
+package-in-a-clean-root:
+	@began=$$(cut -d. -f1 /proc/uptime); $(MAKE) --no-print-directory deb DEB_COMPRESSION='-Zxz -z1' || exit 1; \
+	echo "make test: package build $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
+	@began=$$(cut -d. -f1 /proc/uptime); Tests/Package/run --in-a-clean-root $(DEB)/screentime_$(VERSION)_$(ARCH).deb \
+	  || exit 1; echo "make test: package test in a clean root $$(( $$(cut -d. -f1 /proc/uptime) - began )) s"
 
 # The package, built and installed into a clean Debian 12 root, then purged (Tests/Package/run).
 package-test: test-deps deb

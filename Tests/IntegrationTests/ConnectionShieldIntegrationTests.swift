@@ -9,8 +9,11 @@ import Testing
 /// connect to real HTTPS, HTTP and UDP servers in the world's network namespace, past the DNS
 /// filter (`--resolve`, an address written in by hand); the agent's queue judges what each
 /// connection opens with.
+///
+/// Its tests run side by side: each world has its own network namespace, queue, chain, mark and
+/// users.
 @Suite(
-    .threadsOfTheirOwn, .serialized,
+    .threadsOfTheirOwn,
     .enabled(if: isRoot, "needs root: network namespaces, iptables, NFQUEUE, dnsmasq, users")
 )
 struct ConnectionShieldIntegrationTests {

@@ -7,8 +7,11 @@ import Testing
 
 /// The domain shield for real: in a network namespace of its own, the agent's iptables rules
 /// send a real child's DNS to its netfilter queue; dnsmasq answers; dig and getent ask.
+///
+/// Its tests run side by side: each world has its own network namespace, queue, chain, mark and
+/// users.
 @Suite(
-    .threadsOfTheirOwn, .serialized,
+    .threadsOfTheirOwn,
     .enabled(if: isRoot, "needs root: network namespaces, iptables, NFQUEUE, dnsmasq, users")
 )
 struct DomainShieldIntegrationTests {
