@@ -300,14 +300,23 @@ let package = Package(
             path: "Benchmarks/ProcConnectorBaseline",
             cSettings: [.define("_GNU_SOURCE")]
         ),
+        // Tests that block (on real processes, sockets, semaphores) run each on a thread of its
+        // own (`.threadsOfTheirOwn`). A target of its own, with no dependency: the suites that need
+        // nothing else of the kit (the root integration tests) compile beside the agent, not
+        // after it.
+        .target(
+            name: "ScreenTimeTestThreads",
+            path: "Tests/ScreenTimeTestThreads",
+            swiftSettings: testSettings
+        ),
         // What the in-process tests share: a table of accounts, a manual clock, a temporary
         // directory, and the agent's policy service, scheduler and control server in the test's
-        // own process (no root, no kernel edges).
+        // own process (no root, no kernel edges); with `.threadsOfTheirOwn`.
         .target(
             name: "ScreenTimeTestKit",
             dependencies: [
                 "ScreenTimeAgent", "ScreenTimeClient", "ScreenTimeCore", "ScreenTimeIPC", "LinuxSupport",
-                .product(name: "Logging", package: "swift-log"),
+                "ScreenTimeTestThreads", .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/ScreenTimeTestKit",
             swiftSettings: testSettings
@@ -328,7 +337,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LinuxSupportTests",
-            dependencies: ["LinuxSupport", "ScreenTimeTestKit"],
+            dependencies: ["LinuxSupport", "ScreenTimeTestThreads"],
             swiftSettings: testSettings
         ),
         .testTarget(
@@ -361,14 +370,16 @@ let package = Package(
         // The command line's own pieces (what it prints), without an agent.
         .testTarget(
             name: "ScreenTimeCLITests",
-            dependencies: ["screentime", "ScreenTimeReports", "ScreenTimeTestKit"],
+            dependencies: ["screentime", "ScreenTimeReports", "ScreenTimeTestThreads"],
             swiftSettings: testSettings
         ),
         // Real binaries, real users, real sockets; needs root (CI is root; `make test` fails if
         // these are skipped).
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ScreenTimeIPC", "ScreenTimeCore", "ScreenTimeClient", "LinuxSupport", "ScreenTimeTestKit"],
+            dependencies: [
+                "ScreenTimeIPC", "ScreenTimeCore", "ScreenTimeClient", "LinuxSupport", "ScreenTimeTestThreads",
+            ],
             exclude: ["Fixtures"],
             swiftSettings: testSettings
         ),

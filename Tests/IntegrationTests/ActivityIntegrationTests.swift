@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import LinuxSupport
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// Monitors in real time, end to end: the agent's scheduler at real minute boundaries, real

@@ -2,7 +2,7 @@ import Foundation
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 let isRoot = getuid() == 0

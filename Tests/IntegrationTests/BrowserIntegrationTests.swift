@@ -1,6 +1,6 @@
 import Foundation
 import LinuxSupport
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// Real browsers from Debian (Chromium headless, Firefox ESR headless), run as the real child in

@@ -2,7 +2,7 @@ import Foundation
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// Web shields at the connection, for real: a real child's curl, openssl and Python clients

@@ -2,7 +2,7 @@ import Foundation
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// The domain shield for real: in a network namespace of its own, the agent's iptables rules

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import LinuxSupport
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// The seeds' apps, ported (Examples/), built with the package and run against the real agent as a

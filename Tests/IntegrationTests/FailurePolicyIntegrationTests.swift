@@ -1,7 +1,7 @@
 import Foundation
 import LinuxSupport
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// What a service's failure means (`Agent.failurePolicy`), tried on the real agent: a DNS queue it

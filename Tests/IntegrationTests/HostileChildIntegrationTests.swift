@@ -2,7 +2,7 @@ import Foundation
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// A child who knows Linux, against a real agent: each test is one way around (the commands of

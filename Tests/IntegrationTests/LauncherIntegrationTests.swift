@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import LinuxSupport
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// The launcher, the real `screentimed --launcher 3`, started by this test as the agent starts it:

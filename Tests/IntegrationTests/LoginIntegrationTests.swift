@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import LinuxSupport
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// Logins through real PAM: a PAM application (`Fixtures/pamlogin.c`, what login, sshd and su do)

@@ -1,7 +1,7 @@
 import Foundation
 import LinuxSupport
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// The process shield, end to end: a real agent watching the kernel's proc connector, a real

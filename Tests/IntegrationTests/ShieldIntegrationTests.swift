@@ -3,7 +3,7 @@ import Glibc
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// The shield the child sees, end to end: a real X server (Xvfb) with openbox run by the test

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import LinuxSupport
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Synchronization
 import Testing
 

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import LinuxSupport
 import ScreenTimeIPC
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 /// The dashboard as installed: the real `screentime-web` over TLS with its own certificate, run

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import LinuxSupport
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Synchronization
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import ScreenTimeCore
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Synchronization
 import Testing
 

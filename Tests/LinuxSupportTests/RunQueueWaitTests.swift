@@ -1,5 +1,5 @@
 import Foundation
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 @testable import LinuxSupport

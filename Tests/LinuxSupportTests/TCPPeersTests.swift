@@ -1,6 +1,6 @@
 import Foundation
 import LinuxSupport
-import ScreenTimeTestKit
+import ScreenTimeTestThreads
 import Testing
 
 @Suite(.threadsOfTheirOwn) struct TCPPeersTests {
