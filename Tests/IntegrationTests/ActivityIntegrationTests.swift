@@ -276,7 +276,7 @@ struct ActivityIntegrationTests {
         #expect(other.status == 0, "\(other.stderr)")
     }
 
-    @Test func aDailyLimitFreezesTheAppAfterItsTimeInFrontAndNotBefore() throws {
+    func aDailyLimitFreezesTheAppAfterItsTimeInFrontAndNotBefore() throws {
         let world = try AgentWorld(configuration: ["idleTimeout": "600"])
         defer { world.tearDown() }
         try world.installDesktopEntry(
@@ -553,7 +553,7 @@ struct ActivityIntegrationTests {
         #expect(world.isFrozen(counter))
     }
 
-    @Test func killedAroundABoundaryTheAgentTellsTheStartOnceAfterItsRestart() throws {
+    func killedAroundABoundaryTheAgentTellsTheStartOnceAfterItsRestart() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
         let installed = try Installed(world)
@@ -587,5 +587,21 @@ struct ActivityIntegrationTests {
         try world.start()
         Thread.sleep(forTimeInterval: 3)
         #expect(installed.lines("calls").count == 1, "\(installed.lines("calls"))")
+    }
+}
+
+extension ActivityIntegrationTests {
+    /// Tests that wait out minutes of real time (a limit, a grant, a schedule's boundary):
+    /// `scripts/run-tests` starts every `Long` suite's tests first, beside the others, so that
+    /// none starts late and holds up the end of the run.
+    @Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the launcher, the proc connector, freezing"))
+    struct Long {
+        @Test func aDailyLimitFreezesTheAppAfterItsTimeInFrontAndNotBefore() throws {
+            try ActivityIntegrationTests().aDailyLimitFreezesTheAppAfterItsTimeInFrontAndNotBefore()
+        }
+
+        @Test func killedAroundABoundaryTheAgentTellsTheStartOnceAfterItsRestart() throws {
+            try ActivityIntegrationTests().killedAroundABoundaryTheAgentTellsTheStartOnceAfterItsRestart()
+        }
     }
 }

@@ -364,7 +364,7 @@ struct HostileChildIntegrationTests {
     /// the shell, it counted nothing toward the game's limit and a grant's end did not hold it
     /// again. Its time in front counts toward the limit, the limit holds it, a guardian's grant
     /// lets it play for the minute, and at the minute's end it is held again.
-    @Test func aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds() throws {
+    func aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds() throws {
         let world = try AgentWorld(configuration: ["idleTimeout": "600"])
         defer { world.tearDown() }
         try world.installDesktopEntry(
@@ -970,6 +970,18 @@ extension HostileChildIntegrationTests {
 
         @Test func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
             try HostileChildIntegrationTests().aRefusalStormIsRefusedAndWrittenDownWithinABudget()
+        }
+    }
+}
+
+extension HostileChildIntegrationTests {
+    /// Tests that wait out minutes of real time (a limit, a grant, a schedule's boundary):
+    /// `scripts/run-tests` starts every `Long` suite's tests first, beside the others, so that
+    /// none starts late and holds up the end of the run.
+    @Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the agent, other users' processes"))
+    struct Long {
+        @Test func aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds() throws {
+            try HostileChildIntegrationTests().aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds()
         }
     }
 }

@@ -1645,7 +1645,7 @@ struct UsageIntegrationTests {
     /// front counts, not every connected app; a program of the child's calling the relay is not
     /// the compositor and is not listened to; the relay killed and its name taken, the session
     /// counts every app until the relay is back, and then the window brought to the front counts.
-    @Test func kwinsScriptTellsTheWindowInFrontThroughTheRelay() throws {
+    func kwinsScriptTellsTheWindowInFrontThroughTheRelay() throws {
         let world = try world()
         defer { world.tearDown() }
         // A program KWin itself starts (its child, as a compositor of the child's choosing could
@@ -2824,6 +2824,18 @@ extension UsageIntegrationTests {
 
         @Test func herGameSlowingItsServerOnlyWhileItGrabsCounts() throws {
             try UsageIntegrationTests().herGameSlowingItsServerOnlyWhileItGrabsCounts()
+        }
+    }
+}
+
+extension UsageIntegrationTests {
+    /// Tests that wait out minutes of real time (a limit, a grant, a schedule's boundary):
+    /// `scripts/run-tests` starts every `Long` suite's tests first, beside the others, so that
+    /// none starts late and holds up the end of the run.
+    @Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the proc connector, other users' X servers"))
+    struct Long {
+        @Test func kwinsScriptTellsTheWindowInFrontThroughTheRelay() throws {
+            try UsageIntegrationTests().kwinsScriptTellsTheWindowInFrontThroughTheRelay()
         }
     }
 }
