@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The wire form of a request: `{"version":1,"kind":"shield","body":{...}}`, and from the
 /// dashboard (`screentime-web`) the guardian's session it acts in: `"session":"…"`.

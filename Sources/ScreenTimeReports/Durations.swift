@@ -1,11 +1,11 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Durations as people read them: `1 h 05 min`, `8 min 02 s`, `12 s`.
 public func readable(_ seconds: Double) -> String {
     let whole = Int(seconds.rounded())
     let (hours, minutes, rest) = (whole / 3600, whole % 3600 / 60, whole % 60)
-    if hours > 0 { return "\(hours) h \(String(format: "%02d", minutes)) min" }
-    if minutes > 0 { return "\(minutes) min \(String(format: "%02d", rest)) s" }
+    if hours > 0 { return "\(hours) h \(twoDigits(minutes)) min" }
+    if minutes > 0 { return "\(minutes) min \(twoDigits(rest)) s" }
     return "\(rest) s"
 }
 
@@ -15,5 +15,10 @@ public func compact(_ seconds: Double) -> String {
     if whole < 60 { return "\(whole)s" }
     let minutes = Int((seconds / 60).rounded())
     if minutes < 60 { return "\(minutes)m" }
-    return "\(minutes / 60)h\(String(format: "%02d", minutes % 60))"
+    return "\(minutes / 60)h\(twoDigits(minutes % 60))"
+}
+
+/// `value` in decimal, zero-padded to two digits.
+private func twoDigits(_ value: Int) -> String {
+    (0..<10).contains(value) ? "0\(value)" : "\(value)"
 }

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import ScreenTimeIPC
 
 /// What the report page and the dashboard draw: text made safe for HTML, and a usage report's
@@ -54,5 +54,10 @@ public enum HTML {
         return svg + "</svg>\n"
     }
 
-    private static func fixed(_ value: Double) -> String { "\"\(String(format: "%.1f", value))\"" }
+    /// A coordinate to one decimal, quoted: `"12.5"`.
+    private static func fixed(_ value: Double) -> String {
+        let tenths = Int((value * 10).rounded())
+        let sign = tenths < 0 ? "-" : ""
+        return "\"\(sign)\(tenths.magnitude / 10).\(tenths.magnitude % 10)\""
+    }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ScreenTimeIPC
 
 /// The pending asks of each signed-in session, looked at once a second however many of its pages

@@ -1,5 +1,5 @@
 public import Crypto
-public import Foundation
+public import FoundationEssentials
 import Glibc
 import SwiftASN1
 import X509
@@ -15,7 +15,7 @@ public struct DashboardIdentity: Sendable {
 
     /// SHA-256 of the certificate, as browsers show it: `AB:CD:…`.
     public var fingerprint: String {
-        SHA256.hash(data: certificate).map { String(format: "%02X", $0) }.joined(separator: ":")
+        SHA256.hash(data: certificate).map { hex($0, width: 2) }.joined(separator: ":")
     }
 
     /// The identity kept in `directory` (`key.pem`, `certificate.pem`), made there if it is not.

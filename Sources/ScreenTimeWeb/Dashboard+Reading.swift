@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import ScreenTimeCore
 import ScreenTimeIPC
@@ -6,25 +6,23 @@ import ScreenTimeIPC
 extension Dashboard {
     /// Today, by hour, as `screentime report` reads it.
     func today(_ name: String?, _ token: String) async throws -> UsageReport {
-        let calendar = Calendar.current
-        let today = calendar.startOfDay(for: Date())
-        let tomorrow = calendar.date(byAdding: .day, value: 1, to: today) ?? today
+        let today = LocalTime.startOfDay(Date())
+        let tomorrow = LocalTime.startOfDay(today, addingDays: 1)
         return try await agent.send(
             ReportRequest(
-                user: name, from: today, to: tomorrow, segments: .hourly, timeZone: TimeZone.current.identifier),
+                user: name, from: today, to: tomorrow, segments: .hourly, timeZone: LocalTime.zoneIdentifier()),
             session: token)
     }
 
     /// Today (by hour) and the week to today (by day), as `screentime report` reads them.
     func reports(_ name: String?, _ token: String) async throws -> (day: UsageReport, week: UsageReport) {
-        let calendar = Calendar.current
-        let today = calendar.startOfDay(for: Date())
-        let tomorrow = calendar.date(byAdding: .day, value: 1, to: today) ?? today
-        let weekStart = calendar.date(byAdding: .day, value: -6, to: today) ?? today
+        let today = LocalTime.startOfDay(Date())
+        let tomorrow = LocalTime.startOfDay(today, addingDays: 1)
+        let weekStart = LocalTime.startOfDay(today, addingDays: -6)
         let day = try await self.today(name, token)
         let week = try await agent.send(
             ReportRequest(
-                user: name, from: weekStart, to: tomorrow, segments: .daily, timeZone: TimeZone.current.identifier),
+                user: name, from: weekStart, to: tomorrow, segments: .daily, timeZone: LocalTime.zoneIdentifier()),
             session: token)
         return (day, week)
     }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import ScreenTimeCore
 import ScreenTimeIPC
@@ -64,7 +64,7 @@ extension Dashboard {
 
     /// A form's field, trimmed; nil when it is empty or absent.
     static func field(_ form: [String: String], _ name: String) -> String? {
-        guard let value = form[name]?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        guard let value = form[name]?.trimmingSpaces(), !value.isEmpty else { return nil }
         return value
     }
 

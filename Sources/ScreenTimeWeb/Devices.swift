@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import NIOCore
 import Synchronization
 
@@ -73,9 +73,7 @@ public enum Devices {
     ) -> UInt32? {
         let wanted = (entry(remoteBytes, remotePort), entry(localBytes, localPort))
         for table in tables {
-            guard let handle = FileHandle(forReadingAtPath: table) else { continue }
-            defer { try? handle.close() }
-            guard let data = try? handle.readToEnd() else { continue }
+            guard let data = FileManager.default.contents(atPath: table) else { continue }
             for line in String(decoding: data, as: UTF8.self).split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 guard fields.count > 7, fields[1] == wanted.0, fields[2] == wanted.1 else { continue }
@@ -90,8 +88,8 @@ public enum Devices {
     static func entry(_ bytes: [UInt8], _ port: Int) -> Substring {
         var text = ""
         for word in stride(from: 0, to: bytes.count, by: 4) {
-            for index in (word..<word + 4).reversed() { text += String(format: "%02X", bytes[index]) }
+            for index in (word..<word + 4).reversed() { text += hex(bytes[index], width: 2) }
         }
-        return Substring(text + ":" + String(format: "%04X", port))
+        return Substring(text + ":" + hex(port, width: 4))
     }
 }

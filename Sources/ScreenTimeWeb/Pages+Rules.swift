@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ScreenTimeCore
 import ScreenTimeIPC
 import ScreenTimeReports
@@ -93,7 +93,7 @@ extension Pages {
     private static func appSelect(_ apps: [ApplicationReport], label: String, id: String) -> String {
         var html = "<label for=\"\(id)\">\(label)</label><select id=\"\(id)\" name=\"app\">"
         html += "<option value=\"\">—</option>"
-        for app in apps.sorted(by: { $0.name.localizedCaseInsensitiveCompare($1.name) == .orderedAscending }) {
+        for app in apps.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
             html += "<option value=\"\(HTML.escape(app.id))\">\(HTML.escape(app.name))</option>"
         }
         return html + "</select>\n"
@@ -150,14 +150,14 @@ extension Pages {
         let downtimes = monitors.monitors.filter { $0.builtIn == "downtime" }
         if downtimes.isEmpty { html += "<p class=\"note\">No downtime.</p>\n" }
         func time(_ components: DateComponents) -> String {
-            String(format: "%02d:%02d", components.hour ?? 0, components.minute ?? 0)
+            twoDigits(components.hour ?? 0) + ":" + twoDigits(components.minute ?? 0)
         }
         for downtime in downtimes {
             let when = downtime.weekdays.map { Self.days(Set($0)) } ?? "every day"
             let span = "\(time(downtime.schedule.intervalStart))–\(time(downtime.schedule.intervalEnd))"
             let now = downtime.inInterval ? " <strong>now</strong>" : ""
             let label =
-                downtime.name == "downtime" ? "" : " (\(downtime.name.replacingOccurrences(of: "downtime.", with: "")))"
+                downtime.name == "downtime" ? "" : " (\(downtime.name.replacing("downtime.", with: "")))"
             html += "<div class=\"rule\"><span>\(span), \(HTML.escape(when))\(HTML.escape(label))\(now)</span>"
             html += "<form method=\"post\" action=\"\(action)/downtime\">\(hidden(csrf))"
             html += "<input type=\"hidden\" name=\"action\" value=\"off\">"
@@ -196,8 +196,6 @@ extension Pages {
 
     /// What the shields refused lately: web names looked up, and apps held or stopped.
     private static func refusedSection(status: StatusReply) -> String {
-        let time = DateFormatter()
-        time.dateFormat = "EEE HH:mm"
         var rows: [(at: Date, text: String)] = []
         for lookup in status.domainShield?.recentLookups ?? [] {
             let times = lookup.count == 1 ? "" : " (\(lookup.count) times)"
@@ -210,7 +208,8 @@ extension Pages {
         guard !rows.isEmpty else { return html + "<p class=\"note\">Nothing lately.</p></section>\n" }
         html += "<ul class=\"plain\">\n"
         for row in rows.sorted(by: { $0.at > $1.at }).prefix(20) {
-            html += "<li><span class=\"note\">\(time.string(from: row.at))</span> \(HTML.escape(row.text))</li>\n"
+            html +=
+                "<li><span class=\"note\">\(LocalTime.format(row.at, "%a %H:%M"))</span> \(HTML.escape(row.text))</li>\n"
         }
         return html + "</ul></section>\n"
     }

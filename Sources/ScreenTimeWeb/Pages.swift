@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import ScreenTimeIPC
 import ScreenTimeReports
@@ -130,15 +130,11 @@ enum Pages {
 
     /// Limits, today by hour, the week by day, top apps, categories and domains.
     static func usageSections(day: UsageReport, week: UsageReport) -> String {
-        let hour = DateFormatter()
-        hour.dateFormat = "HH"
-        let weekday = DateFormatter()
-        weekday.dateFormat = "EEE d"
         var body = "<section><h2>Limits now</h2>\n" + limitList(day.limits ?? []) + "</section>\n"
         body += "<section><h2>Today by hour</h2>\n"
-        body += HTML.barChart(day.segments, label: { hour.string(from: $0.start) }, name: "today by hour")
+        body += HTML.barChart(day.segments, label: { LocalTime.format($0.start, "%H") }, name: "today by hour")
         body += "</section>\n<section><h2>This week by day</h2>\n"
-        body += HTML.barChart(week.segments, label: { weekday.string(from: $0.start) }, name: "the week by day")
+        body += HTML.barChart(week.segments, label: { LocalTime.format($0.start, "%a %-d") }, name: "the week by day")
         body += "</section>\n<section><h2>Top apps today</h2>\n"
         body += ranking(
             day.applications.prefix(10).map { ($0.name ?? $0.token, $0.seconds) }, empty: "No app was in front.")
@@ -158,14 +154,12 @@ enum Pages {
 
     static func askList(_ asks: [TimeRequestReport], csrf: String) -> String {
         guard !asks.isEmpty else { return "" }
-        let time = DateFormatter()
-        time.dateFormat = "HH:mm"
         var html = "<section class=\"asks\" aria-live=\"polite\"><h2>Asking for more time</h2>\n"
         for ask in asks {
             let what = ask.application ?? ask.webDomain ?? "screen time"
             html += "<div class=\"card ask\"><p><strong>\(HTML.escape(ask.user))</strong> asks for "
             html += "\(ask.minutes) min of <strong>\(HTML.escape(what))</strong>"
-            html += " <span class=\"note\">at \(time.string(from: ask.createdAt))</span></p>\n"
+            html += " <span class=\"note\">at \(LocalTime.format(ask.createdAt, "%H:%M"))</span></p>\n"
             if let note = ask.note, !note.isEmpty { html += "<blockquote>\(HTML.escape(note))</blockquote>\n" }
             html += "<div class=\"buttons\">"
             for (length, label) in [("15m", "15 min"), ("1h", "1 hour"), ("rest-of-day", "rest of today")] {
@@ -180,15 +174,13 @@ enum Pages {
     }
 
     static func lockSection(name: String, lock: LoginLockReport?, csrf: String) -> String {
-        let time = DateFormatter()
-        time.dateFormat = "EEE d MMM HH:mm"
         let action = "/child/\(path(name))"
         var html = "<section class=\"card\"><h2>Lock</h2>\n"
         if let lock {
             // A guardian's lock with no end is kept as one at the year 3000.
             let until =
                 lock.until.timeIntervalSinceNow > 10 * 365 * 86_400
-                ? "until a guardian unlocks it" : "until \(time.string(from: lock.until))"
+                ? "until a guardian unlocks it" : "until \(LocalTime.format(lock.until, "%a %-d %b %H:%M"))"
             html += "<p>Locked (\(HTML.escape(lock.reason))) \(until).</p>\n"
         } else {
             html += "<p>Not locked.</p>\n"
@@ -231,7 +223,16 @@ enum Pages {
 
     /// A user name in a path (user names are letters, digits, `._-`; anything else is escaped).
     static func path(_ name: String) -> String {
-        name.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "._-")))
-            ?? ""
+        var text = ""
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                text.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                text += "%" + hex(byte, width: 2)
+            }
+        }
+        return text
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTLS
@@ -90,18 +91,24 @@ struct ScreentimeWeb: AsyncParsableCommand {
         let urls = listening.map { $0.contains(":") ? "https://[\($0)]:\(port)/" : "https://\($0):\(port)/" }
         try writeStatus(urls: urls, fingerprint: identity.fingerprint)
         // Written at once (print's output waits in a buffer while the server runs).
-        FileHandle.standardOutput.write(
-            Data(
-                ("screentime-web: listening on \(urls.joined(separator: " "))\n"
-                    + "screentime-web: certificate fingerprint (SHA-256) \(identity.fingerprint)\n").utf8))
+        print(
+            "screentime-web: listening on \(urls.joined(separator: " "))\n"
+                + "screentime-web: certificate fingerprint (SHA-256) \(identity.fingerprint)")
+        fflush(nil)
         let group = ServiceGroup(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         try await group.run()
     }
 
     /// Where the dashboard is and how to know its certificate, for `screentime web status`.
     private func writeStatus(urls: [String], fingerprint: String) throws {
-        let status: [String: Any] = ["urls": urls, "fingerprint": fingerprint, "pid": Int(getpid())]
-        let data = try JSONSerialization.data(withJSONObject: status, options: [.sortedKeys])
+        struct Status: Encodable {
+            let fingerprint: String
+            let pid: Int32
+            let urls: [String]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(Status(fingerprint: fingerprint, pid: getpid(), urls: urls))
         let path = stateDirectory + "/status.json"
         try data.write(to: URL(fileURLWithPath: path), options: .atomic)
         // Readable by guardians (`screentime web status`), whatever the umask.

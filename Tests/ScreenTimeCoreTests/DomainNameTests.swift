@@ -14,6 +14,8 @@ import Testing
         ("bücher.de", "xn--bcher-kva.de"),
         ("BÜCHER.de", "xn--bcher-kva.de"),
         ("münchen.de", "xn--mnchen-3ya.de"),
+        ("bu\u{0308}cher.de", "xn--bcher-kva.de"),
+        ("CAFE\u{0301}.fr", "xn--caf-dma.fr"),
         ("例え.テスト", "xn--r8jz45g.xn--zckzah"),
         ("example\u{3002}com", "example.com"),
         ("_dmarc.example.com", "_dmarc.example.com"),

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The callbacks of a monitor extension (Apple's `DeviceActivityMonitor`).
 public enum MonitorCallback: String, Hashable, Sendable, Codable, CaseIterable {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The calendar fields a schedule, a threshold or a warning time may use, and their ranges.
 /// Anything else (era, week of year, nanoseconds, …) makes the components invalid.

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Usage to watch for during an activity's intervals (Apple's `DeviceActivityEvent`): the event is
 /// reached when the applications, categories and web domains together have been used for

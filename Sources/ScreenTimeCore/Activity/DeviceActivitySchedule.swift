@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// When an activity is monitored (Apple's `DeviceActivitySchedule`).
 ///

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Durations as a person writes them — `90s`, `1m`, `45m`, `1h30m`, `2h`, `1d` — for limits,
 /// thresholds and warning times, and back again for display.
@@ -9,7 +9,7 @@ public enum DurationText {
     /// Parses `[Nd][Nh][Nm][Ns]` (each part at most once, in that order, at least one; spaces
     /// between parts allowed; a bare number means minutes). Throws saying what was wrong.
     public static func parse(_ text: String) throws(ScreenTimeCoreError) -> TimeInterval {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let trimmed = text.trimmingSpaces().lowercased()
         func invalid(_ why: String) -> ScreenTimeCoreError {
             ScreenTimeCoreError(
                 .invalidDuration, "'\(text.prefix(40))' is not a duration (\(why); write it as 90s, 45m, 1h30m or 1d)")

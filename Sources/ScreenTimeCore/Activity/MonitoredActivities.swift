@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// One activity a client monitors: its schedule, its events, and when monitoring began (for
 /// events that do not include past activity, and for a schedule that does not repeat).

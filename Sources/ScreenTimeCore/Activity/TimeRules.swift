@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// A day's allowance that may differ by day of the week, as a guardian writes it: `1h` (every
 /// day), `mon-fri=1h,sat,sun=3h`, `weekdays=45m,weekend=2h`, `sun=0` (nothing but what is
@@ -19,7 +19,7 @@ public struct DailyAllowance: Hashable, Sendable, Codable, CustomStringConvertib
     /// Parses what a guardian wrote; throws naming the part not understood. Each day is given at
     /// most once; a day's time is from 0 to less than a whole day.
     public static func parse(_ text: String) throws(ScreenTimeCoreError) -> DailyAllowance {
-        let parts = text.lowercased().split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = text.lowercased().split(separator: ",").map { $0.trimmingSpaces() }
         guard !parts.isEmpty, parts.allSatisfy({ !$0.isEmpty }) else {
             throw ScreenTimeCoreError(.invalidDuration, "'\(text.prefix(60))' has an empty part")
         }
@@ -34,9 +34,9 @@ public struct DailyAllowance: Hashable, Sendable, Codable, CustomStringConvertib
             guard sides.count <= 2 else {
                 throw ScreenTimeCoreError(.invalidDuration, "'\(part.prefix(40))' has more than one '='")
             }
-            waiting.formUnion(try Weekday.parse(String(sides[0]).trimmingCharacters(in: .whitespaces)))
+            waiting.formUnion(try Weekday.parse(sides[0].trimmingSpaces()))
             guard sides.count == 2 else { continue }
-            let time = try allowance(String(sides[1]).trimmingCharacters(in: .whitespaces))
+            let time = try allowance(sides[1].trimmingSpaces())
             for day in waiting.sorted() {
                 guard seconds[day] == nil else {
                     throw ScreenTimeCoreError(
@@ -102,7 +102,7 @@ public enum GrantLength: Hashable, Sendable, Codable {
 
     /// `15m`, `1h`, `rest-of-day`, `until 20:30` (or just `20:30`).
     public static func parse(_ text: String) throws(ScreenTimeCoreError) -> GrantLength {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
+        let trimmed = text.trimmingSpaces().lowercased()
         if ["rest-of-day", "rest of day", "rest-of-today", "today"].contains(trimmed) { return .restOfDay }
         let time = trimmed.hasPrefix("until ") ? String(trimmed.dropFirst(6)) : trimmed
         if time.contains(":") {
@@ -159,7 +159,12 @@ public enum GrantLength: Hashable, Sendable, Codable {
         switch self {
         case .minutes(let minutes): minutes == 1 ? "1 minute" : "\(minutes) minutes"
         case .restOfDay: "the rest of the day"
-        case .until(let hour, let minute): String(format: "until %02d:%02d", hour, minute)
+        case .until(let hour, let minute): "until " + twoDigits(hour) + ":" + twoDigits(minute)
         }
     }
+}
+
+/// `value` in decimal, zero-padded to two digits: the minutes of "until 07:05".
+private func twoDigits(_ value: Int) -> String {
+    (0..<10).contains(value) ? "0\(value)" : "\(value)"
 }

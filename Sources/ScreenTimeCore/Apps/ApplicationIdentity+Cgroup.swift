@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension ApplicationIdentity {
     /// The application a process belongs to by the systemd unit its desktop launched it in, read
@@ -39,7 +39,7 @@ extension ApplicationIdentity {
         // What is left is "<launcher>-<ID>" or "<ID>"; the ID's own dashes are escaped, so a dash
         // here ends the launcher.
         if let dash = body.firstIndex(of: "-") { body = body[body.index(after: dash)...] }
-        let id = body.replacingOccurrences(of: "\\x2d", with: "-")
+        let id = String(body.replacing("\\x2d", with: "-"))
         return try? desktopEntry(id: id)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What is known of one process that can say which application it is, in the terms the index
 /// matches (read from `/proc` by the agent; paths resolved and files hashed there).
@@ -167,7 +167,7 @@ public struct ApplicationIndex: Sendable {
     static func desktopIdentity(ofFile file: String) -> ApplicationIdentity? {
         guard file.hasSuffix(".desktop") else { return nil }
         let relative: Substring
-        if let range = file.range(of: "/applications/", options: .backwards) {
+        if let range = file.ranges(of: "/applications/").last {
             relative = file[range.upperBound...]
         } else {
             relative = Substring(file.split(separator: "/").last ?? "")

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A DNS domain name in canonical form: lower-case ASCII, Unicode labels in IDNA (`xn--`) form, no
 /// trailing dot.
@@ -19,7 +19,7 @@ public struct DomainName: ValidatedString {
             throw ScreenTimeCoreError(.invalidDomain, "'\(text.prefix(80))' holds no domain name")
         }
         let isASCII = host.utf8.allSatisfy { $0 < 0x80 }
-        let folded = isASCII ? host.lowercased() : host.precomposedStringWithCanonicalMapping.lowercased()
+        let folded = isASCII ? host.lowercased() : String(decoding: host._nfcCodeUnits, as: UTF8.self).lowercased()
         var labels: [String] = []
         for label in folded.split(separator: ".", omittingEmptySubsequences: false) {
             labels.append(try Self.asciiLabel(label, in: text))
@@ -76,7 +76,7 @@ public struct DomainName: ValidatedString {
     /// dropped; the ideographic full stops IDNA treats as dots become dots; one trailing dot goes.
     private static func host(in text: String) -> String {
         var rest = Substring(text.trimmingWhitespace())
-        if let scheme = rest.range(of: "://") { rest = rest[scheme.upperBound...] }
+        if let scheme = rest.firstRange(of: "://") { rest = rest[scheme.upperBound...] }
         if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
         if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
         if let colon = rest.lastIndex(of: ":"), rest[rest.index(after: colon)...].allSatisfy(\.isASCIIDigit) {

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Time a guardian granted, in force until `until`: what it lifts.
 public struct TimeGrant: Hashable, Sendable {

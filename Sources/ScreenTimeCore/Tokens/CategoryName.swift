@@ -26,14 +26,3 @@ public struct CategoryName: ValidatedString {
         self.name = trimmed
     }
 }
-
-extension StringProtocol {
-    /// The text without leading and trailing white space (spaces, tabs, line breaks).
-    func trimmingWhitespace() -> String {
-        let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
-        else { return "" }
-        return String(String.UnicodeScalarView(scalars[first...last]))
-    }
-}

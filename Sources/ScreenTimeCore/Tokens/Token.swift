@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a token stands for. The kind's name is part of what a token is minted from, so an
 /// application and a category of the same name never share a token.

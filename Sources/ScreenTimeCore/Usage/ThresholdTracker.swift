@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// A callback the agent owes a client's monitor extension for an event.
 public enum EventNotice: Hashable, Sendable, Codable {

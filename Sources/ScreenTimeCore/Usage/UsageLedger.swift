@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// Foreground spans in, totals out.
 ///

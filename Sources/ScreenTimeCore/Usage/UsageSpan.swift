@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// What was in use: an application in the foreground, or a web domain in the foreground browser.
 public enum UsageSubject: Hashable, Sendable, Codable {

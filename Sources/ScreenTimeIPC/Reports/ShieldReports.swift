@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// The DNS filter for one user, as `status` shows it.
 public struct DomainShieldReport: Codable, Sendable, Hashable {

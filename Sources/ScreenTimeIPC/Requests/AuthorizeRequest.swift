@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import ScreenTimeCore
 
 /// `authorize`: a guardian authorizes a child, a child's session with a guardian's password, or a

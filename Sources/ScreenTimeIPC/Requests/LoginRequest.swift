@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import ScreenTimeCore
 
 /// `login`: what the PAM module (`pam_screentime.so`, root only) tell the agent of a login, and ask.

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import ScreenTimeCore
 
 /// What an event (or a limit) counts, by name; the agent resolves the names as `shield` does:

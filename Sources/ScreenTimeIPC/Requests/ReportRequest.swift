@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// `report`: a user's foreground time in a stretch of time, per application, category and web
 /// domain, split into hours or days.

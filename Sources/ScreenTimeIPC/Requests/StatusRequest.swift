@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import ScreenTimeCore
 
 /// `status`: a user's authorization, stores, merged policy and what the shields did lately.

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import ScreenTimeCore
 
 /// `ask`: a child (or an individual) asks the guardians for more time on a shielded app or web

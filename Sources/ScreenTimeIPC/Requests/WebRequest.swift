@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 
 /// `web.signIn`: the dashboard (`screentime-web`, from its own account only) signs a guardian in,
 /// with their password (checked through PAM, throttled as `authorize` is) or a pairing code a
