@@ -25,10 +25,15 @@ let testSettings: [SwiftSetting] = strictSettings + [.unsafeFlags(["-Onone"], .w
 // package's own code and of its dependencies (41,599 in screentime-web) a dynamic symbol the
 // loader must relocate and `--gc-sections` must keep, used or not. A version script that makes
 // them all local lets the linker drop unused code; see `make deb` and `make bench` for the sizes
-// and memory this gives.
+// and memory this gives. They are linked by lld with packed relative relocations (DT_RELR, glibc
+// 2.36): screentime-web's 56,000 relative relocations take 11 KB instead of the 1.35 MB
+// that the loader reads, and keeps resident, at every start.
 let programLinking: [LinkerSetting] = [
     .unsafeFlags(
-        ["-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/programs.map"],
+        [
+            "-Xlinker", "--version-script=\(Context.packageDirectory)/Sources/programs.map", "-use-ld=lld",
+            "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
+        ],
         .when(configuration: .release))
 ]
 
