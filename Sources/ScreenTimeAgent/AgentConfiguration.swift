@@ -17,6 +17,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ("pamService", "screentime", "the PAM stack that checks a guardian's password"),
         ("adminGroups", "[\"sudo\", \"wheel\", \"admin\"]", "members may not be authorized as children"),
         ("categoriesDirectory", "/etc/screentime/categories", "web-category lists, `NAME.list`"),
+        (
+            "servicesDirectory", "/etc/screentime/services",
+            "the service catalogue, `ID.service`: each service's name, web domains and apps"
+        ),
         ("publicSuffixList", "/usr/share/publicsuffix/public_suffix_list.dat", "Debian's list"),
         (
             "bypassList", "/etc/screentime/doh.list",
@@ -95,6 +99,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var pamService = "screentime"
     public var adminGroups = ["sudo", "wheel", "admin"]
     public var categoriesDirectory = "/etc/screentime/categories"
+    public var servicesDirectory = "/etc/screentime/services"
     public var publicSuffixList = "/usr/share/publicsuffix/public_suffix_list.dat"
     public var bypassList = "/etc/screentime/doh.list"
     public var dnsQueue: UInt16 = 53
@@ -130,7 +135,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
         case browserPolicies, idleTimeout, logindBus, focusSocket, suspendCommand, webUser
-        case webProgram, webStateDirectory
+        case webProgram, webStateDirectory, servicesDirectory
     }
 
     private struct AnyKey: CodingKey {
@@ -156,6 +161,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         adminGroups = try container.decodeIfPresent([String].self, forKey: .adminGroups) ?? defaults.adminGroups
         categoriesDirectory =
             try container.decodeIfPresent(String.self, forKey: .categoriesDirectory) ?? defaults.categoriesDirectory
+        servicesDirectory =
+            try container.decodeIfPresent(String.self, forKey: .servicesDirectory) ?? defaults.servicesDirectory
         publicSuffixList =
             try container.decodeIfPresent(String.self, forKey: .publicSuffixList) ?? defaults.publicSuffixList
         bypassList = try container.decodeIfPresent(String.self, forKey: .bypassList) ?? defaults.bypassList

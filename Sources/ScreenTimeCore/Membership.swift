@@ -13,7 +13,7 @@ public enum AuthorizationStatus: String, Codable, Sendable {
 
 /// The kinds of token, as named on the command line and in the state.
 public enum TokenKindName: String, Codable, Sendable, CaseIterable {
-    case app, domain, category
+    case app, domain, category, service
 }
 
 /// What a token stands for, as far as the reader may know.

@@ -28,6 +28,7 @@ public struct ScreenTimeCoreError: Error, Hashable, Sendable, CustomStringConver
         case invalidDNSMessage
         case invalidDuration
         case invalidWeekday
+        case invalidService
     }
 
     public let code: Code

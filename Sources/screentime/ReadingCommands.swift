@@ -78,6 +78,38 @@ struct Categories: ParsableCommand {
     }
 }
 
+struct Services: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The service catalogue: YouTube, TikTok, Discord… with their web domains and apps.",
+        discussion: """
+            A service is shielded as one item: 'screentime shield --user U --service youtube' shields its \
+            domains and its apps. The catalogue is /etc/screentime/services/ID.service; a guardian adds \
+            a service with a file of their own there.
+            """)
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+    @Flag(name: .shortAndLong, help: "Each service's domains and apps too.") var verbose = false
+
+    func run() throws {
+        let reply = try perform(connection, ServicesRequest())
+        if output.json { return try printJSON(reply) }
+        let width = reply.services.map(\.id.count).max() ?? 0
+        for service in reply.services {
+            let id = service.id + String(repeating: " ", count: width - service.id.count)
+            let what = [
+                service.category, service.domains.isEmpty ? nil : "\(service.domains.count) domains",
+                service.applications.isEmpty ? nil : "\(service.applications.count) apps",
+            ].compactMap { $0 }.joined(separator: ", ")
+            print("\(id)  \(service.name) (\(what))")
+            if verbose {
+                if !service.domains.isEmpty { print("    domains: \(service.domains.joined(separator: " "))") }
+                if !service.applications.isEmpty { print("    apps: \(service.applications.joined(separator: " "))") }
+            }
+        }
+        for problem in reply.problems { Terminal.error("screentime: a service file was not read: \(problem)") }
+    }
+}
+
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Authorization, stores with their settings, and the effective policy after the merge.")

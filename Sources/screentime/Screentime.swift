@@ -17,7 +17,8 @@ struct Screentime: ParsableCommand {
             """,
         version: AgentProtocolVersion.text,
         subcommands: [
-            Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, TokenCommand.self, Shield.self,
+            Authorize.self, Revoke.self, Status.self, Apps.self, Categories.self, Services.self, TokenCommand.self,
+            Shield.self,
             Unshield.self, Block.self, Unblock.self, DenyInstalls.self, FilterCommand.self, Clear.self, Pick.self,
             Unlock.self, Forget.self, Report.self, MonitorCommand.self, Limit.self, Downtime.self, Ask.self,
             Requests.self,

@@ -50,6 +50,10 @@ struct ShieldItems: ParsableArguments {
     var webDomains: [String] = []
     @Option(name: .customLong("web-category"), help: "A web category list (see 'screentime categories').")
     var webCategories: [String] = []
+    @Option(
+        name: .customLong("service"),
+        help: "A service of the catalogue (youtube, tiktok, …; see 'screentime services'): its domains and its apps.")
+    var services: [String] = []
     @Option(help: "A FamilyActivitySelection JSON file (from 'screentime pick'), or - for standard input.")
     var selection: String?
 
@@ -75,7 +79,7 @@ struct ShieldItems: ParsableArguments {
         return ShieldRequest(
             target: target, applications: ids, applicationCategories: applicationCategories,
             webDomains: webDomains, webCategories: webCategories, selection: picked, applicationFiles: files,
-            remove: remove)
+            services: services, remove: remove)
     }
 }
 

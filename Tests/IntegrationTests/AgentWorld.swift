@@ -167,6 +167,7 @@ final class AgentWorld {
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
+             "servicesDirectory": "\(directory)/services",
              "dnsQueue": \(queue), "firewallChain": "\(chain)", "freezerGroup": "\(freezerGroup)",
              "extensionUser": "nobody"\(
                 freezer.map { ", \"freezer\": \"\($0)\"" } ?? "")\(
@@ -178,6 +179,10 @@ final class AgentWorld {
             toFile: directory + "/categories/games.list", atomically: true, encoding: .utf8)
         try "# test list\nadult-site.test\n".write(
             toFile: directory + "/categories/adult.list", atomically: true, encoding: .utf8)
+        // A service of the catalogue: the fixture app and a name dnsmasq answers.
+        try Files.makeDirectory(directory + "/services", mode: 0o755)
+        try "name = Counter Tube\ncategory = video\ndomains = other.test\napps = org.example.Counter\n".write(
+            toFile: directory + "/services/countertube.service", atomically: true, encoding: .utf8)
         try "dns.doh-server.test\n192.0.2.53\n2001:db8::53\n".write(
             toFile: directory + "/doh.list", atomically: true, encoding: .utf8)
         if let namespace {

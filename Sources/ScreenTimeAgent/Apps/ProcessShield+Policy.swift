@@ -88,9 +88,11 @@ extension ProcessShield {
         var users: [UInt32: UserApps] = [:]
         var marked: [FileIdentity: [UInt32: ApplicationFilter.Verdict]] = [:]
         var paths: Set<String> = []
+        let services =
+            snapshot.users.isEmpty ? [:] : ServiceFiles.load(configuration.servicesDirectory).categoriesByApplication
         for (uid, user) in snapshot.users {
             let index = readIndex(user)
-            let filter = ApplicationFilter(policy: user.policy, index: index, minter: minter)
+            let filter = ApplicationFilter(policy: user.policy, index: index, minter: minter, services: services)
             var groups = user.subordinateGIDs
             for gid in user.groups { groups.insert(gid...gid) }
             let person = InstalledProgram.Person(uids: user.uids, groups: groups)

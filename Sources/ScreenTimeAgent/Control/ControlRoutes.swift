@@ -13,6 +13,7 @@ extension ControlRouter {
         router.register(RevokeRequest.self, policy.revoke)
         router.register(ApplicationsRequest.self, policy.applications)
         router.register(CategoriesRequest.self, policy.categories)
+        router.register(ServicesRequest.self) { _, context in try policy.services(caller: policy.caller(context)) }
         router.register(TokenRequest.self, policy.token)
         router.register(ShieldRequest.self, policy.shield)
         router.register(ClearRequest.self, policy.clear)

@@ -182,6 +182,14 @@ extension DomainShield {
             names[token] = category.name
             if category.name == "adult" { adult = list }
         }
+        // Each service is a web category of its own, its list its domains.
+        let services = ServiceFiles.load(configuration.servicesDirectory)
+        problems += services.problems
+        for service in services.services.values {
+            let token = minter.token(for: service.categoryName)
+            categories[token] = DomainList(service.domains)
+            names[token] = service.categoryName.name
+        }
         lists.categories = categories
         lists.names = names
         lists.adult = adult

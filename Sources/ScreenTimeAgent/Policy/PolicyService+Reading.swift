@@ -242,6 +242,9 @@ extension PolicyService {
             let category = try CategoryName(request.identity)
             token = minter.token(for: category).base64
             identity = category.name
+        case .service:
+            token = try resolver.service(request.identity).base64
+            identity = resolver.names[token]?.identity ?? request.identity
         }
         return TokenReply(kind: request.kind, identity: identity, token: token)
     }

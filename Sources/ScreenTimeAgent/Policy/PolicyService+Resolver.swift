@@ -101,6 +101,22 @@ extension PolicyService {
             return token
         }
 
+        /// A service of the catalogue, by its ID or its name.
+        mutating func service(_ text: String) throws -> ActivityCategoryToken {
+            let catalogue = ServiceFiles.load(service.configuration.servicesDirectory)
+            guard let found = catalogue.service(named: text) else {
+                let near = catalogue.services.values.filter {
+                    $0.id.contains(text.lowercased()) || $0.name.lowercased().contains(text.lowercased())
+                }.map(\.id).sorted().prefix(5)
+                let hint =
+                    near.isEmpty ? "'screentime services' lists them" : "did you mean \(near.joined(separator: ", "))?"
+                throw ScreenTimeIPCError(.unknownCategory, "there is no service '\(text.prefix(64))'; \(hint)")
+            }
+            let token = service.minter.token(for: found.categoryName)
+            names[token.base64] = TokenName(kind: .service, identity: found.categoryName.name, displayName: found.name)
+            return token
+        }
+
         mutating func webCategory(_ text: String) throws -> ActivityCategoryToken {
             let category = try CategoryName(text)
             guard service.webCategoryNames().contains(category.name) else {

@@ -70,7 +70,7 @@ extension PolicyService {
         guard !request.isEmpty else {
             throw ScreenTimeIPCError(
                 .invalidArgument,
-                "nothing to \(request.remove ? "unshield" : "shield"): give --app, --app-category, --domain, --web-category, --selection or (block) --app"
+                "nothing to \(request.remove ? "unshield" : "shield"): give --app, --app-category, --domain, --web-category, --service, --selection or (block) --app"
             )
         }
         // Resolve every name before touching the store: one unknown name changes nothing.
@@ -91,6 +91,12 @@ extension PolicyService {
         for text in request.applicationCategories { appCategories.insert(try resolver.applicationCategory(text)) }
         for text in request.webDomains { domains.insert(try resolver.webDomain(text).0) }
         for text in request.webCategories { webCategories.insert(try resolver.webCategory(text)) }
+        // A service is a category of apps and of domains at once.
+        for text in request.services ?? [] {
+            let token = try resolver.service(text)
+            appCategories.insert(token)
+            webCategories.insert(token)
+        }
 
         let action =
             blocked.isEmpty ? (request.remove ? "unshielded" : "shielded") : (request.remove ? "unblocked" : "blocked")

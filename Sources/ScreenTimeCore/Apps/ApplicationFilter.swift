@@ -27,14 +27,20 @@ public struct ApplicationFilter: Sendable {
     private let minter: TokenMinter
     private let categoryTokens: [ApplicationIdentity: Set<ActivityCategoryToken>]
 
-    public init(policy: EffectivePolicy, index: ApplicationIndex, minter: TokenMinter) {
+    /// - Parameter services: the service categories of the apps the service catalogue names
+    ///   (`ServiceCatalogue.categoriesByApplication`), added to their own categories (a service's
+    ///   app is, like any category's, a desktop application menus list).
+    public init(
+        policy: EffectivePolicy, index: ApplicationIndex, minter: TokenMinter,
+        services: [ApplicationIdentity: Set<CategoryName>] = [:]
+    ) {
         self.policy = policy
         self.index = index
         self.minter = minter
         var categoryTokens: [ApplicationIdentity: Set<ActivityCategoryToken>] = [:]
         if !policy.applicationCategoryShields.isEmpty {
             for identity in index.listedIdentities {
-                let categories = index.application(identity)?.categories ?? []
+                let categories = (index.application(identity)?.categories ?? []).union(services[identity] ?? [])
                 categoryTokens[identity] = Set(categories.map(minter.token(for:)))
             }
         }

@@ -108,7 +108,11 @@ public struct ApplicationIndex: Sendable {
             if applications[identity] == nil {
                 applications[identity] = Application(
                     identity: identity, name: entry.name,
-                    categories: Set(entry.categories.compactMap { try? CategoryName($0) }),
+                    // A service's category comes from the catalogue alone (ServiceDefinition).
+                    categories: Set(
+                        entry.categories.compactMap { try? CategoryName($0) }.filter {
+                            !$0.name.hasPrefix(ServiceDefinition.categoryPrefix)
+                        }),
                     isListed: entry.isListedApplication, icon: entry.icon)
             }
             for program in programs {

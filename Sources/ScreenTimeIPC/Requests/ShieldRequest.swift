@@ -18,14 +18,17 @@ public struct ShieldRequest: ControlRequest, Hashable {
     /// Programs to shield, and to block, opened by the caller and passed with the request.
     public var applicationFiles: [FileArgument]?
     public var blockedApplicationFiles: [FileArgument]?
+    /// Services of the catalogue (`youtube`), each shielding its domains and its apps.
+    public var services: [String]?
     public var remove: Bool
 
     public init(
         target: StoreTarget, applications: [String] = [], applicationCategories: [String] = [],
         webDomains: [String] = [], webCategories: [String] = [], selection: FamilyActivitySelection? = nil,
         blockedApplications: [String] = [], applicationFiles: [FileArgument] = [],
-        blockedApplicationFiles: [FileArgument] = [], remove: Bool = false
+        blockedApplicationFiles: [FileArgument] = [], services: [String] = [], remove: Bool = false
     ) {
+        self.services = services.isEmpty ? nil : services
         self.applicationFiles = applicationFiles.isEmpty ? nil : applicationFiles
         self.blockedApplicationFiles = blockedApplicationFiles.isEmpty ? nil : blockedApplicationFiles
         self.blockedApplications = blockedApplications.isEmpty ? nil : blockedApplications
@@ -41,6 +44,6 @@ public struct ShieldRequest: ControlRequest, Hashable {
     public var isEmpty: Bool {
         applications.isEmpty && applicationCategories.isEmpty && webDomains.isEmpty && webCategories.isEmpty
             && (selection?.isEmpty ?? true) && (blockedApplications ?? []).isEmpty
-            && (applicationFiles ?? []).isEmpty && (blockedApplicationFiles ?? []).isEmpty
+            && (applicationFiles ?? []).isEmpty && (blockedApplicationFiles ?? []).isEmpty && (services ?? []).isEmpty
     }
 }

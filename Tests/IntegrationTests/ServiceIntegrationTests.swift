@@ -1,0 +1,82 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeTestThreads
+import Testing
+
+/// A service of the catalogue shielded for a real child: its domain refused at the name, its app
+/// held at exec, both lifted together; the catalogue listed, and an unknown service or a bad file
+/// said clearly.
+@Suite(
+    .threadsOfTheirOwn,
+    .enabled(if: isRoot, "needs root: network namespaces, iptables, NFQUEUE, dnsmasq, users, freezing")
+)
+struct ServiceIntegrationTests {
+    /// The status dig gives for a name asked by the child (NOERROR, NXDOMAIN…).
+    func lookup(_ world: AgentWorld, _ name: String) throws -> String {
+        let result = try world.inNetwork(as: world.child, "/usr/bin/dig", ["+tries=1", "+time=3", "@127.0.0.1", name])
+        let line = result.stdout.split(separator: "\n").first { $0.contains("status:") } ?? ""
+        return line.split(separator: ",").first { $0.contains("status:") }?.split(separator: " ").last.map(String.init)
+            ?? "no answer: \(result.stdout)\(result.stderr)"
+    }
+
+    func guardian(_ world: AgentWorld, _ arguments: String...) throws -> CommandResult {
+        try world.cli(as: world.guardian, arguments: arguments)
+    }
+
+    @Test func aShieldedServiceHoldsItsDomainAndItsAppAndIsLiftedAsOne() throws {
+        // In a network namespace of its own the agent has no cgroup freezer: it holds by SIGSTOP.
+        let world = try AgentWorld(network: true, freezer: "signal")
+        defer { world.tearDown() }
+        #expect(try guardian(world, "authorize", "--child", world.child).status == 0)
+
+        let listed = try guardian(world, "services", "--verbose")
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("countertube  Counter Tube (video, 1 domains, 1 apps)"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("domains: other.test") && listed.stdout.contains("apps: org.example.Counter"))
+
+        let unknown = try guardian(world, "shield", "--user", world.child, "--service", "countertub")
+        #expect(unknown.status != 0)
+        #expect(
+            unknown.stderr.contains("there is no service 'countertub'; did you mean countertube?"), "\(unknown.stderr)")
+        #expect(try lookup(world, "other.test") == "NOERROR")
+
+        let shield = try guardian(world, "shield", "--user", world.child, "--service", "Counter Tube")
+        #expect(shield.status == 0, "\(shield.stderr)")
+        #expect(shield.stdout.contains("Counter Tube (service.countertube)"), "\(shield.stdout)")
+        for name in ["other.test", "www.other.test"] { #expect(try lookup(world, name) == "NXDOMAIN", "\(name)") }
+        #expect(try lookup(world, "allowed.test") == "NOERROR")
+
+        let file = try world.childDirectory() + "/count"
+        let pid = try world.launch(as: world.child, world.counter, [file])
+        #expect(eventually(10) { world.isHeld(pid, running: world.counter) }, "the service's app ran")
+
+        // The child sees a token, not the service's name.
+        let own = try world.cli(as: world.child, "status")
+        #expect(!own.stdout.contains("Counter Tube") && !own.stdout.contains("countertube"), "\(own.stdout)")
+        let childList = try world.cli(as: world.child, "services", "--json")
+        #expect(childList.status == 0 && !childList.stdout.contains("\"token\""), "\(childList.stdout)")
+
+        let lifted = try guardian(world, "unshield", "--user", world.child, "--service", "countertube")
+        #expect(lifted.status == 0, "\(lifted.stderr)")
+        #expect(eventually(10) { world.isRunningOn(pid, counting: file) }, "the app stayed held")
+        #expect(try lookup(world, "other.test") == "NOERROR")
+    }
+
+    @Test func aBadServiceFileIsSaidAndTheRestOfTheCatalogueStillWorks() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try "name = Broken\ncolour = red\n".write(
+            toFile: world.directory + "/services/broken.service", atomically: true, encoding: .utf8)
+        let listed = try guardian(world, "services")
+        #expect(listed.status == 0)
+        #expect(listed.stdout.contains("countertube") && !listed.stdout.contains("Broken"))
+        #expect(
+            listed.stderr.contains(
+                "a service file was not read: broken.service, line 2: unknown key 'colour' (the keys are name, category, domains, apps)"
+            ), "\(listed.stderr)")
+        #expect(try guardian(world, "authorize", "--child", world.child).status == 0)
+        let broken = try guardian(world, "shield", "--user", world.child, "--service", "broken")
+        #expect(broken.status != 0 && broken.stderr.contains("there is no service 'broken'"), "\(broken.stderr)")
+        #expect(try world.status(of: world.child).stores.isEmpty, "a refused shield changed a store")
+    }
+}
