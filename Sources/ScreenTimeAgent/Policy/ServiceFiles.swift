@@ -4,9 +4,9 @@ import ScreenTimeCore
 import ScreenTimeIPC
 
 /// The service catalogue as its directory holds it now: the package's files and a guardian's own
-/// (`ID.service`, root's). Read whole each time the policy is made (a few dozen small files), so an
-/// edit takes effect with the next change of the rules (the domains also with `kill -HUP`). A file that does not parse, or cannot be
-/// read, is left out and said in `problems`.
+/// (`ID.service`, root's). Read whole each time the policy is made (a few dozen small files), so
+/// an edit takes effect with the next change of the rules (the domains also with `kill -HUP`). A
+/// file that does not parse, or cannot be read, is left out and said in `problems`.
 enum ServiceFiles {
     static let maximumFiles = 2000
     static let maximumFileSize = 1 << 20
