@@ -22,6 +22,7 @@ extension Dashboard {
                 if let category = Self.field(form, "category") { shield.applicationCategories = [category] }
                 if let domain = Self.field(form, "domain") { shield.webDomains = [domain] }
                 if let category = Self.field(form, "web-category") { shield.webCategories = [category] }
+                if let service = Self.field(form, "service") { shield.services = [service] }
                 // An app shielded already is named by its token (it may be a program known by its
                 // contents, or no longer installed).
                 if let text = Self.field(form, "app-token") {
@@ -31,7 +32,8 @@ extension Dashboard {
                     shield.selection = FamilyActivitySelection(applicationTokens: [token])
                 }
                 guard !shield.isEmpty else {
-                    throw HTTPError(.badRequest, message: "Choose an app, a category or a web domain to shield.")
+                    throw HTTPError(
+                        .badRequest, message: "Choose an app, a category, a service or a web domain to shield.")
                 }
                 _ = try await agent.send(shield, session: token)
             }
@@ -141,8 +143,10 @@ extension Dashboard {
         let monitors = try await agent.send(MonitorListRequest(user: name), session: token)
         let apps = (try? await agent.send(ApplicationsRequest(user: name), session: token).applications) ?? []
         let categories = (try? await agent.send(CategoriesRequest(user: name), session: token).categories) ?? []
+        let services = (try? await agent.send(ServicesRequest(), session: token).services) ?? []
         return Pages.html(
             Pages.rules(
-                name: name, status: status, monitors: monitors, apps: apps, categories: categories, csrf: csrf(token)))
+                name: name, status: status, monitors: monitors, apps: apps, categories: categories,
+                services: services, csrf: csrf(token)))
     }
 }

@@ -11,14 +11,14 @@ extension Pages {
 
     static func rules(
         name: String, status: StatusReply, monitors: MonitorListReply, apps: [ApplicationReport],
-        categories: [CategoryReport], csrf: String
+        categories: [CategoryReport], services: [ServiceReport] = [], csrf: String
     ) -> String {
         let action = "/child/\(path(name))"
         var body = "<p><a href=\"\(action)\">← \(HTML.escape(name))'s day</a></p>\n"
         body += "<h1>\(HTML.escape(name))'s rules</h1>\n"
         let appCategories = categories.filter { $0.kind == "app" }
         body += shieldSection(
-            action: action, status: status, apps: apps, categories: appCategories, csrf: csrf)
+            action: action, status: status, apps: apps, categories: appCategories, services: services, csrf: csrf)
         body += limitSection(action: action, status: status, apps: apps, categories: appCategories, csrf: csrf)
         body += downtimeSection(action: action, monitors: monitors, csrf: csrf)
         body += refusedSection(status: status)
@@ -28,20 +28,29 @@ extension Pages {
     /// What a token stands for as the page shows it, and as a form names it to the agent.
     private static func item(_ token: String, _ names: [String: TokenName]) -> (shown: String, identity: String?) {
         guard let name = names[token] else { return ("an item (\(token.prefix(8)))", nil) }
-        // An app by its name (its desktop entry's), anything else by what it is.
-        return (name.kind == .app ? name.displayName : name.identity, name.identity)
+        // An app or a service by its name, anything else by what it is.
+        return (name.kind == .app || name.kind == .service ? name.displayName : name.identity, name.identity)
     }
 
     private static func shieldSection(
-        action: String, status: StatusReply, apps: [ApplicationReport], categories: [CategoryReport], csrf: String
+        action: String, status: StatusReply, apps: [ApplicationReport], categories: [CategoryReport],
+        services: [ServiceReport], csrf: String
     ) -> String {
         var html = "<section class=\"card\"><h2>Shielded</h2>\n"
         let mine = status.stores.first { "\($0.client)/\($0.name)" == guardianStore }?.settings.shield
         var rows: [(kind: String, field: String, token: String)] = []
         rows += (mine?.applications ?? []).map { ("app", "app-token", $0.base64) }
+        // A service is in both category shields: one row, removed from both.
+        let isService = { (token: String) in status.names[token]?.kind == .service }
+        let serviceTokens = Set(
+            ((mine?.applicationCategories?.categories ?? []).union(mine?.webDomainCategories?.categories ?? []))
+                .map(\.base64).filter(isService))
+        rows += serviceTokens.sorted().map { ("service", "service", $0) }
         rows += (mine?.applicationCategories?.categories ?? []).map { ("app category", "category", $0.base64) }
+            .filter { !isService($0.2) }
         rows += (mine?.webDomains ?? []).map { ("web domain", "domain", $0.base64) }
         rows += (mine?.webDomainCategories?.categories ?? []).map { ("web category", "web-category", $0.base64) }
+            .filter { !isService($0.2) }
         if rows.isEmpty {
             html += "<p class=\"note\">Nothing you shielded yourself.</p>\n"
         } else {
@@ -49,7 +58,14 @@ extension Pages {
             for row in rows {
                 let (shown, identity) = item(row.token, status.names)
                 html += "<li><span>\(HTML.escape(shown)) <span class=\"note\">\(row.kind)</span></span>"
-                if let value = row.field == "app-token" ? row.token : identity {
+                let value =
+                    switch row.field {
+                    case "app-token": row.token
+                    // A service is named to the agent by its ID (`service.youtube` is its category).
+                    case "service": identity.map { String($0.dropFirst(ServiceDefinition.categoryPrefix.count)) }
+                    default: identity
+                    }
+                if let value {
                     html += "<form method=\"post\" action=\"\(action)/shield\">\(hidden(csrf))"
                     html += "<input type=\"hidden\" name=\"action\" value=\"remove\">"
                     html += "<input type=\"hidden\" name=\"\(row.field)\" value=\"\(HTML.escape(value))\">"
@@ -67,6 +83,14 @@ extension Pages {
         html += "<form method=\"post\" action=\"\(action)/shield\" class=\"stack\">\(hidden(csrf))\n"
         html += appSelect(apps, label: "An app", id: "shield-app")
         html += categorySelect(categories, label: "Or an app category", id: "shield-category")
+        if !services.isEmpty {
+            html += "<label for=\"shield-service\">Or a service (its sites and apps)</label>"
+            html += "<select id=\"shield-service\" name=\"service\"><option value=\"\">—</option>"
+            for service in services.sorted(by: { $0.name.lowercased() < $1.name.lowercased() }) {
+                html += "<option value=\"\(HTML.escape(service.id))\">\(HTML.escape(service.name))</option>"
+            }
+            html += "</select>\n"
+        }
         html += "<label for=\"shield-domain\">Or a web domain</label>"
         html += "<input id=\"shield-domain\" name=\"domain\" placeholder=\"example.com\" autocapitalize=\"none\">\n"
         html += "<button type=\"submit\">Shield</button></form>\n"

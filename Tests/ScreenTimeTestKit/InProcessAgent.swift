@@ -34,8 +34,14 @@ public final class InProcessAgent: Sendable {
         configuration.subordinateUIDs = directory.path + "/subuid"
         configuration.subordinateGIDs = directory.path + "/subgid"
         configuration.categoriesDirectory = directory.path + "/categories"
+        configuration.servicesDirectory = directory.path + "/services"
         configuration.socket = directory.path + "/agent.sock"
         try subordinateUIDs.write(toFile: configuration.subordinateUIDs, atomically: true, encoding: .utf8)
+        // One service of the catalogue: a test's own domain and its fixture game.
+        try FileManager.default.createDirectory(
+            atPath: configuration.servicesDirectory, withIntermediateDirectories: true)
+        try "name = Blocks Online\ncategory = games\ndomains = blocks.example.com\napps = org.example.Blocks\n".write(
+            toFile: configuration.servicesDirectory + "/blocks.service", atomically: true, encoding: .utf8)
         self.configuration = configuration
         self.accounts = accounts
         let clock = ManualClock()

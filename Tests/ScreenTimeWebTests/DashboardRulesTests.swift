@@ -41,6 +41,33 @@ import Testing
         }
     }
 
+    /// A service is one choice on the page, in force in both category shields, shown as one row
+    /// by its name, and removed as one.
+    @Test func aServiceShieldedFromThePageIsOneItem() async throws {
+        let server = try await DashboardServer(agent: agent)
+        let csrf = try await signedIn(server)
+        let before = try await server.request("GET", "/child/kid/rules")
+        #expect(before.body.contains("<option value=\"blocks\">Blocks Online</option>"), "\(before.body)")
+        let shielded = try await server.request("POST", "/child/kid/shield", form: ["csrf": csrf, "service": "blocks"])
+        #expect(shielded.status == 303, "\(shielded.body)")
+        let store = try #require(try guardianStore)
+        #expect(store.shield.applicationCategories?.categories.count == 1)
+        #expect(store.shield.webDomainCategories?.categories == store.shield.applicationCategories?.categories)
+        let page = try await server.request("GET", "/child/kid/rules")
+        #expect(page.body.contains("Blocks Online <span class=\"note\">service</span>"), "\(page.body)")
+        #expect(!page.body.contains("service.blocks"), "the service is shown by its name, once")
+        #expect(page.body.contains("name=\"service\" value=\"blocks\""))
+        let unknown = try await server.request("POST", "/child/kid/shield", form: ["csrf": csrf, "service": "nope"])
+        #expect(
+            (400..<500).contains(unknown.status) && unknown.body.contains("there is no service"),
+            "\(unknown.status) \(unknown.body)")
+        let removed = try await server.request(
+            "POST", "/child/kid/shield", form: ["csrf": csrf, "action": "remove", "service": "blocks"])
+        #expect(removed.status == 303, "\(removed.body)")
+        #expect(try guardianStore?.shield.applicationCategories?.categories.isEmpty ?? true)
+        #expect(try guardianStore?.shield.webDomainCategories?.categories.isEmpty ?? true)
+    }
+
     @Test func aDomainAndACategoryShieldedFromThePageAreInForceAndRemovedAgain() async throws {
         let server = try await DashboardServer(agent: agent)
         let csrf = try await signedIn(server)
