@@ -80,6 +80,8 @@ public final class ClientLimits: Sendable {
         let limits: ClientLimits
         /// The device counted for this connection, once it was let in.
         var client: String?
+        /// The connection's two ends, as it opened (what `Devices` keeps its device by).
+        var ends: (remote: SocketAddress?, local: SocketAddress?)?
         var deadline: Scheduled<Void>?
 
         init(limits: ClientLimits) { self.limits = limits }
@@ -96,13 +98,15 @@ public final class ClientLimits: Sendable {
         private func admit(_ context: ChannelHandlerContext) {
             guard client == nil else { return }
             let channel = context.channel
-            let device = Devices.opened(remote: channel.remoteAddress, local: channel.localAddress)
+            let (remote, local) = (channel.remoteAddress, channel.localAddress)
+            let device = Devices.opened(remote: remote, local: local)
             guard limits.opened(device) else {
-                Devices.closed(remote: channel.remoteAddress)
+                Devices.closed(remote: remote, local: local)
                 context.close(promise: nil)
                 return
             }
             client = device
+            ends = (remote, local)
             arm(context, limits.headDeadline)
         }
 
@@ -110,9 +114,10 @@ public final class ClientLimits: Sendable {
             deadline?.cancel()
             if let client {
                 limits.closed(client)
-                Devices.closed(remote: context.channel.remoteAddress)
+                Devices.closed(remote: ends?.remote, local: ends?.local)
             }
             client = nil
+            ends = nil
             context.fireChannelInactive()
         }
 

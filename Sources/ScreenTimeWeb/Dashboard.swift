@@ -160,6 +160,11 @@ public struct Dashboard: Sendable {
         do {
             return try await body(token)
         } catch let error as ScreenTimeIPCError {
+            // The agent says notAuthorized both of a dead session and of a page's user who is not
+            // a child here (`/child/root`): only the first ends the session in the browser.
+            if error.code == .notAuthorized, (try? await agent.send(PingRequest(), session: token)) != nil {
+                return Pages.error(.notFound, error.message)
+            }
             var response = Pages.error(Self.status(of: error), error.message)
             if error.code == .notAuthorized { response.setCookie(endedCookie) }
             return response
@@ -202,11 +207,24 @@ public struct Dashboard: Sendable {
         } catch {
             throw HTTPError(.contentTooLarge, message: "A form is at most \(context.maxUploadSize / 1024) KiB.")
         }
+        return try Self.fields(Array(buffer.readableBytesView))
+    }
+
+    /// A form body's fields, split on its bytes as browsers write it (`&` between fields, `=`
+    /// after a name, everything else percent-encoded). Refused, as not well encoded: a byte that
+    /// is not printable ASCII (browsers encode them), an escape that is not two hex digits, text
+    /// that is not UTF-8, and a control character once decoded (`%00`, `%0A`).
+    static func fields(_ body: [UInt8]) throws(HTTPError) -> [String: String] {
+        let refused = HTTPError(.badRequest, message: "The form's text is not well encoded.")
+        guard body.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { throw refused }
         var fields: [String: String] = [:]
-        for pair in String(buffer: buffer).split(separator: "&") where !pair.isEmpty {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard let key = Self.decoded(parts[0]), let value = Self.decoded(parts.count > 1 ? parts[1] : "")
-            else { throw HTTPError(.badRequest, message: "The form's text is not well encoded.") }
+        for pair in body.split(separator: UInt8(ascii: "&")) where !pair.isEmpty {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            let text = { (bytes: ArraySlice<UInt8>) in Substring(String(decoding: bytes, as: UTF8.self)) }
+            guard let key = Self.decoded(text(parts[0])),
+                let value = Self.decoded(parts.count > 1 ? text(parts[1]) : ""),
+                !(key + value).unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else { throw refused }
             fields[key] = value
         }
         return fields

@@ -13,29 +13,35 @@ import Synchronization
 /// child's programs are different devices, whatever address they use.
 public enum Devices {
     /// The device of a connection, computed at its start and kept until its end (a request's
-    /// context reads it from here).
+    /// context reads it from here), by both ends of the connection: its remote end alone is not
+    /// one connection when the dashboard listens on more than one address (a child's connection
+    /// from `[::1]:P` to `[fd00::2]:8443` and the guardian's from `[::1]:P` to `[::1]:8443` both
+    /// exist at once, and the child can make that happen on purpose).
     private static let known = Mutex<[String: String]>([:])
+
+    /// The key of a connection: both its ends, as TCP tells connections apart.
+    static func key(remote: SocketAddress?, local: SocketAddress?) -> String? {
+        guard let remoteAddress = remote?.ipAddress, let remotePort = remote?.port,
+            let localAddress = local?.ipAddress, let localPort = local?.port
+        else { return nil }
+        return "\(remoteAddress)|\(remotePort)|\(localAddress)|\(localPort)"
+    }
 
     /// The device of the connection from `remote` to `local`.
     public static func device(remote: SocketAddress?, local: SocketAddress?) -> String {
-        guard let remote, let address = remote.ipAddress else { return "unknown" }
-        if let port = remote.port, let device = known.withLock({ $0["\(address)|\(port)"] }) { return device }
+        if let key = key(remote: remote, local: local), let device = known.withLock({ $0[key] }) { return device }
         return identify(remote: remote, local: local)
     }
 
     /// Works out and keeps the device of a connection that has just opened.
     static func opened(remote: SocketAddress?, local: SocketAddress?) -> String {
         let device = identify(remote: remote, local: local)
-        if let address = remote?.ipAddress, let port = remote?.port {
-            known.withLock { $0["\(address)|\(port)"] = device }
-        }
+        if let key = key(remote: remote, local: local) { known.withLock { $0[key] = device } }
         return device
     }
 
-    static func closed(remote: SocketAddress?) {
-        if let address = remote?.ipAddress, let port = remote?.port {
-            _ = known.withLock { $0.removeValue(forKey: "\(address)|\(port)") }
-        }
+    static func closed(remote: SocketAddress?, local: SocketAddress?) {
+        if let key = key(remote: remote, local: local) { _ = known.withLock { $0.removeValue(forKey: key) } }
     }
 
     static func identify(remote: SocketAddress?, local: SocketAddress?) -> String {

@@ -60,6 +60,9 @@ enum LocalTime {
     }
 
     private static func parts(_ date: Date) -> tm {
+        // glibc reads the zone once unless asked again: tzset() follows a change of /etc/localtime
+        // (a stat when nothing changed), so days and hours agree with `zoneIdentifier()`.
+        tzset()
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var fields = tm()
         localtime_r(&seconds, &fields)

@@ -221,13 +221,17 @@ enum Pages {
         return html + "</ul>\n"
     }
 
-    /// A user name in a path (user names are letters, digits, `._-`; anything else is escaped).
+    /// A user name in a path: letters, digits and `._-$~!@` as they are (a Linux user name is made of
+    /// these), anything else escaped.
     static func path(_ name: String) -> String {
         var text = ""
         for byte in name.utf8 {
             switch byte {
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"),
+                // Allowed in a path as they are (RFC 3986's sub-delims): the router does not decode
+                // a name, so a user name's `$` must reach it as it is.
+                UInt8(ascii: "$"), UInt8(ascii: "~"), UInt8(ascii: "!"), UInt8(ascii: "@"):
                 text.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 text += "%" + hex(byte, width: 2)

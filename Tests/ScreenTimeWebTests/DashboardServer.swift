@@ -42,8 +42,11 @@ final class DashboardServer: Sendable {
     private let task: Task<Void, any Error>
     let jar: String
 
-    /// - Parameter limits: what one device may hold, as `screentime-web` sets it (nil: none).
-    init(agent: InProcessAgent, limits: ClientLimits? = nil) async throws {
+    /// - Parameters:
+    ///   - limits: what one device may hold, as `screentime-web` sets it (nil: none).
+    ///   - host: the address it listens on (`0.0.0.0`: every one, as the installed one listens on
+    ///     several).
+    init(agent: InProcessAgent, limits: ClientLimits? = nil, host: String = "127.0.0.1") async throws {
         self.agent = agent
         let dashboard = Dashboard(
             agent: RouterConnection(agent: agent, uid: agent.accounts.uid("screentime-web")), secureCookies: false)
@@ -52,7 +55,7 @@ final class DashboardServer: Sendable {
             router: dashboard.router(),
             server: .http1(
                 configuration: .init(additionalChannelHandlers: limits.map { [$0.handler()] } ?? [])),
-            configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            configuration: .init(address: .hostname(host, port: 0)),
             onServerRunning: { channel in
                 bound.continuation.yield(channel.localAddress?.port ?? 0)
                 bound.continuation.finish()

@@ -176,6 +176,11 @@ import Testing
         #expect(mangled.status == 400 && mangled.body.contains("not well encoded"), "\(mangled.body)")
         #expect(try await server.request("POST", "/asks/x/grant", form: [:]).status == 404)
         #expect(try await server.request("GET", "/child/nobody-here").status == 404)
+        // A page of someone who is not a child here (the guardian herself) is not found, and the
+        // session goes on: it does not sign the guardian out (third attack, finding 2).
+        let notAChild = try await server.request("GET", "/child/mum")
+        #expect(notAChild.status == 404 && notAChild.cookies.isEmpty, "\(notAChild.status) \(notAChild.cookies)")
+        #expect(try await server.request("GET", "/").status == 200)
         #expect(try send(StatusRequest(user: "kid"), as: mum).loginLock == nil)
         await server.stop()
     }

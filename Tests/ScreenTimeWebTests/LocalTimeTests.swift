@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Hummingbird
 import Testing
 
 @testable import ScreenTimeWeb
@@ -48,6 +49,31 @@ import Testing
     ])
     func formFieldsAreDecoded(_ text: String, _ expected: String) {
         #expect(Dashboard.decoded(Substring(text)) == expected)
+    }
+
+    /// A body is split on its bytes, as browsers write it; what browsers never send is refused
+    /// (third attack on the dashboard, findings 5 to 7).
+    @Test func formBodiesAreSplitOnBytesAndControlCharactersRefused() throws {
+        #expect(
+            try Dashboard.fields(Array("user=pat&password=a+b%26c&x=%C3%A9".utf8)) == [
+                "user": "pat", "password": "a b&c", "x": "é",
+            ])
+        // "&" then a combining mark (sent raw): refused, not one field taking the next.
+        for body in [
+            "user=pat%00x", "user=pat%0A", "csrf=ok&x=\u{FF}", "a=1&\u{301}b=2", "user=pat\tx", "user=pat%7F",
+        ] {
+            #expect(throws: HTTPError.self, "\(body)") { try Dashboard.fields(Array(body.utf8)) }
+        }
+        #expect(throws: HTTPError.self) { try Dashboard.fields([0x61, 0x3D, 0xFF]) }
+    }
+
+    /// A user name in a link reaches the router as the name (it does not decode paths).
+    @Test func namesInLinksAreKeptAsTheyAre() {
+        #expect(Pages.path("kid") == "kid")
+        #expect(Pages.path("host$") == "host$")
+        #expect(Pages.path("a.b_c-d") == "a.b_c-d")
+        #expect(Pages.path("a/b c") == "a%2Fb%20c")
+        #expect(Pages.path("é") == "%C3%A9")
     }
 
     @Test(arguments: ["%", "%4", "%zz", "a%g1", "%FF", "%C3"])
