@@ -207,6 +207,9 @@ struct SettingsText {
         if let filter = settings.webContent.blockedByFilter {
             lines.append("webContent.blockedByFilter: \(filterDescription(filter))")
         }
+        if let level = settings.webContent.safeSearch {
+            lines.append("webContent.safeSearch: \(level.rawValue) (Google, Bing, DuckDuckGo safe; YouTube restricted)")
+        }
         return lines.map { indent + $0 + "\n" }.joined()
     }
 

@@ -157,13 +157,15 @@ struct BlockChange: ParsableArguments {
 struct FilterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "filter",
-        abstract: "Set a store's web-content filter (webContent.blockedByFilter).",
+        abstract: "Set a store's web-content filter (webContent.blockedByFilter) and safe search.",
         discussion: """
             auto      block the shipped adult list and the --block domains, except the --allow domains
             specific  block the --block domains only
             all       block every domain except the --allow domains
             none      remove the filter
             A domain covers everything under it.
+            --safe-search on forces the safe versions of Google, Bing, DuckDuckGo and YouTube (its \
+            Restricted Mode, moderate; strict: strict), at the name: 'filter --safe-search on --user alice'.
             """)
 
     enum Policy: String, ExpressibleByArgument, CaseIterable { case auto, specific, all, none }
@@ -171,18 +173,30 @@ struct FilterCommand: ParsableCommand {
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @OptionGroup var target: StoreOptions
-    @Argument(help: "auto, specific, all or none.") var policy: Policy
+    @Argument(help: "auto, specific, all or none (leave it out to set --safe-search alone).") var policy: Policy?
+    @Option(
+        name: .customLong("safe-search"),
+        help: "on, strict or off: the safe versions of search engines and YouTube (strict: YouTube's strict mode).")
+    var safeSearch: SafeSearch?
+
+    enum SafeSearch: String, ExpressibleByArgument, CaseIterable { case on, strict, off }
     @Option(name: .customLong("block"), help: "A domain to block (auto, specific); repeat for more.")
     var blocked: [String] = []
     @Option(name: .customLong("allow"), help: "A domain never blocked (auto, all); repeat for more.")
     var allowed: [String] = []
 
     func validate() throws {
+        guard policy != nil || safeSearch != nil else {
+            throw ValidationError("give a filter (auto, specific, all, none), --safe-search on|strict|off, or both")
+        }
+        guard policy != nil || (blocked.isEmpty && allowed.isEmpty) else {
+            throw ValidationError("--block and --allow go with a filter (auto, specific, all)")
+        }
         switch policy {
         case .specific where blocked.isEmpty: throw ValidationError("'filter specific' needs at least one --block")
         case .specific where !allowed.isEmpty: throw ValidationError("'filter specific' takes no --allow")
         case .all where !blocked.isEmpty: throw ValidationError("'filter all' blocks everything; it takes no --block")
-        case .none where !blocked.isEmpty || !allowed.isEmpty:
+        case .some(.none) where !blocked.isEmpty || !allowed.isEmpty:
             throw ValidationError("'filter none' takes no --block or --allow")
         default: break
         }
@@ -200,14 +214,19 @@ struct FilterCommand: ParsableCommand {
             }
             return result
         }
-        let filter: FilterPolicy =
+        let filter: FilterPolicy? =
             switch policy {
             case .auto: .auto(try domains(blocked), except: try domains(allowed))
             case .specific: .specific(try domains(blocked))
             case .all: .all(except: try domains(allowed))
-            case .none: .none
+            case .some(.none): FilterPolicy.none
+            case nil: nil
             }
-        let reply = try perform(connection, FilterRequest(target: target.request, policy: filter))
+        let reply = try perform(
+            connection,
+            FilterRequest(
+                target: target.request, policy: filter,
+                safeSearch: safeSearch.flatMap { FilterRequest.SafeSearchChoice(rawValue: $0.rawValue) }))
         if output.json { return try printJSON(reply) }
         print(StoreText(reply).render(), terminator: "")
     }

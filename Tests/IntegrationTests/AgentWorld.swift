@@ -226,6 +226,9 @@ final class AgentWorld {
         "allowed.test": "10.1.1.1", "blocked.test": "10.2.2.2", "example-games.test": "10.3.3.3",
         "adult-site.test": "10.4.4.4", "use-application-dns.net": "10.5.5.5", "other.test": "10.6.6.6",
         "dns.doh-server.test": "10.7.7.7",
+        // Safe search: the search engine and video site, and their safe hosts (unroutable here).
+        "www.google.com": "10.9.9.9", "forcesafesearch.google.com": "10.8.8.8", "www.youtube.com": "10.11.11.11",
+        "restrictmoderate.youtube.com": "10.12.12.12",
     ]
 
     /// dnsmasq on 127.0.0.1 and ::1 in the namespace: no upstream, no hosts file, only the test
@@ -270,7 +273,9 @@ final class AgentWorld {
 
     /// The addresses the web servers answer on, in the namespace: the test names' addresses
     /// (dnsmasq's answers) put on its loopback, so that a connection to them is a real one.
-    static let webAddresses = ["10.1.1.1", "10.2.2.2", "10.2.2.3", "10.6.6.6", "fd00::1", "fd00::2"]
+    static let webAddresses = [
+        "10.1.1.1", "10.2.2.2", "10.2.2.3", "10.6.6.6", "10.8.8.8", "10.9.9.9", "fd00::1", "fd00::2",
+    ]
 
     /// Starts the web servers of `Fixtures/web-server.py` in the namespace (HTTPS on 443, HTTP on
     /// 80, a nameless service on 2222, UDP echo on 4433), with a fresh self-signed certificate,

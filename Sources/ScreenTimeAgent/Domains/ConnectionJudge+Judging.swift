@@ -108,7 +108,7 @@ extension ConnectionJudge {
             }
             return standing == .pending ? .accept : .pending
         }
-        let decision: Decision
+        var decision: Decision
         switch reading {
         case .incomplete:
             return .pending
@@ -126,6 +126,21 @@ extension ConnectionJudge {
                         Refusal(
                             kind: "name", reason: "\(kind.rawValue) names a shielded host", name: $0.0, verdict: $0.1))
                 } ?? .watch
+            // Safe search at the connection: a search engine or YouTube reached without the
+            // agent's alias (an address cached from before, typed in, or from another resolver)
+            // goes to its safe host's address or nowhere.
+            if decision == .watch,
+                let (name, target) = names.lazy.compactMap({ name in
+                    filter.safeSearchTarget(for: name).map { (name, $0) }
+                }).first,
+                !(safeHosts?.addresses(of: target) ?? []).contains(where: { $0.elementsEqual(packet.destination) })
+            {
+                decision = .refuse(
+                    Refusal(
+                        kind: "safe search",
+                        reason: "\(kind.rawValue) names \(name), whose safe version \(target) is not at this address",
+                        name: name))
+            }
             if decision == .watch { passedNames(names, owner) }
         }
         guard decision == .watch else {

@@ -115,8 +115,18 @@ final class ConnectionJudge: Sendable {
     /// Told the names of each connection passed by name (usage: a web domain in use).
     let passedNames: @Sendable ([DNSName], UInt32) -> Void
 
-    /// - Parameter passedNames: told the names of each connection passed by name, and its owner.
-    init(passedNames: @escaping @Sendable ([DNSName], UInt32) -> Void = { _, _ in }) {
+    /// The safe hosts' addresses: a connection naming a search engine or YouTube, for a child with
+    /// safe search, must go to one of its safe host's.
+    let safeHosts: SafeSearchAddresses?
+
+    /// - Parameters:
+    ///   - safeHosts: the safe hosts' addresses (nil: safe search is held at the name alone).
+    ///   - passedNames: told the names of each connection passed by name, and its owner.
+    init(
+        safeHosts: SafeSearchAddresses? = nil,
+        passedNames: @escaping @Sendable ([DNSName], UInt32) -> Void = { _, _ in }
+    ) {
+        self.safeHosts = safeHosts
         self.passedNames = passedNames
     }
     private let epoch = ContinuousClock.now

@@ -99,6 +99,18 @@ extension DomainShield {
                     shadows.lookUp(
                         question.name, owner: uid, resolver: Array(parsed.destination), port: parsed.destinationPort)
                 }
+            } else if let question = message.questions.first,
+                let target = filter.safeSearchTarget(for: question.name)
+            {
+                // Search and YouTube answered by their safe versions. Addresses not learned yet:
+                // dropped, and the child's resolver asks again in a moment.
+                let wanted = question.type == DNSMessage.typeA || question.type == DNSMessage.typeAAAA
+                let addresses = safeSearch.addresses(of: target)
+                if wanted, addresses == nil { return .drop }
+                answers.append(
+                    DNSMessage.alias(
+                        answering: message, to: target, addresses: addresses ?? [], ttl: SafeSearchAddresses.answerTTL
+                    ).serialized())
             }
         }
         // Its reply comes back queued (its connection is marked), to be judged as this user's:

@@ -132,6 +132,8 @@ extension DomainShield {
         let filter = DomainFilter(
             policy: policy, names: names, categoryLists: lists.categories, adultList: lists.adult,
             bypassList: lists.bypassNames)
+        // The safe hosts' addresses, learned before the child's first lookup needs them.
+        if let level = filter.safeSearch { safeSearch.prefetch(level) }
         if !filter.unnamedDomains.isEmpty || !filter.categoriesWithoutList.isEmpty {
             logger.warning(
                 "some web shields cannot be enforced",

@@ -30,6 +30,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     let connections: ConnectionJudge
     let resolvers = SystemResolvers()
     let shadows: ShadowLookups
+    let safeSearch: SafeSearchAddresses
     private let flushSignal: AsyncStream<Void>
     /// Told, on the queue's thread, of each address question a filtered user asks and each name
     /// their programs use — looked up, or named by a connection's opening (its registrable domain
@@ -105,7 +106,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     ) {
         self.web = web
         self.shieldEvents = shieldEvents
-        connections = ConnectionJudge { [web] names, owner in
+        let safeHosts = SafeSearchAddresses(resolvers: resolvers)
+        safeSearch = safeHosts
+        connections = ConnectionJudge(safeHosts: safeHosts) { [web] names, owner in
             guard let web else { return }
             let domains = names.compactMap { $0.lowercased.domainName }.map { suffixes.registrableDomain(of: $0) ?? $0 }
             for domain in Set(domains) { web.webUsed(domain.rawValue, uid: owner) }

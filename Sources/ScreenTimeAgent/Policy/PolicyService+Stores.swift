@@ -119,11 +119,17 @@ extension PolicyService {
     func filter(_ request: FilterRequest, caller: Caller) throws -> StoreReply {
         let account = try storeOwner(request.target, caller: caller)
         let key = try storeKey(request.target, caller: caller)
-        return try changeStore(
-            account, key, by: caller, action: "web filter set", metadata: ["policy": "\(request.policy)"]
-        ) { collection in
+        guard request.policy != nil || request.safeSearch != nil else {
+            throw ScreenTimeIPCError(
+                .invalidArgument, "nothing to set: give a filter (auto, specific, all, none) or --safe-search")
+        }
+        var metadata: Logger.Metadata = [:]
+        if let policy = request.policy { metadata["policy"] = "\(policy)" }
+        if let choice = request.safeSearch { metadata["safeSearch"] = "\(choice.rawValue)" }
+        return try changeStore(account, key, by: caller, action: "web filter set", metadata: metadata) { collection in
             try collection.update(key) { settings in
-                settings.webContent.blockedByFilter = request.policy == .none ? nil : request.policy
+                if let policy = request.policy { settings.webContent.blockedByFilter = policy == .none ? nil : policy }
+                if let choice = request.safeSearch { settings.webContent.safeSearch = choice.level }
             }
         }
     }

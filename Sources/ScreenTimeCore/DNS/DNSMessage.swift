@@ -251,7 +251,7 @@ public struct DNSMessage: Hashable, Sendable {
 
     private struct Writer {
         var bytes: [UInt8] = []
-        /// Offsets of names already written, by their lower-cased suffix.
+        /// Offsets of names already written, by their suffix (case as written).
         var written: [DNSName: Int] = [:]
 
         mutating func u16(_ value: UInt16) { bytes += [UInt8(value >> 8), UInt8(truncatingIfNeeded: value)] }
@@ -263,7 +263,9 @@ public struct DNSMessage: Hashable, Sendable {
 
         mutating func name(_ name: DNSName) {
             for index in name.labels.indices {
-                let suffix = DNSName(validLabels: Array(name.labels[index...])).lowercased
+                // Against the same suffix in the same case: a name is written as it was given
+                // (an alias's target keeps its case after a question in another case).
+                let suffix = DNSName(validLabels: Array(name.labels[index...]))
                 if let offset = written[suffix] {
                     u16(0xC000 | UInt16(offset))
                     return

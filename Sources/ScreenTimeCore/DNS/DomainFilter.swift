@@ -49,6 +49,8 @@ public struct DomainFilter: Sendable {
     private let filters: [(StoreKey, Filter)]
     private let adultList: DomainList
     private let bypassList: DomainList
+    /// The safe versions of search and YouTube, when the policy forces them.
+    public let safeSearch: SafeSearchLevel?
 
     /// Shielded domain tokens without a known name: they cannot be matched against queries.
     public let unnamedDomains: [WebDomainToken]
@@ -65,6 +67,7 @@ public struct DomainFilter: Sendable {
         categoryLists: [ActivityCategoryToken: DomainList], adultList: DomainList,
         bypassList: DomainList = DomainList([DomainName]())
     ) {
+        safeSearch = policy.safeSearch
         var unnamed: Set<WebDomainToken> = []
         func hashes(_ tokens: Set<WebDomainToken>) -> Set<UInt64> {
             var result: Set<UInt64> = []
@@ -118,6 +121,12 @@ public struct DomainFilter: Sendable {
 
     /// Whether the policy shields no web domain, category or content (bypass names still are).
     public var shieldsNothing: Bool { shieldedDomains.isEmpty && categoryPolicies.isEmpty && filters.isEmpty }
+
+    /// The safe host a lookup of `name` is answered with (an alias), when safe search is forced
+    /// and the name is a search engine's or YouTube's; a shield on the name comes first.
+    public func safeSearchTarget(for name: DNSName) -> DNSName? {
+        safeSearch.flatMap { SafeSearch.target(for: name, level: $0) }
+    }
 
     /// Why a name is shielded, or nil if it is not.
     public func verdict(for name: DNSName) -> Verdict? {

@@ -17,6 +17,8 @@ public struct EffectivePolicy: Sendable {
 
     /// The stores that deny installing applications.
     public let appInstallationDenied: [StoreKey]
+    /// The safe versions of search and YouTube, the strictest any store asks for; nil when none does.
+    public let safeSearch: SafeSearchLevel?
 
     /// - Parameters:
     ///   - grantedApplications, grantedWebDomains: tokens whose shields are lifted for now (a
@@ -33,6 +35,7 @@ public struct EffectivePolicy: Sendable {
         var webDomainCategoryPolicies: [(StoreKey, ActivityCategoryPolicy<WebDomain>)] = []
         var filterPolicies: [(StoreKey, FilterPolicy)] = []
         var appInstallationDenied: [StoreKey] = []
+        var safeSearch: SafeSearchLevel?
 
         for (key, settings) in stores.sorted(by: { $0.key < $1.key }) {
             for token in settings.shield.applications ?? [] where !grantedApplications.contains(token) {
@@ -54,6 +57,7 @@ public struct EffectivePolicy: Sendable {
                 filterPolicies.append((key, policy))
             }
             if settings.application.denyAppInstallation == true { appInstallationDenied.append(key) }
+            if let level = settings.webContent.safeSearch { safeSearch = max(safeSearch ?? level, level) }
         }
         self.shieldedApplications = shieldedApplications
         self.blockedApplications = blockedApplications
@@ -62,13 +66,14 @@ public struct EffectivePolicy: Sendable {
         self.webDomainCategoryPolicies = webDomainCategoryPolicies
         self.filterPolicies = filterPolicies
         self.appInstallationDenied = appInstallationDenied
+        self.safeSearch = safeSearch
     }
 
     /// Whether no store shields, blocks or filters anything.
     public var isEmpty: Bool {
         shieldedApplications.isEmpty && blockedApplications.isEmpty && shieldedWebDomains.isEmpty
             && applicationCategoryPolicies.isEmpty && webDomainCategoryPolicies.isEmpty && filterPolicies.isEmpty
-            && appInstallationDenied.isEmpty
+            && appInstallationDenied.isEmpty && safeSearch == nil
     }
 
     /// The stores that shield an application, by its token or by one of its categories.

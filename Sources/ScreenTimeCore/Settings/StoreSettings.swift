@@ -34,9 +34,13 @@ public struct ApplicationSettings: Hashable, Sendable, Codable {
 /// The `webContent` group of a store (Apple's `WebContentSettings`).
 public struct WebContentSettings: Hashable, Sendable, Codable {
     public var blockedByFilter: FilterPolicy?
+    /// The safe versions of search and YouTube, forced at the name (not one of Apple's settings:
+    /// Safari's own restrictions do it there).
+    public var safeSearch: SafeSearchLevel?
 
-    public init(blockedByFilter: FilterPolicy? = nil) {
+    public init(blockedByFilter: FilterPolicy? = nil, safeSearch: SafeSearchLevel? = nil) {
         self.blockedByFilter = blockedByFilter
+        self.safeSearch = safeSearch
     }
 }
 

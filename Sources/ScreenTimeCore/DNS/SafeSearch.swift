@@ -1,0 +1,96 @@
+/// How strict the safe versions of search and video are: `moderate` and `strict` differ for
+/// YouTube alone (Restricted Mode, moderate or strict); Google, Bing and DuckDuckGo have one safe
+/// search each.
+public enum SafeSearchLevel: String, Codable, Sendable, Hashable, CaseIterable, Comparable {
+    case moderate, strict
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { lhs == .moderate && rhs == .strict }
+}
+
+/// The names the search engines and YouTube answer with their safe versions, as each documents it
+/// for networks that force them: a lookup of one is answered as an alias (CNAME) of the safe
+/// host, with the safe host's addresses, so the browser reaches the safe service under the name it
+/// asked for.
+///
+/// - Google: `google.<country>` and `www.google.<country>` (google.com, google.de, google.co.uk,
+///   google.com.au…) → `forcesafesearch.google.com`.
+/// - YouTube: `www.youtube.com`, `m.youtube.com`, `youtubei.googleapis.com`,
+///   `youtube.googleapis.com`, `www.youtube-nocookie.com` → `restrictmoderate.youtube.com`
+///   (moderate) or `restrict.youtube.com` (strict).
+/// - Bing: `bing.com`, `www.bing.com` → `strict.bing.com`.
+/// - DuckDuckGo: `duckduckgo.com`, `www.duckduckgo.com` → `safe.duckduckgo.com`.
+public enum SafeSearch {
+    public static let google = name("forcesafesearch.google.com")
+    public static let youtubeModerate = name("restrictmoderate.youtube.com")
+    public static let youtubeStrict = name("restrict.youtube.com")
+    public static let bing = name("strict.bing.com")
+    public static let duckDuckGo = name("safe.duckduckgo.com")
+
+    /// Every safe host a level can send lookups to.
+    public static func targets(_ level: SafeSearchLevel) -> [DNSName] {
+        [google, level == .strict ? youtubeStrict : youtubeModerate, bing, duckDuckGo]
+    }
+
+    private static let youtube: Set<DNSName> = Set(
+        [
+            "www.youtube.com", "m.youtube.com", "youtubei.googleapis.com", "youtube.googleapis.com",
+            "www.youtube-nocookie.com",
+        ].map(name))
+    private static let bingNames: Set<DNSName> = Set(["bing.com", "www.bing.com"].map(name))
+    private static let duckDuckGoNames: Set<DNSName> = Set(["duckduckgo.com", "www.duckduckgo.com"].map(name))
+
+    /// The safe host a lookup of `name` is answered with, or nil when it is not a search engine's
+    /// or YouTube's (a name of any case, straight off the wire).
+    public static func target(for name: DNSName, level: SafeSearchLevel) -> DNSName? {
+        let lower = name.lowercased
+        if youtube.contains(lower) { return level == .strict ? youtubeStrict : youtubeModerate }
+        if bingNames.contains(lower) { return bing }
+        if duckDuckGoNames.contains(lower) { return duckDuckGo }
+        return isGoogleSearch(lower.labels) ? google : nil
+    }
+
+    /// `google.<country>` or `www.google.<country>`, where the country part is `com`, a
+    /// two-letter code, or `co.`/`com.` and a two-letter code.
+    static func isGoogleSearch(_ labels: [[UInt8]]) -> Bool {
+        var rest = labels[...]
+        if rest.first == Array("www".utf8) { rest = rest.dropFirst() }
+        guard rest.first == Array("google".utf8) else { return false }
+        let country = Array(rest.dropFirst())
+        func isCode(_ label: [UInt8]) -> Bool { label.count == 2 && label.allSatisfy { $0 >= 0x61 && $0 <= 0x7A } }
+        switch country.count {
+        case 1: return country[0] == Array("com".utf8) || isCode(country[0])
+        case 2: return (country[0] == Array("co".utf8) || country[0] == Array("com".utf8)) && isCode(country[1])
+        default: return false
+        }
+    }
+
+    private static func name(_ text: String) -> DNSName {
+        DNSName(validLabels: text.split(separator: ".").map { Array($0.utf8) })
+    }
+}
+
+extension DNSMessage {
+    /// The answer to a query for a name whose safe version is `target`: same ID and question, an
+    /// alias (CNAME) to the target, then the target's addresses of the type asked (A or AAAA;
+    /// none for other types, whose client asks the target itself); QR and RA set, RD and the
+    /// opcode kept; EDNS echoed when the query had it.
+    public static func alias(
+        answering query: DNSMessage, to target: DNSName, addresses: [[UInt8]], ttl: UInt32
+    ) -> DNSMessage {
+        let kept = query.flags & 0x7900  // opcode and RD
+        var answers: [Record] = []
+        if let question = query.questions.first {
+            var data: [UInt8] = []
+            for label in target.labels { data += [UInt8(label.count)] + label }
+            data.append(0)
+            answers.append(Record(name: question.name, type: 5, class: 1, ttl: ttl, data: data))
+            let size = question.type == typeA ? 4 : question.type == typeAAAA ? 16 : -1
+            for address in addresses where address.count == size {
+                answers.append(Record(name: target, type: question.type, class: 1, ttl: ttl, data: address))
+            }
+        }
+        return DNSMessage(
+            id: query.id, flags: 0x8000 | kept | 0x0080, questions: query.questions, answers: answers,
+            edns: query.edns.map { EDNS(udpPayloadSize: max(512, $0.udpPayloadSize)) })
+    }
+}
