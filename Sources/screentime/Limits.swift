@@ -31,6 +31,10 @@ struct Limit: ParsableCommand {
     @Option(name: .customLong("app-category"), help: "A freedesktop category (Game, …).")
     var applicationCategories: [String] = []
     @Option(name: .customLong("domain"), help: "A web domain.") var domains: [String] = []
+    @Option(
+        name: .customLong("service"),
+        help: "A service of the catalogue (tiktok, youtube…): its apps and its sites counted together.")
+    var services: [String] = []
     @Option(help: "The day's time: 45m, 1h30m, or by day: mon-fri=1h,sat,sun=3h.") var daily: String?
     @Option(help: "The week's time (Monday to Sunday): 10h.") var weekly: String?
     @Option(help: "The month's time (from the 1st): 40h.") var monthly: String?
@@ -59,7 +63,8 @@ struct Limit: ParsableCommand {
 
     func validate() throws {
         if isScreenTime {
-            guard applications.isEmpty, applicationCategories.isEmpty, domains.isEmpty, daily == nil, weekly == nil,
+            guard applications.isEmpty, applicationCategories.isEmpty, domains.isEmpty, services.isEmpty, daily == nil,
+                weekly == nil,
                 monthly == nil, store == nil, !remove
             else {
                 throw ValidationError(
@@ -76,8 +81,9 @@ struct Limit: ParsableCommand {
             return
         }
         guard !noLogin else { throw ValidationError("--no-login goes with --screen-time") }
-        guard !(applications.isEmpty && applicationCategories.isEmpty && domains.isEmpty) else {
-            throw ValidationError("give what the limit is on: --app, --app-category or --domain, or --screen-time")
+        guard !(applications.isEmpty && applicationCategories.isEmpty && domains.isEmpty && services.isEmpty) else {
+            throw ValidationError(
+                "give what the limit is on: --app, --app-category, --domain or --service, or --screen-time")
         }
         guard remove != (daily != nil || weekly != nil || monthly != nil) else {
             throw ValidationError(
@@ -89,7 +95,8 @@ struct Limit: ParsableCommand {
 
     func run() throws {
         let items = ActivityItems(
-            applications: applications, applicationCategories: applicationCategories, webDomains: domains)
+            applications: applications, applicationCategories: applicationCategories, webDomains: domains,
+            services: services)
         var request: LimitRequest
         if isScreenTime {
             let none = ActivityItems(applications: [], applicationCategories: [], webDomains: [])

@@ -97,8 +97,8 @@ struct Services: ParsableCommand {
         for service in reply.services {
             let id = service.id + String(repeating: " ", count: width - service.id.count)
             let what = [
-                service.category, service.domains.isEmpty ? nil : "\(service.domains.count) domains",
-                service.applications.isEmpty ? nil : "\(service.applications.count) apps",
+                service.category, service.domains.isEmpty ? nil : count(service.domains.count, "domain"),
+                service.applications.isEmpty ? nil : count(service.applications.count, "app"),
             ].compactMap { $0 }.joined(separator: ", ")
             print("\(id)  \(service.name) (\(what))")
             if verbose {
@@ -108,6 +108,8 @@ struct Services: ParsableCommand {
         }
         for problem in reply.problems { Terminal.error("screentime: a service file was not read: \(problem)") }
     }
+
+    private func count(_ number: Int, _ noun: String) -> String { number == 1 ? "1 \(noun)" : "\(number) \(noun)s" }
 }
 
 struct Status: ParsableCommand {

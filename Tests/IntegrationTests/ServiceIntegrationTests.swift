@@ -31,7 +31,7 @@ struct ServiceIntegrationTests {
 
         let listed = try guardian(world, "services", "--verbose")
         #expect(listed.status == 0, "\(listed.stderr)")
-        #expect(listed.stdout.contains("countertube  Counter Tube (video, 1 domains, 1 apps)"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("countertube  Counter Tube (video, 1 domain, 1 app)"), "\(listed.stdout)")
         #expect(listed.stdout.contains("domains: other.test") && listed.stdout.contains("apps: org.example.Counter"))
 
         let unknown = try guardian(world, "shield", "--user", world.child, "--service", "countertub")

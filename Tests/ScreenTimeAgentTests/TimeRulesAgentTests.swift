@@ -114,6 +114,33 @@ import Testing
         #expect(agent.code(ScreenTimeGrantRequest(user: "kid", minutes: 5)) == nil)
     }
 
+    /// A service's limit counts its apps and its sites together: its apps by token, its domains
+    /// by registrable domain (as web time is counted), its category (what the shield covers once
+    /// the time is used).
+    @Test func aServicesLimitCountsItsAppsAndItsSites() throws {
+        let agent = try authorized()
+        let service = ActivityItems(applications: [], applicationCategories: [], webDomains: [], services: ["blocks"])
+        var request = LimitRequest(user: "kid", items: service, dailySeconds: nil)
+        request.daily = try DailyAllowance.parse("30m")
+        let reply = try agent.send(request)
+        let event = try #require(reply.monitors.first { $0.name == "limit: Blocks Online" }?.events.first)
+        #expect(event.applications == [agent.agent.app("org.example.Blocks").base64])
+        let minter = agent.agent.minter
+        #expect(event.webDomains == [minter.token(for: try DomainName("example.com")).base64])
+        #expect(event.categories == [minter.token(for: try CategoryName("service.blocks")).base64])
+        let status = try agent.send(StatusRequest(user: "kid"))
+        #expect(status.limits?.map(\.name) == ["Blocks Online"])
+        // The domains its shield takes once the time is used are named (the DNS filter matches
+        // a shielded token by its name).
+        let shielded = minter.token(for: try DomainName("blocks.example.com")).base64
+        #expect(try agent.agent.database.tokenNames([shielded])[shielded]?.identity == "blocks.example.com")
+        let unknown = LimitRequest(
+            user: "kid",
+            items: ActivityItems(applications: [], applicationCategories: [], webDomains: [], services: ["x"]),
+            dailySeconds: 60)
+        #expect(agent.code(unknown) == .unknownCategory)
+    }
+
     @Test func limitsByDayAndByWeekAreSetListedAndRemovedTogether() throws {
         let agent = try authorized()
         let games = ActivityItems(applications: [], applicationCategories: ["Game"], webDomains: [])

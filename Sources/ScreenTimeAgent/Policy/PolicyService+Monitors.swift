@@ -146,7 +146,8 @@ extension PolicyService {
     ) throws -> (event: DeviceActivityEvent, names: [String], shieldDomains: Set<WebDomainToken>) {
         guard !items.isEmpty else {
             throw ScreenTimeIPCError(
-                .invalidArgument, "\(what) counts nothing: give --app, --app-category, --domain or --web-category")
+                .invalidArgument,
+                "\(what) counts nothing: give --app, --app-category, --domain, --web-category or --service")
         }
         guard threshold.isFinite, threshold >= 1 else {
             throw ScreenTimeIPCError(.invalidArgument, "\(what) needs a threshold of at least a second")
@@ -176,6 +177,28 @@ extension PolicyService {
             domains.insert(minter.token(for: suffixes.registrableDomain(of: domain) ?? domain))
             shieldDomains.insert(minter.token(for: domain))
             names.append(name.identity)
+        }
+        // A service: its category (its apps, and its domains at the name), its apps by token and
+        // its domains by registrable domain, so that app time and web time count together.
+        for text in items.services ?? [] {
+            let (category, definition) = try resolver.serviceDefinition(text)
+            categories.insert(category)
+            for application in definition.applications {
+                let token = minter.token(for: application)
+                applications.insert(token)
+                resolver.names[token.base64] = TokenName(
+                    kind: .app, identity: application.canonical, displayName: "\(definition.name) app")
+            }
+            for given in definition.domains {
+                // Named, as `--domain` names them: the DNS filter matches a shielded token by its name.
+                let domain = suffixes.webDomain(for: given)
+                domains.insert(minter.token(for: suffixes.registrableDomain(of: domain) ?? domain))
+                let token = minter.token(for: domain)
+                shieldDomains.insert(token)
+                resolver.names[token.base64] = TokenName(
+                    kind: .domain, identity: domain.ascii, displayName: domain.unicode)
+            }
+            names.append(definition.name)
         }
         if let selection = items.selection, !selection.isEmpty { names.append("a selection") }
         var event = DeviceActivityEvent(

@@ -102,7 +102,10 @@ extension PolicyService {
         }
 
         /// A service of the catalogue, by its ID or its name.
-        mutating func service(_ text: String) throws -> ActivityCategoryToken {
+        mutating func service(_ text: String) throws -> ActivityCategoryToken { try serviceDefinition(text).0 }
+
+        /// A service of the catalogue and its definition (its apps and domains), by its ID or name.
+        mutating func serviceDefinition(_ text: String) throws -> (ActivityCategoryToken, ServiceDefinition) {
             let catalogue = ServiceFiles.load(service.configuration.servicesDirectory)
             guard let found = catalogue.service(named: text) else {
                 let near = catalogue.services.values.filter {
@@ -114,7 +117,7 @@ extension PolicyService {
             }
             let token = service.minter.token(for: found.categoryName)
             names[token.base64] = TokenName(kind: .service, identity: found.categoryName.name, displayName: found.name)
-            return token
+            return (token, found)
         }
 
         mutating func webCategory(_ text: String) throws -> ActivityCategoryToken {

@@ -10,11 +10,14 @@ public struct ActivityItems: Codable, Sendable, Hashable {
     public var webDomains: [String]
     public var webCategories: [String]
     public var selection: FamilyActivitySelection?
+    /// Services of the catalogue: each counts its apps and its web domains together.
+    public var services: [String]?
 
     public init(
         applications: [String] = [], applicationCategories: [String] = [], webDomains: [String] = [],
-        webCategories: [String] = [], selection: FamilyActivitySelection? = nil
+        webCategories: [String] = [], selection: FamilyActivitySelection? = nil, services: [String] = []
     ) {
+        self.services = services.isEmpty ? nil : services
         self.applications = applications
         self.applicationCategories = applicationCategories
         self.webDomains = webDomains
@@ -24,7 +27,7 @@ public struct ActivityItems: Codable, Sendable, Hashable {
 
     public var isEmpty: Bool {
         applications.isEmpty && applicationCategories.isEmpty && webDomains.isEmpty && webCategories.isEmpty
-            && (selection?.isEmpty ?? true)
+            && (selection?.isEmpty ?? true) && (services ?? []).isEmpty
     }
 }
 
