@@ -66,10 +66,18 @@ struct SafeSearchIntegrationTests {
             #expect(try answers(world, as: user, "www.google.com") == ["www.google.com. A 10.9.9.9"])
         }
 
+        // Chromium forces it too while she has it (the world's own policy directory).
+        let chromium = world.directory + "/root/etc/chromium/policies/managed/screentime.json"
+        #expect(
+            eventually(5) {
+                (try? String(contentsOfFile: chromium, encoding: .utf8))?.contains("\"ForceYouTubeRestrict\":1") == true
+            })
+
         let off = try world.cli(as: world.guardian, "filter", "--safe-search", "off", "--user", world.child)
         #expect(off.status == 0 && !off.stdout.contains("safeSearch"), "\(off.stdout)")
         #expect(try answers(world, as: world.child, "www.google.com") == ["www.google.com. A 10.9.9.9"])
         #expect(try curl(world, as: world.child, "www.google.com", "10.9.9.9").status == 0)
+        #expect(eventually(5) { (try? String(contentsOfFile: chromium, encoding: .utf8))?.contains("Force") == false })
 
         // Bad input says what was wrong and changes nothing.
         let maybe = try world.cli(as: world.guardian, "filter", "--safe-search", "maybe", "--user", world.child)

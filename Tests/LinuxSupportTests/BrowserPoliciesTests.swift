@@ -34,6 +34,27 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: fixture.root + "/etc/firefox"))
     }
 
+    /// With a child's safe search, Chromium forces it too; without, the keys go again.
+    @Test func safeSearchIsForcedInChromiumWhileAChildHasIt() throws {
+        let fixture = try Fixture()
+        try FileManager.default.createDirectory(atPath: fixture.root + "/state", withIntermediateDirectories: true)
+        let state = fixture.root + "/state/browser-policies.json"
+        let strict = BrowserPolicies(root: fixture.root, statePath: state, youTubeRestrict: 2)
+        try strict.install()
+        #expect(
+            try json(strict.chromiumPath) == [
+                "DnsOverHttpsMode": "off", "EncryptedClientHelloEnabled": false, "QuicAllowed": false,
+                "ForceGoogleSafeSearch": true, "ForceYouTubeRestrict": 2, "ForceBingSafeSearch": 2,
+            ])
+        #expect(strict.isInPlace)
+        // Safe search off: the file without it is not in place until written again.
+        let plain = BrowserPolicies(root: fixture.root, statePath: state)
+        #expect(!plain.isInPlace)
+        try plain.install()
+        #expect(try json(plain.chromiumPath)["ForceGoogleSafeSearch"] == nil && plain.isInPlace)
+        try plain.remove()
+    }
+
     @Test func aGuardiansFirefoxPoliciesAreMergedAndGivenBack() throws {
         let fixture = try Fixture()
         try fixture.write(

@@ -14,15 +14,23 @@ import Glibc
 /// - Chromium (`/etc/chromium/policies/managed/`) and Google Chrome
 ///   (`/etc/opt/chrome/policies/managed/`, where Chrome is installed): a file of the agent's own.
 ///
+/// While a child has safe search, Chromium and Chrome also force it (ForceGoogleSafeSearch,
+/// ForceYouTubeRestrict, ForceBingSafeSearch); Firefox has no such policy (the agent's answers
+/// hold it at the name there).
+///
 /// `root` prefixes every path, so tests install into a directory of their own.
 public struct BrowserPolicies: Sendable {
     public let root: String
     /// Where the Firefox keys' previous values are kept between install and removal.
     public let statePath: String
+    /// YouTube's Restricted Mode to force with safe search: 0 none (no safe search), 1 moderate,
+    /// 2 strict (Chromium's ForceYouTubeRestrict values).
+    public let youTubeRestrict: Int
 
-    public init(root: String, statePath: String) {
+    public init(root: String, statePath: String, youTubeRestrict: Int = 0) {
         self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
         self.statePath = statePath
+        self.youTubeRestrict = min(2, max(0, youTubeRestrict))
     }
 
     public var firefoxPath: String { root + "/etc/firefox/policies/policies.json" }
@@ -38,8 +46,16 @@ public struct BrowserPolicies: Sendable {
             "network.http.http3.enable": ["Value": false, "Status": "locked"],
         ]
     }
-    static var chromiumPolicies: [String: Any] {
-        ["DnsOverHttpsMode": "off", "EncryptedClientHelloEnabled": false, "QuicAllowed": false]
+    var chromiumPolicies: [String: Any] {
+        var policies: [String: Any] = [
+            "DnsOverHttpsMode": "off", "EncryptedClientHelloEnabled": false, "QuicAllowed": false,
+        ]
+        if youTubeRestrict > 0 {
+            policies["ForceGoogleSafeSearch"] = true
+            policies["ForceYouTubeRestrict"] = youTubeRestrict
+            policies["ForceBingSafeSearch"] = 2
+        }
+        return policies
     }
 
     /// Puts the policies in place (again: idempotent). Throws naming the file that could not be
@@ -50,7 +66,7 @@ public struct BrowserPolicies: Sendable {
         for (path, wanted) in [(chromiumPath, true), (chromePath, Files.exists(root + "/opt/google/chrome"))]
         where wanted {
             do {
-                let data = try JSONSerialization.data(withJSONObject: Self.chromiumPolicies, options: [.sortedKeys])
+                let data = try JSONSerialization.data(withJSONObject: chromiumPolicies, options: [.sortedKeys])
                 try Files.makeDirectory(parent(path), mode: 0o755)
                 try Files.writeAtomically(Array(data) + [0x0A], to: path, mode: 0o644)
             } catch let error as SystemError {
@@ -73,7 +89,7 @@ public struct BrowserPolicies: Sendable {
         }
         for (path, wanted) in [(chromiumPath, true), (chromePath, Files.exists(root + "/opt/google/chrome"))]
         where wanted {
-            guard let document = try? readJSON(path), same(document, Self.chromiumPolicies) else { return false }
+            guard let document = try? readJSON(path), same(document, chromiumPolicies) else { return false }
         }
         guard let firefox = try? readJSON(firefoxPath), let policies = firefox["policies"] as? [String: Any],
             let preferences = policies["Preferences"] as? [String: Any]

@@ -45,7 +45,10 @@ extension DomainShield {
         let wanted = InstalledRules(
             owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation)
         connections.keep(owners: Set(snapshot.users.keys))
-        updateBrowserPolicies(wanted: !snapshot.users.isEmpty)
+        // Safe search in the browsers too, as strict as any child's.
+        let safeSearch = snapshot.users.values.compactMap(\.policy.safeSearch).max()
+        updateBrowserPolicies(
+            wanted: !snapshot.users.isEmpty, youTubeRestrict: safeSearch.map { $0 == .strict ? 2 : 1 } ?? 0)
         // Installed again only when the users or the DoH addresses change (or the last try failed).
         guard installed != wanted else { return }
         var problem: String?
@@ -95,12 +98,19 @@ extension DomainShield {
 
     /// Installs the managed browser policies while any user is filtered, removes them after the
     /// last (see `BrowserPolicies`); again after a failure.
-    func updateBrowserPolicies(wanted: Bool) {
+    func updateBrowserPolicies(wanted: Bool, youTubeRestrict: Int = 0) {
+        let restrict = wanted ? youTubeRestrict : 0
         guard !configuration.browserPolicies.isEmpty,
-            state.withLock({ $0.policiesInstalled != wanted || $0.policiesProblem != nil })
+            state.withLock({ state in
+                guard
+                    state.policiesInstalled != wanted || state.policiesProblem != nil
+                        || state.policiesRestrict != restrict
+                else { return false }
+                state.policiesRestrict = restrict
+                return true
+            })
         else { return }
-        let policies = BrowserPolicies(
-            root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json")
+        let policies = browserPolicies()
         var problem: String?
         do {
             if wanted { try policies.install() } else { try policies.remove() }

@@ -59,6 +59,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         /// Whether the browser policies are in place (nil: not yet put in step), and why not.
         var policiesInstalled: Bool?
         var policiesProblem: String?
+        /// YouTube's Restricted Mode the browsers are told to force (0: no safe search).
+        var policiesRestrict = 0
         var reading = false
     }
 
@@ -252,8 +254,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// sleeps while nothing changes.
     func watchBrowserPolicies() async {
         guard !configuration.browserPolicies.isEmpty, let stop = policyWatchStop else { return }
-        let policies = BrowserPolicies(
-            root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json")
+        // (Its paths do not change; what is written does, with safe search: `browserPolicies()`.)
+        let policies = browserPolicies()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let thread = Thread { [self] in
                 while !stop.isRaised {
@@ -264,7 +266,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                     }
                     // Written again where they are not in place, their folders with them: a
                     // folder removed (with the files in it) leaves nothing to watch until then.
-                    restoreBrowserPolicies(policies)
+                    restoreBrowserPolicies(browserPolicies())
                     guard let watch = try? FileWatch(files: policies.paths) else {
                         // Removed again while being written, or not writable: tried again in a
                         // moment (or when they are put in step), never left unwatched.
@@ -272,7 +274,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                         continue
                     }
                     // A change between the write and the watch.
-                    restoreBrowserPolicies(policies)
+                    restoreBrowserPolicies(browserPolicies())
                     try? watch.run(until: stop) { watch.stop() }
                 }
                 done.resume()
@@ -280,6 +282,13 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             thread.name = "screentime.policies"
             thread.start()
         }
+    }
+
+    /// The browser policies as they are to be now (safe search as the state says).
+    func browserPolicies() -> BrowserPolicies {
+        BrowserPolicies(
+            root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json",
+            youTubeRestrict: state.withLock { $0.policiesRestrict })
     }
 
     /// Writes the policies again if they are installed and not in place.
