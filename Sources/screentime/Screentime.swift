@@ -23,7 +23,7 @@ struct Screentime: ParsableCommand {
             Unlock.self, Forget.self, Report.self, MonitorCommand.self, Limit.self, Downtime.self, Ask.self,
             Requests.self,
             Grant.self, Deny.self, Lock.self, Lockout.self, Allow.self, Free.self, ShieldConfig.self,
-            Web.self, Ping.self, LauncherCheck.self,
+            Web.self, Browsers.self, Ping.self, LauncherCheck.self,
         ])
 }
 

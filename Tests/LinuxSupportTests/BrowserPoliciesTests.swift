@@ -77,6 +77,53 @@ import Testing
         #expect(try json(policies.firefoxPath) == before)
     }
 
+    /// Private windows off and an allow-list of extensions, in both browsers; a guardian's own
+    /// value of a key the agent takes over comes back when the agent's setting goes.
+    @Test func privateWindowsAndExtensionsAreSetAndAGuardiansOwnValueComesBack() throws {
+        let fixture = try Fixture()
+        try fixture.write(
+            "etc/firefox/policies/policies.json",
+            #"{"policies": {"DisablePrivateBrowsing": false, "DisableTelemetry": true}}"#)
+        let state = fixture.root + "/browser-policies.json"
+        let chromiumID = String(repeating: "a", count: 16) + String(repeating: "p", count: 16)
+        let locked = BrowserPolicies(
+            root: fixture.root, statePath: state, privateWindows: false,
+            extensionAllowlist: [chromiumID, "uBlock0@raymondhill.net"])
+        let before = try json(locked.firefoxPath)
+        try locked.install()
+        let chromium = try json(locked.chromiumPath)
+        #expect(chromium["IncognitoModeAvailability"] as? Int == 1)
+        #expect(chromium["ExtensionInstallBlocklist"] as? [String] == ["*"])
+        #expect(chromium["ExtensionInstallAllowlist"] as? [String] == [chromiumID])
+        let firefox = try json(locked.firefoxPath)["policies"] as! NSDictionary
+        #expect(firefox["DisablePrivateBrowsing"] as? Bool == true)
+        let extensions = firefox["ExtensionSettings"] as! NSDictionary
+        #expect((extensions["*"] as? NSDictionary)?["installation_mode"] as? String == "blocked")
+        #expect((extensions["uBlock0@raymondhill.net"] as? NSDictionary)?["installation_mode"] as? String == "allowed")
+        #expect(extensions[chromiumID] == nil)
+        #expect(locked.isInPlace)
+
+        // Private windows allowed again: the guardian's own `false` is back, the list stays.
+        let open = BrowserPolicies(
+            root: fixture.root, statePath: state, extensionAllowlist: [chromiumID, "uBlock0@raymondhill.net"])
+        #expect(!open.isInPlace)
+        try open.install()
+        let reopened = try json(open.firefoxPath)["policies"] as! NSDictionary
+        #expect(reopened["DisablePrivateBrowsing"] as? Bool == false && reopened["ExtensionSettings"] != nil)
+        #expect(try json(open.chromiumPath)["IncognitoModeAvailability"] == nil && open.isInPlace)
+        try open.remove()
+        #expect(try json(open.firefoxPath) == before)
+    }
+
+    @Test(arguments: [
+        ("abcdefghijklmnopabcdefghijklmnop", true), ("uBlock0@raymondhill.net", true),
+        ("{12345678-1234-1234-1234-123456789abc}", true), ("abcdefghijklmnopabcdefghijklmnoq", false),
+        ("short", false), ("@x", false), ("a@", false), ("{not-a-guid}", false), ("a b@c", false), ("", false),
+    ])
+    func extensionIDs(_ id: String, _ valid: Bool) {
+        #expect(BrowserPolicies.isExtensionID(id) == valid)
+    }
+
     @Test func aFileThatIsNotJSONIsLeftAloneWithAClearError() throws {
         let fixture = try Fixture()
         try fixture.write("etc/firefox/policies/policies.json", "{ not json")

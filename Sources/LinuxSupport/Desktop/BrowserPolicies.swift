@@ -26,19 +26,73 @@ public struct BrowserPolicies: Sendable {
     /// YouTube's Restricted Mode to force with safe search: 0 none (no safe search), 1 moderate,
     /// 2 strict (Chromium's ForceYouTubeRestrict values).
     public let youTubeRestrict: Int
+    /// Whether private windows are allowed (Chromium's incognito, Firefox's private browsing).
+    public let privateWindows: Bool
+    /// The browser extensions that may be installed; nil: any. Chromium's IDs (32 letters a–p)
+    /// go to Chromium and Chrome, the others (`name@example.org`, `{GUID}`) to Firefox.
+    public let extensionAllowlist: [String]?
 
-    public init(root: String, statePath: String, youTubeRestrict: Int = 0) {
+    public init(
+        root: String, statePath: String, youTubeRestrict: Int = 0, privateWindows: Bool = true,
+        extensionAllowlist: [String]? = nil
+    ) {
         self.root = root.hasSuffix("/") ? String(root.dropLast()) : root
         self.statePath = statePath
         self.youTubeRestrict = min(2, max(0, youTubeRestrict))
+        self.privateWindows = privateWindows
+        self.extensionAllowlist = extensionAllowlist
+    }
+
+    /// A Chromium extension's ID: 32 letters from a to p.
+    public static func isChromiumExtensionID(_ id: String) -> Bool {
+        id.utf8.count == 32 && id.utf8.allSatisfy { $0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "p") }
+    }
+
+    /// A Chromium extension's ID, or a Firefox add-on's (`name@example.org` or `{GUID}`).
+    public static func isExtensionID(_ id: String) -> Bool {
+        if isChromiumExtensionID(id) { return true }
+        let bytes = Array(id.utf8)
+        guard (3...80).contains(bytes.count) else { return false }
+        if bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") {
+            return bytes.count == 38
+                && bytes.dropFirst().dropLast().allSatisfy { $0 == UInt8(ascii: "-") || isHex($0) }
+        }
+        let parts = id.split(separator: "@", omittingEmptySubsequences: false)
+        return parts.count == 2 && !parts[0].isEmpty && !parts[1].isEmpty
+            && id.utf8.allSatisfy { isAlphanumeric($0) || "._+-@".utf8.contains($0) }
+    }
+
+    private static func isHex(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x61...0x66).contains(byte) || (0x41...0x46).contains(byte)
+    }
+    private static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x61...0x7A).contains(byte) || (0x41...0x5A).contains(byte)
     }
 
     public var firefoxPath: String { root + "/etc/firefox/policies/policies.json" }
     public var chromiumPath: String { root + "/etc/chromium/policies/managed/screentime.json" }
     public var chromePath: String { root + "/etc/opt/chrome/policies/managed/screentime.json" }
 
+    /// Every key of Firefox's `policies` the agent may set: what a guardian had there before is
+    /// kept, and given back when the agent's key goes.
+    static let firefoxManagedKeys = ["DNSOverHTTPS", "DisablePrivateBrowsing", "ExtensionSettings"]
+
     /// The Firefox policies set, by key of `policies` (`Preferences` entries by pref name).
-    static var firefoxPolicies: [String: Any] { ["DNSOverHTTPS": ["Enabled": false, "Locked": true]] }
+    var firefoxPolicies: [String: Any] {
+        var policies: [String: Any] = ["DNSOverHTTPS": ["Enabled": false, "Locked": true]]
+        if !privateWindows { policies["DisablePrivateBrowsing"] = true }
+        if let list = extensionAllowlist {
+            var settings: [String: Any] = [
+                "*": [
+                    "installation_mode": "blocked",
+                    "blocked_install_message": "A guardian allows only some extensions on this computer.",
+                ]
+            ]
+            for id in list where !Self.isChromiumExtensionID(id) { settings[id] = ["installation_mode": "allowed"] }
+            policies["ExtensionSettings"] = settings
+        }
+        return policies
+    }
     static var firefoxPreferences: [String: Any] {
         [
             "network.dns.echconfig.enabled": ["Value": false, "Status": "locked"],
@@ -54,6 +108,11 @@ public struct BrowserPolicies: Sendable {
             policies["ForceGoogleSafeSearch"] = true
             policies["ForceYouTubeRestrict"] = youTubeRestrict
             policies["ForceBingSafeSearch"] = 2
+        }
+        if !privateWindows { policies["IncognitoModeAvailability"] = 1 }
+        if let list = extensionAllowlist {
+            policies["ExtensionInstallBlocklist"] = ["*"]
+            policies["ExtensionInstallAllowlist"] = list.filter(Self.isChromiumExtensionID)
         }
         return policies
     }
@@ -94,8 +153,17 @@ public struct BrowserPolicies: Sendable {
         guard let firefox = try? readJSON(firefoxPath), let policies = firefox["policies"] as? [String: Any],
             let preferences = policies["Preferences"] as? [String: Any]
         else { return false }
-        return Self.firefoxPolicies.allSatisfy { same(policies[$0.key], $0.value) }
-            && Self.firefoxPreferences.allSatisfy { same(preferences[$0.key], $0.value) }
+        // Each managed key as the agent sets it, or as it was before the agent where it sets none.
+        let previous = (try? readJSON(statePath))?["policies"] as? [String: Any] ?? [:]
+        let ours = firefoxPolicies
+        for key in Self.firefoxManagedKeys {
+            if let wanted = ours[key] ?? previous[key] {
+                guard same(policies[key], wanted) else { return false }
+            } else if policies[key] != nil {
+                return false
+            }
+        }
+        return Self.firefoxPreferences.allSatisfy { same(preferences[$0.key], $0.value) }
     }
 
     /// The files `install()` writes, for a watch on them.
@@ -123,7 +191,7 @@ public struct BrowserPolicies: Sendable {
         guard var document = try readJSON(firefoxPath) else { return }
         var policies = document["policies"] as? [String: Any] ?? [:]
         let previous = saved["policies"] as? [String: Any] ?? [:]
-        for key in Self.firefoxPolicies.keys {
+        for key in Self.firefoxManagedKeys {
             policies[key] = previous[key]
         }
         var preferences = policies["Preferences"] as? [String: Any] ?? [:]
@@ -150,11 +218,15 @@ public struct BrowserPolicies: Sendable {
         // The values before the agent's, kept once: installing again must not save its own.
         if try readJSON(statePath) == nil {
             var saved: [String: Any] = ["existed": existing != nil]
-            saved["policies"] = policies.filter { Self.firefoxPolicies.keys.contains($0.key) }
+            saved["policies"] = policies.filter { Self.firefoxManagedKeys.contains($0.key) }
             saved["preferences"] = preferences.filter { Self.firefoxPreferences.keys.contains($0.key) }
             try writeJSON(saved, to: statePath)
         }
-        policies.merge(Self.firefoxPolicies) { _, ours in ours }
+        // A managed key the agent does not set now has what it had before the agent.
+        let previous = (try readJSON(statePath))?["policies"] as? [String: Any] ?? [:]
+        let ours = firefoxPolicies
+        for key in Self.firefoxManagedKeys where ours[key] == nil { policies[key] = previous[key] }
+        policies.merge(ours) { _, ours in ours }
         preferences.merge(Self.firefoxPreferences) { _, ours in ours }
         policies["Preferences"] = preferences
         document["policies"] = policies

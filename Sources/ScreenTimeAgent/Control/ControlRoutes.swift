@@ -14,6 +14,9 @@ extension ControlRouter {
         router.register(ApplicationsRequest.self, policy.applications)
         router.register(CategoriesRequest.self, policy.categories)
         router.register(ServicesRequest.self) { _, context in try policy.services(caller: policy.caller(context)) }
+        router.register(BrowsersRequest.self) { request, context in
+            try policy.browsers(request, caller: policy.caller(context))
+        }
         router.register(TokenRequest.self, policy.token)
         router.register(ShieldRequest.self, policy.shield)
         router.register(ClearRequest.self, policy.clear)

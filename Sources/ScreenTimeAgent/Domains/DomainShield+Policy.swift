@@ -105,8 +105,10 @@ extension DomainShield {
                 guard
                     state.policiesInstalled != wanted || state.policiesProblem != nil
                         || state.policiesRestrict != restrict
+                        || (wanted && state.policiesSettings != state.browserSettings)
                 else { return false }
                 state.policiesRestrict = restrict
+                state.policiesSettings = state.browserSettings
                 return true
             })
         else { return }

@@ -61,6 +61,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var policiesProblem: String?
         /// YouTube's Restricted Mode the browsers are told to force (0: no safe search).
         var policiesRestrict = 0
+        /// What the browsers may do (a guardian's `browsers`), and what was written last.
+        var browserSettings = BrowserSettings()
+        var policiesSettings: BrowserSettings?
         var reading = false
     }
 
@@ -125,6 +128,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         self.logger = logger
         shadows = ShadowLookups(judge: connections, resolvers: resolvers)
         (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        // What a guardian last set for the browsers, written with the policies from the start.
+        if let saved = try? database.browserSettings().settings { state.withLock { $0.browserSettings = saved } }
     }
 
     // MARK: status
@@ -286,9 +291,19 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
 
     /// The browser policies as they are to be now (safe search as the state says).
     func browserPolicies() -> BrowserPolicies {
-        BrowserPolicies(
+        let (restrict, settings) = state.withLock { ($0.policiesRestrict, $0.browserSettings) }
+        return BrowserPolicies(
             root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json",
-            youTubeRestrict: state.withLock { $0.policiesRestrict })
+            youTubeRestrict: restrict, privateWindows: settings.privateWindows, extensionAllowlist: settings.extensions)
+    }
+
+    /// A guardian changed what the browsers may do: written at once where they are installed.
+    func browserSettingsChanged(_ settings: BrowserSettings) {
+        let (installed, restrict) = state.withLock { state in
+            state.browserSettings = settings
+            return (state.policiesInstalled == true, state.policiesRestrict)
+        }
+        rebuilding.withLock { _ in updateBrowserPolicies(wanted: installed, youTubeRestrict: restrict) }
     }
 
     /// Writes the policies again if they are installed and not in place.

@@ -17,6 +17,7 @@ enum StateMigrations {
         ("v11: lockout actions", v11),
         ("v12: dashboard sessions", v12),
         ("v13: the dashboard's setting", v13),
+        ("v14: the browsers' settings", v14),
     ]
 
     static var migrator: DatabaseMigrator {
@@ -270,6 +271,17 @@ enum StateMigrations {
             table.column("enabled", .boolean).notNull()
             table.column("port", .integer).notNull()
             table.column("listen", .text).notNull()
+            table.column("changedBy", .text).notNull()
+            table.column("changedAt", .datetime).notNull()
+        }
+    }
+
+    private static func v14(_ db: Database) throws {
+        // What the browsers may do while a child is authorized (BrowserSettings as JSON), and who
+        // changed it last: one row at most.
+        try db.create(table: "browserSettings") { table in
+            table.primaryKey("id", .integer).check { $0 == 1 }
+            table.column("settings", .text).notNull()
             table.column("changedBy", .text).notNull()
             table.column("changedAt", .datetime).notNull()
         }
