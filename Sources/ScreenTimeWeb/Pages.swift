@@ -138,6 +138,10 @@ enum Pages {
         body += "</section>\n<section><h2>Top apps today</h2>\n"
         body += ranking(
             day.applications.prefix(10).map { ($0.name ?? $0.token, $0.seconds) }, empty: "No app was in front.")
+        if let services = day.services, !services.isEmpty {
+            body += "</section>\n<section><h2>Services today</h2>\n"
+            body += ranking(services.prefix(10).map { ($0.name ?? $0.token, $0.seconds) }, empty: "No service.")
+        }
         body += "</section>\n<section><h2>Categories today</h2>\n"
         body += ranking(day.categories.prefix(10).map { ($0.name ?? $0.token, $0.seconds) }, empty: "No category.")
         body += "</section>\n"

@@ -127,6 +127,14 @@ struct ReportText {
                 out += "  \(category.name ?? category.token)  \(readable(category.seconds))\n"
             }
         }
+        if let services = report.services, !services.isEmpty {
+            out += "\nServices (their apps and their sites)\n"
+            for service in services {
+                out +=
+                    "  \(service.name ?? service.token)  \(readable(service.seconds))"
+                    + "  (apps \(readable(service.applicationSeconds)), sites \(readable(service.webSeconds)))\n"
+            }
+        }
         if !report.webDomains.isEmpty {
             out += "\nWeb domains looked up\n"
             let time = DateFormatter()

@@ -381,9 +381,20 @@ struct ActivityIntegrationTests {
         #expect(abs((try event()?.usedSeconds ?? 0) - used) < 1.5)
         try desktop.activate("ChildBrowser")
         #expect(try eventually(15) { try event()?.reached == true })
+        // A service of the catalogue whose site this is: the report gives its time too.
+        try "name = Allowed Site\ndomains = allowed.test\n".write(
+            toFile: world.directory + "/services/allowedsite.service", atomically: true, encoding: .utf8)
         let report = try world.cli(as: world.guardian, "report", "--user", world.child, "--today", "--json")
         #expect(report.status == 0, "\(report.stderr)")
         #expect(report.stdout.contains("\"domain\" : \"allowed.test\""), "\(report.stdout)")
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let services = try decoder.decode(UsageReport.self, from: Data(report.stdout.utf8)).services ?? []
+        let site = services.first { $0.id == "allowedsite" }
+        #expect(
+            site?.name == "Allowed Site" && (site?.webSeconds ?? 0) >= 8 && site?.applicationSeconds == 0, "\(services)"
+        )
+        #expect(!services.contains { $0.id == "countertube" }, "a service not used is not in the report")
     }
 
     /// A program of the child's that the agent holds for a moment while it judges it (a new

@@ -74,12 +74,31 @@ extension UsageTracker {
                 start: segment.interval.start, end: segment.interval.end, seconds: segment.totalActivityDuration,
                 applications: Dictionary(uniqueKeysWithValues: segment.applications.map { ($0.key.base64, $0.value) }))
         }
-        return UsageReport(
+        var report = UsageReport(
             user: user, from: request.from, to: request.to, segmentation: request.segments, timeZone: request.timeZone,
             totalSeconds: ledger.total(during: interval), applications: applicationReports,
             categories: categoryReports,
             webDomains: domains.values.sorted { ($0.lookups, $1.token) > ($1.lookups, $0.token) }, segments: segments,
             names: names)
+        report.services = serviceTotals(byApplication: byApplication, byDomain: byDomain, names: names)
+        return report
+    }
+
+    /// Each service of the catalogue that was used: its apps' time and its sites' (web time is
+    /// kept by registrable domain, so a service's subdomain-only names, such as
+    /// youtubei.googleapis.com, add none).
+    func serviceTotals(
+        byApplication: [ApplicationToken: TimeInterval], byDomain: [WebDomainToken: TimeInterval], names: Bool
+    ) -> [UsageReport.Service] {
+        let catalogue = ServiceFiles.load(configuration.servicesDirectory)
+        return catalogue.services.values.compactMap { service -> UsageReport.Service? in
+            let apps = service.applications.reduce(0) { $0 + (byApplication[minter.token(for: $1)] ?? 0) }
+            let web = Set(service.domains).reduce(0) { $0 + (byDomain[minter.token(for: $1)] ?? 0) }
+            guard apps + web > 0 else { return nil }
+            return UsageReport.Service(
+                id: names ? service.id : nil, name: names ? service.name : nil,
+                token: minter.token(for: service.categoryName).base64, applicationSeconds: apps, webSeconds: web)
+        }.sorted { ($0.seconds, $1.token) > ($1.seconds, $0.token) }
     }
 
     /// A user's foreground time that reaches into `interval`, up to now (open spans are written

@@ -87,6 +87,28 @@ public struct UsageReport: Codable, Sendable, Hashable {
         }
     }
 
+    /// A service of the catalogue that was used: its apps' time in front and its sites' time in
+    /// a browser in front (counted by registrable domain, as `WebDomain`'s).
+    public struct Service: Codable, Sendable, Hashable {
+        public var id: String?
+        public var name: String?
+        public var token: String
+        public var seconds: Double
+        public var applicationSeconds: Double
+        public var webSeconds: Double
+
+        public init(
+            id: String?, name: String?, token: String, applicationSeconds: Double, webSeconds: Double
+        ) {
+            self.id = id
+            self.name = name
+            self.token = token
+            self.seconds = applicationSeconds + webSeconds
+            self.applicationSeconds = applicationSeconds
+            self.webSeconds = webSeconds
+        }
+    }
+
     public struct Segment: Codable, Sendable, Hashable {
         public var start: Date
         public var end: Date
@@ -152,6 +174,8 @@ public struct UsageReport: Codable, Sendable, Hashable {
     /// The agent's limits on the user now (the day's and the week's, screen time's and items'),
     /// the tighter of each pair is the one that holds first.
     public var limits: [LimitStanding]?
+    /// The catalogue's services that were used, most first.
+    public var services: [Service]?
 
     public init(
         user: UserSummary, from: Date, to: Date, segmentation: ReportRequest.Segments, timeZone: String,
