@@ -147,18 +147,21 @@ struct Allow: ParsableCommand {
     @Option(help: "The user (name or uid); default: yourself.") var user: String?
     @Option(name: .customLong("app"), help: "A desktop-entry ID or snap:NAME.") var applications: [String] = []
     @Option(name: .customLong("domain"), help: "A web domain.") var domains: [String] = []
+    @Option(name: .customLong("service"), help: "A service of the catalogue: its apps and its sites.")
+    var services: [String] = []
     @Flag(help: "Take these off the list.") var remove = false
 
     func validate() throws {
-        guard !remove || !(applications.isEmpty && domains.isEmpty) else {
-            throw ValidationError("--remove takes --app or --domain")
+        guard !remove || !(applications.isEmpty && domains.isEmpty && services.isEmpty) else {
+            throw ValidationError("--remove takes --app, --domain or --service")
         }
     }
 
     func run() throws {
         let reply = try perform(
             connection,
-            AlwaysAllowedRequest(user: user, applications: applications, webDomains: domains, remove: remove))
+            AlwaysAllowedRequest(
+                user: user, applications: applications, webDomains: domains, remove: remove, services: services))
         if output.json { return try printJSON(reply) }
         let apps = reply.applications.map(\.name)
         let sites = reply.webDomains.map(\.name)

@@ -291,6 +291,18 @@ import Testing
         #expect(agent.kidInForce?.policy.applicationShield(for: token, categories: []) == [.downtime])
     }
 
+    /// A service always allowed: each of its apps and domains on the list, taken off together.
+    @Test func aServiceIsAlwaysAllowedAsItsAppsAndItsSites() throws {
+        let agent = try authorized()
+        let set = try agent.send(AlwaysAllowedRequest(user: "kid", services: ["Blocks Online"]))
+        #expect(set.applications.map(\.token) == [agent.agent.app("org.example.Blocks").base64])
+        #expect(set.applications.map(\.name) == ["Blocks Online (desktop:org.example.Blocks)"])
+        #expect(set.webDomains.map(\.name) == ["blocks.example.com"])
+        #expect(agent.code(AlwaysAllowedRequest(user: "kid", services: ["nope"])) == .unknownCategory)
+        let off = try agent.send(AlwaysAllowedRequest(user: "kid", remove: true, services: ["blocks"]))
+        #expect(off.applications.isEmpty && off.webDomains.isEmpty)
+    }
+
     @Test func theChildIsWarnedOnTheTimekprScheduleOrTheOneAGuardianChose() throws {
         let agent = try authorized()
         let games = ActivityItems(applications: [], applicationCategories: ["Game"], webDomains: [])

@@ -171,7 +171,7 @@ extension PolicyService {
 
     func alwaysAllowed(_ request: AlwaysAllowedRequest, _ context: RequestContext) throws -> AlwaysAllowedReply {
         let caller = try caller(context)
-        let changing = !request.applications.isEmpty || !request.webDomains.isEmpty
+        let changing = !request.applications.isEmpty || !request.webDomains.isEmpty || !(request.services ?? []).isEmpty
         let account: UserAccount
         if changing {
             account = try storeOwner(StoreTarget(user: request.user), caller: caller)
@@ -182,7 +182,7 @@ extension PolicyService {
             }
         }
         guard !request.remove || changing else {
-            throw ScreenTimeIPCError(.invalidArgument, "give what to take off the list: --app or --domain")
+            throw ScreenTimeIPCError(.invalidArgument, "give what to take off the list: --app, --domain or --service")
         }
         if changing {
             var resolver = Resolver(service: self, account: account)
@@ -194,6 +194,20 @@ extension PolicyService {
             for text in request.webDomains {
                 let (token, name) = try resolver.webDomain(text)
                 items.append(.init(kind: .webDomain, token: token.base64, name: name.displayName))
+            }
+            // A service: each of its apps and domains, named as the service's.
+            for text in request.services ?? [] {
+                let (_, definition) = try resolver.serviceDefinition(text)
+                for application in definition.applications {
+                    items.append(
+                        .init(
+                            kind: .application, token: minter.token(for: application).base64,
+                            name: "\(definition.name) (\(application.canonical))"))
+                }
+                for given in definition.domains {
+                    let domain = suffixes.webDomain(for: given)
+                    items.append(.init(kind: .webDomain, token: minter.token(for: domain).base64, name: domain.unicode))
+                }
             }
             try edits.changes.withLock { _ in
                 let current = try database.alwaysAllowedItems(uid: account.uid)

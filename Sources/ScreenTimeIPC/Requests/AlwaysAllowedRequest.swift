@@ -11,8 +11,14 @@ public struct AlwaysAllowedRequest: ControlRequest, Hashable {
     public var webDomains: [String]
     /// Take these off the list instead.
     public var remove: Bool
+    /// Services of the catalogue: their apps and their domains, each an item of the list.
+    public var services: [String]?
 
-    public init(user: UserReference?, applications: [String] = [], webDomains: [String] = [], remove: Bool = false) {
+    public init(
+        user: UserReference?, applications: [String] = [], webDomains: [String] = [], remove: Bool = false,
+        services: [String] = []
+    ) {
+        self.services = services.isEmpty ? nil : services
         self.user = user
         self.applications = applications
         self.webDomains = webDomains
