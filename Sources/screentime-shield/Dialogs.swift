@@ -39,7 +39,9 @@ final class PickerDialog {
         for category in items.categories {
             add(
                 to: list, kind: "category", key: category.name,
-                label: "\(category.name) — \(category.kind == "web" ? "web" : "app") category")
+                label: category.kind == "service"
+                    ? "\(category.name) — service (apps and sites)"
+                    : "\(category.name) — \(category.kind == "web" ? "web" : "app") category")
         }
         let scroller = gtk_scrolled_window_new()!
         gtk_scrolled_window_set_child(screentime_gtk_scrolled(scroller), list)

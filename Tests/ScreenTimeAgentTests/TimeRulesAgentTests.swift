@@ -291,6 +291,17 @@ import Testing
         #expect(agent.kidInForce?.policy.applicationShield(for: token, categories: []) == [.downtime])
     }
 
+    /// The picker's categories include the services for a guardian (their tokens are the
+    /// shields'), never for the child.
+    @Test func servicesAreInAGuardiansPickerOnly() throws {
+        let agent = try authorized()
+        let mine = try agent.send(CategoriesRequest(user: "kid")).categories.filter { $0.kind == "service" }
+        let token = agent.agent.minter.token(for: try CategoryName("service.blocks")).base64
+        #expect(mine.map(\.name) == ["Blocks Online"] && mine.map(\.token) == [token])
+        let hers = try agent.send(CategoriesRequest(user: nil), as: Self.kid).categories
+        #expect(!hers.contains { $0.kind == "service" || $0.token == token })
+    }
+
     /// A service always allowed: each of its apps and domains on the list, taken off together.
     @Test func aServiceIsAlwaysAllowedAsItsAppsAndItsSites() throws {
         let agent = try authorized()

@@ -213,6 +213,18 @@ extension PolicyService {
             reports.append(
                 CategoryReport(name: name, kind: "web", token: minter.token(for: category).base64, count: nil))
         }
+        // The catalogue's services, each a category of apps and sites, for a guardian's picker (a
+        // child's own rules show her a service's token, never its name).
+        if caller.isGuardian {
+            for service in ServiceFiles.load(configuration.servicesDirectory).services.values.sorted(by: {
+                $0.id < $1.id
+            }) {
+                reports.append(
+                    CategoryReport(
+                        name: service.name, kind: "service", token: minter.token(for: service.categoryName).base64,
+                        count: service.applications.count + service.domains.count))
+            }
+        }
         return CategoriesReply(categories: reports)
     }
 

@@ -8,7 +8,8 @@ public struct CategoriesRequest: ControlRequest, Hashable {
 
 public struct CategoryReport: Codable, Sendable, Hashable {
     public var name: String
-    /// `app` or `web`.
+    /// `app`, `web` or `service` (a service of the catalogue: its apps and its sites; listed for
+    /// guardians).
     public var kind: String
     public var token: String
     /// How many installed applications (or listed domains) it holds, where known.
