@@ -394,7 +394,7 @@ struct ActivityIntegrationTests {
         #expect(
             site?.name == "Allowed Site" && (site?.webSeconds ?? 0) >= 8 && site?.applicationSeconds == 0, "\(services)"
         )
-        #expect(!services.contains { $0.id == "countertube" }, "a service not used is not in the report")
+        #expect(!services.contains { $0.id == "tubesite" }, "a service not used is not in the report")
     }
 
     /// A program of the child's that the agent holds for a moment while it judges it (a new

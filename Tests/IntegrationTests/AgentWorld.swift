@@ -181,8 +181,8 @@ final class AgentWorld {
             toFile: directory + "/categories/adult.list", atomically: true, encoding: .utf8)
         // A service of the catalogue: the fixture app and a name dnsmasq answers.
         try Files.makeDirectory(directory + "/services", mode: 0o755)
-        try "name = Counter Tube\ncategory = video\ndomains = other.test\napps = org.example.Counter\n".write(
-            toFile: directory + "/services/countertube.service", atomically: true, encoding: .utf8)
+        try "name = Tube Site\ncategory = video\ndomains = other.test\napps = org.example.Counter\n".write(
+            toFile: directory + "/services/tubesite.service", atomically: true, encoding: .utf8)
         try "dns.doh-server.test\n192.0.2.53\n2001:db8::53\n".write(
             toFile: directory + "/doh.list", atomically: true, encoding: .utf8)
         if let namespace {

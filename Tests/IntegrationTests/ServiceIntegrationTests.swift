@@ -31,18 +31,18 @@ struct ServiceIntegrationTests {
 
         let listed = try guardian(world, "services", "--verbose")
         #expect(listed.status == 0, "\(listed.stderr)")
-        #expect(listed.stdout.contains("countertube  Counter Tube (video, 1 domain, 1 app)"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("tubesite  Tube Site (video, 1 domain, 1 app)"), "\(listed.stdout)")
         #expect(listed.stdout.contains("domains: other.test") && listed.stdout.contains("apps: org.example.Counter"))
 
-        let unknown = try guardian(world, "shield", "--user", world.child, "--service", "countertub")
+        let unknown = try guardian(world, "shield", "--user", world.child, "--service", "tubesit")
         #expect(unknown.status != 0)
         #expect(
-            unknown.stderr.contains("there is no service 'countertub'; did you mean countertube?"), "\(unknown.stderr)")
+            unknown.stderr.contains("there is no service 'tubesit'; did you mean tubesite?"), "\(unknown.stderr)")
         #expect(try lookup(world, "other.test") == "NOERROR")
 
-        let shield = try guardian(world, "shield", "--user", world.child, "--service", "Counter Tube")
+        let shield = try guardian(world, "shield", "--user", world.child, "--service", "Tube Site")
         #expect(shield.status == 0, "\(shield.stderr)")
-        #expect(shield.stdout.contains("Counter Tube (service.countertube)"), "\(shield.stdout)")
+        #expect(shield.stdout.contains("Tube Site (service.tubesite)"), "\(shield.stdout)")
         for name in ["other.test", "www.other.test"] { #expect(try lookup(world, name) == "NXDOMAIN", "\(name)") }
         #expect(try lookup(world, "allowed.test") == "NOERROR")
 
@@ -52,11 +52,11 @@ struct ServiceIntegrationTests {
 
         // The child sees a token, not the service's name.
         let own = try world.cli(as: world.child, "status")
-        #expect(!own.stdout.contains("Counter Tube") && !own.stdout.contains("countertube"), "\(own.stdout)")
+        #expect(!own.stdout.contains("Tube Site") && !own.stdout.contains("tubesite"), "\(own.stdout)")
         let childList = try world.cli(as: world.child, "services", "--json")
         #expect(childList.status == 0 && !childList.stdout.contains("\"token\""), "\(childList.stdout)")
 
-        let lifted = try guardian(world, "unshield", "--user", world.child, "--service", "countertube")
+        let lifted = try guardian(world, "unshield", "--user", world.child, "--service", "tubesite")
         #expect(lifted.status == 0, "\(lifted.stderr)")
         #expect(eventually(10) { world.isRunningOn(pid, counting: file) }, "the app stayed held")
         #expect(try lookup(world, "other.test") == "NOERROR")
@@ -69,7 +69,7 @@ struct ServiceIntegrationTests {
             toFile: world.directory + "/services/broken.service", atomically: true, encoding: .utf8)
         let listed = try guardian(world, "services")
         #expect(listed.status == 0)
-        #expect(listed.stdout.contains("countertube") && !listed.stdout.contains("Broken"))
+        #expect(listed.stdout.contains("tubesite") && !listed.stdout.contains("Broken"))
         #expect(
             listed.stderr.contains(
                 "a service file was not read: broken.service, line 2: unknown key 'colour' (the keys are name, category, domains, apps)"
