@@ -61,6 +61,28 @@ struct SafeSearchIntegrationTests {
         let safe = try curl(world, as: world.child, "www.google.com", "10.8.8.8")
         #expect(safe.status == 0 && safe.stdout == "https www.google.com\n", "\(safe.status) \(safe.stdout)")
         #expect(try curl(world, as: world.bystander, "www.google.com", "10.9.9.9").status == 0)
+        // The safe host's own name, sent to the unsafe address (its Host inside the site's):
+        // reset; at its own address, served (second attack, finding 2).
+        let fronted = try curl(world, as: world.child, "forcesafesearch.google.com", "10.9.9.9")
+        #expect(fronted.status != 0 && !fronted.stdout.contains("https"), "\(fronted.status) \(fronted.stdout)")
+        #expect(try curl(world, as: world.child, "forcesafesearch.google.com", "10.8.8.8").status == 0)
+        // Two questions in one query, one of them the search engine's: dropped, not passed on for
+        // the resolver to answer (finding 4).
+        let twoQuestions = try world.inNetwork(
+            as: world.child, "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket, dns.message, dns.rdatatype
+                m = dns.message.make_query("allowed.test", "A")
+                m.question.append(dns.message.make_query("www.google.com", "A").question[0])
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(2)
+                s.sendto(m.to_wire(), ("127.0.0.1", 53))
+                try: print("answered", s.recv(4096)[:2].hex())
+                except socket.timeout: print("no answer")
+                """,
+            ])
+        #expect(twoQuestions.stdout.contains("no answer"), "\(twoQuestions.stdout) \(twoQuestions.stderr)")
         // Root and a bystander get the search engine itself.
         for user in [nil, world.bystander] {
             #expect(try answers(world, as: user, "www.google.com") == ["www.google.com. A 10.9.9.9"])

@@ -10,7 +10,9 @@ import Testing
     @Test(arguments: [
         ("google.com", "forcesafesearch.google.com"), ("www.google.com", "forcesafesearch.google.com"),
         ("WWW.Google.DE", "forcesafesearch.google.com"), ("www.google.co.uk", "forcesafesearch.google.com"),
-        ("google.com.au", "forcesafesearch.google.com"), ("www.youtube.com", "restrictmoderate.youtube.com"),
+        ("google.com.au", "forcesafesearch.google.com"), ("google.cat", "forcesafesearch.google.com"),
+        ("ipv4.google.com", "forcesafesearch.google.com"), ("ipv6.google.com", "forcesafesearch.google.com"),
+        ("www.youtube.com", "restrictmoderate.youtube.com"),
         ("m.youtube.com", "restrictmoderate.youtube.com"), ("youtubei.googleapis.com", "restrictmoderate.youtube.com"),
         ("www.youtube-nocookie.com", "restrictmoderate.youtube.com"), ("bing.com", "strict.bing.com"),
         ("www.bing.com", "strict.bing.com"), ("duckduckgo.com", "safe.duckduckgo.com"),
@@ -18,6 +20,15 @@ import Testing
     ])
     func searchAndVideoAreAnsweredWithTheirSafeHosts(_ asked: String, _ safe: String) {
         #expect(SafeSearch.target(for: Self.name(asked), level: .moderate) == Self.name(safe))
+    }
+
+    @Test func theSafeHostsAreKnownAsSuch() {
+        for host in [
+            "forcesafesearch.google.com", "RESTRICT.youtube.com", "restrictmoderate.youtube.com", "strict.bing.com",
+        ] {
+            #expect(SafeSearch.isSafeHost(Self.name(host)), "\(host)")
+        }
+        #expect(!SafeSearch.isSafeHost(Self.name("www.google.com")))
     }
 
     @Test func strictIsYouTubesStrictModeAndNothingElseChanges() {
@@ -33,7 +44,7 @@ import Testing
     @Test(arguments: [
         "mail.google.com", "google.blog", "www.google.evil.com", "google.evil.com", "forcesafesearch.google.com",
         "youtube.com", "restrict.youtube.com", "music.youtube.com", "strict.bing.com", "safe.duckduckgo.com",
-        "googlevideo.com", "example.com", "www.google.abc.de",
+        "googlevideo.com", "example.com", "www.google.abc.de", "ipv4.google.de", "x.ipv4.google.com",
     ])
     func otherNamesAreLeftAlone(_ asked: String) {
         #expect(SafeSearch.target(for: Self.name(asked), level: .strict) == nil)

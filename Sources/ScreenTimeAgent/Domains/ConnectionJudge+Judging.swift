@@ -129,9 +129,12 @@ extension ConnectionJudge {
             // Safe search at the connection: a search engine or YouTube reached without the
             // agent's alias (an address cached from before, typed in, or from another resolver)
             // goes to its safe host's address or nowhere.
+            // The safe host named itself (`forcesafesearch.google.com` sent to Google's ordinary
+            // address, with the unsafe site's Host inside) is held to its own address too.
             if decision == .watch,
                 let (name, target) = names.lazy.compactMap({ name in
                     filter.safeSearchTarget(for: name).map { (name, $0) }
+                        ?? (filter.safeSearch != nil && SafeSearch.isSafeHost(name) ? (name, name.lowercased) : nil)
                 }).first,
                 !(safeHosts?.addresses(of: target) ?? []).contains(where: { $0.elementsEqual(packet.destination) })
             {

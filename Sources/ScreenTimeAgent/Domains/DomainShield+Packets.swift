@@ -99,7 +99,13 @@ extension DomainShield {
                     shadows.lookUp(
                         question.name, owner: uid, resolver: Array(parsed.destination), port: parsed.destinationPort)
                 }
-            } else if let question = message.questions.first,
+            } else if filter.safeSearch != nil, message.questions.count > 1,
+                message.questions.contains(where: { filter.safeSearchTarget(for: $0.name) != nil })
+            {
+                // Several questions, one a search engine's: not answered for the first alone, not
+                // passed for the resolver to answer the rest.
+                return .drop
+            } else if let question = message.questions.first, question.class == 1,
                 let target = filter.safeSearchTarget(for: question.name)
             {
                 // Search and YouTube answered by their safe versions. Addresses not learned yet:

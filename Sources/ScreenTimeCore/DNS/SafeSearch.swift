@@ -13,7 +13,8 @@ public enum SafeSearchLevel: String, Codable, Sendable, Hashable, CaseIterable, 
 /// asked for.
 ///
 /// - Google: `google.<country>` and `www.google.<country>` (google.com, google.de, google.co.uk,
-///   google.com.au…) → `forcesafesearch.google.com`.
+///   google.com.au, google.cat…), `ipv4.google.com`, `ipv6.google.com` →
+///   `forcesafesearch.google.com`.
 /// - YouTube: `www.youtube.com`, `m.youtube.com`, `youtubei.googleapis.com`,
 ///   `youtube.googleapis.com`, `www.youtube-nocookie.com` → `restrictmoderate.youtube.com`
 ///   (moderate) or `restrict.youtube.com` (strict).
@@ -25,6 +26,11 @@ public enum SafeSearch {
     public static let youtubeStrict = name("restrict.youtube.com")
     public static let bing = name("strict.bing.com")
     public static let duckDuckGo = name("safe.duckduckgo.com")
+
+    /// Whether `name` is one of the safe hosts (any level).
+    public static func isSafeHost(_ name: DNSName) -> Bool {
+        [google, youtubeModerate, youtubeStrict, bing, duckDuckGo].contains(name.lowercased)
+    }
 
     /// Every safe host a level can send lookups to.
     public static func targets(_ level: SafeSearchLevel) -> [DNSName] {
@@ -53,12 +59,18 @@ public enum SafeSearch {
     /// two-letter code, or `co.`/`com.` and a two-letter code.
     static func isGoogleSearch(_ labels: [[UInt8]]) -> Bool {
         var rest = labels[...]
-        if rest.first == Array("www".utf8) { rest = rest.dropFirst() }
+        // ipv4. and ipv6.google.com serve the search as www. does.
+        if rest.first == Array("www".utf8)
+            || (labels.count == 3 && labels[2] == Array("com".utf8)
+                && (rest.first == Array("ipv4".utf8) || rest.first == Array("ipv6".utf8)))
+        {
+            rest = rest.dropFirst()
+        }
         guard rest.first == Array("google".utf8) else { return false }
         let country = Array(rest.dropFirst())
         func isCode(_ label: [UInt8]) -> Bool { label.count == 2 && label.allSatisfy { $0 >= 0x61 && $0 <= 0x7A } }
         switch country.count {
-        case 1: return country[0] == Array("com".utf8) || isCode(country[0])
+        case 1: return country[0] == Array("com".utf8) || country[0] == Array("cat".utf8) || isCode(country[0])
         case 2: return (country[0] == Array("co".utf8) || country[0] == Array("com".utf8)) && isCode(country[1])
         default: return false
         }
