@@ -66,6 +66,17 @@ struct SafeSearchIntegrationTests {
         let fronted = try curl(world, as: world.child, "forcesafesearch.google.com", "10.9.9.9")
         #expect(fronted.status != 0 && !fronted.stdout.contains("https"), "\(fronted.status) \(fronted.stdout)")
         #expect(try curl(world, as: world.child, "forcesafesearch.google.com", "10.8.8.8").status == 0)
+        // A connection naming nothing (an address typed in, the site's Host inside) to an address
+        // her resolver gave for one of Google's names is reset (finding 1); a bystander's is served.
+        func nameless(_ user: String) throws -> CommandResult {
+            try world.inNetwork(
+                as: user, "/usr/bin/curl",
+                ["-sk", "--max-time", "5", "--noproxy", "*", "-H", "Host: www.google.com", "https://10.9.9.9/"])
+        }
+        #expect(try answers(world, as: world.child, "images.www.google.com") == ["images.www.google.com. A 10.9.9.9"])
+        let unnamed = try nameless(world.child)
+        #expect(unnamed.status != 0 && !unnamed.stdout.contains("https"), "\(unnamed.status) \(unnamed.stdout)")
+        #expect(try nameless(world.bystander).status == 0)
         // Two questions in one query, one of them the search engine's: dropped, not passed on for
         // the resolver to answer (finding 4).
         let twoQuestions = try world.inNetwork(

@@ -31,6 +31,17 @@ import Testing
         #expect(!SafeSearch.isSafeHost(Self.name("www.google.com")))
     }
 
+    @Test func searchFamiliesAreTheSharedServersNames() {
+        for name in [
+            "mail.google.com", "google.de", "i.ytimg.youtube.com", "rr1.googlevideo.com", "www.googleapis.com",
+        ] {
+            #expect(SafeSearch.isSearchFamily(Self.name(name)), "\(name)")
+        }
+        for name in ["example.com", "notgoogle.com", "google.evil.com", "youtube.com.evil.net"] {
+            #expect(!SafeSearch.isSearchFamily(Self.name(name)), "\(name)")
+        }
+    }
+
     @Test func strictIsYouTubesStrictModeAndNothingElseChanges() {
         #expect(
             SafeSearch.target(for: Self.name("www.youtube.com"), level: .strict) == Self.name("restrict.youtube.com"))

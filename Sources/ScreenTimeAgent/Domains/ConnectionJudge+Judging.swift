@@ -115,10 +115,20 @@ extension ConnectionJudge {
         case .unreadable(let kind, let reason):
             decision = .refuse(Refusal(kind: "unreadable", reason: "\(kind.rawValue) that cannot be read: \(reason)"))
         case .unnamed, .names([], _):
-            decision =
-                addressStanding != .unknown
-                ? .refuse(Refusal(kind: "address", reason: "no name, to an address returned for a shielded name"))
-                : .watch
+            if addressStanding != .unknown {
+                decision = .refuse(
+                    Refusal(kind: "address", reason: "no name, to an address returned for a shielded name"))
+            } else if filter.safeSearch != nil,
+                state.withLock({ $0.searchAddresses[owner]?.standing(of: destination, now: time) ?? .unknown })
+                    != .unknown
+            {
+                // Google's and YouTube's servers are shared: with no name, the site's Host could be
+                // inside (the second attack's finding 1).
+                decision = .refuse(
+                    Refusal(kind: "safe search", reason: "no name, to an address of a search engine's or YouTube's"))
+            } else {
+                decision = .watch
+            }
         case .names(let names, let kind):
             decision =
                 names.lazy.compactMap { name in filter.verdict(for: name).map { (name, $0) } }.first.map {

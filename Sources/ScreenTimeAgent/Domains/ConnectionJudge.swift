@@ -80,6 +80,9 @@ final class ConnectionJudge: Sendable {
         /// answers of hers can neither make a learned address shared nor push it out.
         var addresses: [UInt32: LearnedAddresses] = [:]
         var heard: [UInt32: LearnedAddresses] = [:]
+        /// Addresses answered for a search engine's or YouTube's names, per user with safe search:
+        /// a connection naming nothing may not go to one (it could carry the site's Host inside).
+        var searchAddresses: [UInt32: LearnedAddresses] = [:]
 
         func standing(of address: LearnedAddresses.Address, owner: UInt32, now: Double) -> LearnedAddresses.Standing {
             let learned = addresses[owner]?.standing(of: address, now: now) ?? .unknown
@@ -162,6 +165,19 @@ final class ConnectionJudge: Sendable {
         }
     }
 
+    /// Notes the addresses a reply gave for a search engine's or YouTube's names (safe search).
+    func learnSearchAddresses(_ records: [DNSMessage.AddressRecord], owner: UInt32) {
+        guard !records.isEmpty else { return }
+        let time = now
+        state.withLock { state in
+            for record in records {
+                guard let address = LearnedAddresses.Address(record.address) else { continue }
+                state.searchAddresses[owner, default: LearnedAddresses(capacity: Self.heardCapacity)].learn(
+                    address, shielded: true, ttl: max(record.ttl, 300), now: time)
+            }
+        }
+    }
+
     /// Addresses kept per user from resolvers the child chose.
     static let heardCapacity = 4096
 
@@ -170,6 +186,7 @@ final class ConnectionJudge: Sendable {
         state.withLock { state in
             state.addresses = state.addresses.filter { owners.contains($0.key) }
             state.heard = state.heard.filter { owners.contains($0.key) }
+            state.searchAddresses = state.searchAddresses.filter { owners.contains($0.key) }
             state.refused = state.refused.filter { owners.contains($0.key) }
             state.flows = state.flows.filter { owners.contains($0.value.owner) }
             state.flowsOf = state.flowsOf.filter { owners.contains($0.key) }

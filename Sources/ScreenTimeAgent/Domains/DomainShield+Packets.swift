@@ -167,6 +167,11 @@ extension DomainShield {
                 break
             }
             connections.learn(answers.addresses, owner: owner, shielded: shielded, trusted: trusted)
+            if filter.safeSearch != nil, answers.names.contains(where: SafeSearch.isSearchFamily),
+                !answers.names.contains(where: SafeSearch.isSafeHost)
+            {
+                connections.learnSearchAddresses(answers.addresses, owner: owner)
+            }
             if shielded || answers.offersECH {
                 guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
                 rewrite = (message, shielded || rewrite?.shielded == true)

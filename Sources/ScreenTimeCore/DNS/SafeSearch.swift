@@ -32,6 +32,23 @@ public enum SafeSearch {
         [google, youtubeModerate, youtubeStrict, bing, duckDuckGo].contains(name.lowercased)
     }
 
+    /// Whether `name` is a search engine's or YouTube's (any name under Google's search domains,
+    /// youtube.com, youtube-nocookie.com, googlevideo.com, googleapis.com, bing.com,
+    /// duckduckgo.com): their servers are shared, so a connection naming nothing to one of their
+    /// addresses could carry the unsafe site's Host inside.
+    public static func isSearchFamily(_ name: DNSName) -> Bool {
+        let labels = name.lowercased.labels
+        for start in labels.indices {
+            let suffix = Array(labels[start...])
+            if isGoogleSearch(suffix) || familyDomains.contains(DNSName(validLabels: suffix)) { return true }
+        }
+        return false
+    }
+
+    private static let familyDomains: Set<DNSName> = Set(
+        ["youtube.com", "youtube-nocookie.com", "googlevideo.com", "googleapis.com", "bing.com", "duckduckgo.com"].map(
+            name))
+
     /// Every safe host a level can send lookups to.
     public static func targets(_ level: SafeSearchLevel) -> [DNSName] {
         [google, level == .strict ? youtubeStrict : youtubeModerate, bing, duckDuckGo]
