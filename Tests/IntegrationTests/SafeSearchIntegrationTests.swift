@@ -41,6 +41,13 @@ struct SafeSearchIntegrationTests {
         // The safe host's addresses are learned in the background when safe search comes into
         // force; a lookup before that is dropped and asked again.
         #expect(eventually(10) { (try? answers(world, as: world.child, "www.google.com")) == safeGoogle })
+        // Status says which safe hosts the PC's resolver has no address for (dnsmasq here knows
+        // Google's and YouTube's, not Bing's or DuckDuckGo's).
+        let problems = try world.status(of: world.child).domainShield?.problems ?? []
+        #expect(
+            problems.contains {
+                $0.contains("no address for strict.bing.com, safe.duckduckgo.com") && !$0.contains("forcesafesearch")
+            }, "\(problems)")
         let youtube = try answers(world, as: world.child, "WWW.YOUTUBE.COM")
         #expect(
             youtube == [

@@ -153,6 +153,15 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 "\(filter.categoriesWithoutList.count) shielded web categor(y/ies) have no list in \(configuration.categoriesDirectory)"
             )
         }
+        if let level = filter.safeSearch {
+            let known = Dictionary(safeSearch.known, uniquingKeysWith: { first, _ in first })
+            let missing = SafeSearch.targets(level).map(\.description).filter { (known[$0] ?? 0) == 0 }
+            if !missing.isEmpty {
+                problems.append(
+                    "safe search: the PC's resolver has given no address for \(missing.map { String($0.dropLast()) }.joined(separator: ", ")) yet; the child's lookups of those sites get no answer until it does"
+                )
+            }
+        }
         flushEvents()
         let recent = try database.shieldEvents(uid: uid, kind: .domain, limit: 20).map {
             ShieldEventReport(
