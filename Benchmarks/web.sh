@@ -19,6 +19,9 @@ echo "$MUM:$PASSWORD" | chpasswd
 printf 'auth required pam_unix.so\naccount required pam_unix.so\n' > /etc/pam.d/$PAM
 more_cleanup() {
   [ -f $DIR/web.pid ] && kill -9 "$(cat $DIR/web.pid)" 2>/dev/null || true
+  # The dashboard itself (web.pid is the namespace's wrapper): its account cannot go while it runs.
+  pkill -KILL -u $WEB 2>/dev/null || true
+  for _ in $(seq 1 50); do pgrep -u $WEB >/dev/null || break; sleep 0.1; done
   userdel $MUM 2>/dev/null || true; userdel $WEB 2>/dev/null || true; groupdel $GROUP 2>/dev/null || true
   rm -f /etc/pam.d/$PAM
   cleanup
