@@ -242,12 +242,8 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         let listener = try UnixSocket.listen(at: path)
         // Each closes what it inherited from this (threaded) test process first: a descriptor
         // of this process's, inherited, would rightly make it a client too.
-        func python(_ code: String) throws -> Process {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            process.arguments = ["-c", "import os; os.closerange(3, 65536); " + code, path]
-            try process.run()
-            return process
+        func python(_ code: String) throws -> TestProgram {
+            try TestProgram("/usr/bin/python3", ["-c", "import os; os.closerange(3, 65536); " + code, path])
         }
         let client = try python(
             "import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); time.sleep(30)")
@@ -298,16 +294,10 @@ struct ProcConnectorTests {
         reader.start()
         defer { connector.stop() }
         Thread.sleep(forTimeInterval: 0.05)
-        let process = Process()
-        if let cpu {
-            // taskset execs the shell in the same process, already on that CPU.
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
-            process.arguments = ["-c", "\(cpu)", "/bin/sh", "-c", "exit \(code)"]
-        } else {
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", "exit \(code)"]
-        }
-        try process.run()
+        // taskset execs the shell in the same process, already on that CPU.
+        let process =
+            try cpu.map { try TestProgram("/usr/bin/taskset", ["-c", "\($0)", "/bin/sh", "-c", "exit \(code)"]) }
+            ?? TestProgram("/bin/sh", ["-c", "exit \(code)"])
         process.waitUntilExit()
         let pid = process.processIdentifier
         var events: [ProcConnector.Event] = []
@@ -344,10 +334,8 @@ struct ProcConnectorTests {
                 .flatMap { Int($0) })
         let connector = try ProcConnector(receiveBuffer: 4096)
         // Nobody reads yet: 100 programs' fork, exec and exit events overflow a few KiB.
-        let burst = Process()
-        burst.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
-        burst.arguments = ["-c", "\(cpu)", "/bin/sh", "-c", "for i in $(seq 100); do /bin/true; done"]
-        try burst.run()
+        let burst = try TestProgram(
+            "/usr/bin/taskset", ["-c", "\(cpu)", "/bin/sh", "-c", "for i in $(seq 100); do /bin/true; done"])
         burst.waitUntilExit()
         #expect(burst.terminationStatus == 0)
         let (events, pid) = try events(from: connector, untilExitOf: 4, onCPU: cpu)
@@ -562,10 +550,7 @@ struct FreezerCgroupTests {
 
     private func freezeAndRelease(_ version: FreezerCgroup.Version) throws {
         let hierarchy = try #require(FreezerCgroup.systemHierarchy(version))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "while :; do :; done"]
-        try process.run()
+        let process = try TestProgram("/bin/sh", ["-c", "while :; do :; done"])
         defer {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -173,25 +173,17 @@ import Testing
         // Not pinned yet: judged as this process is.
         #expect(
             scheduler.slowedOnPurpose(pid: pid, tid: pid) == scheduler.slowedOnPurpose(pid: getpid(), tid: getpid()))
-        let pin = Process()
-        pin.executableURL = URL(fileURLWithPath: "/usr/bin/taskset")
-        pin.arguments = ["-p", "1", "\(pid)"]
-        pin.standardOutput = FileHandle.nullDevice
-        try pin.run()
+        let pin = try TestProgram("/usr/bin/taskset", ["-p", "1", "\(pid)"])
         pin.waitUntilExit()
         #expect(pin.terminationStatus == 0)
         #expect(scheduler.slowedOnPurpose(pid: pid, tid: pid), "pinned to one processor")
     }
 
-    private static func sleeper() throws -> Process {
-        let sleeper = Process()
-        sleeper.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        sleeper.arguments = ["30"]
-        try sleeper.run()
-        return sleeper
+    private static func sleeper() throws -> TestProgram {
+        try TestProgram("/bin/sleep", ["30"])
     }
 
-    private static func end(_ sleeper: Process) {
+    private static func end(_ sleeper: TestProgram) {
         // SIGKILL: a child a swift-testing test starts inherits its blocked signals.
         kill(sleeper.processIdentifier, SIGKILL)
         sleeper.waitUntilExit()

@@ -7,12 +7,8 @@ import Testing
     /// Python programs of the test's (each closes what it inherited first: a descriptor of this
     /// process's would make it a holder of the test's sockets). They end by themselves within 5 s:
     /// the server's end, once killed, was waited for until its sleep ended.
-    private func python(_ code: String, _ arguments: [String] = []) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", "import os; os.closerange(3, 65536); " + code] + arguments
-        try process.run()
-        return process
+    private func python(_ code: String, _ arguments: [String] = []) throws -> TestProgram {
+        try TestProgram("/usr/bin/python3", ["-c", "import os; os.closerange(3, 65536); " + code] + arguments)
     }
 
     @Test func theClientsOfATCPServerAreWhatTheKernelsTableConnects() throws {
