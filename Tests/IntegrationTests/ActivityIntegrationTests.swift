@@ -604,8 +604,9 @@ struct ActivityIntegrationTests {
 extension ActivityIntegrationTests {
     /// Tests that wait out minutes of real time (a limit, a grant, a schedule's boundary):
     /// `scripts/run-tests` starts every `Long` suite's tests first, beside the others, so that
-    /// none starts late and holds up the end of the run.
-    @Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the launcher, the proc connector, freezing"))
+    /// none starts late and holds up the end of the run. (Their threads of their own are the
+    /// parent suite's trait, which covers nested suites.)
+    @Suite(.enabled(if: isRoot, "needs root: users, the launcher, the proc connector, freezing"))
     struct Long {
         @Test func aDailyLimitFreezesTheAppAfterItsTimeInFrontAndNotBefore() throws {
             try ActivityIntegrationTests().aDailyLimitFreezesTheAppAfterItsTimeInFrontAndNotBefore()

@@ -977,8 +977,9 @@ extension HostileChildIntegrationTests {
 extension HostileChildIntegrationTests {
     /// Tests that wait out minutes of real time (a limit, a grant, a schedule's boundary):
     /// `scripts/run-tests` starts every `Long` suite's tests first, beside the others, so that
-    /// none starts late and holds up the end of the run.
-    @Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the agent, other users' processes"))
+    /// none starts late and holds up the end of the run. (Their threads of their own are the
+    /// parent suite's trait, which covers nested suites.)
+    @Suite(.enabled(if: isRoot, "needs root: users, the agent, other users' processes"))
     struct Long {
         @Test func aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds() throws {
             try HostileChildIntegrationTests().aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds()

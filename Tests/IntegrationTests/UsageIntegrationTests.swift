@@ -2831,8 +2831,9 @@ extension UsageIntegrationTests {
 extension UsageIntegrationTests {
     /// Tests that wait out minutes of real time (a limit, a grant, a schedule's boundary):
     /// `scripts/run-tests` starts every `Long` suite's tests first, beside the others, so that
-    /// none starts late and holds up the end of the run.
-    @Suite(.threadsOfTheirOwn, .enabled(if: isRoot, "needs root: users, the proc connector, other users' X servers"))
+    /// none starts late and holds up the end of the run. (Their threads of their own are the
+    /// parent suite's trait, which covers nested suites.)
+    @Suite(.enabled(if: isRoot, "needs root: users, the proc connector, other users' X servers"))
     struct Long {
         @Test func kwinsScriptTellsTheWindowInFrontThroughTheRelay() throws {
             try UsageIntegrationTests().kwinsScriptTellsTheWindowInFrontThroughTheRelay()
