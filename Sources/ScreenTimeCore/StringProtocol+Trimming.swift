@@ -1,23 +1,24 @@
 extension StringProtocol {
     /// The text without leading and trailing white space (spaces, tabs, line breaks).
-    func trimmingWhitespace() -> String {
-        let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
-        else { return "" }
-        return String(String.UnicodeScalarView(scalars[first...last]))
-    }
+    func trimmingWhitespace() -> String { trimming { $0.properties.isWhitespace } }
 
     /// The text without leading and trailing spaces and tabs (Foundation's `.whitespaces`: the
     /// space separators and the tab; line breaks stay).
     package func trimmingSpaces() -> String {
-        let isSpace = { (scalar: Unicode.Scalar) in
-            scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator
-        }
+        trimming { $0 == "\t" || $0.properties.generalCategory == .spaceSeparator }
+    }
+
+    private func trimming(_ trimmed: (Unicode.Scalar) -> Bool) -> String {
         let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !isSpace($0) }),
-            let last = scalars.lastIndex(where: { !isSpace($0) })
+        guard let first = scalars.firstIndex(where: { !trimmed($0) }),
+            let last = scalars.lastIndex(where: { !trimmed($0) })
         else { return "" }
         return String(String.UnicodeScalarView(scalars[first...last]))
     }
+}
+
+/// `value` in decimal, zero-padded to two digits: the minutes of "07:05" (what
+/// `String(format: "%02d")` wrote; the dashboard's modules link no Foundation).
+package func twoDigits(_ value: Int) -> String {
+    (0..<10).contains(value) ? "0\(value)" : "\(value)"
 }

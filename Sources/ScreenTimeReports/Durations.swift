@@ -1,4 +1,5 @@
 public import FoundationEssentials
+import ScreenTimeCore
 
 /// Durations as people read them: `1 h 05 min`, `8 min 02 s`, `12 s`.
 public func readable(_ seconds: Double) -> String {
@@ -16,9 +17,4 @@ public func compact(_ seconds: Double) -> String {
     let minutes = Int((seconds / 60).rounded())
     if minutes < 60 { return "\(minutes)m" }
     return "\(minutes / 60)h\(twoDigits(minutes % 60))"
-}
-
-/// `value` in decimal, zero-padded to two digits.
-private func twoDigits(_ value: Int) -> String {
-    (0..<10).contains(value) ? "0\(value)" : "\(value)"
 }

@@ -4,8 +4,3 @@ func hex(_ value: some BinaryInteger, width: Int) -> String {
     let digits = String(value, radix: 16, uppercase: true)
     return String(repeating: "0", count: max(0, width - digits.count)) + digits
 }
-
-/// `value` in decimal, zero-padded to two digits: the minutes of "07:05".
-func twoDigits(_ value: Int) -> String {
-    value < 10 && value >= 0 ? "0\(value)" : "\(value)"
-}

@@ -163,8 +163,3 @@ public enum GrantLength: Hashable, Sendable, Codable {
         }
     }
 }
-
-/// `value` in decimal, zero-padded to two digits: the minutes of "until 07:05".
-private func twoDigits(_ value: Int) -> String {
-    (0..<10).contains(value) ? "0\(value)" : "\(value)"
-}
