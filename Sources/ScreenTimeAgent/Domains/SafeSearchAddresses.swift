@@ -60,20 +60,10 @@ final class SafeSearchAddresses: Sendable {
     }
 
     private func learn(_ target: DNSName) {
-        var found: [[UInt8]] = []
-        if let server = resolvers.addresses.first {
-            for type in [DNSMessage.typeA, DNSMessage.typeAAAA] {
-                let query = DNSMessage(
-                    id: UInt16.random(in: 0...UInt16.max), flags: 0x0100,
-                    questions: [DNSMessage.Question(name: target, type: type)])
-                guard
-                    let reply = try? DatagramExchange.ask(
-                        query.serialized(), address: server, port: 53, timeout: Self.timeout),
-                    let answers = try? DNSMessage.answers(in: reply)
-                else { continue }
-                found += answers.addresses.map(\.address)
-            }
-        }
+        let found =
+            resolvers.addresses.first.map {
+                AddressQuery.records(of: target, server: $0, port: 53, timeout: Self.timeout).map(\.address)
+            } ?? []
         let now = ContinuousClock.now
         state.withLock { state in
             state.asking.remove(target)

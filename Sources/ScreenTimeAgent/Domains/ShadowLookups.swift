@@ -56,17 +56,9 @@ final class ShadowLookups: Sendable {
                 asked.append((resolver, port, false))
             }
             for server in asked {
-                for type in [DNSMessage.typeA, DNSMessage.typeAAAA] {
-                    let query = DNSMessage(
-                        id: UInt16.random(in: 0...UInt16.max), flags: 0x0100,
-                        questions: [DNSMessage.Question(name: name, type: type)])
-                    guard
-                        let reply = try? DatagramExchange.ask(
-                            query.serialized(), address: server.address, port: server.port, timeout: Self.timeout),
-                        let answers = try? DNSMessage.answers(in: reply)
-                    else { continue }
-                    judge.learn(answers.addresses, owner: owner, shielded: true, trusted: server.trusted)
-                }
+                let records = AddressQuery.records(
+                    of: name, server: server.address, port: server.port, timeout: Self.timeout)
+                judge.learn(records, owner: owner, shielded: true, trusted: server.trusted)
             }
         }
     }
