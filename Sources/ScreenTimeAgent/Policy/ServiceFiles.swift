@@ -2,6 +2,7 @@ import Foundation
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
+import Synchronization
 
 /// The service catalogue as its directory holds it now: the package's files and a guardian's own
 /// (`ID.service`, root's). Read whole each time the policy is made (a few dozen small files), so
@@ -11,9 +12,25 @@ enum ServiceFiles {
     static let maximumFiles = 2000
     static let maximumFileSize = 1 << 20
 
+    /// The last catalogue read of each directory, with its files' signatures (device, inode,
+    /// size, modification time): read again only when one of them changed. The policy, each
+    /// report and each name resolved ask for it; a stat of each file is what they cost.
+    private static let cache = Mutex<[String: (signatures: [String], catalogue: ServiceCatalogue)]>([:])
+
     static func load(_ directory: String) -> ServiceCatalogue {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
             .filter { $0.hasSuffix(".service") }.sorted()
+        let signatures = names.prefix(maximumFiles).map { $0 + " " + Files.signature(directory + "/" + $0) }
+        if let cached = cache.withLock({ $0[directory] }), cached.signatures == signatures, names.count <= maximumFiles
+        {
+            return cached.catalogue
+        }
+        let catalogue = read(directory, names)
+        cache.withLock { $0[directory] = (signatures, catalogue) }
+        return catalogue
+    }
+
+    private static func read(_ directory: String, _ names: [String]) -> ServiceCatalogue {
         var files: [(name: String, text: String)] = []
         var unreadable: [String] = []
         for name in names.prefix(maximumFiles) {

@@ -32,10 +32,7 @@ public struct ServiceDefinition: Sendable, Hashable {
     public let applications: [ApplicationIdentity]
 
     /// The category the service is, whose token the stores hold.
-    public var categoryName: CategoryName {
-        // The ID was checked to make a valid category name with the prefix.
-        (try? CategoryName(Self.categoryPrefix + id)) ?? (try! CategoryName("service"))
-    }
+    public let categoryName: CategoryName
 
     /// Reads one service file; `id` is its name without `.service`. Throws saying which line was
     /// wrong and why.
@@ -109,6 +106,8 @@ public struct ServiceDefinition: Sendable, Hashable {
             throw ScreenTimeCoreError(.invalidService, "\(id).service has more than 1,000 domains or 100 apps")
         }
         self.id = id
+        // An ID checked above (40 letters, digits and -) with the prefix is a category name.
+        self.categoryName = try CategoryName(Self.categoryPrefix + id)
         self.name = name
         self.category = category
         var seenDomains: Set<String> = []
