@@ -62,6 +62,35 @@ struct ServiceIntegrationTests {
         #expect(try lookup(world, "other.test") == "NOERROR")
     }
 
+    /// Only the catalogue puts an app in a service: a program of the child's own, under an entry of
+    /// hers that names the service in its categories, is not the service's app and runs on.
+    @Test func aChildsOwnEntryCannotPutItsProgramInAService() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        let home = try world.makeHome(for: world.child)
+        let program = home + "/mine"
+        // A program of hers (sleep, made hers by a byte more: not the system's by its contents).
+        let made = try world.command(
+            as: world.child, "/bin/sh",
+            [
+                "-c",
+                """
+                cp /bin/sleep \(program) && printf x >> \(program) && chmod 755 \(program) && \
+                printf '[Desktop Entry]\nType=Application\nName=Mine\nExec=\(program) 600\nCategories=service.tubesite;Game;\n' \
+                  > \(home)/.local/share/applications/mine.desktop
+                """,
+            ])
+        #expect(made.status == 0, "\(made.stderr)")
+        #expect(try guardian(world, "authorize", "--child", world.child).status == 0)
+        #expect(try guardian(world, "shield", "--user", world.child, "--service", "tubesite").status == 0)
+        let mine = try world.launch(as: world.child, program, ["600"])
+        let counter = try world.launch(as: world.child, world.counter, [home + "/count"])
+        // The service's own app is held; hers, named into the service by her entry, is not.
+        #expect(eventually(10) { world.isHeld(counter, running: world.counter) })
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(!world.isFrozen(mine) && world.processState(mine) != "T", "her own program was held")
+    }
+
     @Test func aBadServiceFileIsSaidAndTheRestOfTheCatalogueStillWorks() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
