@@ -94,6 +94,42 @@ import Testing
         #expect(Self.sum(pseudo + tcp) == 0xFFFF, "TCP checksum")
     }
 
+    /// The block page's segment: the bytes as they are (no DNS framing), the server's FIN, in
+    /// both families, with checksums a receiver accepts; none for UDP.
+    @Test(arguments: [false, true])
+    func aSegmentBackCarriesDataAsItIsAndClosesTheServersSide(v6: Bool) throws {
+        let request = Array("GET / HTTP/1.1\r\nHost: blocked.example\r\n\r\n".utf8)
+        let packet = try DNSPacket(
+            parsing: Self.packet(v6: v6, tcp: true, payload: request, sequence: 0xFFFF_FFF0, ack: 77))
+        let page = Array("HTTP/1.1 403 Forbidden\r\n\r\nodd length!".utf8)
+        let segment = try #require(packet.segmentBack(carrying: page, closing: true))
+        let headerLength = v6 ? 40 : 20
+        let tcp = Array(segment[headerLength...])
+        if v6 {
+            #expect(Array(segment[8..<24]) == Self.server6 && Array(segment[24..<40]) == Self.client6)
+            #expect(Int(segment[4]) << 8 | Int(segment[5]) == tcp.count)
+            let pseudo = Self.server6 + Self.client6 + Self.be32(UInt32(tcp.count)) + [0, 0, 0, 6]
+            #expect(Self.sum(pseudo + tcp) == 0xFFFF, "TCP checksum")
+        } else {
+            #expect(Array(segment[12..<16]) == Self.server4 && Array(segment[16..<20]) == Self.client4)
+            #expect(Int(segment[2]) << 8 | Int(segment[3]) == segment.count)
+            #expect(Self.sum(Array(segment[0..<20])) == 0xFFFF, "IPv4 header checksum")
+            let pseudo = Self.server4 + Self.client4 + [0, 6] + Self.be16(tcp.count)
+            #expect(Self.sum(pseudo + tcp) == 0xFFFF, "TCP checksum")
+        }
+        #expect(Array(tcp[0..<4]) == Self.be16(53) + Self.be16(40000))
+        #expect(Array(tcp[4..<8]) == Self.be32(77), "the server's next sequence number")
+        // The request's sequence wraps: 0xFFFFFFF0 + 40 bytes.
+        #expect(Array(tcp[8..<12]) == Self.be32(0xFFFF_FFF0 &+ UInt32(request.count)), "the request acknowledged")
+        #expect(tcp[13] == 0x19, "FIN, PSH and ACK")
+        #expect(Array(tcp[20...]) == page)
+        let back = try DNSPacket(parsing: segment)
+        #expect(Array(back.payload) == page && back.tcpFlags & DNSPacket.flagFIN != 0)
+        #expect(try #require(packet.segmentBack(carrying: [], closing: false))[headerLength + 13] == 0x18)
+        let udp = try DNSPacket(parsing: Self.packet(v6: v6, payload: Self.query("x.example")))
+        #expect(udp.segmentBack(carrying: page, closing: true) == nil)
+    }
+
     @Test func tcpSegmentsWithoutWholeMessagesAreRefused() throws {
         let query = Self.query("a.example")
         let split = try DNSPacket(parsing: Self.packet(tcp: true, payload: Self.be16(query.count) + query.prefix(5)))

@@ -134,7 +134,8 @@ extension ConnectionJudge {
                 names.lazy.compactMap { name in filter.verdict(for: name).map { (name, $0) } }.first.map {
                     .refuse(
                         Refusal(
-                            kind: "name", reason: "\(kind.rawValue) names a shielded host", name: $0.0, verdict: $0.1))
+                            kind: "name", reason: "\(kind.rawValue) names a shielded host", name: $0.0, verdict: $0.1,
+                            answeredWithPage: kind == .http && $0.1.reason != .bypass))
                 } ?? .watch
             // Safe search at the connection: a search engine or YouTube reached without the
             // agent's alias (an address cached from before, typed in, or from another resolver)

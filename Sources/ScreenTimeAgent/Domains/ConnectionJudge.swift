@@ -45,6 +45,8 @@ final class ConnectionJudge: Sendable {
         /// The shielded name, when the connection named one.
         var name: DNSName?
         var verdict: DomainFilter.Verdict?
+        /// A plain-HTTP request for a shielded name: answered with the block page, then reset.
+        var answeredWithPage = false
     }
 
     struct FlowKey: Hashable {

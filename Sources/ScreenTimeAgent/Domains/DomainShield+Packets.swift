@@ -46,6 +46,9 @@ extension DomainShield {
         }
         let decision = connections.judge(
             parsed, bytes: packet.bytes, owner: uid, standing: standing, filter: filter, generation: generation)
+        if case .refuse(let refusal) = decision, refusal.answeredWithPage, let parsed {
+            sendBlockPage(answering: parsed, refusal: refusal, uid: uid)
+        }
         return verdict(decision, mark: packet.mark, owner: uid, generation: generation)
     }
 
@@ -228,7 +231,8 @@ extension DomainShield {
                 .met(
                     ShieldEncounter(
                         kind: .webDomain, owner: uid, token: minter.token(for: shown).base64, name: shown.unicode,
-                        identity: shown.ascii, categories: [], icon: nil, stores: verdict.stores, pid: nil)))
+                        identity: shown.ascii, categories: [], icon: nil, stores: verdict.stores, pid: nil,
+                        webReason: verdict.reason)))
         }
         let now = Date()
         let wasEmpty = events.withLock { buffer in

@@ -31,6 +31,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     let resolvers = SystemResolvers()
     let shadows: ShadowLookups
     let safeSearch: SafeSearchAddresses
+    /// Sends the block page of a refused plain-HTTP request (nil: a raw socket could not be made,
+    /// and such requests are reset bare).
+    let pages = try? RawPacketSender()
     private let flushSignal: AsyncStream<Void>
     /// Told, on the queue's thread, of each address question a filtered user asks and each name
     /// their programs use — looked up, or named by a connection's opening (its registrable domain

@@ -22,4 +22,6 @@ struct ShieldEncounter: Sendable, Hashable {
     var stores: [StoreKey]
     /// A process of it that is held (for `close`: the app's processes end).
     var pid: Int32?
+    /// For a web domain: why its name is refused (a shield on it, its category, the filter).
+    var webReason: DomainFilter.Reason? = nil
 }

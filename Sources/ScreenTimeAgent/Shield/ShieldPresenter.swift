@@ -213,9 +213,11 @@ final class ShieldPresenter: Service, Sendable {
             return "This week's time for it is used up."
         } else if agent(PolicyService.limitStore + LimitPeriod.month.storeSuffix) {
             return "This month's time for it is used up."
+        } else if thing.kind == .application {
+            return "Your guardian chose to shield it for now."
         } else {
-            return thing.kind == .application
-                ? "Your guardian chose to shield it for now." : "Your guardian chose to shield this site."
+            return thing.webReason == .filter
+                ? "The web filter your guardian chose blocks this site." : "Your guardian chose to shield this site."
         }
         guard !alwaysAllowed.isEmpty else { return why }
         let names = alwaysAllowed.prefix(8).map(\.name).joined(separator: ", ")

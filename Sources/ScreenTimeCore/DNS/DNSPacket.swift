@@ -148,11 +148,17 @@ public struct DNSPacket: Sendable {
         transport == .udp ? rewritten(carrying: [message], swapped: false) : nil
     }
 
+    /// A TCP segment from the server back to the sender carrying `data` as it is (a block page),
+    /// acknowledging this segment's data and continuing the server's sequence, and closing the
+    /// server's side (FIN) when `closing`; nil for UDP.
+    public func segmentBack(carrying data: [UInt8], closing: Bool) -> [UInt8]? {
+        guard transport == .tcp else { return nil }
+        return rewritten(body: Array(data.prefix(Int(UInt16.max) - 60)), swapped: true, closing: closing)
+    }
+
     /// A packet carrying `answers`, from the receiver back to the sender (`swapped`), or on its
     /// way as it was.
     private func rewritten(carrying answers: [[UInt8]], swapped: Bool) -> [UInt8] {
-        let (from, to) = swapped ? (destination, source) : (source, destination)
-        let (fromPort, toPort) = swapped ? (destinationPort, sourcePort) : (sourcePort, destinationPort)
         var body: [UInt8] = []
         switch transport {
         case .udp:
@@ -163,6 +169,12 @@ public struct DNSPacket: Sendable {
                 body += answer.prefix(Int(UInt16.max))
             }
         }
+        return rewritten(body: body, swapped: swapped, closing: false)
+    }
+
+    private func rewritten(body: [UInt8], swapped: Bool, closing: Bool) -> [UInt8] {
+        let (from, to) = swapped ? (destination, source) : (source, destination)
+        let (fromPort, toPort) = swapped ? (destinationPort, sourcePort) : (sourcePort, destinationPort)
         var segment: [UInt8] = []
         Self.append16(&segment, fromPort)
         Self.append16(&segment, toPort)
@@ -176,7 +188,7 @@ public struct DNSPacket: Sendable {
             protocolNumber = Self.protocolTCP
             Self.append32(&segment, acknowledgment)
             Self.append32(&segment, sequence &+ UInt32(truncatingIfNeeded: payload.count))
-            segment += [5 << 4, 0x18]  // a 20-byte header; PSH and ACK
+            segment += [5 << 4, closing ? 0x19 : 0x18]  // a 20-byte header; PSH and ACK (and FIN)
             Self.append16(&segment, window)
             segment += [0, 0, 0, 0]  // checksum and urgent pointer
         }

@@ -55,6 +55,10 @@ def outcome(sock, timeout=3):
     sock.settimeout(timeout)
     try:
         data = sock.recv(4096)
+        # The agent's block page, sent on the server's behalf for a refused plain-HTTP request
+        # (then the connection is reset): told apart from any server's answer.
+        if data.startswith(b"HTTP/1.1 403 ") and b"\r\nX-Screentime: shielded\r\n" in data:
+            return "page"
         return "answered" if data else "closed"
     except ConnectionResetError:
         return "reset"

@@ -1,0 +1,74 @@
+import Glibc
+
+/// Sends whole IP packets, headers written by the caller, through raw sockets (IPPROTO_RAW: the
+/// kernel routes each by its destination and sends it as it is). The agent's way to answer a
+/// connection it refuses on the server's behalf (a block page for a plain-HTTP request): the
+/// packet goes back to the sender along the route any packet to it takes, loopback for a local
+/// process, whatever the server's route is.
+///
+/// Made when the agent starts (it needs CAP_NET_RAW), in the network namespace of the queue it
+/// answers for. Sending never blocks: the sockets are non-blocking, and a packet the kernel has no
+/// room for is dropped (the sender then sees a reset, as without the page).
+public final class RawPacketSender: Sendable {
+    private let socket4: Int32
+    private let socket6: Int32
+
+    public init() throws(SystemError) {
+        socket4 = try systemCall("socket(AF_INET, SOCK_RAW, IPPROTO_RAW)") {
+            socket(
+                AF_INET, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                Int32(IPPROTO_RAW))
+        }
+        do {
+            // IPPROTO_RAW over IPv6 includes the header (IPV6_HDRINCL) on Linux.
+            socket6 = try systemCall("socket(AF_INET6, SOCK_RAW, IPPROTO_RAW)") {
+                socket(
+                    AF_INET6, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+                    Int32(IPPROTO_RAW))
+            }
+        } catch {
+            close(socket4)
+            throw error
+        }
+    }
+
+    deinit {
+        close(socket4)
+        close(socket6)
+    }
+
+    /// Sends `packet`, an IPv4 or IPv6 packet with its headers and checksums written, to the
+    /// destination its header names.
+    public func send(_ packet: [UInt8]) throws(SystemError) {
+        guard let version = packet.first.map({ $0 >> 4 }),
+            version == 4 ? packet.count >= 20 : version == 6 && packet.count >= 40
+        else { throw SystemError(.badFile, "not an IPv4 or IPv6 packet (\(packet.count) bytes)") }
+        let sent: Int
+        if version == 4 {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: packet[16..<20]) }
+            sent = packet.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        Glibc.sendto(
+                            socket4, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+            }
+        } else {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: packet[24..<40]) }
+            sent = packet.withUnsafeBytes { bytes in
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        Glibc.sendto(
+                            socket6, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                    }
+                }
+            }
+        }
+        if sent < 0 { throw SystemError.call("sendto(raw IPv\(version))", errno) }
+    }
+}
