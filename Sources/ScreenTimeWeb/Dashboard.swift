@@ -80,9 +80,11 @@ public struct Dashboard: Sendable {
             else { throw HTTPError(.notFound, message: "There is no such ask or answer.") }
             return try await signedIn(request, context) { token in
                 let form = try await checkedForm(request, context, token: token)
-                let length = answer == "grant" ? try Self.length(form["length"] ?? "15m") : nil
+                let always = answer == "grant" && form["length"] == "always"
+                let length = answer == "grant" && !always ? try Self.length(form["length"] ?? "15m") : nil
                 let decided = try await agent.send(
-                    DecideRequest(id: id, grant: answer == "grant", length: length), session: token)
+                    DecideRequest(id: id, grant: answer == "grant", length: length, always: always ? true : nil),
+                    session: token)
                 return Response.redirect(to: "/child/\(Pages.path(decided.user))", type: .normal)
             }
         }

@@ -166,10 +166,15 @@ enum Pages {
             html += " <span class=\"note\">at \(LocalTime.format(ask.createdAt, "%H:%M"))</span></p>\n"
             if let note = ask.note, !note.isEmpty { html += "<blockquote>\(HTML.escape(note))</blockquote>\n" }
             html += "<div class=\"buttons\">"
-            for (length, label) in [("15m", "15 min"), ("1h", "1 hour"), ("rest-of-day", "rest of today")] {
+            var lengths = [("15m", "Grant 15 min"), ("1h", "Grant 1 hour"), ("rest-of-day", "Grant rest of today")]
+            // A site asked for may be allowed for good (it joins what the filter lets past).
+            if ask.webDomain != nil {
+                lengths.append(("always", "Always allow"))
+            }
+            for (length, label) in lengths {
                 html += "<form method=\"post\" action=\"/asks/\(ask.id)/grant\">\(hidden(csrf))"
                 html += "<input type=\"hidden\" name=\"length\" value=\"\(length)\">"
-                html += "<button type=\"submit\">Grant \(label)</button></form>"
+                html += "<button type=\"submit\">\(label)</button></form>"
             }
             html += "<form method=\"post\" action=\"/asks/\(ask.id)/deny\">\(hidden(csrf))"
             html += "<button type=\"submit\" class=\"quiet\">Deny</button></form></div></div>\n"

@@ -5,7 +5,7 @@ import ScreenTimeIPC
 
 struct Ask: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Ask a guardian for more time on a shielded app or web domain (children).")
+        abstract: "Ask a guardian for more time on a shielded app, or to allow a web domain (children).")
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
     @Option(name: .customLong("app"), help: "The app (its desktop-entry ID).") var application: String?
@@ -49,7 +49,9 @@ struct Requests: ParsableCommand {
         for request in reply.requests {
             var line =
                 "\(request.id)  \(request.user)  \(request.minutes) min of \(request.application ?? request.webDomain ?? request.token)  \(request.state)"
-            if let until = request.until, request.state == .granted {
+            if request.isAlways {
+                line += " always"
+            } else if let until = request.until, request.state == .granted {
                 line += " until \(formatter.string(from: until))"
             }
             if let by = request.decidedBy { line += " (by \(by))" }
@@ -66,6 +68,7 @@ struct Grant: ParsableCommand {
         discussion: """
             screentime grant 12                      (the minutes asked)
             screentime grant 12 --for 1h             (15m, 1h, rest-of-day, until 20:30)
+            screentime grant 12 --always             (no end: a site joins those past the filter)
             screentime grant --user alice --screen-time --for rest-of-day
             screentime grant --end 12
             A grant adds to whichever is later of what the child still has of its limit and a \
@@ -73,7 +76,8 @@ struct Grant: ParsableCommand {
             rest-of-day ends at midnight. Blocked apps stay blocked under any grant. With \
             --screen-time, downtime, the day's and week's screen time and their lock (--no-login) \
             are lifted: the child may log in and its sessions thaw. A guardian's lock is not \
-            ('screentime lock --off' lifts it). --end ends a grant now: what it lifted holds again.
+            ('screentime lock --off' lifts it). --end ends a grant now: what it lifted holds again. \
+            A site granted (for a time or --always) is let past the web filter as well as its shields.
             """)
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
@@ -86,8 +90,15 @@ struct Grant: ParsableCommand {
     @Flag(name: .customLong("screen-time"), help: "More screen time now: lifts downtime and screen time's limits.")
     var screenTime = false
     @Option(help: "End this grant now (its number in 'screentime requests').") var end: Int64?
+    @Flag(help: "Grant the ask with no end (until --end): a site asked for, always allowed.") var always = false
 
     func validate() throws {
+        if always {
+            guard id != nil, minutes == nil, length == nil, !screenTime, end == nil, user == nil else {
+                throw ValidationError(
+                    "--always takes the ask's number alone: no --minutes, --for, --screen-time or --end")
+            }
+        }
         guard !(minutes != nil && length != nil) else { throw ValidationError("give --minutes or --for, not both") }
         if let end {
             guard id == nil, !screenTime, user == nil, minutes == nil, length == nil, guardian == nil, end > 0 else {
@@ -122,12 +133,18 @@ struct Grant: ParsableCommand {
             return
         }
         guard let id else { return }
-        var request = DecideRequest(id: id, grant: true, minutes: minutes, length: grantLength)
+        var request = DecideRequest(
+            id: id, grant: true, minutes: minutes, length: grantLength, always: always ? true : nil)
         if try perform(connection, PingRequest()).role != .guardian {
             request.guardian = try Terminal.askGuardian(name: guardian)
         }
         let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
+        if reply.isAlways {
+            return print(
+                "allowed \(reply.user) \(reply.application ?? reply.webDomain ?? reply.token) always ('screentime grant --end \(reply.id)' takes it back)"
+            )
+        }
         print(
             "granted \(reply.user) \(reply.minutes) minutes of \(reply.application ?? reply.webDomain ?? reply.token), until \(Self.time(reply.until))"
         )

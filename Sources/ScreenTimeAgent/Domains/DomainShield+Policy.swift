@@ -88,6 +88,8 @@ extension DomainShield {
                 hasher.combine(store)
                 hasher.combine(filter)
             }
+            // (A grant ending puts a site back behind the filter: connections to it are judged again.)
+            for token in policy.grantedWebDomains.map(\.base64).sorted() { hasher.combine(token) }
         }
         for (path, signature) in lists.signatures.sorted(by: { $0.key < $1.key }) {
             hasher.combine(path)
@@ -134,6 +136,7 @@ extension DomainShield {
         let policy = user.policy
         var tokens = Set(policy.webDomainsShieldedByToken.keys.map(\.base64))
         for shield in policy.webDomainCategoryShields { tokens.formUnion(shield.policy.exceptions.map(\.base64)) }
+        tokens.formUnion(policy.grantedWebDomains.map(\.base64))
         var names: [WebDomainToken: DomainName] = [:]
         for token in tokens {
             guard let name = known[token], name.kind == .domain else { continue }

@@ -105,6 +105,7 @@ package final class PolicyPublisher: Sendable {
             tokens.formUnion(policy.applicationsShieldedByToken.keys.map(\.base64))
             tokens.formUnion(policy.applicationsBlocked.keys.map(\.base64))
             for shield in policy.webDomainCategoryShields { tokens.formUnion(shield.policy.exceptions.map(\.base64)) }
+            tokens.formUnion(policy.grantedWebDomains.map(\.base64))
         }
         return PolicySnapshot(
             generation: generation, users: result, names: try database.tokenNames(tokens), problems: problems)

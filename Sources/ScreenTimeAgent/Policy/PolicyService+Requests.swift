@@ -131,10 +131,17 @@ extension PolicyService {
         if let minutes = request.minutes, !(1...720).contains(minutes) {
             throw ScreenTimeIPCError(.invalidArgument, "grant 1 to 720 minutes, not \(minutes)")
         }
+        let always = request.always == true
+        if always, !request.grant || request.minutes != nil || request.length != nil {
+            throw ScreenTimeIPCError(
+                .invalidArgument, "'always' is a grant with no end: no minutes, no length, no deny")
+        }
         let now = Date()
         // Where it ends is read before the policy's lock is taken (it reads the scheduler).
         var until: Date?
-        if request.grant, let asked = try database.timeRequest(id: request.id) {
+        if always {
+            until = DecideRequest.alwaysUntil
+        } else if request.grant, let asked = try database.timeRequest(id: request.id) {
             let length = try Self.checkedLength(minutes: request.minutes, length: request.length, asked: asked.minutes)
             // Granted again while its grant runs: on top of it, as any other grant on the same thing.
             until = try grantEnd(length, uid: asked.uid, kind: asked.kind, token: asked.token, excluding: nil, now: now)
@@ -156,7 +163,7 @@ extension PolicyService {
             }
             record.state = request.grant ? .granted : .denied
             record.until = request.grant ? until : nil
-            if let until = record.until { record.minutes = Self.minutes(from: now, to: until) }
+            if let until = record.until, !always { record.minutes = Self.minutes(from: now, to: until) }
             record.decidedAt = now
             record.decidedBy = decider
             try database.decide(
@@ -168,7 +175,7 @@ extension PolicyService {
         }
         let name = (try? users.user(uid: decided.uid).name) ?? "uid \(decided.uid)"
         logger.notice(
-            request.grant ? "more time granted" : "more time denied",
+            always ? "allowed always" : request.grant ? "more time granted" : "more time denied",
             metadata: [
                 "user": "\(name)", "what": "\(decided.name)", "minutes": "\(decided.minutes)", "id": "\(request.id)",
                 "by": "\(decider)",

@@ -16,9 +16,11 @@ extension ShieldPresenter {
         for window in state.withLock({ $0.askWindows.removeValue(forKey: request.id) ?? [] }) { retire(window) }
         let what = request.application ?? request.webDomain ?? "it"
         let text =
-            request.state == .granted
-            ? "A guardian granted \(request.minutes) more minutes of \(what)."
-            : "A guardian said no to more time on \(what)."
+            request.isAlways
+            ? "A guardian allowed \(what), always."
+            : request.state == .granted
+                ? "A guardian granted \(request.minutes) more minutes of \(what)."
+                : "A guardian said no to more time on \(what)."
         var told = false
         for session in usage.displays(of: request.uid) {
             if let open = state.withLock({ $0.windows[session.key] }), open.token == request.token {

@@ -170,7 +170,12 @@ extension ShieldPresenter {
         let context = RequestContext(peer: PeerCredentials(pid: 0, uid: thing.owner, gid: 0))
         do {
             let asked = try policy.ask(AskRequest(token: thing.token, minutes: 15), context)
-            send(ShieldWindowUpdate(message: "Asked a guardian for \(asked.minutes) more minutes."), to: window)
+            send(
+                ShieldWindowUpdate(
+                    message: thing.kind == .webDomain
+                        ? "Asked a guardian to allow \(thing.name)."
+                        : "Asked a guardian for \(asked.minutes) more minutes."),
+                to: window)
         } catch let error as ScreenTimeIPCError {
             send(ShieldWindowUpdate(message: error.message), to: window)
         } catch {

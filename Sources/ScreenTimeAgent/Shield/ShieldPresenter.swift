@@ -157,7 +157,8 @@ final class ShieldPresenter: Service, Sendable {
             subtitle: .init(
                 text: Self.subtitle(thing, alwaysAllowed: (try? database.alwaysAllowedItems(uid: thing.owner)) ?? [])),
             primaryButtonLabel: .init(text: "OK"),
-            secondaryButtonLabel: member == .child ? .init(text: "Ask for more time") : nil)
+            secondaryButtonLabel: member == .child
+                ? .init(text: thing.kind == .webDomain ? "Ask to allow" : "Ask for more time") : nil)
         let extensions = (try? database.shieldExtensions(uid: thing.owner)) ?? [:]
         let client = thing.stores.map(\.client).first { extensions[$0] != nil }
         if let client, let path = extensions[client]?.configuration {

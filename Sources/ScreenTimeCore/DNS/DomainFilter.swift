@@ -47,6 +47,8 @@ public struct DomainFilter: Sendable {
     private let shieldedDomains: [UInt64: [StoreKey]]
     private let categoryPolicies: [(StoreKey, Categories)]
     private let filters: [(StoreKey, Filter)]
+    /// Granted domains (a child asked, a guardian said yes): past the filter.
+    private let granted: Set<UInt64>
     private let adultList: DomainList
     private let bypassList: DomainList
     /// The safe versions of search and YouTube, when the policy forces them.
@@ -113,6 +115,7 @@ public struct DomainFilter: Sendable {
             }
         }
         shieldedDomains = shielded
+        granted = hashes(policy.grantedWebDomains)
         self.adultList = adultList
         self.bypassList = bypassList
         unnamedDomains = unnamed.sorted()
@@ -153,6 +156,7 @@ public struct DomainFilter: Sendable {
         }
         if !stores.isEmpty { return Verdict(reason: .category, stores: Self.unique(stores), category: category) }
 
+        if !granted.isEmpty, suffixes.contains(where: granted.contains) { return nil }
         var isAdult: Bool?
         for (store, filter) in filters {
             let blocks: Bool

@@ -19,11 +19,15 @@ public struct EffectivePolicy: Sendable {
     public let appInstallationDenied: [StoreKey]
     /// The safe versions of search and YouTube, the strictest any store asks for; nil when none does.
     public let safeSearch: SafeSearchLevel?
+    /// Domains a guardian granted for now (or always): no shield and no web-content filter
+    /// refuses them, or what is under them.
+    public let grantedWebDomains: Set<WebDomainToken>
 
     /// - Parameters:
     ///   - grantedApplications, grantedWebDomains: tokens whose shields are lifted for now (a
     ///     guardian granted more time): no store's shield applies to them, by token or by
-    ///     category. Blocks and the web-content filter still do.
+    ///     category. Blocks still do. A granted domain is let past the web-content filter too:
+    ///     a child asked for that site, and a guardian said yes.
     public init(
         stores: [StoreKey: StoreSettings], grantedApplications: Set<ApplicationToken> = [],
         grantedWebDomains: Set<WebDomainToken> = []
@@ -67,6 +71,7 @@ public struct EffectivePolicy: Sendable {
         self.filterPolicies = filterPolicies
         self.appInstallationDenied = appInstallationDenied
         self.safeSearch = safeSearch
+        self.grantedWebDomains = grantedWebDomains
     }
 
     /// Whether no store shields, blocks or filters anything.
@@ -118,9 +123,13 @@ public struct EffectivePolicy: Sendable {
     }
 
     /// The stores whose web-content filter blocks a name. `isAdult` says whether the name is on the
-    /// adult list that `.auto` filters.
-    public func webContentFilter(for name: DomainName, isAdult: Bool) -> [StoreKey] {
-        filterPolicies.filter { $0.1.blocks(name, isAdult: isAdult) }.map(\.0)
+    /// adult list that `.auto` filters; `candidates` are the tokens of the name and the domains
+    /// above it (`PublicSuffixList.shieldCandidates(for:)`, minted): one granted lets it past.
+    public func webContentFilter(
+        for name: DomainName, isAdult: Bool, candidates: [WebDomainToken] = []
+    ) -> [StoreKey] {
+        guard grantedWebDomains.isDisjoint(with: candidates) else { return [] }
+        return filterPolicies.filter { $0.1.blocks(name, isAdult: isAdult) }.map(\.0)
     }
 
     /// Every application token shielded by token, with its stores.

@@ -55,15 +55,23 @@ public struct DecideRequest: ControlRequest, Hashable {
     /// In person, in the child's session: a guardian's name and password (checked as
     /// `authorize` checks them, wrong ones counted against the child's session).
     public var guardian: GuardianCredentials?
+    /// Granted with no end (a site asked for joins what the child may always open, past the
+    /// filter and the shields): until a guardian ends it (`grant --end`). Not with minutes or a length.
+    public var always: Bool?
+
+    /// Where a grant with no end is kept: the year 3000, as a guardian's lock with no end.
+    public static let alwaysUntil = Date(timeIntervalSince1970: 32_503_680_000)
 
     public init(
-        id: Int64, grant: Bool, minutes: Int? = nil, length: GrantLength? = nil, guardian: GuardianCredentials? = nil
+        id: Int64, grant: Bool, minutes: Int? = nil, length: GrantLength? = nil, guardian: GuardianCredentials? = nil,
+        always: Bool? = nil
     ) {
         self.id = id
         self.grant = grant
         self.minutes = minutes
         self.length = length
         self.guardian = guardian
+        self.always = always
     }
 }
 
@@ -93,6 +101,8 @@ public struct TimeRequestReport: Codable, Sendable, Hashable {
     public var decidedAt: Date?
     public var decidedBy: String?
     public var until: Date?
+    /// Granted with no end (`grant --always`).
+    public var isAlways: Bool { state == .granted && (until ?? .distantPast) >= DecideRequest.alwaysUntil }
 
     public init(
         id: Int64, user: String, uid: UInt32, application: String?, webDomain: String?, token: String, minutes: Int,
