@@ -274,7 +274,8 @@ final class AgentWorld {
     /// The addresses the web servers answer on, in the namespace: the test names' addresses
     /// (dnsmasq's answers) put on its loopback, so that a connection to them is a real one.
     static let webAddresses = [
-        "10.1.1.1", "10.2.2.2", "10.2.2.3", "10.6.6.6", "10.8.8.8", "10.9.9.9", "fd00::1", "fd00::2",
+        "10.1.1.1", "10.2.2.2", "10.2.2.3", "10.6.6.6", "10.8.8.8", "10.9.9.9", "10.11.11.11", "10.12.12.12",
+        "fd00::1", "fd00::2",
     ]
 
     /// Starts the web servers of `Fixtures/web-server.py` in the namespace (HTTPS on 443, HTTP on

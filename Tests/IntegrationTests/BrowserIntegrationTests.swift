@@ -115,28 +115,31 @@ struct BrowserIntegrationTests {
                 "IP:10.6.6.6",
             ])
             try startProvider(world)
-            // A link to nowhere and a default route: without them Chromium counts itself offline
-            // and shows every failure as ERR_INTERNET_DISCONNECTED, not what a child would see.
-            if let namespace = world.namespace {
-                try system("/usr/sbin/ip", "-n", namespace, "link", "add", "st-out", "type", "veth", "peer", "st-far")
-                // No IPv6 on it: its link-local address would appear a moment after the link goes
-                // up, and Chromium, seeing the network change mid-load, fails with
-                // ERR_NETWORK_CHANGED (seen once in a fresh-clone run).
-                for link in ["st-out", "st-far"] {
-                    try system(
-                        "/usr/sbin/ip", "netns", "exec", namespace, "/usr/sbin/sysctl", "-qw",
-                        "net.ipv6.conf.\(link).disable_ipv6=1")
-                }
-                try system("/usr/sbin/ip", "-n", namespace, "addr", "add", "10.99.0.1/24", "dev", "st-out")
-                try system("/usr/sbin/ip", "-n", namespace, "link", "set", "st-out", "up")
-                try system("/usr/sbin/ip", "-n", namespace, "link", "set", "st-far", "up")
-                try system("/usr/sbin/ip", "-n", namespace, "route", "add", "default", "via", "10.99.0.2")
-            }
+            try addRoute(world)
         } catch {
             world.tearDown()
             throw error
         }
         return world
+    }
+
+    /// A link to nowhere and a default route: without them Chromium counts itself offline and
+    /// shows every failure as ERR_INTERNET_DISCONNECTED, not what a child would see.
+    func addRoute(_ world: AgentWorld) throws {
+        guard let namespace = world.namespace else { return }
+        try system("/usr/sbin/ip", "-n", namespace, "link", "add", "st-out", "type", "veth", "peer", "st-far")
+        // No IPv6 on it: its link-local address would appear a moment after the link goes up,
+        // and Chromium, seeing the network change mid-load, fails with ERR_NETWORK_CHANGED (seen
+        // once in a fresh-clone run).
+        for link in ["st-out", "st-far"] {
+            try system(
+                "/usr/sbin/ip", "netns", "exec", namespace, "/usr/sbin/sysctl", "-qw",
+                "net.ipv6.conf.\(link).disable_ipv6=1")
+        }
+        try system("/usr/sbin/ip", "-n", namespace, "addr", "add", "10.99.0.1/24", "dev", "st-out")
+        try system("/usr/sbin/ip", "-n", namespace, "link", "set", "st-out", "up")
+        try system("/usr/sbin/ip", "-n", namespace, "link", "set", "st-far", "up")
+        try system("/usr/sbin/ip", "-n", namespace, "route", "add", "default", "via", "10.99.0.2")
     }
 
     /// The DoH provider, in the namespace (it goes with it): every A query is answered 10.1.1.1.
@@ -164,8 +167,8 @@ struct BrowserIntegrationTests {
 
     /// A home of its own for `user`'s browser, owned by the user, whose certificate store trusts
     /// the world's test authority (and nothing else is changed: the system's policies stay as
-    /// the agent wrote them).
-    func home(_ world: AgentWorld, _ user: String, _ browser: String) throws -> String {
+    /// the agent wrote them). `provider`: the profile sets the test's DoH provider.
+    func home(_ world: AgentWorld, _ user: String, _ browser: String, provider: Bool = true) throws -> String {
         let home = world.directory + "/\(browser)-\(user)"
         // Chromium reads $HOME/.pki/nssdb; Firefox the profile's own database.
         let database = browser == "chromium" ? home + "/.pki/nssdb" : home + "/profile"
@@ -176,18 +179,25 @@ struct BrowserIntegrationTests {
             "/usr/bin/certutil", "-A", "-d", "sql:" + database, "-n", "screentime test authority", "-t", "C,,", "-i",
             world.certificateAuthority)
         if browser == "chromium" {
+            guard provider else {
+                try system("/usr/bin/chown", "-R", "\(user):users", home)
+                return home
+            }
             // The profile's own secure-DNS setting (chrome://settings/security), not a flag.
             try #"{"dns_over_https":{"mode":"secure","templates":"\#(Self.provider)"}}"#.write(
                 toFile: home + "/profile/Local State", atomically: true, encoding: .utf8)
         } else {
             // Mode 3: DoH only, never the system resolver. Firefox ignores private addresses in
             // DoH answers unless told otherwise.
+            let trr = """
+                user_pref("network.trr.mode", 3);
+                user_pref("network.trr.uri", "\(Self.provider)");
+                user_pref("network.trr.custom_uri", "\(Self.provider)");
+                user_pref("network.trr.allow-rfc1918", true);
+
+                """
             try """
-            user_pref("network.trr.mode", 3);
-            user_pref("network.trr.uri", "\(Self.provider)");
-            user_pref("network.trr.custom_uri", "\(Self.provider)");
-            user_pref("network.trr.allow-rfc1918", true);
-            user_pref("marionette.port", 2828);
+            \(provider ? trr : "")user_pref("marionette.port", 2828);
             user_pref("browser.shell.checkDefaultBrowser", false);
             user_pref("datareporting.policy.dataSubmissionEnabled", false);
             user_pref("toolkit.telemetry.reportingpolicy.firstRun", false);
@@ -235,14 +245,17 @@ struct BrowserIntegrationTests {
     /// SCREENTIME_KEEP_LOGS when that is set, not taken otherwise. Headless Chromium takes none
     /// of a page that fails to load, so the page is reached from a script, and the error page
     /// it ends on is what is shot.
-    func screenshot(_ world: AgentWorld, as user: String, home: String, _ url: String, name: String) throws {
+    func screenshot(
+        _ world: AgentWorld, as user: String, home: String, _ url: String, name: String, flags: [String] = []
+    ) throws {
         guard let keep = ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] else { return }
         let file = "\(home)/\(name).png"
         _ = try browserRun(
             world, as: user,
             ["/usr/bin/env"] + chromiumCommand(home: home) + [
                 "--screenshot=" + file, "--window-size=800,450", "--timeout=2500",
-                "data:text/html,<script>location.href='\(url)'</script>",
+            ] + flags + [
+                "data:text/html,<script>location.href='\(url)'</script>"
             ])
         try? FileManager.default.removeItem(atPath: "\(keep)/\(name).png")
         try? FileManager.default.copyItem(atPath: file, toPath: "\(keep)/\(name).png")

@@ -2,7 +2,8 @@
 """The servers a child connects to in the connection-judging tests, in the test's network
 namespace: HTTPS on 443 (any name, a self-signed certificate), plain HTTP on 80, a service that
 names nothing on 2222 (it speaks first, as SSH does), and a UDP echo on 4433. Every server
-answers a line that says which it is, so a client can tell "answered" from "reset".
+answers a line that says which it is, so a client can tell "answered" from "reset"; HTTPS's
+`/where` adds the address the client reached.
 
 usage: web-server.py CERT KEY READY-FILE
 """
@@ -82,6 +83,10 @@ async def https(reader, writer):
             if not head:
                 break
             body = ("https %s\n" % name).encode()
+            # /where also says which of the server's addresses the client reached (a safe host's,
+            # or the site's own).
+            if head.startswith(b"GET /where "):
+                body = ("https %s at %s\n" % (name, writer.get_extra_info("sockname")[0])).encode()
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
             await writer.drain()
     except Exception:
