@@ -228,7 +228,7 @@ final class AgentWorld {
         "dns.doh-server.test": "10.7.7.7",
         // Safe search: the search engine and video site, and their safe hosts (unroutable here).
         "www.google.com": "10.9.9.9", "forcesafesearch.google.com": "10.8.8.8", "www.youtube.com": "10.11.11.11",
-        "restrictmoderate.youtube.com": "10.12.12.12",
+        "restrictmoderate.youtube.com": "10.12.12.12", "duckduckgo.com": "10.13.13.13",
     ]
 
     /// dnsmasq on 127.0.0.1 and ::1 in the namespace: no upstream, no hosts file, only the test

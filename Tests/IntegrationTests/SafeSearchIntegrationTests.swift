@@ -42,12 +42,21 @@ struct SafeSearchIntegrationTests {
         // force; a lookup before that is dropped and asked again.
         #expect(eventually(10) { (try? answers(world, as: world.child, "www.google.com")) == safeGoogle })
         // Status says which safe hosts the PC's resolver has no address for (dnsmasq here knows
-        // Google's and YouTube's, not Bing's or DuckDuckGo's).
+        // Google's, YouTube's and DuckDuckGo's, not Bing's).
         let problems = try world.status(of: world.child).domainShield?.problems ?? []
         #expect(
             problems.contains {
-                $0.contains("no address for strict.bing.com, safe.duckduckgo.com") && !$0.contains("forcesafesearch")
+                $0.contains("no address for strict.bing.com") && !$0.contains("forcesafesearch")
+                    && !$0.contains("duckduckgo")
             }, "\(problems)")
+        // DuckDuckGo's page without scripts has no safe host (and turns safe search off with
+        // kp=-2): refused to her, answered for root.
+        #expect(try answers(world, as: world.child, "html.duckduckgo.com").isEmpty)
+        #expect(try answers(world, as: nil, "html.duckduckgo.com") == ["html.duckduckgo.com. A 10.13.13.13"])
+        #expect(
+            try answers(world, as: world.child, "duckduckgo.com") == [
+                "duckduckgo.com. CNAME safe.duckduckgo.com.", "safe.duckduckgo.com. A 10.13.13.13",
+            ])
         let youtube = try answers(world, as: world.child, "WWW.YOUTUBE.COM")
         #expect(
             youtube == [

@@ -112,6 +112,26 @@ import Testing
             ])
     }
 
+    /// DuckDuckGo's pages without scripts have no safe host and let their reader turn safe
+    /// search off: refused while safe search is on, for the child whose policy has it only.
+    @Test func aSearchEnginesVersionWithNoSafeHostIsRefusedUnderSafeSearch() throws {
+        for name in ["html.duckduckgo.com", "LITE.DuckDuckGo.com"] {
+            #expect(SafeSearch.hasNoSafeVersion(Self.name(name)), "\(name)")
+        }
+        for name in ["duckduckgo.com", "safe.duckduckgo.com", "x.html.duckduckgo.com", "html.duckduckgo.com.evil"] {
+            #expect(!SafeSearch.hasNoSafeVersion(Self.name(name)), "\(name)")
+        }
+        func filter(_ level: SafeSearchLevel?) -> DomainFilter {
+            DomainFilter(
+                policy: EffectivePolicy(stores: [
+                    ScreenTimeCoreTests.store("a"): StoreSettings(webContent: WebContentSettings(safeSearch: level))
+                ]), names: [:], categoryLists: [:], adultList: DomainList([DomainName]()))
+        }
+        #expect(filter(.moderate).verdict(for: Self.name("html.duckduckgo.com"))?.reason == .safeSearch)
+        #expect(filter(.moderate).verdict(for: Self.name("duckduckgo.com")) == nil)
+        #expect(filter(nil).verdict(for: Self.name("html.duckduckgo.com")) == nil)
+    }
+
     @Test func theStrictestStoreWins() {
         func store(_ level: SafeSearchLevel?) -> StoreSettings {
             StoreSettings(webContent: WebContentSettings(safeSearch: level))

@@ -217,8 +217,11 @@ final class ShieldPresenter: Service, Sendable {
         } else if thing.kind == .application {
             return "Your guardian chose to shield it for now."
         } else {
-            return thing.webReason == .filter
-                ? "The web filter your guardian chose blocks this site." : "Your guardian chose to shield this site."
+            switch thing.webReason {
+            case .filter: return "The web filter your guardian chose blocks this site."
+            case .safeSearch: return "Safe search is on, and this version of the search engine has none."
+            default: return "Your guardian chose to shield this site."
+            }
         }
         guard !alwaysAllowed.isEmpty else { return why }
         let names = alwaysAllowed.prefix(8).map(\.name).joined(separator: ", ")

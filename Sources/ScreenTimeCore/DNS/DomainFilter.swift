@@ -19,11 +19,14 @@ public struct DomainFilter: Sendable {
         /// (answered NXDOMAIN so that Firefox keeps its DNS-over-HTTPS off) and the names of known
         /// DNS-over-HTTPS servers.
         case bypass
+        /// While safe search is on: a search engine's version with no safe host, whose reader can
+        /// turn safe search off (`SafeSearch.hasNoSafeVersion`).
+        case safeSearch
     }
 
     public struct Verdict: Hashable, Sendable {
         public var reason: Reason
-        /// The stores responsible, sorted; empty for `.bypass`.
+        /// The stores responsible, sorted; empty for `.bypass` and `.safeSearch`.
         public var stores: [StoreKey]
         /// The category whose list holds the name, for `.category`.
         public var category: ActivityCategoryToken?
@@ -136,6 +139,7 @@ public struct DomainFilter: Sendable {
         let suffixes = DomainList.suffixHashes(of: name)
         if name.labels.count == 2, name.lowercased == Self.firefoxCanary { return Verdict(reason: .bypass, stores: []) }
         if bypassList.contains(suffixHashes: suffixes) { return Verdict(reason: .bypass, stores: []) }
+        if safeSearch != nil, SafeSearch.hasNoSafeVersion(name) { return Verdict(reason: .safeSearch, stores: []) }
 
         var stores: [StoreKey] = []
         for hash in suffixes { stores += shieldedDomains[hash] ?? [] }

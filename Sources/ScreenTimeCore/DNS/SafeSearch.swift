@@ -49,6 +49,15 @@ public enum SafeSearch {
         ["youtube.com", "youtube-nocookie.com", "googlevideo.com", "googleapis.com", "bing.com", "duckduckgo.com"].map(
             name))
 
+    /// Whether `name` is a version of a search engine that has no safe host and lets its reader
+    /// turn safe search off (DuckDuckGo's pages without scripts, `html.` and `lite.`, honour
+    /// `kp=-2`): refused while safe search is on, not aliased.
+    public static func hasNoSafeVersion(_ name: DNSName) -> Bool {
+        noSafeVersion.contains(name.lowercased)
+    }
+
+    private static let noSafeVersion: Set<DNSName> = Set(["html.duckduckgo.com", "lite.duckduckgo.com"].map(name))
+
     /// Every safe host a level can send lookups to.
     public static func targets(_ level: SafeSearchLevel) -> [DNSName] {
         [google, level == .strict ? youtubeStrict : youtubeModerate, bing, duckDuckGo]
