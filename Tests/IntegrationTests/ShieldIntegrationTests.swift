@@ -15,7 +15,7 @@ import Testing
     .threadsOfTheirOwn,
     .enabled(if: isRoot, "needs root: users, the launcher, the proc connector, other users' X servers"))
 struct ShieldIntegrationTests {
-    private func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
         let end = Date().addingTimeInterval(seconds)
         while Date() < end {
             if try condition() { return true }
@@ -25,7 +25,7 @@ struct ShieldIntegrationTests {
     }
 
     /// A world whose child is authorized and runs an X11 desktop the agent reads.
-    private func session(logLevel: String? = nil) throws -> (AgentWorld, XDesktop) {
+    func session(logLevel: String? = nil) throws -> (AgentWorld, XDesktop) {
         let world = try AgentWorld(logLevel: logLevel)
         do {
             let authorized = try world.cli(as: world.guardian, "authorize", "--child", world.child)
@@ -41,20 +41,20 @@ struct ShieldIntegrationTests {
         }
     }
 
-    private func shield(_ world: AgentWorld, _ arguments: String...) throws {
+    func shield(_ world: AgentWorld, _ arguments: String...) throws {
         let result = try world.cli(as: world.guardian, arguments: ["shield", "--user", world.child] + arguments)
         guard result.status == 0 else { throw WorldError("shield: \(result.stderr)") }
     }
 
     /// The shield window's X window (by its title), if one is mapped.
-    private func window(_ desktop: XDesktop, titled title: String) -> String? {
+    func window(_ desktop: XDesktop, titled title: String) -> String? {
         desktop.shown(["--name", "^\(title)$"])
     }
 
     /// Makes a dialog the active window and waits until the server sends it the keyboard (a
     /// window made active is not yet given the keys: typed at once, they went elsewhere, and a
     /// picker never ended), and a moment for the toolkit to take the focus in.
-    private func giveKeyboard(_ desktop: XDesktop, to window: String) throws {
+    func giveKeyboard(_ desktop: XDesktop, to window: String) throws {
         _ = try desktop.runXdotool(["windowactivate", "--sync", window])
         #expect(
             eventually(5) {
@@ -83,7 +83,7 @@ struct ShieldIntegrationTests {
     }
 
     /// A screenshot of the display as PNG; and how many distinct colours the window's part has.
-    private func screenshot(_ desktop: XDesktop, to path: String) throws -> Int {
+    func screenshot(_ desktop: XDesktop, to path: String) throws -> Int {
         let shot = try run(
             "/bin/sh", ["-c", "xwd -root -silent | xwdtopnm 2>/dev/null | tee \(path).ppm | pnmtopng > \(path)"],
             environment: ["DISPLAY": ":\(desktop.display)", "PATH": "/usr/bin:/bin"])
