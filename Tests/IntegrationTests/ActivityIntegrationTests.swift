@@ -69,7 +69,7 @@ struct ActivityIntegrationTests {
         return minute
     }
 
-    private func monitors(_ world: AgentWorld, _ user: String) throws -> MonitorListReply {
+    func monitors(_ world: AgentWorld, _ user: String) throws -> MonitorListReply {
         let result = try world.cli(as: nil, "monitor", "list", "--user", user, "--json")
         guard result.status == 0 else { throw WorldError("monitor list: \(result.stderr)") }
         let decoder = JSONDecoder()
@@ -77,7 +77,7 @@ struct ActivityIntegrationTests {
         return try decoder.decode(MonitorListReply.self, from: Data(result.stdout.utf8))
     }
 
-    private func authorize(_ world: AgentWorld, _ users: String...) throws {
+    func authorize(_ world: AgentWorld, _ users: String...) throws {
         for user in users {
             let result = try world.cli(as: world.guardian, "authorize", "--child", user)
             guard result.status == 0 else { throw WorldError("authorize \(user): \(result.stderr)") }
