@@ -1,3 +1,4 @@
+import CLinuxShim
 import Glibc
 
 /// Sends whole IP packets, headers written by the caller, through raw sockets (IPPROTO_RAW: the
