@@ -72,4 +72,24 @@ struct SiteAskIntegrationTests {
         #expect(eventually(5) { (try? reaches(world, "www.blocked.test")) == false })
         #expect(world.agentIsRunning)
     }
+
+    /// What a child asks for is what a guardian reads: a site, never all of a public suffix, and
+    /// a name with letters outside ASCII shown beside its ASCII form (a look-alike of an innocent
+    /// site told apart).
+    @Test func aChildCannotAskForAllOfASuffixOrDisguiseTheSite() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        _ = try guardian(world, "authorize", "--child", world.child)
+        for suffix in ["com", "co.uk", "COM."] {
+            let whole = try world.cli(as: world.child, "ask", "--domain", suffix)
+            #expect(whole.status == 65 && whole.stderr.contains("ask for a site"), "\(suffix): \(whole.stderr)")
+        }
+        // "wikipedia.org" with a Cyrillic і (U+0456).
+        let lookAlike = try world.cli(as: world.child, "ask", "--domain", "w\u{0456}kipedia.org")
+        #expect(lookAlike.status == 0, "\(lookAlike.stderr)")
+        let listed = try guardian(world, "requests", "--pending")
+        #expect(
+            listed.stdout.contains("15 min of w\u{0456}kipedia.org (xn--wkipedia-thh.org)  pending"), "\(listed.stdout)"
+        )
+    }
 }

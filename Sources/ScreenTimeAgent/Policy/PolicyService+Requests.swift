@@ -36,13 +36,29 @@ extension PolicyService {
             (kind, token, name) = (.application, minted.base64, tokenName.displayName)
         case (nil, let domain?, nil):
             let (minted, tokenName) = try resolver.webDomain(domain)
-            (kind, token, name) = (.webDomain, minted.base64, tokenName.displayName)
+            // A site, not all of a public suffix: a grant of `com` would let every .com name past
+            // the filter, under a name a guardian may not read as that.
+            guard let identity = try? DomainName(tokenName.identity), suffixes.registrableDomain(of: identity) != nil
+            else {
+                throw ScreenTimeIPCError(
+                    .invalidArgument, "ask for a site (example.com), not all of '\(tokenName.identity.prefix(64))'")
+            }
+            // A name with letters outside ASCII is shown with its ASCII form too: a look-alike of
+            // an innocent site (Cyrillic letters in "wikipedia.org") is told apart by a guardian.
+            let shown =
+                tokenName.displayName == tokenName.identity
+                ? tokenName.identity : "\(tokenName.displayName) (\(tokenName.identity))"
+            (kind, token, name) = (.webDomain, minted.base64, shown)
         case (nil, nil, let given?):
             guard let known = try database.tokenNames([given])[given], known.kind == .app || known.kind == .domain
             else {
                 throw ScreenTimeIPCError(.invalidArgument, "that token names nothing shielded here")
             }
-            (kind, token, name) = (known.kind == .app ? .application : .webDomain, given, known.displayName)
+            // (A domain's ASCII form beside a name with letters outside ASCII, as above.)
+            let shown =
+                known.kind == .domain && known.displayName != known.identity && !known.displayName.contains("(")
+                ? "\(known.displayName) (\(known.identity))" : known.displayName
+            (kind, token, name) = (known.kind == .app ? .application : .webDomain, given, shown)
         default:
             throw ScreenTimeIPCError(.invalidArgument, "ask for one thing: --app or --domain")
         }
