@@ -144,6 +144,24 @@ import Testing
         await server.stop()
     }
 
+    /// An ask for a site has "Always allow" (an app's has not): a grant with no end.
+    @Test func aSiteAskedForIsAllowedAlwaysFromThePage() async throws {
+        let server = try await DashboardServer(agent: agent)
+        _ = try await server.request("POST", "/signin", form: ["user": "mum", "password": "right"])
+        let ask = try send(AskRequest(webDomain: "school.example", minutes: 15), as: kid)
+        let home = try await server.request("GET", "/")
+        let card = try #require(
+            home.body.range(of: "school.example").map { String(home.body[$0.lowerBound...].prefix(1500)) })
+        #expect(card.contains("value=\"always\"") && card.contains("Always allow"), "\(card)")
+        let csrf = try #require(DashboardServer.csrf(in: home.body))
+        let granted = try await server.request(
+            "POST", "/asks/\(ask.id)/grant", form: ["csrf": csrf, "length": "always"])
+        #expect(granted.status == 303, "\(granted.body)")
+        let decided = try #require(try send(TimeRequestsRequest(), as: mum).requests.first { $0.id == ask.id })
+        #expect(decided.isAlways && decided.decidedBy == "mum", "\(decided)")
+        await server.stop()
+    }
+
     @Test func whatTheChildWroteIsShownAsTextNeverAsMarkup() async throws {
         let server = try await DashboardServer(agent: agent)
         let signedIn = try await server.request("POST", "/signin", form: ["user": "mum", "password": "right"])
