@@ -535,6 +535,72 @@ struct ConnectionShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// The block page goes only to the machine's own addresses (the third attack's first
+    /// finding): her socket bound to an address of her choosing (IPV6_FREEBIND, no privilege
+    /// needed) with the request on its SYN (TCP Fast Open, no cookie) had the agent send a page,
+    /// from a source she chose, to wherever she named. A link that takes her chosen network
+    /// counts what leaves by it: nothing.
+    @Test func theBlockPageGoesOnlyToTheMachinesOwnAddresses() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let namespace = try #require(world.namespace)
+        // A link with no address of its own (nothing of the kernel's leaves by it), its far end
+        // a fixed neighbour.
+        let ip = "/usr/sbin/ip"
+        try system(ip, "-n", namespace, "link", "add", "st-sink", "type", "veth", "peer", "st-sunk")
+        for link in ["st-sink", "st-sunk"] {
+            try system(ip, "-n", namespace, "link", "set", link, "addrgenmode", "none")
+            try system(ip, "-n", namespace, "link", "set", link, "up")
+        }
+        try system(ip, "-n", namespace, "-6", "route", "add", "fd00:99::/64", "dev", "st-sink")
+        try system(
+            ip, "-n", namespace, "-6", "neigh", "add", "fd00:99::7", "lladdr", "02:00:00:00:00:07", "dev", "st-sink",
+            "nud", "permanent")
+        /// Packets and bytes sent by the link so far.
+        func sent() throws -> (packets: Int, bytes: Int) {
+            func read(_ counter: String) throws -> Int {
+                let text = try world.inNetwork(as: nil, "/bin/cat", ["/sys/class/net/st-sink/statistics/" + counter])
+                return Int(text.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            }
+            return (try read("tx_packets"), try read("tx_bytes"))
+        }
+        let before = try sent()
+        let forged = try world.inNetwork(
+            as: world.child, "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket
+                for port in range(4444, 4454):
+                    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+                    s.setsockopt(socket.IPPROTO_IPV6, 78, 1)  # IPV6_FREEBIND
+                    s.setsockopt(socket.IPPROTO_TCP, 34, 1)   # TCP_FASTOPEN_NO_COOKIE
+                    s.bind(("fd00:99::7", port))
+                    s.setblocking(False)
+                    try:
+                        s.sendto(b"GET / HTTP/1.1\\r\\nHost: blocked.test\\r\\n\\r\\n", socket.MSG_FASTOPEN, ("fd00::1", 80))
+                        print("sent")
+                    except BlockingIOError:
+                        print("sent")
+                    except OSError as error:
+                        print("refused", error)
+                """,
+            ])
+        #expect(forged.stdout.contains("sent"), "\(forged.stdout) \(forged.stderr)")
+        Thread.sleep(forTimeInterval: 1)
+        // The kernel's own reset of each refused opening goes to her address (74 bytes with its
+        // link header, as for any REJECT); a page (900 bytes) does not.
+        let after = try sent()
+        let packets = after.packets - before.packets
+        let bytes = after.bytes - before.bytes
+        #expect(bytes <= packets * 100, "\(packets) packets of \(bytes) bytes left for her chosen address: a page")
+        // Her own address still gets the page.
+        let own = try child(
+            world, "raw", "fd00::1", "80", Array("GET / HTTP/1.1\r\nHost: blocked.test\r\n\r\n".utf8).hex)
+        #expect(own == "page")
+        #expect(world.agentIsRunning)
+    }
+
     /// A connection the server ended with a reset (it was sent what it would not read) is reused
     /// by conntrack for a new SYN on the same ports, with the old flow's mark: the second hello,
     /// naming the shielded host, went by unjudged (found by the attack on the installed agent,

@@ -38,6 +38,39 @@ public final class RawPacketSender: Sendable {
         close(socket6)
     }
 
+    /// Whether `address` (4 or 16 bytes) is one of this network namespace's own addresses: a
+    /// datagram socket may be bound to it (without IP_FREEBIND, which lets a program bind any
+    /// address). Three system calls; a link-local address (which needs its interface) is not.
+    public static func isLocal(_ address: some Collection<UInt8>) -> Bool {
+        let bytes = Array(address)
+        let family = bytes.count == 4 ? AF_INET : AF_INET6
+        guard bytes.count == 4 || bytes.count == 16 else { return false }
+        let probe = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard probe >= 0 else { return false }
+        defer { close(probe) }
+        let bound: Int32
+        if bytes.count == 4 {
+            var name = sockaddr_in()
+            name.sin_family = sa_family_t(AF_INET)
+            withUnsafeMutableBytes(of: &name.sin_addr) { $0.copyBytes(from: bytes) }
+            bound = withUnsafePointer(to: &name) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        } else {
+            var name = sockaddr_in6()
+            name.sin6_family = sa_family_t(AF_INET6)
+            withUnsafeMutableBytes(of: &name.sin6_addr) { $0.copyBytes(from: bytes) }
+            bound = withUnsafePointer(to: &name) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
+            }
+        }
+        return bound == 0
+    }
+
     /// Sends `packet`, an IPv4 or IPv6 packet with its headers and checksums written, to the
     /// destination its header names.
     public func send(_ packet: [UInt8]) throws(SystemError) {

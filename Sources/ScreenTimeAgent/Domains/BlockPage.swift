@@ -58,9 +58,16 @@ extension DomainShield {
     /// Answers a refused plain-HTTP request with the block page, on the queue's thread, before
     /// the refusal's verdict (so the page is ahead of the reset). A page that cannot be sent
     /// leaves the reset alone.
+    ///
+    /// Only to one of the machine's own addresses, on a connection past its handshake: a child's
+    /// socket bound to any address (IPV6_FREEBIND needs no privilege) with the request on its SYN
+    /// (TCP Fast Open) would otherwise have the agent send a page, from a source she chose, to
+    /// wherever she named (the third attack's first finding).
     func sendBlockPage(answering packet: DNSPacket, refusal: ConnectionJudge.Refusal, uid: UInt32) {
         guard let pages, let name = refusal.name, let verdict = refusal.verdict,
-            let host = name.lowercased.domainName
+            let host = name.lowercased.domainName,
+            packet.tcpFlags & DNSPacket.flagSYN == 0, packet.tcpFlags & DNSPacket.flagACK != 0,
+            RawPacketSender.isLocal(packet.source)
         else { return }
         let shown = eventDomain(host, uid: uid, verdict: verdict)
         let encounter = ShieldEncounter(
