@@ -47,10 +47,10 @@ struct Requests: ParsableCommand {
         formatter.dateFormat = "EEE d MMM HH:mm"
         formatter.locale = Locale(identifier: "en_GB")
         for request in reply.requests {
-            var line =
-                "\(request.id)  \(request.user)  \(request.minutes) min of \(request.application ?? request.webDomain ?? request.token)  \(request.state)"
+            let what = request.application ?? request.webDomain ?? request.token
+            var line = "\(request.id)  \(request.user)  \(request.minutes) min of \(what)  \(request.state)"
             if request.isAlways {
-                line += " always"
+                line = "\(request.id)  \(request.user)  \(what)  allowed always"
             } else if let until = request.until, request.state == .granted {
                 line += " until \(formatter.string(from: until))"
             }

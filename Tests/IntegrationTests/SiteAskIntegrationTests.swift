@@ -66,7 +66,8 @@ struct SiteAskIntegrationTests {
         #expect(always.stdout.contains("allowed \(world.child) blocked.test always"), "\(always.stdout)")
         #expect(eventually(5) { (try? reaches(world, "video.blocked.test")) == true })
         let requests = try guardian(world, "requests", "--user", world.child)
-        #expect(requests.stdout.contains("\(second)  \(world.child)  15 min of blocked.test  granted always"))
+        #expect(
+            requests.stdout.contains("\(second)  \(world.child)  blocked.test  allowed always"), "\(requests.stdout)")
         // A grant with no end is still the guardian's to take back.
         _ = try guardian(world, "grant", "--end", second)
         #expect(eventually(5) { (try? reaches(world, "www.blocked.test")) == false })
@@ -91,5 +92,14 @@ struct SiteAskIntegrationTests {
         #expect(
             listed.stdout.contains("15 min of w\u{0456}kipedia.org (xn--wkipedia-thh.org)  pending"), "\(listed.stdout)"
         )
+        // A name under a domain shielded by name is asked for as the shield's entry: what a grant
+        // lifts, and what the guardian reads.
+        _ = try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        Thread.sleep(forTimeInterval: 10)  // a child's asks are at least 10 s apart
+        let under = try world.cli(as: world.child, "ask", "--domain", "video.blocked.test")
+        #expect(under.status == 0, "\(under.stderr)")
+        let shown = try guardian(world, "requests", "--pending")
+        #expect(shown.stdout.contains("15 min of blocked.test  pending"), "\(shown.stdout)")
+        #expect(!shown.stdout.contains("video.blocked.test"), "\(shown.stdout)")
     }
 }

@@ -35,7 +35,16 @@ extension PolicyService {
             let (minted, tokenName) = try resolver.application(application)
             (kind, token, name) = (.application, minted.base64, tokenName.displayName)
         case (nil, let domain?, nil):
-            let (minted, tokenName) = try resolver.webDomain(domain)
+            var (minted, tokenName) = try resolver.webDomain(domain)
+            // A name under a domain shielded by name is asked for as that shield's entry (as the
+            // notice names it): a grant of `sub.blocked.example` alone would lift nothing of a
+            // shield on `blocked.example`, and tell the guardian it had.
+            if let shielded = publisher.current.users[account.uid]?.policy.webDomainsShieldedByToken,
+                shielded[minted] == nil, let asked = try? DomainName(tokenName.identity),
+                let entry = asked.selfAndAncestors.dropFirst().first(where: { shielded[minter.token(for: $0)] != nil })
+            {
+                (minted, tokenName) = try resolver.webDomain(entry.ascii)
+            }
             // A site, not all of a public suffix: a grant of `com` would let every .com name past
             // the filter, under a name a guardian may not read as that.
             guard let identity = try? DomainName(tokenName.identity), suffixes.registrableDomain(of: identity) != nil
