@@ -16,7 +16,9 @@ import Testing
         ("m.youtube.com", "restrictmoderate.youtube.com"), ("youtubei.googleapis.com", "restrictmoderate.youtube.com"),
         ("www.youtube-nocookie.com", "restrictmoderate.youtube.com"), ("bing.com", "strict.bing.com"),
         ("www.bing.com", "strict.bing.com"), ("duckduckgo.com", "safe.duckduckgo.com"),
-        ("www.duckduckgo.com", "safe.duckduckgo.com"),
+        ("www.duckduckgo.com", "safe.duckduckgo.com"), ("start.duckduckgo.com", "safe.duckduckgo.com"),
+        ("youtube.com", "restrictmoderate.youtube.com"), ("youtube-nocookie.com", "restrictmoderate.youtube.com"),
+        ("images.google.com", "forcesafesearch.google.com"), ("encrypted.google.com", "forcesafesearch.google.com"),
     ])
     func searchAndVideoAreAnsweredWithTheirSafeHosts(_ asked: String, _ safe: String) {
         #expect(SafeSearch.target(for: Self.name(asked), level: .moderate) == Self.name(safe))
@@ -54,7 +56,7 @@ import Testing
 
     @Test(arguments: [
         "mail.google.com", "google.blog", "www.google.evil.com", "google.evil.com", "forcesafesearch.google.com",
-        "youtube.com", "restrict.youtube.com", "music.youtube.com", "strict.bing.com", "safe.duckduckgo.com",
+        "restrict.youtube.com", "music.youtube.com", "strict.bing.com", "safe.duckduckgo.com",
         "googlevideo.com", "example.com", "www.google.abc.de", "ipv4.google.de", "x.ipv4.google.com",
     ])
     func otherNamesAreLeftAlone(_ asked: String) {
@@ -115,10 +117,16 @@ import Testing
     /// DuckDuckGo's pages without scripts have no safe host and let their reader turn safe
     /// search off: refused while safe search is on, for the child whose policy has it only.
     @Test func aSearchEnginesVersionWithNoSafeHostIsRefusedUnderSafeSearch() throws {
-        for name in ["html.duckduckgo.com", "LITE.DuckDuckGo.com"] {
+        for name in [
+            "html.duckduckgo.com", "LITE.DuckDuckGo.com", "noai.duckduckgo.com", "duck.com", "html.duck.com",
+            "cn.bing.com", "www2.bing.com",
+        ] {
             #expect(SafeSearch.hasNoSafeVersion(Self.name(name)), "\(name)")
         }
-        for name in ["duckduckgo.com", "safe.duckduckgo.com", "x.html.duckduckgo.com", "html.duckduckgo.com.evil"] {
+        for name in [
+            "duckduckgo.com", "safe.duckduckgo.com", "x.html.duckduckgo.com", "html.duckduckgo.com.evil",
+            "duck.com.evil", "notduck.com", "www.bing.com",
+        ] {
             #expect(!SafeSearch.hasNoSafeVersion(Self.name(name)), "\(name)")
         }
         func filter(_ level: SafeSearchLevel?) -> DomainFilter {

@@ -13,13 +13,17 @@ public enum SafeSearchLevel: String, Codable, Sendable, Hashable, CaseIterable, 
 /// asked for.
 ///
 /// - Google: `google.<country>` and `www.google.<country>` (google.com, google.de, google.co.uk,
-///   google.com.au, google.cat…), `ipv4.google.com`, `ipv6.google.com` →
-///   `forcesafesearch.google.com`.
-/// - YouTube: `www.youtube.com`, `m.youtube.com`, `youtubei.googleapis.com`,
-///   `youtube.googleapis.com`, `www.youtube-nocookie.com` → `restrictmoderate.youtube.com`
-///   (moderate) or `restrict.youtube.com` (strict).
+///   google.com.au, google.cat…), `ipv4.google.com`, `ipv6.google.com`, `images.google.com`,
+///   `encrypted.google.com` → `forcesafesearch.google.com`.
+/// - YouTube: `www.youtube.com`, `m.youtube.com`, `youtube.com`, `youtubei.googleapis.com`,
+///   `youtube.googleapis.com`, `www.youtube-nocookie.com`, `youtube-nocookie.com` →
+///   `restrictmoderate.youtube.com` (moderate) or `restrict.youtube.com` (strict).
 /// - Bing: `bing.com`, `www.bing.com` → `strict.bing.com`.
-/// - DuckDuckGo: `duckduckgo.com`, `www.duckduckgo.com` → `safe.duckduckgo.com`.
+/// - DuckDuckGo: `duckduckgo.com`, `www.duckduckgo.com`, `start.duckduckgo.com` →
+///   `safe.duckduckgo.com`.
+///
+/// Versions with no safe host, whose reader can turn safe search off, are refused instead
+/// (`hasNoSafeVersion`).
 public enum SafeSearch {
     public static let google = name("forcesafesearch.google.com")
     public static let youtubeModerate = name("restrictmoderate.youtube.com")
@@ -46,17 +50,27 @@ public enum SafeSearch {
     }
 
     private static let familyDomains: Set<DNSName> = Set(
-        ["youtube.com", "youtube-nocookie.com", "googlevideo.com", "googleapis.com", "bing.com", "duckduckgo.com"].map(
-            name))
+        [
+            "youtube.com", "youtube-nocookie.com", "googlevideo.com", "googleapis.com", "bing.com", "duckduckgo.com",
+            "duck.com",
+        ].map(name))
 
     /// Whether `name` is a version of a search engine that has no safe host and lets its reader
-    /// turn safe search off (DuckDuckGo's pages without scripts, `html.` and `lite.`, honour
-    /// `kp=-2`): refused while safe search is on, not aliased.
+    /// turn safe search off: refused while safe search is on, not aliased. DuckDuckGo's pages
+    /// without scripts (`html.`, `lite.`, which honour `kp=-2`) and without AI (`noai.`), its
+    /// short domain `duck.com` and every name under it, and Bing's other front doors (`cn.`,
+    /// `www2.`).
     public static func hasNoSafeVersion(_ name: DNSName) -> Bool {
-        noSafeVersion.contains(name.lowercased)
+        let lower = name.lowercased
+        if noSafeVersion.contains(lower) { return true }
+        let labels = lower.labels
+        return labels.count >= 2 && labels[labels.count - 2] == Array("duck".utf8)
+            && labels[labels.count - 1] == Array("com".utf8)
     }
 
-    private static let noSafeVersion: Set<DNSName> = Set(["html.duckduckgo.com", "lite.duckduckgo.com"].map(name))
+    private static let noSafeVersion: Set<DNSName> = Set(
+        ["html.duckduckgo.com", "lite.duckduckgo.com", "noai.duckduckgo.com", "cn.bing.com", "www2.bing.com"].map(
+            name))
 
     /// Every safe host a level can send lookups to.
     public static func targets(_ level: SafeSearchLevel) -> [DNSName] {
@@ -65,11 +79,14 @@ public enum SafeSearch {
 
     private static let youtube: Set<DNSName> = Set(
         [
-            "www.youtube.com", "m.youtube.com", "youtubei.googleapis.com", "youtube.googleapis.com",
-            "www.youtube-nocookie.com",
+            "www.youtube.com", "m.youtube.com", "youtube.com", "youtubei.googleapis.com", "youtube.googleapis.com",
+            "www.youtube-nocookie.com", "youtube-nocookie.com",
         ].map(name))
     private static let bingNames: Set<DNSName> = Set(["bing.com", "www.bing.com"].map(name))
-    private static let duckDuckGoNames: Set<DNSName> = Set(["duckduckgo.com", "www.duckduckgo.com"].map(name))
+    private static let duckDuckGoNames: Set<DNSName> = Set(
+        ["duckduckgo.com", "www.duckduckgo.com", "start.duckduckgo.com"].map(name))
+    /// Google's other search front doors (they send a browser on to `www.`, or search themselves).
+    private static let googleNames: Set<DNSName> = Set(["images.google.com", "encrypted.google.com"].map(name))
 
     /// The safe host a lookup of `name` is answered with, or nil when it is not a search engine's
     /// or YouTube's (a name of any case, straight off the wire).
@@ -78,7 +95,7 @@ public enum SafeSearch {
         if youtube.contains(lower) { return level == .strict ? youtubeStrict : youtubeModerate }
         if bingNames.contains(lower) { return bing }
         if duckDuckGoNames.contains(lower) { return duckDuckGo }
-        return isGoogleSearch(lower.labels) ? google : nil
+        return isGoogleSearch(lower.labels) || googleNames.contains(lower) ? google : nil
     }
 
     /// `google.<country>` or `www.google.<country>`, where the country part is `com`, a
