@@ -146,4 +146,28 @@ import Testing
         #expect(merged.last == first.addingTimeInterval(9))
         #expect(UsageTracker.day(Date(timeIntervalSince1970: 0)) == "1970-01-01")
     }
+
+    /// The day of a lookup, by arithmetic, is the day Foundation's Gregorian calendar in UTC
+    /// says, around every boundary: midnights, month ends, leap days, centuries, before 1970.
+    @Test func theDayOfALookupIsTheCalendarsUTCDay() {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        func expected(_ date: Date) -> String {
+            let parts = calendar.dateComponents([.year, .month, .day], from: date)
+            return String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+        }
+        var generator = SystemRandomNumberGenerator()
+        var dates = (0..<20_000).map { _ in
+            Date(timeIntervalSince1970: Double(Int64.random(in: -2_208_988_800...4_102_444_800, using: &generator)))
+        }
+        // Each side of midnight on days that end months, leap days and centuries.
+        for text in ["1900-03-01", "2000-02-29", "2000-03-01", "2024-02-29", "2026-12-31", "2100-03-01", "1969-12-31"] {
+            let parts = text.split(separator: "-").map { Int($0)! }
+            let midnight = calendar.date(from: DateComponents(year: parts[0], month: parts[1], day: parts[2]))!
+            dates += [midnight, midnight.addingTimeInterval(-0.001), midnight.addingTimeInterval(86_399.999)]
+        }
+        for date in dates {
+            #expect(UsageTracker.day(date) == expected(date), "\(date.timeIntervalSince1970)")
+        }
+    }
 }

@@ -34,6 +34,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// Sends the block page of a refused plain-HTTP request (nil: a raw socket could not be made,
     /// and such requests are reset bare).
     let pages = try? RawPacketSender()
+    /// The registrable domains of names looked up lately (see `registrableDomain(of:)`).
+    let lookupDomains = Mutex<[DNSName: String]>([:])
     private let flushSignal: AsyncStream<Void>
     /// Told, on the queue's thread, of each address question a filtered user asks and each name
     /// their programs use — looked up, or named by a connection's opening (its registrable domain

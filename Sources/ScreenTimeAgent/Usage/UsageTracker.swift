@@ -64,6 +64,8 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     static let rowsPerMinute = 30
     static let floodGap: TimeInterval = 60
     static let checkpoint: Duration = .seconds(10)
+    /// The least time between two writes of what changed.
+    static let flushSpacing: Duration = .milliseconds(250)
     /// How long a display that went away is tried again before its session is dropped.
     static let reconnectFor: Duration = .seconds(120)
     /// Sessions read at once, per user and in all (a thread each).
@@ -252,6 +254,10 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
                 try? await Task.sleep(for: Self.checkpoint)
                 if Task.isCancelled { return }
             }
+            // A child's lookups come by the thousand a second in a flood: what they change is
+            // written a few times a second at most (each write a transaction the disk waits for),
+            // not once per lookup.
+            try? await Task.sleep(for: Self.flushSpacing)
         }
     }
 
