@@ -6,21 +6,7 @@ public import ScreenTimeIPC
 /// Content-Security-Policy).
 public enum HTML {
     /// `text` with the five characters HTML gives meaning written as entities.
-    public static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
-            }
-        }
-        return out
-    }
+    public static func escape(_ text: String) -> String { text.htmlEscaped }
 
     /// Bars of the segments' seconds, with a label under each and the time over each.
     public static func barChart(

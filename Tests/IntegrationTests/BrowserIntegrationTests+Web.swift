@@ -11,6 +11,20 @@ extension BrowserIntegrationTests {
         "restrictmoderate.youtube.com", "www.reddit.com", "*.other.test", "IP:10.6.6.6",
     ]
 
+    /// A world with the web servers for `webNames` and a route out (Chromium counts itself
+    /// offline without one).
+    func webWorld() throws -> AgentWorld {
+        let world = try AgentWorld(network: true)
+        do {
+            try world.startWebServers(names: Self.webNames)
+            try addRoute(world)
+        } catch {
+            world.tearDown()
+            throw error
+        }
+        return world
+    }
+
     /// Chromium, as the child and as a bystander: with safe search on, her Google is the safe
     /// host's server (reached through the agent's alias), his the search engine's own; with the
     /// "reddit" service shielded, her Reddit reached without DNS (an address she mapped herself)
@@ -19,10 +33,8 @@ extension BrowserIntegrationTests {
     @Test func chromiumShowsTheChildTheSafeSearchAndNotAShieldedService() throws {
         let machine = try SystemPolicies()
         defer { machine.restore() }
-        let world = try AgentWorld(network: true)
+        let world = try webWorld()
         defer { world.tearDown() }
-        try world.startWebServers(names: Self.webNames)
-        try addRoute(world)
         let childHome = try home(world, world.child, "chromium", provider: false)
         let bystanderHome = try home(world, world.bystander, "chromium", provider: false)
         // The shipped catalogue's Reddit, in the world's own services folder.
@@ -89,10 +101,8 @@ extension BrowserIntegrationTests {
     @Test func firefoxShowsTheChildTheSafeSearchByTheAliasAlone() throws {
         let machine = try SystemPolicies()
         defer { machine.restore() }
-        let world = try AgentWorld(network: true)
+        let world = try webWorld()
         defer { world.tearDown() }
-        try world.startWebServers(names: Self.webNames)
-        try addRoute(world)
         let childHome = try home(world, world.child, "firefox", provider: false)
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "filter", "--safe-search", "on", "--user", world.child)

@@ -43,32 +43,12 @@ public final class RawPacketSender: Sendable {
     /// address). Three system calls; a link-local address (which needs its interface) is not.
     public static func isLocal(_ address: some Collection<UInt8>) -> Bool {
         let bytes = Array(address)
-        let family = bytes.count == 4 ? AF_INET : AF_INET6
         guard bytes.count == 4 || bytes.count == 16 else { return false }
-        let probe = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let probe = socket(
+            bytes.count == 4 ? AF_INET : AF_INET6, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard probe >= 0 else { return false }
         defer { close(probe) }
-        let bound: Int32
-        if bytes.count == 4 {
-            var name = sockaddr_in()
-            name.sin_family = sa_family_t(AF_INET)
-            withUnsafeMutableBytes(of: &name.sin_addr) { $0.copyBytes(from: bytes) }
-            bound = withUnsafePointer(to: &name) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
-        } else {
-            var name = sockaddr_in6()
-            name.sin6_family = sa_family_t(AF_INET6)
-            withUnsafeMutableBytes(of: &name.sin6_addr) { $0.copyBytes(from: bytes) }
-            bound = withUnsafePointer(to: &name) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(probe, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                }
-            }
-        }
-        return bound == 0
+        return withSocketAddress(bytes) { bind(probe, $0, $1) } == 0
     }
 
     /// Sends `packet`, an IPv4 or IPv6 packet with its headers and checksums written, to the
@@ -77,32 +57,35 @@ public final class RawPacketSender: Sendable {
         guard let version = packet.first.map({ $0 >> 4 }),
             version == 4 ? packet.count >= 20 : version == 6 && packet.count >= 40
         else { throw SystemError(.badFile, "not an IPv4 or IPv6 packet (\(packet.count) bytes)") }
-        let sent: Int
-        if version == 4 {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: packet[16..<20]) }
-            sent = packet.withUnsafeBytes { bytes in
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        Glibc.sendto(
-                            socket4, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                    }
-                }
-            }
-        } else {
-            var address = sockaddr_in6()
-            address.sin6_family = sa_family_t(AF_INET6)
-            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: packet[24..<40]) }
-            sent = packet.withUnsafeBytes { bytes in
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        Glibc.sendto(
-                            socket6, bytes.baseAddress, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                    }
-                }
+        let destination = Array(version == 4 ? packet[16..<20] : packet[24..<40])
+        let sent = packet.withUnsafeBytes { bytes in
+            Self.withSocketAddress(destination) { address, length in
+                Glibc.sendto(version == 4 ? socket4 : socket6, bytes.baseAddress, bytes.count, 0, address, length)
             }
         }
         if sent < 0 { throw SystemError.call("sendto(raw IPv\(version))", errno) }
+    }
+
+    /// `body` given the socket address of `bytes` (4 bytes: IPv4; 16: IPv6), port 0.
+    private static func withSocketAddress<T>(
+        _ bytes: [UInt8], _ body: (UnsafePointer<sockaddr>, socklen_t) -> T
+    ) -> T {
+        func call<Address>(_ address: inout Address) -> T {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    body($0, socklen_t(MemoryLayout<Address>.size))
+                }
+            }
+        }
+        if bytes.count == 4 {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: bytes) }
+            return call(&address)
+        }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: bytes.prefix(16)) }
+        return call(&address)
     }
 }

@@ -19,7 +19,7 @@ enum BlockPage {
     }
 
     static func html(site: String, why: String) -> String {
-        let site = escaped(site)
+        let site = site.htmlEscaped
         return """
             <!DOCTYPE html>
             <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
@@ -29,28 +29,12 @@ enum BlockPage {
             h1{font-size:1.4em;margin:0 0 .5em}code{background:#eee;padding:.1em .3em;border-radius:4px}</style>
             </head><body><main>
             <h1>\(site) is shielded</h1>
-            <p>\(escaped(why))</p>
+            <p>\(why.htmlEscaped)</p>
             <p>To ask a guardian for it, use the notice on your screen, or type
             <code>screentime ask --domain \(site)</code> in a terminal.</p>
             </main></body></html>
 
             """
-    }
-
-    /// Text made safe inside HTML: `&`, `<`, `>` and quotes written as entities.
-    static func escaped(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            switch character {
-            case "&": result += "&amp;"
-            case "<": result += "&lt;"
-            case ">": result += "&gt;"
-            case "\"": result += "&quot;"
-            case "'": result += "&#39;"
-            default: result.append(character)
-            }
-        }
-        return result
     }
 }
 
