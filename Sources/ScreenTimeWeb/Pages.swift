@@ -158,11 +158,15 @@ enum Pages {
 
     static func askList(_ asks: [TimeRequestReport], csrf: String) -> String {
         guard !asks.isEmpty else { return "" }
-        var html = "<section class=\"asks\" aria-live=\"polite\"><h2>Asking for more time</h2>\n"
+        var html = "<section class=\"asks\" aria-live=\"polite\"><h2>Asks</h2>\n"
         for ask in asks {
             let what = ask.application ?? ask.webDomain ?? "screen time"
-            html += "<div class=\"card ask\"><p><strong>\(HTML.escape(ask.user))</strong> asks for "
-            html += "\(ask.minutes) min of <strong>\(HTML.escape(what))</strong>"
+            html += "<div class=\"card ask\"><p><strong>\(HTML.escape(ask.user))</strong> "
+            if ask.application == nil, ask.webDomain != nil {
+                html += "asks to open <strong>\(HTML.escape(what))</strong> (\(ask.minutes) min)"
+            } else {
+                html += "asks for \(ask.minutes) min of <strong>\(HTML.escape(what))</strong>"
+            }
             html += " <span class=\"note\">at \(LocalTime.format(ask.createdAt, "%H:%M"))</span></p>\n"
             if let note = ask.note, !note.isEmpty { html += "<blockquote>\(HTML.escape(note))</blockquote>\n" }
             html += "<div class=\"buttons\">"

@@ -101,8 +101,14 @@ extension ShieldPresenter {
         let content = ShieldWindowContent(
             kind: "request", name: what,
             configuration: ShieldConfigurationData(
-                icon: "dialog-question", title: .init(text: "\(request.user) asks for \(request.minutes) more minutes"),
-                subtitle: .init(text: "of \(what)" + (request.note.map { ": “\($0)”" } ?? "")),
+                icon: "dialog-question",
+                title: .init(
+                    text: request.webDomain != nil && request.application == nil
+                        ? "\(request.user) asks to open \(what)"
+                        : "\(request.user) asks for \(request.minutes) more minutes"),
+                subtitle: .init(
+                    text: (request.webDomain != nil && request.application == nil
+                        ? "for \(request.minutes) minutes" : "of \(what)") + (request.note.map { ": “\($0)”" } ?? "")),
                 primaryButtonLabel: .init(text: "Grant \(request.minutes) minutes"),
                 secondaryButtonLabel: .init(text: "Deny")))
         for (key, session) in sessions {
