@@ -55,7 +55,14 @@ extension ActivityIntegrationTests {
                 return world.isFrozen(notes)
             }, "app and site together did not reach the limit")
         #expect(Date().timeIntervalSince(browsing) > 15, "reached before the site's time counted")
-        #expect(eventually(5) { (try? lookUp())?.contains("NXDOMAIN") == true }, "the site was not refused")
+        // (Each look waits up to a second for an answer: the machine may be loaded by the other
+        // root tests beside this one; run 65 saw 5 s pass without an answer.)
+        var answer = ""
+        #expect(
+            eventually(15) {
+                answer = (try? lookUp()) ?? ""
+                return answer.contains("NXDOMAIN")
+            }, "the site was not refused: \(answer)")
         let status = try world.status(of: world.child)
         #expect(status.monitors?.first { $0.builtIn == "limit" }?.events.first?.reached == true)
     }
