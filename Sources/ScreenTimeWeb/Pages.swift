@@ -162,7 +162,7 @@ enum Pages {
         for ask in asks {
             let what = ask.application ?? ask.webDomain ?? "screen time"
             html += "<div class=\"card ask\"><p><strong>\(HTML.escape(ask.user))</strong> "
-            if ask.application == nil, ask.webDomain != nil {
+            if ask.isSiteAsk {
                 html += "asks to open <strong>\(HTML.escape(what))</strong> (\(ask.minutes) min)"
             } else {
                 html += "asks for \(ask.minutes) min of <strong>\(HTML.escape(what))</strong>"

@@ -16,6 +16,13 @@ extension PolicyService {
     static let askSpacing: TimeInterval = 10
     static let dailyLimit = 30
 
+    /// A site as a guardian reads it in an ask: its Unicode form, with its ASCII form beside it when
+    /// they differ, so that a look-alike of an innocent site (Cyrillic letters in
+    /// "wikipedia.org") is told apart.
+    static func askedName(of domain: DomainName) -> String {
+        domain.unicode == domain.ascii ? domain.ascii : "\(domain.unicode) (\(domain.ascii))"
+    }
+
     func ask(_ request: AskRequest, _ context: RequestContext) throws -> TimeRequestReport {
         let caller = try caller(context)
         let account = try target(request.user, caller: caller)
@@ -52,22 +59,16 @@ extension PolicyService {
                 throw ScreenTimeIPCError(
                     .invalidArgument, "ask for a site (example.com), not all of '\(tokenName.identity.prefix(64))'")
             }
-            // A name with letters outside ASCII is shown with its ASCII form too: a look-alike of
-            // an innocent site (Cyrillic letters in "wikipedia.org") is told apart by a guardian.
-            let shown =
-                tokenName.displayName == tokenName.identity
-                ? tokenName.identity : "\(tokenName.displayName) (\(tokenName.identity))"
-            (kind, token, name) = (.webDomain, minted.base64, shown)
+            (kind, token, name) = (.webDomain, minted.base64, Self.askedName(of: identity))
         case (nil, nil, let given?):
             guard let known = try database.tokenNames([given])[given], known.kind == .app || known.kind == .domain
             else {
                 throw ScreenTimeIPCError(.invalidArgument, "that token names nothing shielded here")
             }
-            // (A domain's ASCII form beside a name with letters outside ASCII, as above.)
-            let shown =
-                known.kind == .domain && known.displayName != known.identity && !known.displayName.contains("(")
-                ? "\(known.displayName) (\(known.identity))" : known.displayName
-            (kind, token, name) = (known.kind == .app ? .application : .webDomain, given, shown)
+            let domain = known.kind == .domain ? try? DomainName(known.identity) : nil
+            (kind, token, name) = (
+                known.kind == .app ? .application : .webDomain, given, domain.map(Self.askedName) ?? known.displayName
+            )
         default:
             throw ScreenTimeIPCError(.invalidArgument, "ask for one thing: --app or --domain")
         }

@@ -103,11 +103,11 @@ extension ShieldPresenter {
             configuration: ShieldConfigurationData(
                 icon: "dialog-question",
                 title: .init(
-                    text: request.webDomain != nil && request.application == nil
+                    text: request.isSiteAsk
                         ? "\(request.user) asks to open \(what)"
                         : "\(request.user) asks for \(request.minutes) more minutes"),
                 subtitle: .init(
-                    text: (request.webDomain != nil && request.application == nil
+                    text: (request.isSiteAsk
                         ? "for \(request.minutes) minutes" : "of \(what)") + (request.note.map { ": “\($0)”" } ?? "")),
                 primaryButtonLabel: .init(text: "Grant \(request.minutes) minutes"),
                 secondaryButtonLabel: .init(text: "Deny")))

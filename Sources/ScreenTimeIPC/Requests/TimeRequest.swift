@@ -101,6 +101,8 @@ public struct TimeRequestReport: Codable, Sendable, Hashable {
     public var decidedAt: Date?
     public var decidedBy: String?
     public var until: Date?
+    /// An ask for a site (not an app, not screen time).
+    public var isSiteAsk: Bool { application == nil && webDomain != nil }
     /// Granted with no end (`grant --always`).
     public var isAlways: Bool { state == .granted && (until ?? .distantPast) >= DecideRequest.alwaysUntil }
 
