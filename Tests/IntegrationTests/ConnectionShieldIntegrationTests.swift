@@ -318,6 +318,38 @@ struct ConnectionShieldIntegrationTests {
 
     /// QUIC is refused to the child (its send fails at once, so a browser falls back to TCP), on
     /// 443 and on any port by its shape; other UDP passes.
+    /// SSH, mail and FTP servers speak first: the client sends nothing until the greeting comes,
+    /// which needs the handshake's last ACK to reach the server. Her ACKs pass in the kernel, not
+    /// judged (an ACK names nothing); until 2026-11-29 they were dropped by her chain's last rule,
+    /// and her SSH and mail hung. Her server-first connection to a shielded name's address is
+    /// still refused, at its SYN.
+    @Test func aServerThatSpeaksFirstReachesTheChild() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let server = try world.inNetwork(
+            as: nil, "/usr/bin/python3", [AgentWorld.fixture("web-child.py"), "greeting-server", "2525", "120"])
+        #expect(server.stdout.contains("listening"), "\(server.stderr)")
+        for address in ["10.1.1.1", "fd00::1"] {
+            #expect(try child(world, "greeted", address, "2525") == "greeted", "\(address)")
+            let theirs = try world.inNetwork(
+                as: world.bystander, "/usr/bin/python3",
+                [AgentWorld.fixture("web-child.py"), "greeted", address, "2525"])
+            #expect(theirs.stdout.contains("greeted"), "\(address): \(theirs.stdout) \(theirs.stderr)")
+        }
+        // The shielded name's address (10.2.2.2), once learned from her lookup, refuses the same
+        // server at the SYN.
+        #expect(try child(world, "greeted", "10.2.2.2", "2525") == "greeted")
+        let direct = try world.inNetwork(as: world.child, "/usr/bin/dig", ["+tries=1", "@127.0.0.1", "blocked.test"])
+        #expect(direct.stdout.contains("NXDOMAIN"), "\(direct.stdout)")
+        var refused = ""
+        for _ in 0..<50 where refused != "refused" {
+            Thread.sleep(forTimeInterval: 0.1)
+            refused = try child(world, "greeted", "10.2.2.2", "2525")
+        }
+        #expect(refused == "refused")
+        #expect(try child(world, "greeted", "10.1.1.1", "2525") == "greeted")
+    }
+
     @Test func quicIsRefusedAndOtherUDPPasses() throws {
         let world = try shieldedWorld()
         defer { world.tearDown() }

@@ -29,6 +29,7 @@ import Foundation
 ///                                                              UDP: ICMP port unreachable)
 ///                     -p tcp -m owner ! --socket-exists -m connmark --mark WATCHED/M -j CHAIN-filter
 ///                                                (a watched flow's segment sent by a closed socket)
+///                     -p tcp -m u32 (no data, no SYN: an ACK) -j RETURN   (judged at its data)
 ///                     per filtered uid range R (a user, its subordinate uids):
 ///                     -m owner --uid-owner R -p udp --dport 53 -m limit --limit L/sec -j CHAIN-filter
 ///                     -m owner --uid-owner R -p tcp --dport 53 -m limit --limit L/sec -j CHAIN-filter
@@ -42,7 +43,6 @@ import Foundation
 ///                     -p udp --dport 853 -j REJECT                           (DNS over QUIC)
 ///                     -d DOH -p tcp --dport 443 -j REJECT --reject-with tcp-reset  (per DoH address)
 ///                     -p udp --dport 443 -j REJECT          (QUIC: browsers fall back to TCP)
-///                     -p tcp -m u32 (no data, no SYN: an ACK) -j RETURN   (judged at its data)
 ///                     -j CONNMARK --restore-mark            (the queue sees how far it was judged)
 ///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
 ///     CHAIN-in        (R = -p tcp -m conntrack --ctdir REPLY: the server's packets)
@@ -218,6 +218,20 @@ public struct Firewall: Sendable {
         // the opening again alone, with no owner to match below) is compared all the same.
         lines.append(
             "-A \(chain) -p tcp -m owner ! --socket-exists -m connmark --mark \(markText(.watched)) -j \(filterChain)")
+        // A TCP segment with no data and no SYN (an ACK) names nothing: it passes in the kernel
+        // and the flow stays unjudged until its first data comes to the queue. "No data" is
+        // exact: the IP length is the headers' length, for each TCP header length (no IP
+        // options). SYNs still come: an address learned for a shielded name is refused there.
+        // These return from this chain, not from the filter chain below: a return from there
+        // would come back here to the user's last rule, a DROP, and the handshake's last ACK
+        // would never reach a server that speaks first (SSH, mail, FTP).
+        for words in 5...15 {
+            let match =
+                family == .ipv4
+                ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)&&32>>16&0x02=0"
+                : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)&&52>>16&0x02=0"
+            lines.append("-A \(chain) -p tcp -m u32 --u32 \"\(match)\" -j RETURN")
+        }
         let limit = Self.limit(rateLimit)
         let connectionLimit = Self.limit(connectionRateLimit)
         for owner in Self.ranges(owners) {
@@ -241,17 +255,6 @@ public struct Firewall: Sendable {
             lines.append("-A \(filterChain) -d \(address) -p udp -m udp --dport 443 -j REJECT")
         }
         lines.append("-A \(filterChain) -p udp -m udp --dport 443 -j REJECT")
-        // A TCP segment with no data and no SYN (an ACK) names nothing: it passes in the kernel
-        // and the flow stays unjudged until its first data comes to the queue. "No data" is
-        // exact: the IP length is the headers' length, for each TCP header length (no IP
-        // options). SYNs still come: an address learned for a shielded name is refused there.
-        for words in 5...15 {
-            let match =
-                family == .ipv4
-                ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)&&32>>16&0x02=0"
-                : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)&&52>>16&0x02=0"
-            lines.append("-A \(filterChain) -p tcp -m u32 --u32 \"\(match)\" -j RETURN")
-        }
         lines.append("-A \(filterChain) -j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)")
         lines.append("-A \(filterChain) \(queue)")
         // A watched flow's packets from the server: the agent waits for the acknowledgement of the

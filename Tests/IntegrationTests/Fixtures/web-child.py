@@ -28,6 +28,8 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
 import os
 import random
 import resource
+import select
+import signal
 import socket
 import ssl
 import sys
@@ -117,6 +119,45 @@ def raw(address, port, chunks):
 
 def plain_connect(address, port):
     print(send_segments(address, port, [b"hello\r\n"]))
+
+
+def greeting_server(port, seconds):
+    """Serves in the background for `seconds`, like SSH or a mail server: it speaks first, as
+    soon as the handshake is done, and reads nothing. Returns once it listens."""
+    listeners = []
+    for address in ("0.0.0.0", "::"):
+        sock = socket.socket(family(address), socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if address == "::":
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((address, port))
+        sock.listen(16)
+        listeners.append(sock)
+    if os.fork() != 0:
+        print("listening")
+        return
+    os.setsid()
+    quiet = os.open(os.devnull, os.O_RDWR)
+    for stream in (0, 1, 2):
+        os.dup2(quiet, stream)
+    signal.alarm(seconds)
+    while True:
+        ready, _, _ = select.select(listeners, [], [])
+        for sock in ready:
+            connection, _ = sock.accept()
+            connection.sendall(b"SSH-2.0-Greeting\r\n")
+            connection.close()
+
+
+def greeted(address, port):
+    """Connects and sends nothing: what the server says first, or why nothing came."""
+    try:
+        sock = connect(address, port)
+    except OSError as error:
+        print("refused" if isinstance(error, ConnectionRefusedError) else "error:%s" % error)
+        return
+    result = outcome(sock, timeout=4)
+    print(result if result != "answered" else "greeted")
 
 
 def udp(address, port, kind):
@@ -343,6 +384,10 @@ elif command == "raw":
     raw(arguments[0], int(arguments[1]), arguments[2:])
 elif command == "connect":
     plain_connect(arguments[0], int(arguments[1]))
+elif command == "greeting-server":
+    greeting_server(int(arguments[0]), int(arguments[1]))
+elif command == "greeted":
+    greeted(arguments[0], int(arguments[1]))
 elif command == "udp":
     udp(arguments[0], int(arguments[1]), arguments[2])
 elif command == "flood":
