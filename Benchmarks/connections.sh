@@ -6,7 +6,9 @@
 #     the child authorized: judged flows stay in the kernel, so the two should match.
 #  2. Many short TLS connections, one after another (connect, a captured curl ClientHello, the
 #     server's first byte): connect-to-first-byte p50/p99 and connections a second, without and
-#     with the agent judging each opening (SYN, ACK and hello through the queue).
+#     with the agent judging each opening (the hello through the queue; a SYN only when it goes to
+#     an address in the kernel set of those learned for shielded names), and, as before that set,
+#     with every SYN through the queue too (the set's rules taken out).
 #
 # Needs root (namespaces, iptables, users). Figures are printed, never asserted.
 set -euo pipefail
@@ -36,7 +38,7 @@ connects() { as_kid /usr/bin/python3 $HERE/connect-latency.py 10.1.1.1 443 $HELL
 
 # Baseline and filtered alternate, run after run, so that the machine's load falls on both.
 field() { awk -v n="$1" '{print $n}'; }
-plain=(); judged=(); plain_lat=(); judged_lat=(); plain_rate=(); judged_rate=()
+plain=(); judged=(); plain_lat=(); judged_lat=(); plain_rate=(); judged_rate=(); syn_lat=()
 start_agent
 for _ in $(seq 1 $RUNS); do
   plain+=("$(bulk)")
@@ -45,6 +47,11 @@ for _ in $(seq 1 $RUNS); do
   st shield --user $KID --domain blocked.test
   judged+=("$(bulk)")
   line=$(connects); judged_lat+=("$line"); judged_rate+=("$(echo "$line" | field 7)")
+  # The same, with the SYN fast path's rules taken out: every SYN through the queue, as before
+  # the kernel set (the agent puts them back with its next rules).
+  in_ns iptables -w -S $CHAIN | grep -- '--match-set' | sed 's/^-A /-D /' | while read -r rule; do
+    eval in_ns iptables -w "$rule"; done
+  line=$(connects); syn_lat+=("$line")
   st revoke --user $KID
 done
 p=$(printf "%s\n" "${plain[@]}" | median); j=$(printf "%s\n" "${judged[@]}" | median)
@@ -55,12 +62,15 @@ awk -v a="$j" -v b="$p" 'BEGIN {if (b > 0) printf "  filtered/unfiltered: %.2f×
 echo "== short TLS connections as a child, $COUNT one after another per run (connect to the server's first byte)"
 for i in $(seq 0 $((RUNS - 1))); do
   printf "  run %d %-38s %s\n" $((i + 1)) "not filtered (baseline)" "${plain_lat[$i]}"
-  printf "  run %d %-38s %s\n" $((i + 1)) "filtered: SYN and hello judged" "${judged_lat[$i]}"
+  printf "  run %d %-38s %s\n" $((i + 1)) "filtered: hello judged" "${judged_lat[$i]}"
+  printf "  run %d %-38s %s\n" $((i + 1)) "filtered, every SYN queued too" "${syn_lat[$i]}"
 done
+sm=$(printf "%s\n" "${syn_lat[@]}" | field 2 | median)
 pm=$(printf "%s\n" "${plain_lat[@]}" | field 2 | median); jm=$(printf "%s\n" "${judged_lat[@]}" | field 2 | median)
 p9=$(printf "%s\n" "${plain_lat[@]}" | field 5 | median); j9=$(printf "%s\n" "${judged_lat[@]}" | field 5 | median)
 pr=$(printf "%s\n" "${plain_rate[@]}" | median); jr=$(printf "%s\n" "${judged_rate[@]}" | median)
 printf "  medians of the runs: p50 %s → %s µs (%+d), p99 %s → %s µs (%+d), %s → %s connections/s\n" \
   "$pm" "$jm" $((jm - pm)) "$p9" "$j9" $((j9 - p9)) "$pr" "$jr"
+printf "  every SYN through the queue too (no kernel set): p50 %s µs (%+d)\n" "$sm" $((sm - pm))
 judged_count=$(grep -c "connection refused" $DIR/agent.log || true)
 printf "  (refused while measuring: %s)\n" "$judged_count"

@@ -135,7 +135,9 @@ public struct Agent {
     }
 
     /// What the agent keeps once set up (see `Capabilities.Name` for why each).
-    public static let keptCapabilities: Set<Capabilities.Name> = [.dacOverride, .kill, .netAdmin, .sysPtrace, .sysNice]
+    public static let keptCapabilities: Set<Capabilities.Name> = [
+        .dacOverride, .kill, .netAdmin, .netRaw, .sysPtrace, .sysNice,
+    ]
 
     /// How long the services have to end after SIGTERM before they are cancelled.
     public static let stopGrace: Duration = .seconds(15)

@@ -67,7 +67,7 @@ struct AgentIntegrationTests {
         let world = try AgentWorld()
         defer { world.tearDown() }
         let pid = try #require(world.agentPID)
-        let kept = Capabilities.mask([.dacOverride, .kill, .netAdmin, .sysPtrace, .sysNice])
+        let kept = Capabilities.mask([.dacOverride, .kill, .netAdmin, .netRaw, .sysPtrace, .sysNice])
         let tasks = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
         #expect(tasks.count > 1, "the services run on threads started after the drop")
         var checked = 0

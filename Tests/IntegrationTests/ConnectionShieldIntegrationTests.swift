@@ -322,7 +322,8 @@ struct ConnectionShieldIntegrationTests {
     /// which needs the handshake's last ACK to reach the server. Her ACKs pass in the kernel, not
     /// judged (an ACK names nothing); until 2026-11-29 they were dropped by her chain's last rule,
     /// and her SSH and mail hung. Her server-first connection to a shielded name's address is
-    /// still refused, at its SYN.
+    /// still refused, at its SYN: the kernel's set of such addresses sends it to the queue, while
+    /// her other SYNs pass in the kernel.
     @Test func aServerThatSpeaksFirstReachesTheChild() throws {
         let world = try shieldedWorld()
         defer { world.tearDown() }
@@ -348,6 +349,20 @@ struct ConnectionShieldIntegrationTests {
         }
         #expect(refused == "refused")
         #expect(try child(world, "greeted", "10.1.1.1", "2525") == "greeted")
+        // The SYN fast path: her SYNs to addresses not learned for shielded names passed in the
+        // kernel (the kernel set's rules counted them), and the one to 10.2.2.2 was in the set.
+        func synsPassedInTheKernel(ipv6: Bool) throws -> Int {
+            let listing = try world.inNetwork(
+                as: nil, ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables",
+                ["-w", "-L", world.chain, "-v", "-x", "-n"])
+            return listing.stdout.split(separator: "\n").filter { $0.contains("match-set \(world.chain)-sh") }
+                .compactMap { Int($0.split(separator: " ").first ?? "") }.reduce(0, +)
+        }
+        let passed4 = try synsPassedInTheKernel(ipv6: false)
+        let passed6 = try synsPassedInTheKernel(ipv6: true)
+        #expect(passed4 >= 3 && passed6 >= 1, "IPv4 \(passed4), IPv6 \(passed6)")
+        #expect(try child(world, "greeted", "10.2.2.2", "2525") == "refused")
+        #expect(try synsPassedInTheKernel(ipv6: false) == passed4, "the SYN to a learned address came to the queue")
     }
 
     @Test func quicIsRefusedAndOtherUDPPasses() throws {

@@ -20,6 +20,11 @@ public enum Capabilities {
         case sysPtrace = "cap_sys_ptrace"
         /// Run the process watcher at real-time priority.
         case sysNice = "cap_sys_nice"
+        /// What iptables, run as a child, needs to look up a kernel address set its rules name
+        /// (the set match opens a raw socket for it); the agent itself opens its raw sockets (the
+        /// block page's) before the drop. Beside `netAdmin`, which can already send any packet of
+        /// the machine's through the agent's queue, it gives the agent no new sight.
+        case netRaw = "cap_net_raw"
         /// The launcher: start a program as another user (its uid, then its gid and groups).
         case setUID = "cap_setuid"
         case setGID = "cap_setgid"
@@ -33,6 +38,7 @@ public enum Capabilities {
             case .netAdmin: CAP_NET_ADMIN
             case .sysPtrace: CAP_SYS_PTRACE
             case .sysNice: CAP_SYS_NICE
+            case .netRaw: CAP_NET_RAW
             case .setUID: CAP_SETUID
             case .setGID: CAP_SETGID
             case .sysAdmin: CAP_SYS_ADMIN

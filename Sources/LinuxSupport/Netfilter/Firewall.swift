@@ -30,6 +30,9 @@ import Foundation
 ///                     -p tcp -m owner ! --socket-exists -m connmark --mark WATCHED/M -j CHAIN-filter
 ///                                                (a watched flow's segment sent by a closed socket)
 ///                     -p tcp -m u32 (no data, no SYN: an ACK) -j RETURN   (judged at its data)
+///                     -p tcp -m u32 (no data, a SYN) -m multiport ! --dports 53,853
+///                        -m set ! --match-set CHAIN-sh4|6 dst -j RETURN   (the SYN fast path: only
+///                                 a SYN to an address learned for a shielded name comes to the queue)
 ///                     per filtered uid range R (a user, its subordinate uids):
 ///                     -m owner --uid-owner R -p udp --dport 53 -m limit --limit L/sec -j CHAIN-filter
 ///                     -m owner --uid-owner R -p tcp --dport 53 -m limit --limit L/sec -j CHAIN-filter
@@ -174,8 +177,12 @@ public struct Firewall: Sendable {
     }
 
     /// The ruleset `iptables-restore --noflush` is given for one family.
+    ///
+    /// With `synFastPath`, a SYN without data passes in the kernel unless its destination is in
+    /// the family's `shieldedAddressSet`; only those come to the queue.
     public func ruleset(
-        for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0
+        for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0,
+        synFastPath: Bool = false
     ) -> String {
         var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]", ":\(inputChain) - [0:0]"]
         let mask = "0x" + String(Self.markMask, radix: 16)
@@ -231,6 +238,23 @@ public struct Firewall: Sendable {
                 ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)&&32>>16&0x02=0"
                 : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)&&52>>16&0x02=0"
             lines.append("-A \(chain) -p tcp -m u32 --u32 \"\(match)\" -j RETURN")
+        }
+        // A SYN without data (no TCP Fast Open) names nothing either; it comes to the queue only
+        // to be refused when it goes to an address learned for a shielded name. With the fast
+        // path those addresses are in a kernel set, kept by the agent as it learns them, each for
+        // as long as it keeps it: a SYN to any other passes here, without a trip. (Not DNS's nor
+        // DNS over TLS's ports, whose rules are the filter chain's; the agent puts the known DoH
+        // servers' addresses in the set for good, so that theirs are refused there too.)
+        if synFastPath {
+            for words in 5...15 {
+                let match =
+                    family == .ipv4
+                    ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)&&32>>16&0x12=0x02"
+                    : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)&&52>>16&0x12=0x02"
+                lines.append(
+                    "-A \(chain) -p tcp -m u32 --u32 \"\(match)\" -m multiport ! --dports 53,853 "
+                        + "-m set ! --match-set \(shieldedAddressSet(family)) dst -j RETURN")
+            }
         }
         let limit = Self.limit(rateLimit)
         let connectionLimit = Self.limit(connectionRateLimit)
@@ -294,13 +318,17 @@ public struct Firewall: Sendable {
 
     /// Puts the chains in place for these users (idempotent), and the jumps to them first in
     /// OUTPUT and INPUT. `dohAddresses` are IPv4 and IPv6 addresses; each family takes its own.
+    ///
+    /// With `synFastPath`, the sets the rules name must be there (`shieldedAddressSet`, made with `AddressSet.create`).
     public func install(
-        owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0
+        owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0, synFastPath: Bool = false
     ) throws(SystemError) {
         for family in Family.allCases {
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
-                input: ruleset(for: family, owners: owners, dohAddresses: dohAddresses, generation: generation))
+                input: ruleset(
+                    for: family, owners: owners, dohAddresses: dohAddresses, generation: generation,
+                    synFastPath: synFastPath))
             for (hook, target) in [("OUTPUT", chain), ("INPUT", inputChain)]
             where (try? run(family.command, ["-w", "-C", hook, "-j", target])) == nil {
                 try run(family.command, ["-w", "-I", hook, "1", "-j", target])
@@ -341,6 +369,10 @@ public struct Firewall: Sendable {
                     }
                 }
             }
+        }
+        // The sets go after the rules that named them (a kernel without ipset has none).
+        for family in Family.allCases {
+            try? AddressSet(name: shieldedAddressSet(family), family: family == .ipv4 ? 4 : 6).destroy()
         }
         if !failures.isEmpty { throw SystemError(.command, failures.joined(separator: "; ")) }
     }

@@ -120,6 +120,12 @@ final class ConnectionJudge: Sendable {
     /// Told the names of each connection passed by name (usage: a web domain in use).
     let passedNames: @Sendable ([DNSName], UInt32) -> Void
 
+    /// The kernel sets of addresses learned for shielded names (the SYN fast path), if the
+    /// kernel has them: each shielded learning goes into its family's.
+    let shieldedSets: (v4: AddressSet, v6: AddressSet)?
+    /// Additions to them that failed.
+    let setFailures = Atomic<Int>(0)
+
     /// The safe hosts' addresses: a connection naming a search engine or YouTube, for a child with
     /// safe search, must go to one of its safe host's.
     let safeHosts: SafeSearchAddresses?
@@ -127,11 +133,13 @@ final class ConnectionJudge: Sendable {
     /// - Parameters:
     ///   - safeHosts: the safe hosts' addresses (nil: safe search is held at the name alone).
     ///   - passedNames: told the names of each connection passed by name, and its owner.
+    ///   - shieldedSets: the kernel sets of addresses learned for shielded names, if any.
     init(
-        safeHosts: SafeSearchAddresses? = nil,
+        safeHosts: SafeSearchAddresses? = nil, shieldedSets: (v4: AddressSet, v6: AddressSet)? = nil,
         passedNames: @escaping @Sendable ([DNSName], UInt32) -> Void = { _, _ in }
     ) {
         self.safeHosts = safeHosts
+        self.shieldedSets = shieldedSets
         self.passedNames = passedNames
     }
     private let epoch = ContinuousClock.now
@@ -152,17 +160,36 @@ final class ConnectionJudge: Sendable {
     func learn(_ records: [DNSMessage.AddressRecord], owner: UInt32, shielded: Bool, trusted: Bool) {
         guard !records.isEmpty, trusted || shielded else { return }
         let time = now
-        state.withLock { state in
+        let kept = state.withLock { state -> [DNSMessage.AddressRecord] in
+            var kept: [DNSMessage.AddressRecord] = []
             // In place: a copy taken out of the table would copy every address at each reply.
             for record in records {
                 guard let address = LearnedAddresses.Address(record.address) else { continue }
                 if trusted {
                     state.addresses[owner, default: LearnedAddresses()].learn(
                         address, shielded: shielded, ttl: record.ttl, now: time)
-                } else {
-                    state.heard[owner, default: LearnedAddresses(capacity: Self.heardCapacity)].learnKeepingOldest(
-                        address, shielded: true, ttl: record.ttl, now: time)
+                    if shielded { kept.append(record) }
+                } else if state.heard[owner, default: LearnedAddresses(capacity: Self.heardCapacity)]
+                    .learnKeepingOldest(address, shielded: true, ttl: record.ttl, now: time)
+                {
+                    kept.append(record)
                 }
+            }
+            return kept
+        }
+        // Into the kernel's set before this returns (before the answer that carried them is let
+        // go), for a second longer than the book keeps them: a SYN to one still comes to the
+        // queue, which refuses it. Outside the lock: a netlink message and its answer.
+        guard let sets = shieldedSets, !kept.isEmpty else { return }
+        for record in kept {
+            let set = record.address.count == 4 ? sets.v4 : sets.v6
+            let seconds = UInt32(LearnedAddresses.lifetime(ttl: record.ttl).rounded(.up)) + 1
+            do {
+                try set.add(record.address, seconds: seconds)
+            } catch {
+                // Full (a million addresses), or the kernel refused: a SYN to this address is not
+                // refused in the kernel, and its first data is judged (and refused) in the queue.
+                setFailures.add(1, ordering: .relaxed)
             }
         }
     }

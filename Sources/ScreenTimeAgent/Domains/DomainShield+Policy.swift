@@ -42,8 +42,9 @@ extension DomainShield {
             state.webFingerprint = fingerprint
             return (state.installedRules, state.generation)
         }
-        let wanted = InstalledRules(
-            owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation)
+        var wanted = InstalledRules(
+            owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation,
+            synFastPath: connections.shieldedSets != nil)
         connections.keep(owners: Set(snapshot.users.keys))
         // Safe search in the browsers too, as strict as any child's.
         let safeSearch = snapshot.users.values.compactMap(\.policy.safeSearch).max()
@@ -56,8 +57,28 @@ extension DomainShield {
             if wanted.owners.isEmpty {
                 try firewall.remove()
             } else {
+                // The sets the rules name are made first (kept if there); if the kernel cannot
+                // make them, every SYN comes to the queue as before.
+                if let sets = connections.shieldedSets {
+                    do {
+                        for set in [sets.v4, sets.v6] {
+                            try set.create(
+                                capacity: Firewall.shieldedAddressSetCapacity,
+                                timeout: Firewall.shieldedAddressSetTimeout)
+                        }
+                        // The known DoH servers' SYNs go to the filter chain, which refuses them.
+                        for address in wanted.dohAddresses {
+                            guard let bytes = IPAddress.bytes(address) else { continue }
+                            try (bytes.count == 4 ? sets.v4 : sets.v6).add(bytes, seconds: 0)
+                        }
+                    } catch {
+                        logger.warning("no kernel address set; every SYN comes to the queue: \(error.message)")
+                        wanted.synFastPath = false
+                    }
+                }
                 try firewall.install(
-                    owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation)
+                    owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
+                    synFastPath: wanted.synFastPath)
             }
             logger.info("firewall rules in step", metadata: ["uids": "\(wanted.owners)", "chain": "\(firewall.chain)"])
         } catch {

@@ -78,6 +78,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var owners: [ClosedRange<UInt32>]
         var dohAddresses: [String]
         var generation: UInt8
+        /// SYNs pass in the kernel but those to the addresses in the kernel's sets.
+        var synFastPath = false
 
         func covers(_ uid: UInt32) -> Bool { owners.contains { $0.contains(uid) } }
     }
@@ -118,7 +120,16 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         self.shieldEvents = shieldEvents
         let safeHosts = SafeSearchAddresses(resolvers: resolvers)
         safeSearch = safeHosts
-        connections = ConnectionJudge(safeHosts: safeHosts) { [web] names, owner in
+        let firewall = Firewall(
+            chain: configuration.firewallChain, queue: configuration.dnsQueue, mark: configuration.connectionMark,
+            rateLimit: configuration.dnsRateLimit, connectionRateLimit: configuration.connectionRateLimit)
+        // Sockets for the kernel's sets, opened now (the sets are made with the rules); none on a
+        // kernel without ipset, whose SYNs all come to the queue.
+        let sets = try? (
+            v4: AddressSet(name: firewall.shieldedAddressSet(.ipv4), family: 4),
+            v6: AddressSet(name: firewall.shieldedAddressSet(.ipv6), family: 6)
+        )
+        connections = ConnectionJudge(safeHosts: safeHosts, shieldedSets: sets) { [web] names, owner in
             guard let web else { return }
             let domains = names.compactMap { $0.lowercased.domainName }.map { suffixes.registrableDomain(of: $0) ?? $0 }
             for domain in Set(domains) { web.webUsed(domain.rawValue, uid: owner) }
@@ -127,9 +138,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         self.database = database
         self.minter = minter
         self.suffixes = suffixes
-        self.firewall = Firewall(
-            chain: configuration.firewallChain, queue: configuration.dnsQueue, mark: configuration.connectionMark,
-            rateLimit: configuration.dnsRateLimit, connectionRateLimit: configuration.connectionRateLimit)
+        self.firewall = firewall
         self.logger = logger
         shadows = ShadowLookups(judge: connections, resolvers: resolvers)
         (flushSignal, flushContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

@@ -65,7 +65,7 @@ public struct LearnedAddresses: Sendable {
 
     /// Notes that the child's resolver returned `address` for a shielded name or an allowed one.
     public mutating func learn(_ address: Address, shielded: Bool, ttl: UInt32, now: Double) {
-        let until = now + min(max(Double(ttl), Self.minimumLifetime), Self.maximumLifetime)
+        let until = now + Self.lifetime(ttl: ttl)
         var entry = entries[address] ?? (-.infinity, -.infinity)
         if shielded {
             entry.shieldedUntil = max(entry.shieldedUntil, until)
@@ -79,13 +79,19 @@ public struct LearnedAddresses: Sendable {
     /// Like `learn`, but when the book is full (expired entries gone) a new address is not kept:
     /// for a book of what a resolver the child chose says, whose flood must not push out what
     /// it said before (it only ever restricts her).
-    public mutating func learnKeepingOldest(_ address: Address, shielded: Bool, ttl: UInt32, now: Double) {
+    /// Says whether it was kept.
+    @discardableResult
+    public mutating func learnKeepingOldest(_ address: Address, shielded: Bool, ttl: UInt32, now: Double) -> Bool {
         if entries[address] == nil, entries.count >= capacity {
             entries = entries.filter { max($0.value.shieldedUntil, $0.value.allowedUntil) > now }
-            guard entries.count < capacity else { return }
+            guard entries.count < capacity else { return false }
         }
         learn(address, shielded: shielded, ttl: ttl, now: now)
+        return true
     }
+
+    /// How long an answer's address is kept, in seconds, for its TTL.
+    public static func lifetime(ttl: UInt32) -> Double { min(max(Double(ttl), minimumLifetime), maximumLifetime) }
 
     public func standing(of address: Address, now: Double) -> Standing {
         guard let entry = entries[address], entry.shieldedUntil > now else { return .unknown }
