@@ -27,6 +27,9 @@ public final class SessionProgram: Sendable {
     private let output: Int32
     private let pending = Mutex<[UInt8]>([])
     private let closed = Atomic<Bool>(false)
+    /// Held while the output is closed, and while another thread looks at it (`hasEnded`): the
+    /// descriptor is never looked at after it was closed and its number reused.
+    private let closing = Mutex(())
 
     private init(pid: Int32, input: Int32, output: Int32) {
         self.pid = pid
@@ -132,8 +135,20 @@ public final class SessionProgram: Sendable {
 
     /// Closes the agent's ends (once). For the reader, when it is done.
     public func close() {
-        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        endInput()
-        Glibc.close(output)
+        closing.withLock { _ in
+            guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            endInput()
+            Glibc.close(output)
+        }
+    }
+
+    /// Whether its output has ended (it died, or closed it), seen from any thread without
+    /// reading or waiting: before its reader got to the end, a program killed a moment ago has.
+    public var hasEnded: Bool {
+        closing.withLock { _ in
+            if closed.load(ordering: .acquiring) { return true }
+            var poller = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            return retryingInterrupts { poll(&poller, 1, 0) } == 1 && poller.revents & Int16(POLLHUP) != 0
+        }
     }
 }

@@ -124,7 +124,10 @@ final class ShieldPresenter: Service, Sendable {
         let now = Date()
         let sessions = usage.displays(of: thing.owner).filter { session in
             state.withLock { state in
-                if let open = state.windows[session.key] {
+                // A window killed a moment ago, whose end its reader has not seen yet, shows
+                // nothing: a start of the app now gets a window of its own (run 66 saw the third
+                // start after a kill show none, on a loaded machine).
+                if let open = state.windows[session.key], !open.program.hasEnded {
                     // Showing it already; a notice never covers an app's shield; an app's shield
                     // replaces a notice or another app's.
                     if open.token == thing.token || thing.kind == .webDomain { return false }
