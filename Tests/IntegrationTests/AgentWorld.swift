@@ -249,6 +249,8 @@ final class AgentWorld {
         }
         // An allowed name that is an alias of a shielded one.
         arguments += ["--host-record=cdn.blocked.test,10.2.2.3", "--cname=video.allowed.test,cdn.blocked.test"]
+        // An allowed name at a shielded one's address (a CDN's, or a zone of the child's own).
+        arguments += ["--host-record=shared-mirror.test,10.2.2.2"]
         // HTTPS records (type 65, priority 1, target "."): one offering ALPN h2 and ECH keys
         // (key 5), one offering ALPN alone.
         arguments += [

@@ -363,6 +363,17 @@ struct ConnectionShieldIntegrationTests {
         #expect(passed4 >= 3 && passed6 >= 1, "IPv4 \(passed4), IPv6 \(passed6)")
         #expect(try child(world, "greeted", "10.2.2.2", "2525") == "refused")
         #expect(try synsPassedInTheKernel(ipv6: false) == passed4, "the SYN to a learned address came to the queue")
+        // Shared, once an allowed name of hers answers with the same address: a connection that
+        // names a host she may visit goes through, but the server that speaks first to her, who
+        // named nothing, gives her nothing (the fourth attack's finding 2).
+        let shared = try world.inNetwork(as: world.child, "/usr/bin/getent", ["hosts", "shared-mirror.test"])
+        #expect(shared.stdout.contains("10.2.2.2"), "\(shared.stdout) \(shared.stderr)")
+        let named = try curl(
+            world, as: world.child, "--resolve", "shared-mirror.test:443:10.2.2.2", "https://shared-mirror.test/")
+        #expect(named.status == 0 && named.body == "https shared-mirror.test\n", "\(named)")
+        let nameless = try child(world, "greeted", "10.2.2.2", "2525")
+        #expect(nameless != "greeted", "a shared address's server spoke first to her: \(nameless)")
+        #expect(try child(world, "greeted", "10.1.1.1", "2525") == "greeted")
     }
 
     @Test func quicIsRefusedAndOtherUDPPasses() throws {

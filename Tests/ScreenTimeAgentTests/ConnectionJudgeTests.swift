@@ -133,11 +133,22 @@ import Testing
             [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: true,
             trusted: true)
         #expect(isRefusal(judge(connections, Self.segment(sequence: 99, flags: 0x02))))
-        // Shared with an allowed name: the SYN passes, the name decides, no name is refused.
+        // Shared with an allowed name: the SYN passes with an empty opening pending (what the
+        // server sends before she names anything is dropped), the name decides, no name is refused.
         connections.learn(
             [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 300)], owner: Self.child, shielded: false,
             trusted: true)
-        #expect(judge(connections, Self.segment(sequence: 99, flags: 0x02)) == .accept)
+        #expect(judge(connections, Self.segment(sequence: 99, flags: 0x02)) == .pending)
+        #expect(
+            connections.serverPacket(ofPendingFlow: try? DNSPacket(parsing: Self.reply(acknowledging: 100))) == .drop)
+        var synAck = Self.reply(acknowledging: 100, flags: 0x12)
+        synAck.removeLast(synAck.count - 40)
+        synAck[2] = 0
+        synAck[3] = 40
+        #expect(connections.serverPacket(ofPendingFlow: try? DNSPacket(parsing: synAck)) == .accept)
+        #expect(
+            judge(connections, Self.segment(sequence: 100, Self.hello("video.allowed.test.")), standing: .pending)
+                == .watch)
         #expect(judge(connections, Self.segment(port: 40003, sequence: 1, Self.hello("video.allowed.test."))) == .watch)
         #expect(isRefusal(judge(connections, Self.segment(port: 40004, sequence: 1, Array("SSH-2.0-x\r\n".utf8)))))
         // Another owner's book is its own.
@@ -246,6 +257,27 @@ import Testing
         var syn = Self.segment(sequence: 99, flags: 0x02)
         syn.replaceSubrange(16..<20, with: [10, 200, 43, 5])
         #expect(isRefusal(judge(connections, syn)))
+    }
+
+    /// The kernel's set takes the time an address is added with, even a shorter one: the time is
+    /// the longest any book keeps it, so a short answer (another of the site's names, or her own
+    /// resolver's) does not cut what a long one taught (the fourth attack's finding 1).
+    @Test func theKernelSetsTimeIsTheLongestKept() {
+        let connections = ConnectionJudge()
+        let address = LearnedAddresses.Address([10, 1, 1, 1])!
+        connections.learn(
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 3600)], owner: Self.child, shielded: true,
+            trusted: true)
+        connections.learn(
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 0)], owner: Self.child, shielded: true,
+            trusted: false)
+        connections.learn(
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 5)], owner: 2002, shielded: true, trusted: true)
+        let seconds = connections.state.withLock { ConnectionJudge.setSeconds(address, in: $0, now: connections.now) }
+        #expect((3595...3601).contains(seconds), "\(seconds)")
+        // Never learned: a second.
+        let unknown = LearnedAddresses.Address([10, 9, 9, 9])!
+        #expect(connections.state.withLock { ConnectionJudge.setSeconds(unknown, in: $0, now: connections.now) } == 1)
     }
 
     /// A site's address that only her own resolver gave (the system's knows nothing of it) is not

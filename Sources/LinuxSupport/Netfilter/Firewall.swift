@@ -53,6 +53,9 @@ import Foundation
 ///                     R -m connmark --mark WATCHED/M -j CONNMARK --restore-mark
 ///                     R -m mark --mark WATCHED/M -j NFQUEUE --queue-num N   (the server's
 ///                                                              acknowledgement of a judged opening)
+///                     R -m connmark --mark PENDING/M -j CONNMARK --restore-mark
+///                     R -m mark --mark PENDING/M -j NFQUEUE --queue-num N   (what the server sends
+///                                                              before the opening is judged)
 ///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -m hashlimit (per flow: L/s,
 ///                        per server: 5L/s, bursts of five times that) -j DROP   (a reply flood)
 ///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
@@ -292,6 +295,10 @@ public struct Firewall: Sendable {
         let restore = "-j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)"
         lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) \(restore)")
         lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.watched)) \(queue)")
+        // A pending flow's packets from the server: what it sends before her opening is all here
+        // and judged (a server that speaks first, to a shared address) is dropped by the agent.
+        lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.pending)) \(restore)")
+        lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.pending)) \(queue)")
         // Replies come to the queue only as far as judging needs: a server of the child's that
         // answers one question 80,000 times a second costs the agent what a few thousand cost.
         // Per flow (a socket's questions to a server) no more than its user may ask, then per
@@ -314,85 +321,5 @@ public struct Firewall: Sendable {
         lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
         lines.append("COMMIT")
         return lines.joined(separator: "\n") + "\n"
-    }
-
-    /// Puts the chains in place for these users (idempotent), and the jumps to them first in
-    /// OUTPUT and INPUT. `dohAddresses` are IPv4 and IPv6 addresses; each family takes its own.
-    ///
-    /// With `synFastPath`, the sets the rules name must be there (`shieldedAddressSet`, made with `AddressSet.create`).
-    public func install(
-        owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0, synFastPath: Bool = false
-    ) throws(SystemError) {
-        for family in Family.allCases {
-            try run(
-                family.command + "-restore", ["-w", "--noflush"],
-                input: ruleset(
-                    for: family, owners: owners, dohAddresses: dohAddresses, generation: generation,
-                    synFastPath: synFastPath))
-            for (hook, target) in [("OUTPUT", chain), ("INPUT", inputChain)]
-            where (try? run(family.command, ["-w", "-C", hook, "-j", target])) == nil {
-                try run(family.command, ["-w", "-I", hook, "1", "-j", target])
-            }
-        }
-    }
-
-    /// The generation of PASSED in the rules installed now (by an agent before this one), if any:
-    /// a restart keeps it, so connections passed before the restart stay passed.
-    public func installedGeneration() -> UInt8? {
-        guard let listing = try? run(Family.ipv4.command, ["-w", "-S", chain]) else { return nil }
-        // The fast path's rule: `-A CHAIN -p tcp -m connmark --mark 0x…/0xff0000 -j RETURN`.
-        let prefix = "-A \(chain) -p tcp -m connmark --mark 0x"
-        for line in listing.split(separator: "\n") where line.hasPrefix(prefix) && line.hasSuffix("-j RETURN") {
-            let hex = line.dropFirst(prefix.count).prefix { $0 != "/" }
-            guard let value = UInt32(hex, radix: 16) else { continue }
-            for generation in 0..<Self.generations where mark(.passed, generation: generation) == value {
-                return generation
-            }
-        }
-        return nil
-    }
-
-    /// Removes the jumps and the chains, in both families; what is already gone is no error.
-    public func remove() throws(SystemError) {
-        var failures: [String] = []
-        for family in Family.allCases {
-            while (try? run(family.command, ["-w", "-D", "OUTPUT", "-j", chain])) != nil {}
-            while (try? run(family.command, ["-w", "-D", "INPUT", "-j", inputChain])) != nil {}
-            // All flushed before any is deleted: the first chain jumps to the second.
-            for action in ["-F", "-X"] {
-                for name in [chain, filterChain, inputChain] {
-                    guard (try? run(family.command, ["-w", "-n", "-L", name])) != nil else { continue }
-                    do {
-                        try run(family.command, ["-w", action, name])
-                    } catch {
-                        failures.append(error.message)
-                    }
-                }
-            }
-        }
-        // The sets go after the rules that named them (a kernel without ipset has none).
-        for family in Family.allCases {
-            try? AddressSet(name: shieldedAddressSet(family), family: family == .ipv4 ? 4 : 6).destroy()
-        }
-        if !failures.isEmpty { throw SystemError(.command, failures.joined(separator: "; ")) }
-    }
-
-    @discardableResult
-    private func run(_ tool: String, _ arguments: [String], input: String? = nil) throws(SystemError) -> String {
-        guard let path = toolDirectories.map({ $0 + "/" + tool }).first(where: FileManager.default.isExecutableFile)
-        else {
-            throw SystemError(
-                .command, "\(tool) is not installed (looked in \(toolDirectories.joined(separator: ", ")))")
-        }
-        let outcome = try ChildProcess.run(
-            path, arguments, environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"],
-            input: Array((input ?? "").utf8))
-        guard outcome.status == 0 else {
-            let message = String(decoding: outcome.errors, as: UTF8.self).trimmingCharacters(
-                in: .whitespacesAndNewlines)
-            throw SystemError(
-                .command, "\(tool) \(arguments.joined(separator: " ")) failed (\(outcome.status)): \(message)")
-        }
-        return String(decoding: outcome.output, as: UTF8.self)
     }
 }

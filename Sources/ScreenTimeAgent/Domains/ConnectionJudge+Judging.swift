@@ -59,6 +59,14 @@ extension ConnectionJudge {
             return .refuse(
                 Refusal(kind: "address", reason: "an address the child's resolver returned for a shielded name"))
         }
+        // A shared address's connection is judged by the name it carries, and one that names
+        // nothing is refused: its SYN opens an empty opening (pending), so that what the server
+        // sends before she named anything comes to the queue and is dropped (`serverPacket`). A
+        // server that speaks first would otherwise stream a shielded site's data to her.
+        if packet.payload.isEmpty, addressStanding == .shared, packet.tcpFlags & DNSPacket.flagSYN != 0 {
+            remember(key, Flow(owner: owner, opening: [], start: packet.sequence &+ 1, since: time))
+            return .pending
+        }
         if packet.payload.isEmpty {
             if packet.tcpFlags & (DNSPacket.flagFIN | DNSPacket.flagRST) != 0 {
                 state.withLock { $0.removeFlow(key) }
@@ -174,6 +182,14 @@ extension ConnectionJudge {
             state.withLock { $0.flows[key] = flow }
         }
         return .watch
+    }
+
+    /// A packet from the server of a flow whose opening is pending (gathered, or not begun: a
+    /// shared address's): one that carries data is dropped (the server speaks before she named
+    /// anything; sent again, it comes here again), one without (its SYN-ACK, an ACK) passes.
+    func serverPacket(ofPendingFlow parsed: DNSPacket?) -> Decision {
+        guard let packet = parsed, packet.transport == .tcp else { return .drop }
+        return packet.payload.isEmpty ? .accept : .drop
     }
 
     /// Whether the bytes of a segment that overlap the opening are the opening's.

@@ -125,6 +125,8 @@ final class ConnectionJudge: Sendable {
     let shieldedSets: (v4: AddressSet, v6: AddressSet)?
     /// Additions to them that failed.
     let setFailures = Atomic<Int>(0)
+    /// Held while a learning is noted and sent to the kernel's set.
+    let setOrder = Mutex(())
 
     /// The safe hosts' addresses: a connection naming a search engine or YouTube, for a child with
     /// safe search, must go to one of its safe host's.
@@ -159,33 +161,40 @@ final class ConnectionJudge: Sendable {
     /// allowed names is not kept.
     func learn(_ records: [DNSMessage.AddressRecord], owner: UInt32, shielded: Bool, trusted: Bool) {
         guard !records.isEmpty, trusted || shielded else { return }
+        // Learnings go to the kernel in the order their times were worked out: a longer time
+        // worked out later never lands before a shorter one worked out earlier.
+        setOrder.withLock { _ in learnInOrder(records, owner: owner, shielded: shielded, trusted: trusted) }
+    }
+
+    private func learnInOrder(_ records: [DNSMessage.AddressRecord], owner: UInt32, shielded: Bool, trusted: Bool) {
         let time = now
-        let kept = state.withLock { state -> [DNSMessage.AddressRecord] in
-            var kept: [DNSMessage.AddressRecord] = []
+        let kept = state.withLock { state -> [(address: [UInt8], seconds: UInt32)] in
+            var kept: [LearnedAddresses.Address: [UInt8]] = [:]
             // In place: a copy taken out of the table would copy every address at each reply.
             for record in records {
                 guard let address = LearnedAddresses.Address(record.address) else { continue }
                 if trusted {
                     state.addresses[owner, default: LearnedAddresses()].learn(
                         address, shielded: shielded, ttl: record.ttl, now: time)
-                    if shielded { kept.append(record) }
+                    if shielded { kept[address] = record.address }
                 } else if state.heard[owner, default: LearnedAddresses(capacity: Self.heardCapacity)]
                     .learnKeepingOldest(address, shielded: true, ttl: record.ttl, now: time)
                 {
-                    kept.append(record)
+                    kept[address] = record.address
                 }
             }
-            return kept
+            // The set's time is the longest any book keeps the address for a shielded name, any
+            // user's: the kernel replaces an entry's time, so a shorter answer (another name of
+            // the site's, or one from a resolver she chose) must not cut it (the fourth attack).
+            return kept.map { address, bytes in (bytes, Self.setSeconds(address, in: state, now: time)) }
         }
         // Into the kernel's set before this returns (before the answer that carried them is let
         // go), for a second longer than the book keeps them: a SYN to one still comes to the
         // queue, which refuses it. Outside the lock: a netlink message and its answer.
         guard let sets = shieldedSets, !kept.isEmpty else { return }
-        for record in kept {
-            let set = record.address.count == 4 ? sets.v4 : sets.v6
-            let seconds = UInt32(LearnedAddresses.lifetime(ttl: record.ttl).rounded(.up)) + 1
+        for (address, seconds) in kept {
             do {
-                try set.add(record.address, seconds: seconds)
+                try (address.count == 4 ? sets.v4 : sets.v6).add(address, seconds: seconds)
             } catch {
                 // Full (a million addresses), or the kernel refused: a SYN to this address is not
                 // refused in the kernel, and its first data is judged (and refused) in the queue.
@@ -205,6 +214,15 @@ final class ConnectionJudge: Sendable {
                     address, shielded: true, ttl: max(record.ttl, 300), now: time)
             }
         }
+    }
+
+    /// How long the kernel's set keeps `address`: a second longer than the longest any book keeps
+    /// it for a shielded name, any user's.
+    static func setSeconds(_ address: LearnedAddresses.Address, in state: State, now: Double) -> UInt32 {
+        let until =
+            (state.addresses.values.compactMap { $0.shieldedUntil(address) }
+            + state.heard.values.compactMap { $0.shieldedUntil(address) }).max() ?? now
+        return UInt32(min(max(until - now, 0), LearnedAddresses.maximumLifetime).rounded(.up)) + 1
     }
 
     /// Addresses kept per user from resolvers the child chose.

@@ -13,9 +13,13 @@ extension DomainShield {
     func judge(_ packet: NetfilterQueue.Packet) -> NetfilterQueue.Verdict {
         if packet.incoming {
             let generation = state.withLock { $0.installedRules?.generation ?? 0 }
-            guard firewall.standing(ofMark: packet.mark, generation: generation) == .watched else {
-                return judgeReply(packet)
+            let standing = firewall.standing(ofMark: packet.mark, generation: generation)
+            if standing == .pending {
+                return verdict(
+                    connections.serverPacket(ofPendingFlow: try? DNSPacket(parsing: packet.bytes)), mark: packet.mark,
+                    owner: nil, generation: generation)
             }
+            guard standing == .watched else { return judgeReply(packet) }
             let (decision, owner) = connections.acknowledgement(
                 try? DNSPacket(parsing: packet.bytes), generation: generation)
             return verdict(decision, mark: packet.mark, owner: owner, generation: generation)

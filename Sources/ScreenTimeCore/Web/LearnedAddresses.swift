@@ -93,6 +93,13 @@ public struct LearnedAddresses: Sendable {
     /// How long an answer's address is kept, in seconds, for its TTL.
     public static func lifetime(ttl: UInt32) -> Double { min(max(Double(ttl), minimumLifetime), maximumLifetime) }
 
+    /// Until when (the injected clock) `address` counts as returned for a shielded name; nil
+    /// for one never returned for one.
+    public func shieldedUntil(_ address: Address) -> Double? {
+        guard let until = entries[address]?.shieldedUntil, until > -.infinity else { return nil }
+        return until
+    }
+
     public func standing(of address: Address, now: Double) -> Standing {
         guard let entry = entries[address], entry.shieldedUntil > now else { return .unknown }
         return entry.allowedUntil > now ? .shared : .shielded
