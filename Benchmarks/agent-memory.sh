@@ -4,8 +4,8 @@
 # resident memory idle (its own pages, and the pages of its program file it reads), how often it
 # wakes while nothing happens, then the same after a minute of the child's use (the window in
 # front switched twice a second, 20 programs started a second, a shield and a limit changed).
-# Beside it, in the same run, the same agent with no one authorized. Figures are printed, never
-# asserted. About 100 s.
+# Beside it, in the same run, the same agent with no one authorized; then where its resident pages
+# are, by file. Figures are printed, never asserted. About 100 s.
 set -euo pipefail
 BIN=${1:?usage: agent-memory.sh BIN_DIR}
 if [ "$(id -u)" -ne 0 ]; then echo "agent memory benchmark skipped: needs root (a test child, the agent)"; exit 0; fi
@@ -87,3 +87,8 @@ while [ "$(date +%s)" -lt $end ]; do
 done
 sleep 3
 printf "  %-40s %s, %s wakeups\n" "after a minute of her use" "$(memory $AGENT)" "$(wakeups $AGENT)"
+# Where the resident pages are: by file mapped (its program, each library), and its own pages.
+echo "  resident, by what is mapped (over 500 kB; Foundation's four libraries and ICU's data are what"
+echo "  leaving Foundation, as the dashboard did, would save):"
+awk '/^[0-9a-f]+-[0-9a-f]+ / {name = $6 == "" ? "(its own, anonymous)" : $6} /^Rss:/ {r[name] += $2}
+  END {for (n in r) if (r[n] > 500) printf "    %6.1f MB  %s\n", r[n] / 1024, n}' /proc/$AGENT/smaps | sort -rn
