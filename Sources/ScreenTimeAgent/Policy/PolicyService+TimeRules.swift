@@ -160,8 +160,9 @@ extension PolicyService {
         return LockReply(user: summary(account), until: forever ? nil : until, untilUnlocked: forever, lifted: false)
     }
 
-    /// The end of a lock that holds until a guardian lifts it.
-    static let untilUnlocked = Date(timeIntervalSince1970: 32_503_680_000)  // 3000-01-01
+    /// The end of a lock that holds until a guardian lifts it: the same "no end" (3000-01-01) a
+    /// grant made always keeps.
+    static let untilUnlocked = DecideRequest.alwaysUntil
 }
 
 // Always allowed.

@@ -59,7 +59,8 @@ public struct DecideRequest: ControlRequest, Hashable {
     /// filter and the shields): until a guardian ends it (`grant --end`). Not with minutes or a length.
     public var always: Bool?
 
-    /// Where a grant with no end is kept: the year 3000, as a guardian's lock with no end.
+    /// Where a grant with no end is kept: the year 3000. A guardian's lock with no end
+    /// (`PolicyService.untilUnlocked`) is this same date.
     public static let alwaysUntil = Date(timeIntervalSince1970: 32_503_680_000)
 
     public init(
