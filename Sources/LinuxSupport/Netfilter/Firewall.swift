@@ -53,6 +53,7 @@ import Foundation
 ///                     R -m connmark --mark WATCHED/M -j CONNMARK --restore-mark
 ///                     R -m mark --mark WATCHED/M -j NFQUEUE --queue-num N   (the server's
 ///                                                              acknowledgement of a judged opening)
+///                     R -m connmark --mark PENDING/M -m u32 (no data) -j RETURN
 ///                     R -m connmark --mark PENDING/M -j CONNMARK --restore-mark
 ///                     R -m mark --mark PENDING/M -j NFQUEUE --queue-num N   (what the server sends
 ///                                                              before the opening is judged)
@@ -297,6 +298,16 @@ public struct Firewall: Sendable {
         lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.watched)) \(queue)")
         // A pending flow's packets from the server: what it sends before her opening is all here
         // and judged (a server that speaks first, to a shared address) is dropped by the agent.
+        // Those without data (its SYN-ACK, its ACKs) pass here, by the same exact-length match.
+        for words in 5...15 {
+            let noData =
+                family == .ipv4
+                ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)"
+                : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)"
+            lines.append(
+                "-A \(inputChain) \(reply) -m connmark --mark \(markText(.pending)) -m u32 --u32 \"\(noData)\" -j RETURN"
+            )
+        }
         lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.pending)) \(restore)")
         lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.pending)) \(queue)")
         // Replies come to the queue only as far as judging needs: a server of the child's that
