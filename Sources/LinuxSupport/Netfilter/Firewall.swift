@@ -180,6 +180,15 @@ public struct Firewall: Sendable {
         }
     }
 
+    /// A u32 match for a TCP segment with no data and a TCP header of `tcpWords` 32-bit words
+    /// (exact: the IP length is the headers' length; no IP options or IPv6 extension headers),
+    /// with `flags` (a mask and value for the flags byte, "&0x02=0"), or any flags for nil.
+    static func noData(_ family: Family, tcpWords words: Int, flags: String?) -> String {
+        family == .ipv4
+            ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)" + (flags.map { "&&32>>16\($0)" } ?? "")
+            : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)" + (flags.map { "&&52>>16\($0)" } ?? "")
+    }
+
     /// The ruleset `iptables-restore --noflush` is given for one family.
     ///
     /// With `synFastPath`, a SYN without data passes in the kernel unless its destination is in
@@ -237,10 +246,7 @@ public struct Firewall: Sendable {
         // would come back here to the user's last rule, a DROP, and the handshake's last ACK
         // would never reach a server that speaks first (SSH, mail, FTP).
         for words in 5...15 {
-            let match =
-                family == .ipv4
-                ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)&&32>>16&0x02=0"
-                : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)&&52>>16&0x02=0"
+            let match = Self.noData(family, tcpWords: words, flags: "&0x02=0")
             lines.append("-A \(chain) -p tcp -m u32 --u32 \"\(match)\" -j RETURN")
         }
         // A SYN without data (no TCP Fast Open) names nothing either; it comes to the queue only
@@ -251,10 +257,7 @@ public struct Firewall: Sendable {
         // servers' addresses in the set for good, so that theirs are refused there too.)
         if synFastPath {
             for words in 5...15 {
-                let match =
-                    family == .ipv4
-                    ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)&&32>>16&0x12=0x02"
-                    : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)&&52>>16&0x12=0x02"
+                let match = Self.noData(family, tcpWords: words, flags: "&0x12=0x02")
                 lines.append(
                     "-A \(chain) -p tcp -m u32 --u32 \"\(match)\" -m multiport ! --dports 53,853 "
                         + "-m set ! --match-set \(shieldedAddressSet(family)) dst -j RETURN")
@@ -300,10 +303,7 @@ public struct Firewall: Sendable {
         // and judged (a server that speaks first, to a shared address) is dropped by the agent.
         // Those without data (its SYN-ACK, its ACKs) pass here, by the same exact-length match.
         for words in 5...15 {
-            let noData =
-                family == .ipv4
-                ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)"
-                : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)"
+            let noData = Self.noData(family, tcpWords: words, flags: nil)
             lines.append(
                 "-A \(inputChain) \(reply) -m connmark --mark \(markText(.pending)) -m u32 --u32 \"\(noData)\" -j RETURN"
             )

@@ -123,8 +123,6 @@ final class ConnectionJudge: Sendable {
     /// The kernel sets of addresses learned for shielded names (the SYN fast path), if the
     /// kernel has them: each shielded learning goes into its family's.
     let shieldedSets: (v4: AddressSet, v6: AddressSet)?
-    /// Additions to them that failed.
-    let setFailures = Atomic<Int>(0)
     /// Held while a learning is noted and sent to the kernel's set.
     let setOrder = Mutex(())
 
@@ -193,13 +191,9 @@ final class ConnectionJudge: Sendable {
         // queue, which refuses it. Outside the lock: a netlink message and its answer.
         guard let sets = shieldedSets, !kept.isEmpty else { return }
         for (address, seconds) in kept {
-            do {
-                try (address.count == 4 ? sets.v4 : sets.v6).add(address, seconds: seconds)
-            } catch {
-                // Full (a million addresses), or the kernel refused: a SYN to this address is not
-                // refused in the kernel, and its first data is judged (and refused) in the queue.
-                setFailures.add(1, ordering: .relaxed)
-            }
+            // Full (a million addresses), or the kernel refused: a SYN to this address is not
+            // refused in the kernel, and its first data is judged (and refused) in the queue.
+            try? (address.count == 4 ? sets.v4 : sets.v6).add(address, seconds: seconds)
         }
     }
 
