@@ -120,10 +120,15 @@ struct WebIntegrationTests {
         for path in ["/child/\(world.child)", "/child/\(world.child)/lock"] {
             let replayed = try world.command(
                 as: world.child, "/usr/bin/curl",
-                ["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-H", "Cookie: \(jarred)"]
+                ["-sSk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-H", "Cookie: \(jarred)"]
                     + (path.hasSuffix("lock") ? ["--data-urlencode", "csrf=\(csrf)"] : [])
                     + ["https://127.0.0.1:\(phone.port)\(path)"])
-            #expect(replayed.stdout == "401", "\(path): \(replayed.stdout) \(replayed.stderr)")
+            if replayed.stdout != "401" {
+                // Runs 74 and 75 saw "000" here once each: what curl and the agent saw, for the
+                // next look at it.
+                let log = world.agentLog(naming: ["connection", "queue", "refused", "error", "warning"], last: 40)
+                Issue.record("\(path): \(replayed.stdout) \(replayed.stderr)\n\(log)")
+            }
         }
         #expect(try world.status(of: world.child).loginLock == nil)
 
