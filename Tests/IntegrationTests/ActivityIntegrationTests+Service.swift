@@ -67,7 +67,8 @@ extension ActivityIntegrationTests {
             // timed out for the whole 15 s, neither answered nor refused).
             let figures = String(describing: (try? world.status(of: world.child))?.domainShield)
             let log = world.agentLog(naming: ["dns", "queue", "shield", "error", "warning", "limit"], last: 40)
-            Issue.record("the site was not refused: \(answer)\nthe agent's DNS figures: \(figures)\n\(log)")
+            let kernel = world.queueAndCounters()
+            Issue.record("the site was not refused: \(answer)\nthe agent's DNS figures: \(figures)\n\(log)\n\(kernel)")
         }
         let status = try world.status(of: world.child)
         #expect(status.monitors?.first { $0.builtIn == "limit" }?.events.first?.reached == true)

@@ -354,6 +354,21 @@ final class AgentWorld {
         return listing.stdout.split(separator: "\n").map(String.init).filter { $0.contains(chain) }
     }
 
+    /// What the kernel says of the world's queue and rules, for a failure's message: its
+    /// `/proc/net/netfilter/nfnetlink_queue` line (number, reader, packets waiting, copy mode and
+    /// range, dropped for a full queue, dropped on the way to the reader, last id) and the
+    /// packet counters of the world's chains (IPv4).
+    func queueAndCounters() -> String {
+        let queues = (try? String(contentsOfFile: "/proc/net/netfilter/nfnetlink_queue", encoding: .utf8)) ?? ""
+        let line = queues.split(separator: "\n").first {
+            $0.split(separator: " ", omittingEmptySubsequences: true).first == "\(queue)"
+        }
+        let counters =
+            (try? inNetwork(as: nil, "/usr/sbin/iptables", ["-w", "-S", "-v"]))?.stdout
+            .split(separator: "\n").filter { $0.contains(chain) }.joined(separator: "\n") ?? ""
+        return "queue \(queue): \(line.map(String.init) ?? "not bound")\n\(counters)"
+    }
+
     func start() throws {
         let process = Process()
         var agentArguments = [
