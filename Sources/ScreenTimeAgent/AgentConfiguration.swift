@@ -26,7 +26,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             "bypassList", "/etc/screentime/doh.list",
             "DNS-over-HTTPS servers: names and addresses refused to filtered users"
         ),
-        ("dnsQueue", "53", "the NFQUEUE number the filtered users' DNS goes to (0–65535)"),
+        (
+            "dnsQueue", "53",
+            "the NFQUEUE number the filtered users' DNS goes to, and the NFLOG group of their connections' acknowledgements (0–65535)"
+        ),
         ("firewallChain", "screentime", "the agent's iptables/ip6tables chain (and `<chain>-filter`)"),
         ("freezerGroup", "screentime", "the agent's cgroup; shielded processes are held in `<group>/frozen`"),
         (

@@ -354,6 +354,15 @@ final class AgentWorld {
         return listing.stdout.split(separator: "\n").map(String.init).filter { $0.contains(chain) }
     }
 
+    /// The packets the rules of `chain` that `matching` picks (by their line in `iptables -L -v
+    /// -n`) counted, in the world's namespace.
+    func packetsCounted(in chain: String, ipv6: Bool = false, _ matching: (Substring) -> Bool) throws -> Int {
+        let listing = try inNetwork(
+            as: nil, ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables", ["-w", "-L", chain, "-v", "-x", "-n"])
+        return listing.stdout.split(separator: "\n").dropFirst(2).filter(matching)
+            .compactMap { Int($0.split(separator: " ").first ?? "") }.reduce(0, +)
+    }
+
     /// What the kernel says of the world's queue and rules, for a failure's message: its
     /// `/proc/net/netfilter/nfnetlink_queue` line (number, reader, packets waiting, copy mode and
     /// range, dropped for a full queue, dropped on the way to the reader, last id) and the

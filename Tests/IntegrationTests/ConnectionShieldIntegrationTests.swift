@@ -75,6 +75,18 @@ struct ConnectionShieldIntegrationTests {
                 #expect(allowed.status == 0 && allowed.body == "https \(name)\n", "\(name) via \(address): \(allowed)")
             }
         }
+        // A passed opening costs one trip through the queue, its own: the server's acknowledgement
+        // of it came to the agent as a copy in the log (the log rule counted it, in each family),
+        // and the flows were passed (their later packets counted by the passed flows' rule).
+        for ipv6 in [false, true] {
+            let logged = try world.packetsCounted(in: world.chain + "-in", ipv6: ipv6) { $0.contains("NFLOG") }
+            #expect(logged >= 3, "IPv\(ipv6 ? 6 : 4): \(logged) server packets logged")
+            let passed = try world.packetsCounted(in: world.chain, ipv6: ipv6) {
+                $0.contains("RETURN") && $0.contains("connmark match") && !$0.contains("u32")
+                    && !$0.contains("length")
+            }
+            #expect(passed >= 3, "IPv\(ipv6 ? 6 : 4): \(passed) packets of passed flows")
+        }
         // openssl s_client naming the shielded host is refused; naming an allowed one it is served.
         func sClient(_ name: String) throws -> CommandResult {
             try world.inNetwork(

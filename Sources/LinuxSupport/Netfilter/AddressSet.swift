@@ -24,12 +24,7 @@ public final class AddressSet: Sendable {
         }
         self.name = name
         self.family = family
-        let descriptor = try systemCall("socket(AF_NETLINK, NETLINK_NETFILTER)") {
-            Glibc.socket(AF_NETLINK, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), netlinkNetfilter)
-        }
-        // An answer that does not come within a second is an error, never a wait without end.
-        var timeout = timeval(tv_sec: 1, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let descriptor = try NetfilterNetlink.openSocket()
         socket = Mutex((descriptor, 0))
     }
 
@@ -46,7 +41,7 @@ public final class AddressSet: Sendable {
                 attribute(netOrder: typeMaximumElements, capacity),
             ])
         try send(
-            command: commandCreate, flags: flagCreate,
+            command: commandCreate, flags: NetfilterNetlink.flagCreate,
             [
                 attribute(typeTypeName, Array("hash:ip".utf8) + [0]), attribute(typeRevision, [hashIPRevision]),
                 attribute(typeFamily, [family == 4 ? protocolIPv4 : protocolIPv6]), data,
@@ -93,39 +88,18 @@ public final class AddressSet: Sendable {
     // MARK: the protocol (linux/netfilter/ipset/ip_set.h, linux/netfilter/nfnetlink.h)
 
     private func send(command: UInt16, flags: UInt16, _ attributes: [[UInt8]]) throws(SystemError) {
-        let body =
-            [family == 4 ? protocolIPv4 : protocolIPv6, 0, 0, 0]  // nfgenmsg: family, version 0, res_id 0
-            + attribute(typeProtocol, [ipsetProtocol]) + attribute(typeSetName, Array(name.utf8) + [0])
-            + attributes.flatMap { $0 }
+        let attributes =
+            [attribute(typeProtocol, [ipsetProtocol]), attribute(typeSetName, Array(name.utf8) + [0])] + attributes
         try socket.withLock { state throws(SystemError) in
             state.sequence &+= 1
-            var message = [UInt8]()
-            message.reserveCapacity(16 + body.count)
-            append(UInt32(16 + body.count), to: &message)
-            append(UInt16(subsystemIPSet << 8) | command, to: &message)
-            append(flagRequest | flagAcknowledge | flags, to: &message)
-            append(state.sequence, to: &message)
-            append(UInt32(0), to: &message)
-            message += body
-            let sent = message.withUnsafeBytes { Glibc.send(state.descriptor, $0.baseAddress, $0.count, 0) }
-            guard sent == message.count else { throw SystemError.call("send(ipset \(name))", errno) }
-            var reply = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = reply.withUnsafeMutableBytes { recv(state.descriptor, $0.baseAddress, $0.count, 0) }
-                guard count >= 0 else { throw SystemError.call("recv(ipset \(name))", errno) }
-                guard count >= 20 else { throw SystemError(.netlink, "a short answer about the set \(name)") }
-                let type = UInt16(reply[4]) | UInt16(reply[5]) << 8
-                let sequence = reply[8..<12].enumerated().reduce(UInt32(0)) {
-                    $0 | UInt32($1.element) << (8 * $1.offset)
-                }
-                // An answer to an earlier message that timed out: not this one's.
-                guard type == netlinkError, sequence == state.sequence else { continue }
-                let code = reply[16..<20].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * $1.offset) }
-                let error = -Int32(bitPattern: code)
-                guard error == 0 else {
-                    throw SystemError(.netlink, "ipset \(name): \(Self.describe(error))", errno: error)
-                }
-                return
+            let message = NetfilterNetlink.message(
+                subsystem: NetfilterNetlink.subsystemIPSet, command: command,
+                flags: NetfilterNetlink.flagRequest | NetfilterNetlink.flagAcknowledge | flags,
+                sequence: state.sequence, family: family == 4 ? protocolIPv4 : protocolIPv6, attributes)
+            let error = try NetfilterNetlink.request(
+                message, sequence: state.sequence, on: state.descriptor, what: "ipset \(name)")
+            guard error == 0 else {
+                throw SystemError(.netlink, "ipset \(name): \(Self.describe(error))", errno: error)
             }
         }
     }
@@ -140,41 +114,22 @@ public final class AddressSet: Sendable {
     }
 
     private func attribute(_ type: UInt16, _ payload: [UInt8]) -> [UInt8] {
-        var bytes = [UInt8]()
-        append(UInt16(4 + payload.count), to: &bytes)
-        append(type, to: &bytes)
-        bytes += payload
-        bytes += [UInt8](repeating: 0, count: (4 - payload.count % 4) % 4)
-        return bytes
+        NetfilterNetlink.attribute(type, payload)
     }
 
     private func attribute(netOrder type: UInt16, _ value: UInt32) -> [UInt8] {
-        attribute(
-            type | attributeNetByteOrder,
-            [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)])
+        NetfilterNetlink.attribute(bigEndian: type | NetfilterNetlink.attributeNetByteOrder, value)
     }
 
     private func attribute(netOrder type: UInt16, _ bytes: [UInt8]) -> [UInt8] {
-        attribute(type | attributeNetByteOrder, bytes)
+        NetfilterNetlink.attribute(type | NetfilterNetlink.attributeNetByteOrder, bytes)
     }
 
     private func attribute(nested type: UInt16, _ attributes: [[UInt8]]) -> [UInt8] {
-        attribute(type | attributeNested, attributes.flatMap { $0 })
-    }
-
-    private func append<T: FixedWidthInteger>(_ value: T, to bytes: inout [UInt8]) {
-        withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
+        NetfilterNetlink.attribute(nested: type, attributes)
     }
 }
 
-private let netlinkNetfilter: Int32 = 12
-private let subsystemIPSet: UInt16 = 6
-private let netlinkError: UInt16 = 2
-private let flagRequest: UInt16 = 0x1
-private let flagAcknowledge: UInt16 = 0x4
-private let flagCreate: UInt16 = 0x400
-private let attributeNested: UInt16 = 0x8000
-private let attributeNetByteOrder: UInt16 = 0x4000
 private let protocolIPv4: UInt8 = 2
 private let protocolIPv6: UInt8 = 10
 private let ipsetProtocol: UInt8 = 7

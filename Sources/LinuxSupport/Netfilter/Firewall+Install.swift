@@ -6,15 +6,18 @@ extension Firewall {
     /// OUTPUT and INPUT. `dohAddresses` are IPv4 and IPv6 addresses; each family takes its own.
     ///
     /// With `synFastPath`, the sets the rules name must be there (`shieldedAddressSet`, made with `AddressSet.create`).
+    /// With `acknowledgementLog`, watched flows' server packets are copied to that log group
+    /// (see `ruleset`).
     public func install(
-        owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0, synFastPath: Bool = false
+        owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0, synFastPath: Bool = false,
+        acknowledgementLog: UInt16? = nil
     ) throws(SystemError) {
         for family in Family.allCases {
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
                 input: ruleset(
                     for: family, owners: owners, dohAddresses: dohAddresses, generation: generation,
-                    synFastPath: synFastPath))
+                    synFastPath: synFastPath, acknowledgementLog: acknowledgementLog))
             for (hook, target) in [("OUTPUT", chain), ("INPUT", inputChain)]
             where (try? run(family.command, ["-w", "-C", hook, "-j", target])) == nil {
                 try run(family.command, ["-w", "-I", hook, "1", "-j", target])

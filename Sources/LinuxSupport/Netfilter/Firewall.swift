@@ -50,9 +50,9 @@ import Foundation
 ///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
 ///     CHAIN-in        (R = -p tcp -m conntrack --ctdir REPLY: the server's packets)
 ///                     R -m mark --mark PASSED|REFUSED/M -j CONNMARK --save-mark, then -j RETURN
-///                     R -m connmark --mark WATCHED/M -j CONNMARK --restore-mark
-///                     R -m mark --mark WATCHED/M -j NFQUEUE --queue-num N   (the server's
-///                                                              acknowledgement of a judged opening)
+///                     R -m connmark --mark WATCHED/M -j NFLOG --nflog-group G   (a copy of the
+///                        server's acknowledgement of a judged opening; the agent marks the flow.
+///                        Without the log: -j CONNMARK --restore-mark, then -j NFQUEUE, a verdict)
 ///                     R -m connmark --mark PENDING/M -m u32 (no data) -j RETURN
 ///                     R -m connmark --mark PENDING/M -j CONNMARK --restore-mark
 ///                     R -m mark --mark PENDING/M -j NFQUEUE --queue-num N   (what the server sends
@@ -71,9 +71,9 @@ import Foundation
 /// agent was shown, and TCP sends them again, rebuilt from whatever the sender's pages hold then
 /// (a decoy sent with TTL 1 from a page rewritten after, by `sendfile` or `MSG_ZEROCOPY`). Until
 /// the server acknowledges the whole opening, each data segment of the flow comes to the queue
-/// and is compared with the bytes judged, and the server's packets come too; the acknowledgement
-/// that covers the opening makes the flow PASSED (or REFUSED, if the opening was judged under web
-/// shields since changed).
+/// and is compared with the bytes judged, and a copy of each of the server's packets comes to the
+/// agent (they go on meanwhile); the acknowledgement that covers the opening makes the agent mark
+/// the flow PASSED (or REFUSED, if the opening was judged under web shields since changed).
 ///
 /// PASSED carries a generation (0–7): when a child's policy changes the agent installs the rules
 /// with the next one, so a connection passed under the old policy is no longer on the fast path
@@ -193,9 +193,14 @@ public struct Firewall: Sendable {
     ///
     /// With `synFastPath`, a SYN without data passes in the kernel unless its destination is in
     /// the family's `shieldedAddressSet`; only those come to the queue.
+    ///
+    /// With `acknowledgementLog`, a watched flow's packets from the server are not queued but
+    /// copied to that NFLOG group and let go: the agent reads the acknowledgement from the copy
+    /// and marks the flow itself (`ConnectionMarks`), so a passed opening costs one queue trip,
+    /// not two. The flow's own packets are compared with the opening, as before, until then.
     public func ruleset(
         for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0,
-        synFastPath: Bool = false
+        synFastPath: Bool = false, acknowledgementLog: UInt16? = nil
     ) -> String {
         var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]", ":\(inputChain) - [0:0]"]
         let mask = "0x" + String(Self.markMask, radix: 16)
@@ -297,8 +302,14 @@ public struct Firewall: Sendable {
             lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) -j RETURN")
         }
         let restore = "-j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)"
-        lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) \(restore)")
-        lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.watched)) \(queue)")
+        if let group = acknowledgementLog {
+            lines.append(
+                "-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) -j NFLOG --nflog-group \(group) "
+                    + "--nflog-threshold 1")
+        } else {
+            lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) \(restore)")
+            lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.watched)) \(queue)")
+        }
         // A pending flow's packets from the server: what it sends before her opening is all here
         // and judged (a server that speaks first, to a shared address) is dropped by the agent.
         // Those without data (its SYN-ACK, its ACKs) pass here, by the same exact-length match.

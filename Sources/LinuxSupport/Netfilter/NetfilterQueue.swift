@@ -117,38 +117,17 @@ public final class NetfilterQueue: @unchecked Sendable {
     /// unbound when it returns.
     public func run() throws(SystemError) {
         guard let handle else { throw SystemError(.netlink, "queue \(number) is closed") }
-        let fd = nfq_fd(handle)
-        var buffer = [UInt8](repeating: 0, count: 0x20000)
-        var fds = [
-            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: stopSignal.fd, events: Int16(POLLIN), revents: 0),
-        ]
         defer {
             if let queue { nfq_destroy_queue(queue) }
             nfq_close(handle)
             queue = nil
             self.handle = nil
         }
-        while !stopSignal.isRaised {
-            _ = try systemCall("poll(netfilter queue \(number))") { poll(&fds, 2, -1) }
-            if fds[1].revents != 0 { break }
-            // Everything that is waiting, before polling again: one wakeup, many packets.
-            while !stopSignal.isRaised {
-                let count = retryingInterrupts {
-                    buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, screentime_msg_dontwait()) }
-                }
-                if count < 0 {
-                    let error = errno
-                    if error == EAGAIN || error == EWOULDBLOCK { break }
-                    if error == ENOBUFS {
-                        overrunCount.add(1, ordering: .relaxed)
-                        continue
-                    }
-                    throw SystemError.call("recv(netfilter queue \(number))", error)
-                }
-                buffer.withUnsafeMutableBytes { bytes in
-                    _ = nfq_handle_packet(handle, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(count))
-                }
+        try NetfilterNetlink.read(
+            nfq_fd(handle), what: "netfilter queue \(number)", stop: stopSignal, overruns: overrunCount
+        ) { buffer, count in
+            buffer.withUnsafeMutableBytes { bytes in
+                _ = nfq_handle_packet(handle, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(count))
             }
         }
     }

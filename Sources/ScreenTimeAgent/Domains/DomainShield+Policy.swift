@@ -44,7 +44,8 @@ extension DomainShield {
         }
         var wanted = InstalledRules(
             owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation,
-            synFastPath: connections.shieldedSets != nil)
+            synFastPath: connections.shieldedSets != nil,
+            acknowledgementLog: acknowledgements.map { _ in configuration.dnsQueue })
         connections.keep(owners: Set(snapshot.users.keys))
         // Safe search in the browsers too, as strict as any child's.
         let safeSearch = snapshot.users.values.compactMap(\.policy.safeSearch).max()
@@ -78,7 +79,7 @@ extension DomainShield {
                 }
                 try firewall.install(
                     owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
-                    synFastPath: wanted.synFastPath)
+                    synFastPath: wanted.synFastPath, acknowledgementLog: wanted.acknowledgementLog)
             }
             logger.info("firewall rules in step", metadata: ["uids": "\(wanted.owners)", "chain": "\(firewall.chain)"])
         } catch {

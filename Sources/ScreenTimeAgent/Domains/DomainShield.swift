@@ -28,6 +28,11 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     let events = Mutex(EventBuffer())
     let outstanding = OutstandingQueries()
     let connections: ConnectionJudge
+    /// Copies of watched flows' packets from their servers (the NFLOG group of the DNS queue's
+    /// number), and the kernel's connection marks the agent sets from them: a passed opening's
+    /// acknowledgement never waits in the queue. Nil where either cannot be had (the server's
+    /// packets are then queued, as before).
+    let acknowledgements: (log: PacketLog, marks: ConnectionMarks)?
     let resolvers = SystemResolvers()
     let shadows: ShadowLookups
     let safeSearch: SafeSearchAddresses
@@ -80,6 +85,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var generation: UInt8
         /// SYNs pass in the kernel but those to the addresses in the kernel's sets.
         var synFastPath = false
+        /// Watched flows' server packets are logged to this group, not queued.
+        var acknowledgementLog: UInt16?
 
         func covers(_ uid: UInt32) -> Bool { owners.contains { $0.contains(uid) } }
     }
@@ -129,6 +136,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             v4: AddressSet(name: firewall.shieldedAddressSet(.ipv4), family: 4),
             v6: AddressSet(name: firewall.shieldedAddressSet(.ipv6), family: 6)
         )
+        acknowledgements = try? (PacketLog(group: configuration.dnsQueue), ConnectionMarks())
         connections = ConnectionJudge(safeHosts: safeHosts, shieldedSets: sets) { [web] names, owner in
             guard let web else { return }
             let domains = names.compactMap { $0.lowercased.domainName }.map { suffixes.registrableDomain(of: $0) ?? $0 }
@@ -205,6 +213,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         async let flushing: Void = flushLoop()
         async let reloading: Void = reloadLoop(reloads)
         async let watchingPolicies: Void = watchBrowserPolicies()
+        async let readingAcknowledgements: Void = readAcknowledgements()
         var delay = Self.firstRetry
         var judged = 0
         var overruns = 0
@@ -233,7 +242,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         reloads.continuation.finish()
         policyWatchStop?.raise()
         policiesPutInStep.signal()
-        _ = await (flushing, reloading, watchingPolicies)
+        acknowledgements?.log.stop()
+        _ = await (flushing, reloading, watchingPolicies, readingAcknowledgements)
         flushEvents()
         logger.info(
             "stopped reading the DNS queue; its rules stay, so filtered lookups fail until the agent is back",

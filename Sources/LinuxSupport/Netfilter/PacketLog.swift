@@ -1,0 +1,105 @@
+import CLinuxShim
+import Glibc
+import Synchronization
+
+/// One netfilter log group (the rules' `-j NFLOG --nflog-group N`) read on a thread of its own:
+/// a copy of each packet the rules log is handed to a handler, one at a time, while the packet
+/// itself has gone on without waiting for anyone. Unlike a queue, nothing is held: a copy the
+/// reader falls behind on is lost (counted in `overruns`), never the packet.
+///
+/// The group is bound when made (another socket holding it: EBUSY), with whole packets and each
+/// sent at once (a threshold of one packet).
+public final class PacketLog: @unchecked Sendable {
+    public let group: UInt16
+    private let descriptor: Int32
+    private let stopSignal: StopSignal
+    private let receivedCount = Atomic<Int>(0)
+    private let overrunCount = Atomic<Int>(0)
+
+    /// Copies handed to the handler so far.
+    public var received: Int { receivedCount.load(ordering: .relaxed) }
+    /// Times the kernel said copies were lost because the reader fell behind (ENOBUFS).
+    public var overruns: Int { overrunCount.load(ordering: .relaxed) }
+
+    public init(group: UInt16, receiveBuffer: Int = 4 << 20) throws(SystemError) {
+        self.group = group
+        stopSignal = try StopSignal()
+        descriptor = try NetfilterNetlink.openSocket()
+        // (The socket is bound to a port of its own by its first send, the group's binding. A
+        // throw from here on closes it in deinit: every property is set.)
+        var size = Int32(clamping: receiveBuffer)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size))
+        try configure(
+            [NetfilterNetlink.attribute(configCommand, [commandBind])], what: "bind netfilter log group \(group)")
+        // Whole packets (up to 64 KiB), each sent as soon as it is logged.
+        try configure(
+            [
+                NetfilterNetlink.attribute(configMode, [0, 0, 0xFF, 0xFF, copyPacket, 0]),
+                NetfilterNetlink.attribute(bigEndian: configThreshold, UInt32(1)),
+                NetfilterNetlink.attribute(bigEndian: configTimeout, UInt32(0)),
+            ], what: "configure netfilter log group \(group)")
+        // Reads wait in poll, not in recv.
+        var none = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &none, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(descriptor) }
+
+    private func configure(_ attributes: [[UInt8]], what: String) throws(SystemError) {
+        let message = NetfilterNetlink.message(
+            subsystem: NetfilterNetlink.subsystemLog, command: messageConfig,
+            flags: NetfilterNetlink.flagRequest | NetfilterNetlink.flagAcknowledge, sequence: 1, family: 0,
+            resource: group, attributes)
+        let error = try NetfilterNetlink.request(message, sequence: 1, on: descriptor, what: what)
+        guard error == 0 else {
+            let hint = error == EBUSY ? " (is another screentimed using it?)" : ""
+            throw SystemError(.netlink, "cannot \(what): \(String(cString: strerror(error)))\(hint)", errno: error)
+        }
+    }
+
+    /// Reads the copies and hands each (the packet from its IP header on) to `handler` until
+    /// `stop()`; call it on a thread of its own.
+    public func run(_ handler: ([UInt8]) -> Void) throws(SystemError) {
+        try NetfilterNetlink.read(
+            descriptor, what: "netfilter log \(group)", stop: stopSignal, overruns: overrunCount
+        ) { buffer, count in
+            for payload in Self.payloads(buffer[0..<count]) {
+                receivedCount.add(1, ordering: .relaxed)
+                handler(Array(payload))
+            }
+        }
+    }
+
+    /// The logged packets in what one read gave: each netlink message of the log's packet type,
+    /// its payload attribute. Anything else, or cut short, is passed over.
+    static func payloads(_ bytes: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        var found: [ArraySlice<UInt8>] = []
+        var at = bytes.startIndex
+        while at + 16 <= bytes.endIndex {
+            let length = Int(UInt32(littleEndianBytes: bytes[at..<at + 4]))
+            guard length >= 16, at + length <= bytes.endIndex else { break }
+            let type = UInt16(littleEndianBytes: bytes[at + 4..<at + 6])
+            if type == NetfilterNetlink.subsystemLog << 8 | messagePacket, length >= 20,
+                let payload = NetfilterNetlink.attributes(bytes[at + 20..<at + length])[attributePayload]
+            {
+                found.append(payload)
+            }
+            at += (length + 3) & ~3
+        }
+        return found
+    }
+
+    /// Makes `run()` return; safe from any thread.
+    public func stop() { stopSignal.raise() }
+}
+
+// linux/netfilter/nfnetlink_log.h
+private let messagePacket: UInt16 = 0  // NFULNL_MSG_PACKET
+private let messageConfig: UInt16 = 1  // NFULNL_MSG_CONFIG
+private let configCommand: UInt16 = 1  // NFULA_CFG_CMD
+private let configMode: UInt16 = 2  // NFULA_CFG_MODE: __be32 range, __u8 mode, __u8 pad
+private let configTimeout: UInt16 = 3  // NFULA_CFG_TIMEOUT, in hundredths of a second
+private let configThreshold: UInt16 = 4  // NFULA_CFG_QTHRESH
+private let commandBind: UInt8 = 1  // NFULNL_CFG_CMD_BIND
+private let copyPacket: UInt8 = 2  // NFULNL_COPY_PACKET
+private let attributePayload: UInt16 = 9  // NFULA_PAYLOAD

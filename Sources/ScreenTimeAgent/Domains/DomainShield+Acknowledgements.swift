@@ -1,0 +1,48 @@
+import Foundation
+import LinuxSupport
+import ScreenTimeCore
+
+// Acknowledgements: a watched flow's packets from its server come as copies in the log (see
+// `Firewall.ruleset`), read here; the agent marks the flow in the kernel itself.
+extension DomainShield {
+    /// Reads the copies of watched flows' server packets on a thread of its own until the agent
+    /// stops. A log that fails is left (logged): its flows stay watched, their packets compared
+    /// in the queue, until the agent starts again.
+    func readAcknowledgements() async {
+        guard let acknowledgements else { return }
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let thread = Thread { [self] in
+                do {
+                    try acknowledgements.log.run { bytes in judgeLoggedAcknowledgement(bytes) }
+                } catch {
+                    logger.error("reading the acknowledgement log failed", metadata: ["error": "\(error)"])
+                }
+                done.resume()
+            }
+            thread.name = "screentime.acks"
+            thread.qualityOfService = .userInteractive
+            thread.start()
+        }
+    }
+
+    /// A copy of a watched flow's packet from its server (the log; the packet itself went on):
+    /// its acknowledgement judged as a queued one is, and the flow's mark set in the kernel when
+    /// that passes or refuses it.
+    func judgeLoggedAcknowledgement(_ bytes: [UInt8]) {
+        guard let marks = acknowledgements?.marks, let packet = try? DNSPacket(parsing: bytes) else { return }
+        let generation = state.withLock { $0.installedRules?.generation ?? 0 }
+        let (decision, owner) = connections.acknowledgement(packet, generation: generation)
+        guard case .repeatMarked(let mark) = verdict(decision, mark: 0, owner: owner, generation: generation) else {
+            return
+        }
+        // The flow's first packet went from the server packet's destination to its source.
+        do {
+            try marks.setMark(
+                source: packet.destination, sourcePort: packet.destinationPort, destination: packet.source,
+                destinationPort: packet.sourcePort, value: mark, mask: Firewall.markMask)
+        } catch {
+            // Gone meanwhile (a reset): nothing to mark.
+            logger.debug("a watched flow's mark was not set", metadata: ["error": "\(error.message)"])
+        }
+    }
+}
