@@ -7,8 +7,10 @@
 #  2. Many short TLS connections, one after another (connect, a captured curl ClientHello, the
 #     server's first byte): connect-to-first-byte p50/p99 and connections a second, without and
 #     with the agent judging each opening (the hello through the queue; a SYN only when it goes to
-#     an address in the kernel set of those learned for shielded names), and, as before that set,
-#     with every SYN through the queue too (the set's rules taken out).
+#     an address in the kernel set of those learned for shielded names; the server's
+#     acknowledgement of the hello copied to the log, not queued), then as before the log (the
+#     acknowledgement through the queue too), then as before the kernel set as well (every SYN
+#     through the queue too: the set's rules taken out).
 #
 # Needs root (namespaces, iptables, users). Figures are printed, never asserted.
 set -euo pipefail
@@ -38,7 +40,7 @@ connects() { as_kid /usr/bin/python3 $HERE/connect-latency.py 10.1.1.1 443 $HELL
 
 # Baseline and filtered alternate, run after run, so that the machine's load falls on both.
 field() { awk -v n="$1" '{print $n}'; }
-plain=(); judged=(); plain_lat=(); judged_lat=(); plain_rate=(); judged_rate=(); syn_lat=()
+plain=(); judged=(); plain_lat=(); judged_lat=(); plain_rate=(); judged_rate=(); syn_lat=(); ack_lat=()
 start_agent
 for _ in $(seq 1 $RUNS); do
   plain+=("$(bulk)")
@@ -47,7 +49,20 @@ for _ in $(seq 1 $RUNS); do
   st shield --user $KID --domain blocked.test
   judged+=("$(bulk)")
   line=$(connects); judged_lat+=("$line"); judged_rate+=("$(echo "$line" | field 7)")
-  # The same, with the SYN fast path's rules taken out: every SYN through the queue, as before
+  # The same, with the server's acknowledgement of the hello through the queue as well, as before
+  # the log: the agent's rule that copies it to the log turned back into the two that queue it.
+  rules=$(in_ns iptables -w -S $CHAIN-in | grep '^-A')
+  n=$(grep -n -- '-j NFLOG' <<<"$rules" | cut -d: -f1)
+  watched=$(grep -- '-j NFLOG' <<<"$rules" | sed 's/^-A [^ ]* //; s/ -j NFLOG.*//')
+  if [ -n "$n" ]; then
+    in_ns iptables -w -R $CHAIN-in "$n" $watched -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000
+    in_ns iptables -w -I $CHAIN-in $((n + 1)) ${watched/-m connmark/-m mark} -j NFQUEUE --queue-num $QUEUE
+    line=$(connects)
+  else
+    line="(no log rule: the agent queues the acknowledgement already)"
+  fi
+  ack_lat+=("$line")
+  # The same, with the SYN fast path's rules taken out too: every SYN through the queue, as before
   # the kernel set (the agent puts them back with its next rules).
   in_ns iptables -w -S $CHAIN | grep -- '--match-set' | sed 's/^-A /-D /' | while read -r rule; do
     eval in_ns iptables -w "$rule"; done
@@ -63,7 +78,8 @@ echo "== short TLS connections as a child, $COUNT one after another per run (con
 for i in $(seq 0 $((RUNS - 1))); do
   printf "  run %d %-38s %s\n" $((i + 1)) "not filtered (baseline)" "${plain_lat[$i]}"
   printf "  run %d %-38s %s\n" $((i + 1)) "filtered: hello judged" "${judged_lat[$i]}"
-  printf "  run %d %-38s %s\n" $((i + 1)) "filtered, every SYN queued too" "${syn_lat[$i]}"
+  printf "  run %d %-38s %s\n" $((i + 1)) "filtered, acknowledgement queued too" "${ack_lat[$i]}"
+  printf "  run %d %-38s %s\n" $((i + 1)) "filtered, and every SYN queued too" "${syn_lat[$i]}"
 done
 sm=$(printf "%s\n" "${syn_lat[@]}" | field 2 | median)
 pm=$(printf "%s\n" "${plain_lat[@]}" | field 2 | median); jm=$(printf "%s\n" "${judged_lat[@]}" | field 2 | median)
@@ -71,6 +87,8 @@ p9=$(printf "%s\n" "${plain_lat[@]}" | field 5 | median); j9=$(printf "%s\n" "${
 pr=$(printf "%s\n" "${plain_rate[@]}" | median); jr=$(printf "%s\n" "${judged_rate[@]}" | median)
 printf "  medians of the runs: p50 %s → %s µs (%+d), p99 %s → %s µs (%+d), %s → %s connections/s\n" \
   "$pm" "$jm" $((jm - pm)) "$p9" "$j9" $((j9 - p9)) "$pr" "$jr"
-printf "  every SYN through the queue too (no kernel set): p50 %s µs (%+d)\n" "$sm" $((sm - pm))
+am=$(printf "%s\n" "${ack_lat[@]}" | field 2 | median)
+printf "  the server's acknowledgement through the queue too (no log): p50 %s µs (%+d)\n" "$am" $((am - pm))
+printf "  and every SYN through the queue too (no kernel set): p50 %s µs (%+d)\n" "$sm" $((sm - pm))
 judged_count=$(grep -c "connection refused" $DIR/agent.log || true)
 printf "  (refused while measuring: %s)\n" "$judged_count"

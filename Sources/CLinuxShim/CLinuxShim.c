@@ -39,6 +39,8 @@ int screentime_inode_generation(int fd, unsigned int *generation) {
     return 0;
 }
 
+int screentime_enter_network_namespace(int fd) { return (int)syscall(SYS_setns, fd, 0x40000000 /* CLONE_NEWNET */); }
+
 int screentime_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 int screentime_pidfd_send_signal(int pidfd, int signal) {

@@ -224,6 +224,36 @@ import Testing
         let v6 = firewall.ruleset(for: .ipv6, owners: [1001...1001], dohAddresses: ["8.8.8.8", "2001:db8::1"])
         #expect(v6.contains("-d 2001:db8::1 ") && !v6.contains("8.8.8.8"))
     }
+
+    /// With the acknowledgement log, a watched flow's server packets are copied to the log, not
+    /// queued; the acknowledged bits the agent sets by name make a WATCHED flow (and only one)
+    /// PASSED of this generation at its next packet, either way; every verdict kept and every
+    /// SYN clears them.
+    @Test func withTheLogAWatchedFlowIsPromotedOnlyFromWatched() {
+        let firewall = Firewall(chain: "screentime", queue: 53)
+        let lines = firewall.ruleset(
+            for: .ipv4, owners: [1001...1001], dohAddresses: [], generation: 2, acknowledgementLog: 53
+        ).split(separator: "\n").map(String.init)
+        #expect(Firewall.acknowledged(generation: 2) == 0x0A00_0000)
+        let promote = "-p tcp -m connmark --mark 0xa5e0000/0xfff0000 -j CONNMARK --set-xmark 0x580000/0xfff0000"
+        #expect(
+            lines[4]
+                == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/0xfff0000")
+        #expect(lines[5] == "-A screentime " + promote)
+        #expect(lines[6] == "-A screentime -p tcp -m connmark --mark 0x580000/0xff0000 -j RETURN")
+        #expect(lines.first { $0.hasPrefix("-A screentime-in") } == "-A screentime-in " + promote)
+        #expect(
+            lines.contains(
+                "-A screentime -m mark --mark 0x5e0000/0xff0000 -j CONNMARK --save-mark --nfmask 0xfff0000 --ctmask 0xfff0000"
+            ))
+        #expect(
+            lines.contains(
+                "-A screentime-in -p tcp -m conntrack --ctdir REPLY -m connmark --mark 0x5e0000/0xff0000 -j NFLOG --nflog-group 53 --nflog-threshold 1"
+            ))
+        #expect(!lines.contains { $0.contains("-m mark --mark 0x5e0000/0xff0000 -j NFQUEUE") })
+        // Restored into the packet: the byte alone (a verdict's mark carries no acknowledged bits).
+        #expect(lines.contains("-A screentime-filter -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000"))
+    }
 }
 
 @Suite struct TokenSecretTests {

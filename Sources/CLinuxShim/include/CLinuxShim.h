@@ -53,6 +53,10 @@ int screentime_inode_generation(int fd, unsigned int *generation);
 /// file. Returns 0, or -1 with errno set.
 int screentime_filesystem_type(int fd, long *type);
 
+/// setns(2) into a network namespace (CLONE_NEWNET) for the calling thread, through syscall (not
+/// declared for Swift without _GNU_SOURCE). Returns 0, or -1 with errno set.
+int screentime_enter_network_namespace(int fd);
+
 /// pidfd_open(2) and pidfd_send_signal(2), through syscall (variadic, and not wrapped by
 /// Debian 12's glibc headers for Swift). Return a descriptor / 0, or -1 with errno set.
 int screentime_pidfd_open(int pid);

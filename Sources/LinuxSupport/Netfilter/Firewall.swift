@@ -110,6 +110,19 @@ public struct Firewall: Sendable {
     /// The connection mark of the filtered users' DNS, and the bits of the mark it owns.
     public let mark: UInt32
     public static let markMask: UInt32 = 0x00FF_0000
+    /// The bits beside the byte, with the acknowledgement log, that say the agent read the
+    /// server's acknowledgement of a watched flow's opening, and under which generation
+    /// (`acknowledged(generation:)`). Set alone, by the flow's addresses and ports (ctnetlink),
+    /// they pass nothing: the rules make a flow PASSED only where they meet WATCHED, which the
+    /// agent's verdict on one of that very connection's packets set, and every verdict kept on a
+    /// connection (and every SYN) clears them. So a late write that finds a new connection on the
+    /// same ports (the old one reset, a new SYN) leaves it to be judged.
+    public static let acknowledgedMask: UInt32 = 0x0F00_0000
+
+    /// The acknowledged bits of a generation: (8 + generation) << 24.
+    public static func acknowledged(generation: UInt8) -> UInt32 {
+        (0x8 | UInt32(generation % generations)) << 24
+    }
     /// DNS packets per second each filtered uid range may send to the queue (bursts of five times
     /// that, at most `highestRateLimit`); 0: no limit.
     public let rateLimit: Int
@@ -196,16 +209,28 @@ public struct Firewall: Sendable {
     ///
     /// With `acknowledgementLog`, a watched flow's packets from the server are not queued but
     /// copied to that NFLOG group and let go: the agent reads the acknowledgement from the copy
-    /// and marks the flow itself (`ConnectionMarks`), so a passed opening costs one queue trip,
-    /// not two. The flow's own packets are compared with the opening, as before, until then.
+    /// and sets the flow's acknowledged bits itself (`ConnectionMarks`), which make it PASSED at
+    /// its next packet (see `acknowledgedMask`): a passed opening costs one queue trip, not two.
+    /// The flow's own packets are compared with the opening, as before, until then.
     public func ruleset(
         for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0,
         synFastPath: Bool = false, acknowledgementLog: UInt16? = nil
     ) -> String {
         var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]", ":\(inputChain) - [0:0]"]
         let mask = "0x" + String(Self.markMask, radix: 16)
-        let save = "-j CONNMARK --save-mark --nfmask \(mask) --ctmask \(mask)"
+        // What a verdict kept on the connection, or a SYN, sets: with the log, the acknowledged
+        // bits too (cleared).
+        let owned = acknowledgementLog == nil ? Self.markMask : Self.markMask | Self.acknowledgedMask
+        let ownedText = "0x" + String(owned, radix: 16)
+        let save = "-j CONNMARK --save-mark --nfmask \(ownedText) --ctmask \(ownedText)"
         let passed = markText(.passed, generation: generation)
+        // A watched flow whose server's acknowledgement the agent read under this generation
+        // (with the log): PASSED from its next packet, either way.
+        let promote =
+            "-p tcp -m connmark --mark 0x"
+            + String(mark(.watched) | Self.acknowledged(generation: generation), radix: 16) + "/\(ownedText)"
+            + " -j CONNMARK --set-xmark 0x" + String(mark(.passed, generation: generation), radix: 16)
+            + "/\(ownedText)"
         // A QUIC client packet, on any port and at any point of a flow: a long header with both
         // high bits (RTP, the other UDP protocols of calls and games, start 0b10) and a version,
         // in a datagram of at least 1,200 bytes. Checked in the kernel, before the fast path.
@@ -216,7 +241,9 @@ public struct Firewall: Sendable {
         // A SYN opens a new connection, whatever conntrack kept under its addresses and ports: a
         // flow the server ended with a reset is reused by a new SYN on the same ports, with the
         // old flow's mark (its PASSED once let a second hello by unjudged). The agent's byte goes.
-        lines.append("-A \(chain) -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/\(mask)")
+        lines.append(
+            "-A \(chain) -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/\(ownedText)")
+        if acknowledgementLog != nil { lines.append("-A \(chain) \(promote)") }
         // The fast path first for TCP, the bulk of what a judged flow sends.
         lines.append("-A \(chain) -p tcp -m connmark --mark \(passed) -j RETURN")
         for owner in Self.ranges(owners) {
@@ -297,6 +324,7 @@ public struct Firewall: Sendable {
         // opening it judged, then marks the flow through NF_REPEAT (passed or refused).
         // (Only the reply direction: over loopback the client's own packets come in here too.)
         let reply = "-p tcp -m conntrack --ctdir REPLY"
+        if acknowledgementLog != nil { lines.append("-A \(inputChain) \(promote)") }
         for text in [passed, markText(.refused)] {
             lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) \(save)")
             lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) -j RETURN")

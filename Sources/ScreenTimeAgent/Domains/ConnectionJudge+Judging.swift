@@ -253,7 +253,13 @@ extension ConnectionJudge {
     /// once it acknowledges the whole opening and no byte the client has not sent, `.refuse` when
     /// the flow was judged under web shields since changed, when its state is lost, or when the
     /// server goes on without acknowledging it; else `.accept`, and the flow stays watched.
-    func acknowledgement(_ parsed: DNSPacket?, generation: UInt8) -> (decision: Decision, owner: UInt32?) {
+    ///
+    /// `whileHeld` is told the decision before the judge's state is let go: what it does to the
+    /// flow (the agent marking it in the kernel, for a copy from the log) is done before any
+    /// later opening on the same ports is judged.
+    func acknowledgement(
+        _ parsed: DNSPacket?, generation: UInt8, whileHeld: ((Decision) -> Void)? = nil
+    ) -> (decision: Decision, owner: UInt32?) {
         guard let packet = parsed, packet.transport == .tcp,
             let client = LearnedAddresses.Address(packet.destination),
             let server = LearnedAddresses.Address(packet.source)
@@ -263,6 +269,11 @@ extension ConnectionJudge {
             ports: UInt32(packet.destinationPort) << 16 | UInt32(packet.sourcePort))
         let time = now
         return state.withLock { state -> (decision: Decision, owner: UInt32?) in
+            let outcome = decide(&state)
+            whileHeld?(outcome.decision)
+            return outcome
+        }
+        func decide(_ state: inout State) -> (decision: Decision, owner: UInt32?) {
             guard var flow = state.flows[key], let judgedUnder = flow.passedUnder else {
                 let lost = Refusal(
                     kind: "lost", reason: "a watched connection whose judged opening the agent no longer holds")

@@ -26,23 +26,33 @@ extension DomainShield {
     }
 
     /// A copy of a watched flow's packet from its server (the log; the packet itself went on):
-    /// its acknowledgement judged as a queued one is, and the flow's mark set in the kernel when
-    /// that passes or refuses it.
+    /// its acknowledgement judged as a queued one is. When it lets the flow go, the flow's
+    /// acknowledged bits are set in the kernel (the rules make it PASSED at its next packet);
+    /// when it refuses the flow, its mark is REFUSED. Both while the judge's state is held: an
+    /// opening on the same ports is judged after (its verdict clears the bits).
     func judgeLoggedAcknowledgement(_ bytes: [UInt8]) {
         guard let marks = acknowledgements?.marks, let packet = try? DNSPacket(parsing: bytes) else { return }
         let generation = state.withLock { $0.installedRules?.generation ?? 0 }
-        let (decision, owner) = connections.acknowledgement(packet, generation: generation)
-        guard case .repeatMarked(let mark) = verdict(decision, mark: 0, owner: owner, generation: generation) else {
-            return
-        }
         // The flow's first packet went from the server packet's destination to its source.
-        do {
-            try marks.setMark(
-                source: packet.destination, sourcePort: packet.destinationPort, destination: packet.source,
-                destinationPort: packet.sourcePort, value: mark, mask: Firewall.markMask)
-        } catch {
-            // Gone meanwhile (a reset): nothing to mark.
-            logger.debug("a watched flow's mark was not set", metadata: ["error": "\(error.message)"])
+        func mark(_ value: UInt32, _ mask: UInt32) {
+            do {
+                try marks.setMark(
+                    source: packet.destination, sourcePort: packet.destinationPort, destination: packet.source,
+                    destinationPort: packet.sourcePort, value: value, mask: mask)
+            } catch {
+                // Gone meanwhile (a reset): nothing to mark.
+                logger.debug("a watched flow's mark was not set", metadata: ["error": "\(error.message)"])
+            }
         }
+        let refused = firewall.mark(.refused)
+        let (decision, owner) = connections.acknowledgement(packet, generation: generation) { decision in
+            switch decision {
+            case .pass: mark(Firewall.acknowledged(generation: generation), Firewall.acknowledgedMask)
+            case .refuse: mark(refused, Firewall.markMask)
+            default: break
+            }
+        }
+        // Counted and told as a queued one's would be.
+        if case .refuse = decision { _ = verdict(decision, mark: 0, owner: owner, generation: generation) }
     }
 }

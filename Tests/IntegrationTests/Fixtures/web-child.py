@@ -24,6 +24,8 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
                                   prints the first outcome and how many segments were echoed
   keepalive NAME ADDRESS PORT GO  a TLS request on a kept-alive connection; once the file GO
                                   exists, a second request on the same connection
+  late NAME ADDRESS PORT READY GO  connect, write "ADDRESS PORT" of its own end to READY; once
+                                  the file GO exists, a TLS request naming NAME
 """
 import os
 import random
@@ -377,6 +379,20 @@ def keepalive(name, address, port, go):
         print("second reset", flush=True)
 
 
+def late(name, address, port, ready, go):
+    sock = connect(address, port, timeout=30)
+    own = sock.getsockname()
+    with open(ready + ".tmp", "w") as out:
+        out.write("%s %d" % (own[0], own[1]))
+    os.rename(ready + ".tmp", ready)
+    while not os.path.exists(go):
+        time.sleep(0.02)
+    try:
+        print(answer(tls_request(sock, name)))
+    except (ConnectionResetError, BrokenPipeError, ssl.SSLError, OSError):
+        print("reset")
+
+
 command, arguments = sys.argv[1], sys.argv[2:]
 if command == "hello":
     hello(arguments[0], arguments[1], int(arguments[2]), arguments[3])
@@ -404,6 +420,8 @@ elif command == "quic-segmented":
     quic_segmented(arguments[0], int(arguments[1]))
 elif command == "reopen":
     reopen(arguments[0], arguments[1], int(arguments[2]), arguments[3], arguments[4])
+elif command == "late":
+    late(arguments[0], arguments[1], int(arguments[2]), arguments[3], arguments[4])
 elif command == "keepalive":
     keepalive(arguments[0], arguments[1], int(arguments[2]), arguments[3])
 else:
