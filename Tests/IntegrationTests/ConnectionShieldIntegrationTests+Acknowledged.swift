@@ -37,15 +37,8 @@ extension ConnectionShieldIntegrationTests {
             let ready = try world.childDirectory() + "/late-ready-\(UUID().uuidString.prefix(6))"
             let go = ready + "-go"
             let output = world.directory + "/late-\(UUID().uuidString.prefix(6)).out"
-            let late = Process()
-            late.executableURL = URL(fileURLWithPath: "/bin/sh")
-            late.arguments = [
-                "-c",
-                "exec /usr/sbin/ip netns exec \(world.namespace ?? "") /usr/bin/setpriv --reuid=\(world.child)"
-                    + " --regid=users --init-groups -- /usr/bin/python3 \(AgentWorld.fixture("web-child.py")) late"
-                    + " blocked.test 10.1.1.1 443 \(ready) \(go) > \(output) 2>&1 < /dev/null",
-            ]
-            try late.run()
+            let late = try backgroundChild(
+                world, ["late", "blocked.test", "10.1.1.1", "443", ready, go], output: output)
             defer { if late.isRunning { kill(late.processIdentifier, SIGKILL) } }
             var own: [Substring] = []
             for _ in 0..<500 where own.count != 2 {

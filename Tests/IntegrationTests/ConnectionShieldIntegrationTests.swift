@@ -37,6 +37,21 @@ struct ConnectionShieldIntegrationTests {
         return world
     }
 
+    /// web-child.py run as the child in the world's namespace, in the background, what it prints
+    /// going to `output`: a program the test acts on while it runs.
+    func backgroundChild(_ world: AgentWorld, _ arguments: [String], output: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = [
+            "-c",
+            "exec /usr/sbin/ip netns exec \(world.namespace ?? "") /usr/bin/setpriv --reuid=\(world.child) --regid=users"
+                + " --init-groups -- /usr/bin/python3 \(AgentWorld.fixture("web-child.py")) "
+                + arguments.joined(separator: " ") + " > \(output) 2>&1 < /dev/null",
+        ]
+        try process.run()
+        return process
+    }
+
     /// curl as `user`: its exit status, what it printed, and how long it took.
     func curl(
         _ world: AgentWorld, as user: String?, _ arguments: String...
@@ -562,15 +577,8 @@ struct ConnectionShieldIntegrationTests {
         #expect(unchanged == "first answered\nsecond answered", "\(unchanged)")
         let go = world.directory + "/go"
         let output = world.directory + "/keepalive.out"
-        let keeper = Process()
-        keeper.executableURL = URL(fileURLWithPath: "/bin/sh")
-        keeper.arguments = [
-            "-c",
-            "exec /usr/sbin/ip netns exec \(world.namespace ?? "") /usr/bin/setpriv --reuid=\(world.child) --regid=users"
-                + " --init-groups -- /usr/bin/python3 \(AgentWorld.fixture("web-child.py")) keepalive www.allowed.test"
-                + " 10.1.1.1 443 \(go) > \(output) 2>&1 < /dev/null",
-        ]
-        try keeper.run()
+        let keeper = try backgroundChild(
+            world, ["keepalive", "www.allowed.test", "10.1.1.1", "443", go], output: output)
         defer { if keeper.isRunning { kill(keeper.processIdentifier, SIGKILL) } }
         var first = ""
         for _ in 0..<500 where !first.contains("first") {
