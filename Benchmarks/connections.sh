@@ -36,7 +36,17 @@ HELLO=$HERE/../Tests/ScreenTimeCoreTests/Fixtures/ClientHellos/curl.bin
 bulk() { as_kid iperf3 -c 10.1.1.1 -p 5201 -R -t 5 -J | /usr/bin/python3 -c \
   'import json,sys; print("%.0f" % (json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"] / 1e6))'; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-connects() { as_kid /usr/bin/python3 $HERE/connect-latency.py 10.1.1.1 443 $HELLO $COUNT; }
+# The packets the agent's queue rules sent it so far (IPv4): the trips through the queue.
+queued() { in_ns iptables -w -vxnL $CHAIN-filter 2>/dev/null | awk '/NFQUEUE/ {n += $1} END {print n + 0}'
+  in_ns iptables -w -vxnL $CHAIN-in 2>/dev/null | awk '/NFQUEUE/ {n += $1} END {print n + 0}'; }
+# A run of connections, with the queue's packets per connection appended ("N.NN trips/conn").
+connects() {
+  local before after line
+  before=$(queued | awk '{n += $1} END {print n}')
+  line=$(as_kid /usr/bin/python3 $HERE/connect-latency.py 10.1.1.1 443 $HELLO $COUNT)
+  after=$(queued | awk '{n += $1} END {print n}')
+  echo "$line $(awk -v a="$after" -v b="$before" -v c="$COUNT" 'BEGIN {printf "%.2f queue trips/conn", (a - b) / c}')"
+}
 
 # Baseline and filtered alternate, run after run, so that the machine's load falls on both.
 field() { awk -v n="$1" '{print $n}'; }
