@@ -45,7 +45,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ),
         (
             "connectionMark", "83",
-            "the byte (1–244) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next eleven values mark their other connections as pending, refused, passed (eight generations) and watched"
+            "the byte (1–244) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next eleven values mark their other connections as pending, refused, passed (eight generations) and watched; bits 24–27 that a watched connection's opening was acknowledged"
         ),
         (
             "dnsRateLimit", "200",
