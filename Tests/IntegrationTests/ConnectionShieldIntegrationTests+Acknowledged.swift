@@ -69,4 +69,45 @@ extension ConnectionShieldIntegrationTests {
         }
         #expect(control == "answered", "the control: \(control)")
     }
+
+    /// A connection kept quiet across a new shield of its own site (found by the attack on the
+    /// acknowledgement log): her request is acknowledged at once (the agent reads that and lets
+    /// the flow go) but answered only after the guardian shields the site. Her next request on
+    /// the same connection is reset, as any connection passed before a change of shields is.
+    @Test func aConnectionKeptQuietAcrossANewShieldIsRefusedAfter() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        // A server of root's that answers each request, the first only once GO exists.
+        let go = world.directory + "/quiet-go"
+        let script = world.directory + "/quiet-server.py"
+        try """
+        import os, socket, sys, time
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("10.1.1.1", 8081)); s.listen(4)
+        c, _ = s.accept()
+        c.recv(4096)
+        while not os.path.exists(sys.argv[1]): time.sleep(0.02)
+        c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 6\\r\\n\\r\\nfirst\\n")
+        if c.recv(4096): c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 7\\r\\n\\r\\nsecond\\n")
+        time.sleep(5)
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script, go]
+        try server.run()
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        Thread.sleep(forTimeInterval: 0.5)
+        let output = world.directory + "/quiet.out"
+        let client = try backgroundChild(world, ["quiet", "www.allowed.test", "10.1.1.1", "8081"], output: output)
+        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) } }
+        // Her request judged, and acknowledged by the server's kernel at once; then the shield.
+        Thread.sleep(forTimeInterval: 1.5)
+        try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
+        Thread.sleep(forTimeInterval: 0.5)
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        #expect(AgentWorld.ended(client, within: 40), "her program did not end")
+        let said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(said.contains("first answered"), "\(said)")
+        #expect(said.contains("second reset") || said.contains("second closed"), "\(said)")
+    }
 }

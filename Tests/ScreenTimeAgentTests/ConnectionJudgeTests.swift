@@ -48,10 +48,11 @@ import Testing
         + "/ScreenTimeCoreTests/Fixtures/ClientHellos/"
 
     func judge(
-        _ judge: ConnectionJudge, _ bytes: [UInt8], standing: Firewall.Standing? = nil
+        _ judge: ConnectionJudge, _ bytes: [UInt8], standing: Firewall.Standing? = nil, generation: UInt8 = 0
     ) -> ConnectionJudge.Decision {
         judge.judge(
-            try? DNSPacket(parsing: bytes), bytes: bytes, owner: Self.child, standing: standing, filter: Self.filter)
+            try? DNSPacket(parsing: bytes), bytes: bytes, owner: Self.child, standing: standing, filter: Self.filter,
+            generation: generation)
     }
 
     /// An IPv4 TCP packet from the server, 10.1.1.1:443, to 10.0.0.2:port.
@@ -211,6 +212,28 @@ import Testing
         #expect(acknowledgement(connections, Self.reply(port: 40010, acknowledging: end + 4)) == .pass)
         // A new connection on the same ports later is judged afresh.
         #expect(isRefusal(judge(connections, Self.segment(port: 40010, sequence: 9000, real))))
+    }
+
+    /// A flow let go (its acknowledgement read) whose mark was not yet kept when the web shields
+    /// changed: its next packet, the server's or hers, refuses it (the attack on the
+    /// acknowledgement log kept such a connection quiet across a new shield of its own site).
+    @Test func aReleasedFlowUnderChangedShieldsIsRefused() {
+        let connections = ConnectionJudge()
+        let decoy = Self.hello("video.allowed.test.")
+        let end = 100 + UInt32(decoy.count)
+        for (port, fromServer) in [(UInt16(40030), true), (40031, false)] {
+            #expect(judge(connections, Self.segment(port: port, sequence: 100, decoy)) == .watch)
+            #expect(acknowledgement(connections, Self.reply(port: port, acknowledging: end)) == .pass)
+            // Unchanged: still passed, whichever side sends next.
+            #expect(acknowledgement(connections, Self.reply(port: port, acknowledging: end)) == .pass)
+            // The shields change (the next generation): refused, and forgotten.
+            let next =
+                fromServer
+                ? acknowledgement(connections, Self.reply(port: port, acknowledging: end), generation: 1)
+                : judge(connections, Self.segment(port: port, sequence: end, [1]), standing: .watched, generation: 1)
+            #expect(isRefusal(next), "\(fromServer ? "server" : "child"): \(next)")
+            #expect(isRefusal(acknowledgement(connections, Self.reply(port: port, acknowledging: end), generation: 1)))
+        }
     }
 
     @Test func aWatchedFlowWithoutItsStateOrUnderChangedShieldsIsRefused() {

@@ -46,7 +46,7 @@ extension ConnectionJudge {
         if standing == .passedEarlier {
             return .refuse(Refusal(kind: "changed", reason: "a connection passed before the web shields changed"))
         }
-        if standing == .watched { return watched(packet, key: key) }
+        if standing == .watched { return watched(packet, key: key, generation: generation) }
         // Urgent data in an opening: the byte it marks is taken out of the stream by the server's
         // TCP, so the bytes here would not be what the server reads (one urgent byte before a
         // hello made it look like nothing).
@@ -207,7 +207,7 @@ extension ConnectionJudge {
     /// A segment of a watched flow that no socket sent (its process closed the socket: TCP
     /// sends what it has not had acknowledged alone): judged as the flow's own segments are,
     /// for the flow's owner. Nothing else of no socket's comes here.
-    func unowned(_ parsed: DNSPacket?) -> (decision: Decision, owner: UInt32?) {
+    func unowned(_ parsed: DNSPacket?, generation: UInt8) -> (decision: Decision, owner: UInt32?) {
         guard let packet = parsed, packet.transport == .tcp,
             let source = LearnedAddresses.Address(packet.source),
             let destination = LearnedAddresses.Address(packet.destination)
@@ -216,18 +216,19 @@ extension ConnectionJudge {
             source: source, destination: destination,
             ports: UInt32(packet.sourcePort) << 16 | UInt32(packet.destinationPort))
         let owner = state.withLock { $0.flows[key]?.owner }
-        return (watched(packet, key: key), owner)
+        return (watched(packet, key: key, generation: generation), owner)
     }
 
-    func watched(_ packet: DNSPacket, key: FlowKey) -> Decision {
+    func watched(_ packet: DNSPacket, key: FlowKey, generation: UInt8) -> Decision {
         state.withLock { state -> Decision in
-            guard var flow = state.flows[key], flow.passedUnder != nil else {
+            guard var flow = state.flows[key], let judgedUnder = flow.passedUnder else {
                 return .refuse(
                     Refusal(kind: "lost", reason: "a watched connection whose judged opening the agent no longer holds")
                 )
             }
-            // Sent before the acknowledgement's mark was kept on the connection.
-            if flow.released { return .pass }
+            // Sent before the acknowledgement's mark was kept on the connection: passed, unless
+            // the web shields changed since its opening was judged.
+            if flow.released { return Self.released(key, judgedUnder: judgedUnder, generation: generation, &state) }
             guard Self.agrees(packet, with: flow) else {
                 state.removeFlow(key)
                 return .refuse(
@@ -280,7 +281,9 @@ extension ConnectionJudge {
                 return (.refuse(lost), nil)
             }
             let owner = flow.owner
-            if flow.released { return (.pass, owner) }
+            if flow.released {
+                return (Self.released(key, judgedUnder: judgedUnder, generation: generation, &state), owner)
+            }
             if packet.tcpFlags & DNSPacket.flagRST != 0 {
                 state.removeFlow(key)
                 return (.accept, owner)
@@ -311,6 +314,19 @@ extension ConnectionJudge {
             state.flows[key] = flow
             return (.accept, owner)
         }
+    }
+
+    /// A packet of a flow already let go (its acknowledgement read, its mark not yet kept on the
+    /// connection): passed if its opening was judged under the web shields in force, else the
+    /// flow is forgotten and refused. (A connection kept quiet across a change of shields, its
+    /// acknowledgement read before and its next packet after, is judged under the new ones: found
+    /// by the attack on the acknowledgement log, 2026-11-29.)
+    static func released(_ key: FlowKey, judgedUnder: UInt8, generation: UInt8, _ state: inout State) -> Decision {
+        guard judgedUnder == generation else {
+            state.removeFlow(key)
+            return .refuse(Refusal(kind: "changed", reason: "a connection passed before the web shields changed"))
+        }
+        return .pass
     }
 
     /// Keeps a flow whose opening is being gathered, making room first: the user's oldest flow

@@ -29,7 +29,8 @@ extension DomainShield {
             // again alone): compared with the opening judged, as any other.
             let generation = state.withLock { $0.installedRules?.generation ?? 0 }
             guard firewall.standing(ofMark: packet.mark, generation: generation) == .watched else { return .drop }
-            let (decision, owner) = connections.unowned(try? DNSPacket(parsing: packet.bytes))
+            let (decision, owner) = connections.unowned(
+                try? DNSPacket(parsing: packet.bytes), generation: generation)
             return verdict(decision, mark: packet.mark, owner: owner, generation: generation)
         }
         // The sender's uid may be a subordinate one: the filter is its owner's.

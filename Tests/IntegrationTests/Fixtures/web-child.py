@@ -24,6 +24,8 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
                                   prints the first outcome and how many segments were echoed
   keepalive NAME ADDRESS PORT GO  a TLS request on a kept-alive connection; once the file GO
                                   exists, a second request on the same connection
+  quiet NAME ADDRESS PORT         a plain-HTTP request naming NAME, its answer waited for (the
+                                  server holds it), then a second on the same connection
   late NAME ADDRESS PORT READY GO  connect, write "ADDRESS PORT" of its own end to READY; once
                                   the file GO exists, a TLS request naming NAME
 """
@@ -379,6 +381,18 @@ def keepalive(name, address, port, go):
         print("second reset", flush=True)
 
 
+def quiet(name, address, port):
+    sock = connect(address, port, timeout=60)
+    request = b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % name.encode()
+    sock.sendall(request)
+    print("first", outcome(sock, 60), flush=True)
+    try:
+        sock.sendall(request)
+        print("second", outcome(sock, 10), flush=True)
+    except (ConnectionResetError, BrokenPipeError, OSError):
+        print("second reset", flush=True)
+
+
 def late(name, address, port, ready, go):
     sock = connect(address, port, timeout=30)
     own = sock.getsockname()
@@ -420,6 +434,8 @@ elif command == "quic-segmented":
     quic_segmented(arguments[0], int(arguments[1]))
 elif command == "reopen":
     reopen(arguments[0], arguments[1], int(arguments[2]), arguments[3], arguments[4])
+elif command == "quiet":
+    quiet(arguments[0], arguments[1], int(arguments[2]))
 elif command == "late":
     late(arguments[0], arguments[1], int(arguments[2]), arguments[3], arguments[4])
 elif command == "keepalive":
