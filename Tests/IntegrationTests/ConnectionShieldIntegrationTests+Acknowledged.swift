@@ -30,15 +30,26 @@ extension ConnectionShieldIntegrationTests {
             passedRule.split(separator: " ").drop { $0 != "--mark" }.dropFirst().first
                 .flatMap { UInt32($0.prefix { $0 != "/" }.dropFirst(2), radix: 16) })
 
+        let refusedRule = try #require(
+            rules.first {
+                $0.hasPrefix("-A \(world.chain) -p tcp -m tcp ! --tcp-flags RST RST -m connmark --mark")
+                    && $0.contains("-j REJECT")
+            })
+        let refused = try #require(
+            refusedRule.split(separator: " ").drop { $0 != "--mark" }.dropFirst().first
+                .flatMap { UInt32($0.prefix { $0 != "/" }.dropFirst(2), radix: 16) })
+
         /// A connection of hers to the shielded site's server, its hello held until `write` has
         /// set its connection's mark: what she is then answered.
-        func connection(_ write: (ConnectionMarks, [UInt8], UInt16) throws -> Void) throws -> String {
+        func connection(
+            naming name: String = "blocked.test", _ write: (ConnectionMarks, [UInt8], UInt16) throws -> Void
+        ) throws -> String {
             // (Her files in a directory of hers: she writes where her end is.)
             let ready = try world.childDirectory() + "/late-ready-\(UUID().uuidString.prefix(6))"
             let go = ready + "-go"
             let output = world.directory + "/late-\(UUID().uuidString.prefix(6)).out"
             let late = try backgroundChild(
-                world, ["late", "blocked.test", "10.1.1.1", "443", ready, go], output: output)
+                world, ["late", name, "10.1.1.1", "443", ready, go], output: output)
             defer { if late.isRunning { kill(late.processIdentifier, SIGKILL) } }
             var own: [Substring] = []
             for _ in 0..<500 where own.count != 2 {
@@ -68,6 +79,22 @@ extension ConnectionShieldIntegrationTests {
                 mask: Firewall.markMask)
         }
         #expect(control == "answered", "the control: \(control)")
+        // A late refusal (the agent read a packet of an old connection it no longer holds) that
+        // finds her new one, whose hello names a site she may visit: it is answered. (Loopback
+        // gives a closed connection's ports to the next one at once: run 77 saw the dashboard's
+        // and her X display's connections reset this way, when the refusal was REFUSED itself.)
+        let refusal = try connection(naming: "www.allowed.test") { marks, address, port in
+            try marks.setMark(
+                source: address, sourcePort: port, destination: [10, 1, 1, 1], destinationPort: 443,
+                value: Firewall.refusalAsked, mask: Firewall.acknowledgedMask)
+        }
+        #expect(refusal == "answered", "a late refusal reset a new connection: \(refusal)")
+        let refusedControl = try connection(naming: "www.allowed.test") { marks, address, port in
+            try marks.setMark(
+                source: address, sourcePort: port, destination: [10, 1, 1, 1], destinationPort: 443,
+                value: refused, mask: Firewall.markMask)
+        }
+        #expect(refusedControl == "reset", "the control (REFUSED written by name): \(refusedControl)")
     }
 
     /// A connection kept quiet across a new shield of its own site (found by the attack on the

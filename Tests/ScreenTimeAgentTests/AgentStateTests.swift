@@ -239,9 +239,15 @@ import Testing
         #expect(
             lines[4]
                 == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/0xfff0000")
+        // A refusal asked for (0x1 in the same bits) makes a watched flow REFUSED, and nothing else.
+        let demote = "-p tcp -m connmark --mark 0x15e0000/0xfff0000 -j CONNMARK --set-xmark 0x550000/0xfff0000"
         #expect(lines[5] == "-A screentime " + promote)
-        #expect(lines[6] == "-A screentime -p tcp -m connmark --mark 0x580000/0xff0000 -j RETURN")
-        #expect(lines.first { $0.hasPrefix("-A screentime-in") } == "-A screentime-in " + promote)
+        #expect(lines[6] == "-A screentime " + demote)
+        #expect(lines[7] == "-A screentime -p tcp -m connmark --mark 0x580000/0xff0000 -j RETURN")
+        #expect(
+            Array(lines.filter { $0.hasPrefix("-A screentime-in") }.prefix(2)) == [
+                "-A screentime-in " + promote, "-A screentime-in " + demote,
+            ])
         #expect(
             lines.contains(
                 "-A screentime -m mark --mark 0x5e0000/0xff0000 -j CONNMARK --save-mark --nfmask 0xfff0000 --ctmask 0xfff0000"

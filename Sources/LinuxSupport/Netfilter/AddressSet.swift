@@ -28,7 +28,7 @@ public final class AddressSet: Sendable {
         socket = Mutex((descriptor, 0))
     }
 
-    deinit { socket.withLock { close($0.descriptor) } }
+    deinit { socket.withLock { _ = close($0.descriptor) } }
 
     /// Makes the set if it is not there (a set of the same name and type already there is kept,
     /// entries and all): at most `capacity` entries, each for `timeout` seconds unless added with

@@ -14,7 +14,7 @@ public final class ConnectionMarks: Sendable {
         socket = Mutex((try NetfilterNetlink.openSocket(), 0))
     }
 
-    deinit { socket.withLock { close($0.descriptor) } }
+    deinit { socket.withLock { _ = close($0.descriptor) } }
 
     /// Sets the bits `mask` of the mark of the TCP connection whose first packet went from
     /// `source`:`sourcePort` to `destination`:`destinationPort` (addresses of 4 or 16 bytes) to

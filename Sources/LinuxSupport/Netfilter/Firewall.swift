@@ -123,6 +123,13 @@ public struct Firewall: Sendable {
     public static func acknowledged(generation: UInt8) -> UInt32 {
         (0x8 | UInt32(generation % generations)) << 24
     }
+
+    /// The same bits' value that asks for a watched flow's refusal (the agent read a packet of
+    /// the server that refuses it: a flow it no longer holds, or one judged under web shields
+    /// since changed): REFUSED at its next packet where they meet WATCHED, nothing elsewhere.
+    /// Written by name as the acknowledged bits are, so a late one that finds a new connection
+    /// on the same ports (loopback reuses a closed connection's ports at once) resets nothing.
+    public static let refusalAsked: UInt32 = 0x0100_0000
     /// DNS packets per second each filtered uid range may send to the queue (bursts of five times
     /// that, at most `highestRateLimit`); 0: no limit.
     public let rateLimit: Int
@@ -226,11 +233,15 @@ public struct Firewall: Sendable {
         let passed = markText(.passed, generation: generation)
         // A watched flow whose server's acknowledgement the agent read under this generation
         // (with the log): PASSED from its next packet, either way.
-        let promote =
-            "-p tcp -m connmark --mark 0x"
-            + String(mark(.watched) | Self.acknowledged(generation: generation), radix: 16) + "/\(ownedText)"
-            + " -j CONNMARK --set-xmark 0x" + String(mark(.passed, generation: generation), radix: 16)
-            + "/\(ownedText)"
+        func turn(_ asked: UInt32, into standing: Standing) -> String {
+            "-p tcp -m connmark --mark 0x" + String(mark(.watched) | asked, radix: 16) + "/\(ownedText)"
+                + " -j CONNMARK --set-xmark 0x" + String(mark(standing, generation: generation), radix: 16)
+                + "/\(ownedText)"
+        }
+        // And one whose refusal the agent asked for: REFUSED, either way.
+        let promote = [
+            turn(Self.acknowledged(generation: generation), into: .passed), turn(Self.refusalAsked, into: .refused),
+        ]
         // A QUIC client packet, on any port and at any point of a flow: a long header with both
         // high bits (RTP, the other UDP protocols of calls and games, start 0b10) and a version,
         // in a datagram of at least 1,200 bytes. Checked in the kernel, before the fast path.
@@ -243,7 +254,7 @@ public struct Firewall: Sendable {
         // old flow's mark (its PASSED once let a second hello by unjudged). The agent's byte goes.
         lines.append(
             "-A \(chain) -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/\(ownedText)")
-        if acknowledgementLog != nil { lines.append("-A \(chain) \(promote)") }
+        if acknowledgementLog != nil { lines += promote.map { "-A \(chain) \($0)" } }
         // The fast path first for TCP, the bulk of what a judged flow sends.
         lines.append("-A \(chain) -p tcp -m connmark --mark \(passed) -j RETURN")
         for owner in Self.ranges(owners) {
@@ -324,7 +335,7 @@ public struct Firewall: Sendable {
         // opening it judged, then marks the flow through NF_REPEAT (passed or refused).
         // (Only the reply direction: over loopback the client's own packets come in here too.)
         let reply = "-p tcp -m conntrack --ctdir REPLY"
-        if acknowledgementLog != nil { lines.append("-A \(inputChain) \(promote)") }
+        if acknowledgementLog != nil { lines += promote.map { "-A \(inputChain) \($0)" } }
         for text in [passed, markText(.refused)] {
             lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) \(save)")
             lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) -j RETURN")

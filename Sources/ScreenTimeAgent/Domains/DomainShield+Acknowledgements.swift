@@ -28,8 +28,9 @@ extension DomainShield {
     /// A copy of a watched flow's packet from its server (the log; the packet itself went on):
     /// its acknowledgement judged as a queued one is. When it lets the flow go, the flow's
     /// acknowledged bits are set in the kernel (the rules make it PASSED at its next packet);
-    /// when it refuses the flow, its mark is REFUSED. Both while the judge's state is held: an
-    /// opening on the same ports is judged after (its verdict clears the bits).
+    /// when it refuses the flow, the same bits ask for REFUSED (at its next packet). Both only
+    /// where the connection is still WATCHED, and while the judge's state is held: an opening
+    /// on the same ports is judged after (its verdict clears the bits).
     func judgeLoggedAcknowledgement(_ bytes: [UInt8]) {
         guard let marks = acknowledgements?.marks, let packet = try? DNSPacket(parsing: bytes) else { return }
         let generation = state.withLock { $0.installedRules?.generation ?? 0 }
@@ -44,11 +45,10 @@ extension DomainShield {
                 logger.debug("a watched flow's mark was not set", metadata: ["error": "\(error.message)"])
             }
         }
-        let refused = firewall.mark(.refused)
         let (decision, owner) = connections.acknowledgement(packet, generation: generation) { decision in
             switch decision {
             case .pass: mark(Firewall.acknowledged(generation: generation), Firewall.acknowledgedMask)
-            case .refuse: mark(refused, Firewall.markMask)
+            case .refuse: mark(Firewall.refusalAsked, Firewall.acknowledgedMask)
             default: break
             }
         }
