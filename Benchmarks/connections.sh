@@ -23,7 +23,8 @@ RUNS=${RUNS:-3}; COUNT=${COUNT:-2000}
 ip -n $NS addr add 10.1.1.1/32 dev lo
 cat > $DIR/conf.json <<JSON
 {"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
- "dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "browserPolicies": "", "focusSocket": ""}
+ "dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "browserPolicies": "", "focusSocket": "",
+ "acknowledgementLog": true}
 JSON
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=bench -days 1 \
   -keyout $DIR/key.pem -out $DIR/cert.pem 2>/dev/null

@@ -40,6 +40,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ("subordinateGIDs", "/etc/subgid", "likewise for gids"),
         ("eventRetentionDays", "30", "how long shielded lookups and process events are kept (1–3650)"),
         (
+            "acknowledgementLog", "false",
+            "a passed connection's server acknowledgement reaches the agent as a copy (NFLOG) while it goes on, so each connection makes one trip through the queue, not two; off until a failure of a child's X display over TCP in full test runs is understood"
+        ),
+        (
             "execGate", "true",
             "ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec)"
         ),
@@ -113,6 +117,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var subordinateGIDs = "/etc/subgid"
     public var eventRetentionDays = 30
     public var execGate = true
+    public var acknowledgementLog = false
     public var connectionMark: UInt8 = 83
     public var dnsRateLimit = 200
     public var connectionRateLimit = 2000
@@ -137,6 +142,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
+        case acknowledgementLog
         case browserPolicies, idleTimeout, logindBus, focusSocket, suspendCommand, webUser
         case webProgram, webStateDirectory, servicesDirectory
     }
@@ -215,6 +221,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             eventRetentionDays = days
         }
         execGate = try container.decodeIfPresent(Bool.self, forKey: .execGate) ?? defaults.execGate
+        acknowledgementLog =
+            try container.decodeIfPresent(Bool.self, forKey: .acknowledgementLog) ?? defaults.acknowledgementLog
         extensionUser = try container.decodeIfPresent(String.self, forKey: .extensionUser) ?? defaults.extensionUser
         webUser = try container.decodeIfPresent(String.self, forKey: .webUser) ?? defaults.webUser
         webProgram = try container.decodeIfPresent(String.self, forKey: .webProgram) ?? defaults.webProgram

@@ -24,7 +24,8 @@ struct ConnectionShieldIntegrationTests {
 
     /// A world whose child has `blocked.test` and `play.other.test` shielded, with web servers.
     func shieldedWorld() throws -> AgentWorld {
-        let world = try AgentWorld(network: true)
+        // With the acknowledgement log (off by default until the X display failure is understood).
+        let world = try AgentWorld(network: true, configuration: ["acknowledgementLog": "true"])
         do {
             try world.startWebServers()
             try guardian(world, "authorize", "--child", world.child)

@@ -136,7 +136,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             v4: AddressSet(name: firewall.shieldedAddressSet(.ipv4), family: 4),
             v6: AddressSet(name: firewall.shieldedAddressSet(.ipv6), family: 6)
         )
-        acknowledgements = try? (PacketLog(group: configuration.dnsQueue), ConnectionMarks())
+        acknowledgements =
+            configuration.acknowledgementLog ? try? (PacketLog(group: configuration.dnsQueue), ConnectionMarks()) : nil
         connections = ConnectionJudge(safeHosts: safeHosts, shieldedSets: sets) { [web] names, owner in
             guard let web else { return }
             let domains = names.compactMap { $0.lowercased.domainName }.map { suffixes.registrableDomain(of: $0) ?? $0 }
