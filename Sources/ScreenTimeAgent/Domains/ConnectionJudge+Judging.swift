@@ -44,7 +44,7 @@ extension ConnectionJudge {
         // Passed under web shields since changed: the connection's opening is long gone, and what
         // it carries now cannot be judged by name. Reset; the browser opens a new one.
         if standing == .passedEarlier {
-            return .refuse(Refusal(kind: "changed", reason: "a connection passed before the web shields changed"))
+            return .refuse(.changed)
         }
         if standing == .watched { return watched(packet, key: key, generation: generation) }
         // Urgent data in an opening: the byte it marks is taken out of the stream by the server's
@@ -294,9 +294,7 @@ extension ConnectionJudge {
             {
                 guard judgedUnder == generation else {
                     state.removeFlow(key)
-                    let changed = Refusal(
-                        kind: "changed", reason: "a connection passed before the web shields changed")
-                    return (.refuse(changed), owner)
+                    return (.refuse(.changed), owner)
                 }
                 flow.released = true
                 flow.opening = []
@@ -324,7 +322,7 @@ extension ConnectionJudge {
     static func released(_ key: FlowKey, judgedUnder: UInt8, generation: UInt8, _ state: inout State) -> Decision {
         guard judgedUnder == generation else {
             state.removeFlow(key)
-            return .refuse(Refusal(kind: "changed", reason: "a connection passed before the web shields changed"))
+            return .refuse(.changed)
         }
         return .pass
     }

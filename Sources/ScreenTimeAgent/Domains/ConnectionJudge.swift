@@ -39,6 +39,9 @@ final class ConnectionJudge: Sendable {
     }
 
     struct Refusal: Equatable {
+        /// A connection whose opening was judged under web shields since changed.
+        static let changed = Refusal(kind: "changed", reason: "a connection passed before the web shields changed")
+
         /// What kind of refusal, as `status` counts them (see `DomainShieldReport`).
         var kind: String
         var reason: String
