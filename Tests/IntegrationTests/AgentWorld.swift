@@ -59,14 +59,32 @@ struct WorldError: Error, CustomStringConvertible {
 /// guardian (in a guardian group of its own, with a password), a child, a bystander, and a fixture
 /// application. Everything is removed by `tearDown()`.
 final class AgentWorld {
-    /// The worlds' connection marks take turns through twelve values past an installed agent's
-    /// default (83, and the eleven after it), twelve apart, so that worlds alive at once differ.
-    private static let markTurn = Mutex(0)
-    static func nextConnectionMark() -> Int {
-        markTurn.withLock { turn in
-            defer { turn = (turn + 1) % 12 }
-            return 96 + 12 * turn
+    /// A world's connection mark, a byte the agent's eleven verdict values follow: one that no
+    /// other world in the machine's own network namespace holds while this one lives. Two worlds
+    /// that shared one read each other's connections: one's rules sent the other's DNS answers to
+    /// its own queue, and (with the acknowledgement log, which copies and goes on) its agent asked
+    /// for the refusal of a watched connection it did not know, her terminal's to her own display
+    /// over TCP. The runners of the root tests and of the `Long` ones are two processes, so a turn
+    /// kept in each gave both their first world the same mark (fresh runs 77 and 78). A mark is
+    /// held by a lock on a file of its own in `markLocks`, which its process's end lets go too.
+    /// Not the installed agent's (83 to 94) nor the package test's (240 to 251).
+    static let markLocks = "/tmp/screentime-test-marks"
+    static let markSlots = Array(stride(from: 1, through: 61, by: 12)) + Array(stride(from: 95, through: 227, by: 12))
+
+    /// The first free slot's mark and the descriptor that holds it; waits (10 minutes at most)
+    /// while every slot is held.
+    static func claimConnectionMark() throws -> (mark: Int, lock: Int32) {
+        try Files.makeDirectory(markLocks, mode: 0o755)
+        for _ in 0..<6000 {
+            for mark in markSlots {
+                let descriptor = open("\(markLocks)/\(mark)", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+                guard descriptor >= 0 else { throw WorldError("cannot open \(markLocks)/\(mark): errno \(errno)") }
+                if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return (mark, descriptor) }
+                close(descriptor)
+            }
+            usleep(100_000)
         }
+        throw WorldError("every connection mark of \(markLocks) stayed held for 10 minutes")
     }
 
     static let binaries: String = {
@@ -85,6 +103,8 @@ final class AgentWorld {
     let pamService: String
     /// The agent's firewall chain and DNS queue, this world's own so that worlds never meet.
     let chain: String
+    /// The lock that holds this world's connection mark (`claimConnectionMark`), if it has one.
+    private var markLock: Int32 = -1
     let queue: Int
     /// A network namespace of its own, with a resolver on 127.0.0.1 and ::1, when asked for.
     let namespace: String?
@@ -159,11 +179,15 @@ final class AgentWorld {
         if extra["logindBus"] == nil { extra["logindBus"] = "\"\"" }
         // Compositors' focus: a socket of the world's own.
         if extra["focusSocket"] == nil { extra["focusSocket"] = "\"\(directory)/focus.socket\"" }
-        // Connection marks of the world's own: an installed agent's (83 to 94) mark its children's
-        // DNS, whose replies a world's INPUT rules would otherwise take for its own.
         // The dashboard's account (`screentime-web` when installed) is the bystander's here.
         if extra["webUser"] == nil { extra["webUser"] = "\"\(bystander)\"" }
-        if extra["connectionMark"] == nil { extra["connectionMark"] = "\(Self.nextConnectionMark())" }
+        // Connection marks of the world's own (`claimConnectionMark`). One in a network
+        // namespace of its own has that namespace's connections alone, and the default.
+        if extra["connectionMark"] == nil, namespace == nil {
+            let claimed = try Self.claimConnectionMark()
+            markLock = claimed.lock
+            extra["connectionMark"] = "\(claimed.mark)"
+        }
         let configuration = """
             {"guardianGroup": "\(guardianGroup)", "pamService": "\(pamService)",
              "categoriesDirectory": "\(directory)/categories", "bypassList": "\(directory)/doh.list",
@@ -750,5 +774,10 @@ final class AgentWorld {
             try? FileManager.default.copyItem(atPath: directory + "/agent.log", toPath: "\(keep)/agent-\(id).log")
         }
         try? FileManager.default.removeItem(atPath: directory)
+        // Its rules gone, its connection mark is free for the next world.
+        if markLock >= 0 {
+            close(markLock)
+            markLock = -1
+        }
     }
 }
