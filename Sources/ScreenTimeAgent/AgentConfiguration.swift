@@ -40,8 +40,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ("subordinateGIDs", "/etc/subgid", "likewise for gids"),
         ("eventRetentionDays", "30", "how long shielded lookups and process events are kept (1–3650)"),
         (
-            "acknowledgementLog", "false",
-            "a passed connection's server acknowledgement reaches the agent as a copy (NFLOG) while it goes on, so each connection makes one trip through the queue, not two; off until a failure of a child's X display over TCP in full test runs is understood"
+            "acknowledgementLog", "true",
+            "a passed connection's server acknowledgement reaches the agent as a copy (NFLOG) while it goes on, so each connection makes one trip through the queue, not two; `false` queues the server's packets until then (two trips)"
         ),
         (
             "execGate", "true",
@@ -117,7 +117,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var subordinateGIDs = "/etc/subgid"
     public var eventRetentionDays = 30
     public var execGate = true
-    public var acknowledgementLog = false
+    public var acknowledgementLog = true
     public var connectionMark: UInt8 = 83
     public var dnsRateLimit = 200
     public var connectionRateLimit = 2000

@@ -24,8 +24,7 @@ struct ConnectionShieldIntegrationTests {
 
     /// A world whose child has `blocked.test` and `play.other.test` shielded, with web servers.
     func shieldedWorld() throws -> AgentWorld {
-        // With the acknowledgement log (off by default until the X display failure is understood).
-        let world = try AgentWorld(network: true, configuration: ["acknowledgementLog": "true"])
+        let world = try AgentWorld(network: true)
         do {
             try world.startWebServers()
             try guardian(world, "authorize", "--child", world.child)
