@@ -259,7 +259,7 @@ let package = Package(
         // The shield window the child sees (GTK 4), started by the agent in the child's session.
         .executableTarget(
             name: "screentime-shield",
-            dependencies: ["CGTK", "ScreenTimeIPC"],
+            dependencies: ["CGTK", "ScreenTimeCore", "ScreenTimeIPC"],
             swiftSettings: strictSettings,
             linkerSettings: programLinking
         ),

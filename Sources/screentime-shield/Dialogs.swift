@@ -1,5 +1,7 @@
 import CGTK
-import Foundation
+import FoundationEssentials
+import Glibc
+import ScreenTimeCore
 import ScreenTimeIPC
 
 /// The other two windows of the desktop's: the picker (`--pick`, Apple's `FamilyActivityPicker`
@@ -98,7 +100,7 @@ final class PickerDialog {
     private func addDomain() {
         guard let domainEntry else { return }
         let text = String(cString: gtk_editable_get_text(screentime_gtk_editable(domainEntry)))
-            .trimmingCharacters(in: .whitespaces)
+            .trimmingSpaces()
         guard !text.isEmpty, text.contains("."), !domains.contains(text) else { return }
         domains.append(text)
         gtk_editable_set_text(screentime_gtk_editable(domainEntry), "")

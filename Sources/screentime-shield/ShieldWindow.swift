@@ -1,5 +1,7 @@
 import CGTK
-import Foundation
+import FoundationEssentials
+import Glibc
+import ScreenTimeCore
 import ScreenTimeIPC
 
 /// The shield the child sees over a shielded app: its icon, a title and subtitle, a primary

@@ -11,26 +11,39 @@
 // desktop; each exits 1 when cancelled. `screentime-shield --focus-relay` relays what KWin's
 // screentime-focus script tells of the window in front, for the agent (no window).
 import CGTK
-import Foundation
+import FoundationEssentials
+import Glibc
+import ScreenTimeCore
 import ScreenTimeIPC
 
 /// Where this program's answers go: its standard output as given, kept on a descriptor of its own
 /// that no program it starts inherits (GTK may start a D-Bus daemon that lives on): whoever reads
 /// the answers sees their end when this program ends. Standard output itself becomes /dev/null.
 enum Answers {
-    static let handle: FileHandle = {
+    static let descriptor: Int32 = {
         let kept = fcntl(1, F_DUPFD_CLOEXEC, 3)
         let null = open("/dev/null", O_WRONLY)
         if kept >= 0, null >= 0 { dup2(null, 1) }
         if null >= 0 { close(null) }
-        return FileHandle(fileDescriptor: kept >= 0 ? kept : 1, closeOnDealloc: false)
+        return kept >= 0 ? kept : 1
     }()
 
-    static func write(_ data: Data) { handle.write(data + Data([10])) }
+    static func write(_ data: Data) { writeAll(descriptor, Array(data) + [10]) }
+}
+
+/// Writes all of `bytes` (a pipe may take them in parts); gives up on an error.
+func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+    var done = 0
+    while done < bytes.count {
+        let wrote = bytes[done...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        if wrote < 0, errno == EINTR { continue }
+        guard wrote > 0 else { return }
+        done += wrote
+    }
 }
 // First: no one but root may trace this window or write into it (it runs through a lock).
 screentime_undumpable()
-_ = Answers.handle
+_ = Answers.descriptor
 
 /// Reads standard input up to the first newline (at most 64 KiB).
 func firstLine() -> [UInt8]? {
@@ -47,14 +60,14 @@ func firstLine() -> [UInt8]? {
 }
 
 func fail(_ message: String, _ status: Int32) -> Never {
-    FileHandle.standardError.write(Data("screentime-shield: \(message)\n".utf8))
+    writeAll(2, Array("screentime-shield: \(message)\n".utf8))
     exit(status)
 }
 
 let mode = CommandLine.arguments.dropFirst().first
 if mode == "--focus-relay" {
     // KWin's focus, from its script over the session bus, relayed to the agent (see CGTK).
-    exit(screentime_focus_relay(Answers.handle.fileDescriptor))
+    exit(screentime_focus_relay(Answers.descriptor))
 }
 if mode == "--pick" || mode == "--guardian" {
     guard let line = firstLine() else { fail("expected what to ask as one JSON line on standard input", 64) }
@@ -88,7 +101,7 @@ else {
 var content = decoded
 let (look, problems) = content.configuration.sanitized()
 content.configuration = look
-for problem in problems { FileHandle.standardError.write(Data("screentime-shield: \(problem)\n".utf8)) }
+for problem in problems { writeAll(2, Array("screentime-shield: \(problem)\n".utf8)) }
 
 guard gtk_init_check() != 0 else { fail("cannot open the display (DISPLAY or WAYLAND_DISPLAY)", 69) }
 if ProcessInfo.processInfo.environment["SCREENTIME_COLOR_SCHEME"] == "dark"
