@@ -169,7 +169,7 @@ let package = Package(
         // over the typed client: what a Swift guardian app and its extensions import.
         .target(
             name: "FamilyControls",
-            dependencies: ["ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient"],
+            dependencies: ["CLinuxShim", "ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient"],
             swiftSettings: strictSettings
         ),
         .target(

@@ -1,7 +1,9 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import ScreenTimeClient
 public import ScreenTimeCore
 public import ScreenTimeIPC
+import Synchronization
 
 /// How a user takes part (Apple's `FamilyControlsMember`): `.child` (a guardian approves and
 /// only a guardian undoes it) or `.individual` (the user restricts themself).
@@ -22,9 +24,8 @@ public final class AuthorizationCenter: @unchecked Sendable {
     /// The center of this process.
     public static let shared = AuthorizationCenter()
 
-    private let lock = NSLock()
-    private var status = AuthorizationStatus.notDetermined
-    private var failure: String?
+    /// What the last request answered, and the agent's words when it failed.
+    private let state = Mutex<(status: AuthorizationStatus, failure: String?)>((.notDetermined, nil))
     /// The agent's socket (nil: `$SCREENTIME_SOCKET`, else the default).
     public var socket: String?
 
@@ -32,9 +33,7 @@ public final class AuthorizationCenter: @unchecked Sendable {
 
     /// `.notDetermined` until a request in this process succeeded.
     public var authorizationStatus: AuthorizationStatus {
-        lock.lock()
-        defer { lock.unlock() }
-        return status
+        state.withLock { $0.status }
     }
 
     /// Authorizes the user running this program (or, for a guardian, `user`) as `member`. Throws a
@@ -57,20 +56,17 @@ public final class AuthorizationCenter: @unchecked Sendable {
             record(reply.status)
         } catch {
             if error.code == .notAllowed { record(.denied) }
-            lock.withLock { failure = error.message }
+            state.withLock { $0.failure = error.message }
             throw FamilyControlsError(error)
         }
     }
 
     private func record(_ new: AuthorizationStatus) {
-        lock.withLock {
-            status = new
-            failure = nil
-        }
+        state.withLock { $0 = (new, nil) }
     }
 
     /// The agent's words for the last failed request (nil after a success). Not Apple's.
-    public var lastErrorMessage: String? { lock.withLock { failure } }
+    public var lastErrorMessage: String? { state.withLock { $0.failure } }
 
     /// Revokes the authorization of the user running this program (an individual's own; a
     /// child's only as a guardian, with `user`).
@@ -82,7 +78,7 @@ public final class AuthorizationCenter: @unchecked Sendable {
             record(.notDetermined)
             completionHandler(.success(()))
         } catch {
-            lock.withLock { failure = error.message }
+            state.withLock { $0.failure = error.message }
             completionHandler(.failure(FamilyControlsError(error)))
         }
     }
@@ -164,7 +160,7 @@ public enum GuardianPrompt {
         let password = interactive ? readHidden() : (readLine(strippingNewline: true) ?? "")
         if interactive { say("\n") }
         // An empty name or password is the agent's to refuse, with its own words.
-        return GuardianCredentials(user: user.trimmingCharacters(in: .whitespaces), password: password)
+        return GuardianCredentials(user: user.trimmingSpaces(), password: password)
     }
 
     private static func say(_ text: String) {

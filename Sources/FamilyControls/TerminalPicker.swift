@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import ScreenTimeCore
 import ScreenTimeIPC
@@ -98,7 +98,7 @@ struct TerminalPicker {
             let mark = selected.contains(item) ? "[x]" : "[ ]"
             let pointer = index == cursor ? "›" : " "
             screen +=
-                "\(pointer) \(mark) \(item.kind.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0)) \(item.label)\n"
+                "\(pointer) \(mark) \(padded(item.kind.rawValue, to: 8)) \(item.label)\n"
         }
         if visible.isEmpty { screen += "  (no match)\n" }
         draw(screen)

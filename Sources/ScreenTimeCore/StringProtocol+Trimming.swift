@@ -22,3 +22,8 @@ extension StringProtocol {
 package func twoDigits(_ value: Int) -> String {
     (0..<10).contains(value) ? "0\(value)" : "\(value)"
 }
+
+/// `text` followed by spaces up to `width` characters (as it is when longer): a column.
+package func padded(_ text: String, to width: Int) -> String {
+    text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+}

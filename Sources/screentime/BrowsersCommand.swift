@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
+import ScreenTimeCore
 import ScreenTimeIPC
 
 struct Browsers: ParsableCommand {
@@ -43,7 +45,7 @@ struct Browsers: ParsableCommand {
             reply.inForce
                 ? "in force: a child is authorized" : "not in force now: no child is authorized (they apply from then)")
         if let by = reply.changedBy, let at = reply.changedAt {
-            print("changed by \(by) at \(ISO8601DateFormatter().string(from: at))")
+            print("changed by \(by) at \(at.formatted(.iso8601))")
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ScreenTimeCore
 import ScreenTimeIPC
 
@@ -136,7 +137,7 @@ struct MonitorStart: ParsableCommand {
         let reply = try perform(connection, request)
         if output.json { return try printJSON(reply) }
         print("monitoring \(reply.monitor.client)/\(reply.monitor.name) for \(reply.user.name)")
-        print(MonitorText.render(reply.monitor, timeZone: TimeZone.current), terminator: "")
+        print(MonitorText.render(reply.monitor, timeZone: .current()), terminator: "")
     }
 }
 
@@ -222,20 +223,18 @@ struct Downtime: ParsableCommand {
 /// Monitors as text.
 enum MonitorText {
     static func render(_ reply: MonitorListReply) -> String {
-        let zone = TimeZone(identifier: reply.timeZone) ?? .current
+        let zone = (try? ZoneInfo(identifier: reply.timeZone)) ?? .current()
         guard !reply.monitors.isEmpty else { return "\(reply.user.name) has no monitors\n" }
         var out = "Monitors of \(reply.user.name) (times in \(reply.timeZone))\n"
         for monitor in reply.monitors { out += render(monitor, timeZone: zone) }
         return out
     }
 
-    static func render(_ monitor: MonitorReport, timeZone: TimeZone) -> String {
-        let formatter = DateFormatter()
-        formatter.timeZone = timeZone
-        formatter.locale = Locale(identifier: "en_GB")
-        formatter.dateFormat = "EEE d MMM HH:mm"
+    static func render(_ monitor: MonitorReport, timeZone: ZoneInfo) -> String {
+        let clock = WallClock(zone: timeZone)
+        func when(_ date: Date) -> String { clock.format(date, "EEE d MMM HH:mm") }
         func time(_ components: DateComponents) -> String {
-            String(format: "%02d:%02d", components.hour ?? 0, components.minute ?? 0)
+            "\(twoDigits(components.hour ?? 0)):\(twoDigits(components.minute ?? 0))"
         }
         var out = "  \(monitor.client)/\(monitor.name)"
         if let builtIn = monitor.builtIn { out += "  [\(builtIn)]" }
@@ -267,8 +266,8 @@ enum MonitorText {
         if let interval = monitor.currentInterval {
             out +=
                 monitor.inInterval
-                ? "; now, until \(formatter.string(from: interval.end))"
-                : "; next \(formatter.string(from: interval.start))–\(formatter.string(from: interval.end))"
+                ? "; now, until \(when(interval.end))"
+                : "; next \(when(interval.start))–\(when(interval.end))"
         } else {
             out += "; over"
         }
@@ -299,7 +298,7 @@ enum MonitorText {
         if let program = monitor.extension { out += "    extension \(program)\n" }
         if let run = monitor.lastRun {
             out +=
-                "    last: \(run.callback)\(run.event.map { " \($0)" } ?? "") at \(formatter.string(from: run.at)): \(run.outcome)"
+                "    last: \(run.callback)\(run.event.map { " \($0)" } ?? "") at \(when(run.at)): \(run.outcome)"
             if let problem = run.problem { out += " — \(problem)" }
             out += "\n"
         }

@@ -1,6 +1,6 @@
 import ArgumentParser
 import FamilyControls
-import Foundation
+import FoundationEssentials
 import Glibc
 import ScreenTimeCore
 import ScreenTimeIPC

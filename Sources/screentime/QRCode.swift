@@ -1,5 +1,7 @@
 import CQRencode
-import Foundation
+import FoundationEssentials
+import Glibc
+import ScreenTimeCore
 
 /// A QR code (libqrencode) for a phone's camera: `screentime web pair`'s link, drawn in the
 /// terminal with half blocks, two rows of modules to a line, black on white whatever the

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ScreenTimeClient
 import ScreenTimeCore
 import ScreenTimeIPC
@@ -55,7 +56,7 @@ struct Apps: ParsableCommand {
         if output.json { return try printJSON(reply) }
         let width = min(40, reply.applications.map(\.id.count).max() ?? 10)
         for app in reply.applications {
-            let id = app.id.padding(toLength: max(width, app.id.count), withPad: " ", startingAt: 0)
+            let id = padded(app.id, to: width)
             print("\(id)  \(app.name)  [\(app.categories.joined(separator: ", "))]  \(app.source)")
         }
         print("\(reply.applications.count) applications for \(reply.user.name)")

@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
+import ScreenTimeCore
 import ScreenTimeIPC
 import ScreenTimeReports
 
@@ -37,35 +39,34 @@ struct Report: ParsableCommand {
     }
 
     func run() throws {
-        let calendar = Calendar.current
-        let startOfToday = calendar.startOfDay(for: Date())
-        let tomorrow = calendar.date(byAdding: .day, value: 1, to: startOfToday) ?? startOfToday
+        let clock = WallClock.current()
+        let startOfToday = clock.startOfDay(Date())
         var start = startOfToday
-        var end = tomorrow
+        var end = clock.startOfDay(startOfToday, adding: 1)
         var segments = ReportRequest.Segments.hourly
         if week {
-            start = calendar.date(byAdding: .day, value: -6, to: startOfToday) ?? startOfToday
+            start = clock.startOfDay(startOfToday, adding: -6)
             segments = .daily
         } else if let from, let to {
             start = try Self.day(from, option: "--from")
             let last = try Self.day(to, option: "--to")
-            end = calendar.date(byAdding: .day, value: 1, to: last) ?? last
-            if calendar.date(byAdding: .day, value: 1, to: start) != end { segments = .daily }
+            end = clock.startOfDay(last, adding: 1)
+            if clock.startOfDay(start, adding: 1) != end { segments = .daily }
         }
-        let zone = TimeZone.current.identifier
+        let zone = clock.zone.identifier
         let reply = try perform(
             connection,
             ReportRequest(user: user, from: start, to: end, segments: segments, timeZone: zone))
         if let html {
             // The page shows the last day of the stretch by hour and the week that ends with it.
-            let lastDay = calendar.date(byAdding: .day, value: -1, to: end) ?? start
+            let lastDay = clock.startOfDay(end, adding: -1)
             let day =
                 segments == .hourly
                 ? reply
                 : try perform(
                     connection,
                     ReportRequest(user: user, from: lastDay, to: end, segments: .hourly, timeZone: zone))
-            let weekStart = calendar.date(byAdding: .day, value: -6, to: lastDay) ?? lastDay
+            let weekStart = clock.startOfDay(lastDay, adding: -6)
             let weekReport =
                 week
                 ? reply
@@ -76,7 +77,7 @@ struct Report: ParsableCommand {
             do {
                 try page.write(toFile: html, atomically: true, encoding: .utf8)
             } catch {
-                Terminal.error("screentime: cannot write \(html): \(error.localizedDescription)")
+                Terminal.error("screentime: cannot write \(html): \(readableError(error))")
                 // sysexits' EX_CANTCREAT: the report was read, the file could not be made.
                 throw ExitCode(73)
             }
@@ -87,12 +88,9 @@ struct Report: ParsableCommand {
     }
 
     static func day(_ text: String, option: String) throws -> Date {
-        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-            let date = Calendar.current.date(from: DateComponents(year: year, month: month, day: day)),
-            Calendar.current.component(.day, from: date) == day
-        else { throw ValidationError("\(option) is a day written YYYY-MM-DD, not '\(text.prefix(40))'") }
+        guard let date = WallClock.current().day(written: text) else {
+            throw ValidationError("\(option) is a day written YYYY-MM-DD, not '\(text.prefix(40))'")
+        }
         return date
     }
 }
@@ -105,19 +103,18 @@ struct ReportText {
 
     func render() -> String {
         var out = ""
-        let days = DateFormatter()
-        days.dateFormat = "EEE d MMM yyyy"
+        let clock = WallClock.current()
+        let days = { (date: Date) in clock.format(date, "EEE d MMM yyyy") }
         let last = report.to.addingTimeInterval(-1)
         let stretch =
-            Calendar.current.isDate(report.from, inSameDayAs: last)
-            ? days.string(from: report.from) : "\(days.string(from: report.from)) to \(days.string(from: last))"
+            clock.isSameDay(report.from, last) ? days(report.from) : "\(days(report.from)) to \(days(last))"
         out += "Usage of \(report.user.name), \(stretch): \(readable(report.totalSeconds)) in front\n"
         if !report.names { out += "(names are hidden from you: tokens are shown)\n" }
         out += "\nApplications\n"
         if report.applications.isEmpty { out += "  none\n" }
         let width = min(36, report.applications.map { label($0).count }.max() ?? 0)
         for app in report.applications {
-            let name = label(app).padding(toLength: max(width, label(app).count), withPad: " ", startingAt: 0)
+            let name = padded(label(app), to: width)
             let categories = app.categories.map { $0.isEmpty ? "" : "  [\($0.joined(separator: ", "))]" } ?? ""
             out += "  \(name)  \(readable(app.seconds))\(categories)\n"
         }
@@ -137,12 +134,11 @@ struct ReportText {
         }
         if !report.webDomains.isEmpty {
             out += "\nWeb domains looked up\n"
-            let time = DateFormatter()
-            time.dateFormat = "HH:mm"
+            let time = { (date: Date) in clock.format(date, "HH:mm") }
             for domain in report.webDomains.prefix(30) {
                 out +=
                     "  \(domain.domain ?? domain.token)  \(domain.lookups) lookups, "
-                    + "first \(time.string(from: domain.firstLookup)), last \(time.string(from: domain.lastLookup))\n"
+                    + "first \(time(domain.firstLookup)), last \(time(domain.lastLookup))\n"
             }
             if report.webDomains.count > 30 { out += "  … and \(report.webDomains.count - 30) more (--json)\n" }
         }
@@ -151,12 +147,11 @@ struct ReportText {
             for limit in limits { out += "  \(LimitText.line(limit))\n" }
         }
         out += report.segmentation == .hourly ? "\nBy hour\n" : "\nBy day\n"
-        let format = DateFormatter()
-        format.dateFormat = report.segmentation == .hourly ? "HH:mm" : "EEE d MMM"
+        let pattern = report.segmentation == .hourly ? "HH:mm" : "EEE d MMM"
         let longest = report.segments.map(\.seconds).max() ?? 0
         for segment in report.segments where segment.seconds > 0 || report.segmentation == .daily {
             let bar = longest > 0 ? String(repeating: "█", count: Int((segment.seconds / longest * 30).rounded())) : ""
-            out += "  \(format.string(from: segment.start))  \(bar) \(readable(segment.seconds))\n"
+            out += "  \(clock.format(segment.start, pattern))  \(bar) \(readable(segment.seconds))\n"
         }
         if report.segmentation == .hourly, report.segments.allSatisfy({ $0.seconds == 0 }) { out += "  nothing\n" }
         return out

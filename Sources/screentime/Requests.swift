@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ScreenTimeCore
 import ScreenTimeIPC
 
@@ -43,19 +44,18 @@ struct Requests: ParsableCommand {
         let reply = try perform(connection, TimeRequestsRequest(user: user, pending: pending))
         if output.json { return try printJSON(reply.requests) }
         guard !reply.requests.isEmpty else { return print(pending ? "no asks waiting" : "no asks") }
-        let formatter = DateFormatter()
-        formatter.dateFormat = "EEE d MMM HH:mm"
-        formatter.locale = Locale(identifier: "en_GB")
+        let clock = WallClock.current()
+        func when(_ date: Date) -> String { clock.format(date, "EEE d MMM HH:mm") }
         for request in reply.requests {
             let what = request.application ?? request.webDomain ?? request.token
             var line = "\(request.id)  \(request.user)  \(request.minutes) min of \(what)  \(request.state)"
             if request.isAlways {
                 line = "\(request.id)  \(request.user)  \(what)  allowed always"
             } else if let until = request.until, request.state == .granted {
-                line += " until \(formatter.string(from: until))"
+                line += " until \(when(until))"
             }
             if let by = request.decidedBy { line += " (by \(by))" }
-            line += "  asked \(formatter.string(from: request.createdAt))"
+            line += "  asked \(when(request.createdAt))"
             if let note = request.note { line += "  “\(note)”" }
             print(line)
         }
@@ -152,9 +152,8 @@ struct Grant: ParsableCommand {
 
     static func time(_ date: Date?) -> String {
         guard let date else { return "?" }
-        let formatter = DateFormatter()
-        formatter.dateFormat = Calendar.current.isDateInToday(date) ? "HH:mm" : "EEE HH:mm"
-        return formatter.string(from: date)
+        let clock = WallClock.current()
+        return clock.format(date, clock.isSameDay(date, Date()) ? "HH:mm" : "EEE HH:mm")
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import ScreenTimeClient
 import ScreenTimeCore
 import ScreenTimeIPC
@@ -62,12 +63,9 @@ struct ShieldItems: ParsableArguments {
         if let selection {
             let data: Data
             do {
-                data =
-                    selection == "-"
-                    ? FileHandle.standardInput.readDataToEndOfFile()
-                    : try Data(contentsOf: URL(fileURLWithPath: selection))
+                data = selection == "-" ? try standardInput() : try Data(contentsOf: URL(fileURLWithPath: selection))
             } catch {
-                throw ValidationError("cannot read the selection \(selection): \(error.localizedDescription)")
+                throw ValidationError("cannot read the selection \(selection): \(readableError(error))")
             }
             do {
                 picked = try JSONDecoder().decode(FamilyActivitySelection.self, from: data)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FamilyControls
+import FoundationEssentials
 import Glibc
 import ScreenTimeIPC
 
@@ -38,4 +39,18 @@ enum Terminal {
         }
         return credentials
     }
+}
+
+/// All of standard input (at most 64 MiB: a selection, a file piped in).
+func standardInput() throws -> Data {
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65_536)
+    while bytes.count <= 64 << 20 {
+        let got = read(0, &chunk, chunk.count)
+        if got < 0, errno == EINTR { continue }
+        guard got >= 0 else { throw ValidationError("cannot read standard input: \(String(cString: strerror(errno)))") }
+        if got == 0 { return Data(bytes) }
+        bytes += chunk[..<got]
+    }
+    throw ValidationError("standard input is longer than 64 MiB")
 }

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import ScreenTimeCore
 import ScreenTimeIPC
 import ScreenTimeReports
 
@@ -10,22 +12,17 @@ struct UsageReportPage {
     let week: UsageReport
 
     func render() -> String {
-        let days = DateFormatter()
-        days.dateFormat = "EEEE d MMMM yyyy"
-        let hour = DateFormatter()
-        hour.dateFormat = "HH"
-        let weekday = DateFormatter()
-        weekday.dateFormat = "EEE d"
+        let clock = WallClock.current()
         let title = "Screen Time of \(main.user.name)"
         var body = ""
         body += "<h1>\(escape(title))</h1>\n"
         body +=
-            "<p class=\"lead\">\(escape(days.string(from: day.from))): <strong>\(readable(day.totalSeconds))</strong>"
+            "<p class=\"lead\">\(escape(clock.format(day.from, "EEEE d MMMM yyyy"))): <strong>\(readable(day.totalSeconds))</strong>"
         body += " in front. This week: <strong>\(readable(week.totalSeconds))</strong>.</p>\n"
         body += "<section><h2>Today by hour</h2>\n"
-        body += HTML.barChart(day.segments, label: { hour.string(from: $0.start) }, name: "today by hour")
+        body += HTML.barChart(day.segments, label: { clock.format($0.start, "HH") }, name: "today by hour")
         body += "</section>\n<section><h2>This week by day</h2>\n"
-        body += HTML.barChart(week.segments, label: { weekday.string(from: $0.start) }, name: "the week by day")
+        body += HTML.barChart(week.segments, label: { clock.format($0.start, "EEE d") }, name: "the week by day")
         if let limits = main.limits, !limits.isEmpty {
             body += "</section>\n<section><h2>Limits now</h2>\n<ul>\n"
             for limit in limits { body += "<li>\(escape(LimitText.line(limit)))</li>\n" }
@@ -42,12 +39,10 @@ struct UsageReportPage {
         if !main.webDomains.isEmpty {
             body += "<section><h2>Web domains looked up</h2>\n<table>\n"
             body += "<tr><th>domain</th><th>lookups</th><th>first</th><th>last</th></tr>\n"
-            let time = DateFormatter()
-            time.dateFormat = "d MMM HH:mm"
             for domain in main.webDomains.prefix(20) {
                 body += "<tr><td>\(escape(domain.domain ?? domain.token))</td><td>\(domain.lookups)</td>"
                 body +=
-                    "<td>\(time.string(from: domain.firstLookup))</td><td>\(time.string(from: domain.lastLookup))</td></tr>\n"
+                    "<td>\(clock.format(domain.firstLookup, "d MMM HH:mm"))</td><td>\(clock.format(domain.lastLookup, "d MMM HH:mm"))</td></tr>\n"
             }
             body += "</table></section>\n"
         }

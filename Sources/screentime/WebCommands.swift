@@ -1,5 +1,7 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
+import ScreenTimeCore
 import ScreenTimeIPC
 
 struct Web: ParsableCommand {
@@ -66,7 +68,7 @@ struct WebEnable: ParsableCommand {
         // It takes a moment to make its certificate the first time and to listen.
         var now = reply
         for _ in 0..<50 where now.pid == nil || DashboardStatus.read(now.statusPath)?.pid != now.pid {
-            Thread.sleep(forTimeInterval: 0.1)
+            usleep(100_000)
             now = try perform(connection, WebServiceRequest())
         }
         WebStatus.describe(now)
@@ -129,10 +131,10 @@ struct WebPair: ParsableCommand {
     func run() throws {
         let reply = try perform(connection, WebPairRequest())
         if output.json { return try printJSON(reply) }
-        let formatter = DateFormatter()
-        formatter.dateFormat = "HH:mm"
         let code = reply.code.prefix(4) + "-" + reply.code.suffix(4)
-        print("pairing code for \(reply.user.name): \(code) (once, until \(formatter.string(from: reply.expires)))")
+        print(
+            "pairing code for \(reply.user.name): \(code) (once, until \(WallClock.current().format(reply.expires, "HH:mm")))"
+        )
         let service = try? perform(connection, WebServiceRequest())
         guard let status = DashboardStatus.read(service?.statusPath ?? DashboardStatus.path) else {
             return print("the dashboard is not running: 'screentime web enable' turns it on")
@@ -163,12 +165,11 @@ struct WebDevices: ParsableCommand {
         if output.json { return try printJSON(reply) }
         if revoke != nil { print("ended \(reply.ended) session\(reply.ended == 1 ? "" : "s")") }
         guard !reply.sessions.isEmpty else { return print("no dashboard sessions") }
-        let formatter = DateFormatter()
-        formatter.dateFormat = "EEE d MMM HH:mm"
-        formatter.locale = Locale(identifier: "en_GB")
+        let clock = WallClock.current()
+        func when(_ date: Date) -> String { clock.format(date, "EEE d MMM HH:mm") }
         for session in reply.sessions {
             print(
-                "\(session.id)  \(session.device)  \(session.paired ? "paired" : "signed in")  last used \(formatter.string(from: session.lastUsed))  until \(formatter.string(from: session.expires))"
+                "\(session.id)  \(session.device)  \(session.paired ? "paired" : "signed in")  last used \(when(session.lastUsed))  until \(when(session.expires))"
             )
         }
     }
