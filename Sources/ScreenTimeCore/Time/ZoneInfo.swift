@@ -82,7 +82,7 @@ public struct ZoneInfo: Sendable, Equatable {
             if name.hasPrefix(":") { name.removeFirst() }
             if name.hasPrefix("/"), let zone = try? ZoneInfo(path: name) { return zone }
             if let zone = try? ZoneInfo(identifier: name, directory: directory) { return zone }
-            if let rule = try? PosixTimeZone(parsing: name) { return ZoneInfo(identifier: name, rule: rule) }
+            if let zone = try? ZoneInfo(rule: name) { return zone }
         }
         if let zone = try? ZoneInfo(path: localtime, identifier: Self.name(ofLink: localtime, in: directory)) {
             return zone
@@ -94,6 +94,12 @@ public struct ZoneInfo: Sendable, Equatable {
     public static let utc = ZoneInfo(
         identifier: "UTC", rule: PosixTimeZone(standard: .init(offset: 0, isDaylightSaving: false, abbreviation: "UTC"))
     )
+
+    /// The zone of a POSIX TZ rule alone (`CET-1CEST,M3.5.0,M10.5.0/3`, `<+0530>-5:30`), as `TZ`
+    /// may give one.
+    public init(rule text: String) throws {
+        self.init(identifier: text, rule: try PosixTimeZone(parsing: text))
+    }
 
     private init(identifier: String, rule: PosixTimeZone) {
         self.identifier = identifier
