@@ -116,19 +116,12 @@ public struct WallClock: Sendable {
     }
 }
 
-/// Words for an error a person reads: an error of a file (FoundationEssentials' `CocoaError`, with
-/// no `localizedDescription` there) as its path and the system's words for its cause.
+/// Words for an error a person reads, after the name of the file it concerns: an error of a file
+/// (FoundationEssentials' `CocoaError`, with no `localizedDescription` there) as the system's words
+/// for its cause ("No such file or directory").
 public func readableError(_ error: any Error) -> String {
-    if let error = error as? CocoaError {
-        let path = error.userInfo["NSFilePath"] as? String
-        let cause = (error.userInfo["NSUnderlyingError"] as? POSIXError).map {
-            String(cString: strerror($0.code.rawValue))
-        }
-        switch (path, cause) {
-        case (let path?, let cause?): return "\(path): \(cause)"
-        case (nil, let cause?): return cause
-        default: break
-        }
+    if let error = error as? CocoaError, let cause = error.userInfo["NSUnderlyingError"] as? POSIXError {
+        return String(cString: strerror(cause.code.rawValue))
     }
     return "\(error)"
 }
