@@ -53,7 +53,9 @@ struct Report: ParsableCommand {
             end = clock.startOfDay(last, adding: 1)
             if clock.startOfDay(start, adding: 1) != end { segments = .daily }
         }
-        let zone = clock.zone.identifier
+        // The agent takes a zone by its name: TZ set to a rule or a file elsewhere is the
+        // machine's zone there.
+        let zone = clock.zone.isNamed ? clock.zone.identifier : ZoneInfo.current(environment: [:]).identifier
         let reply = try perform(
             connection,
             ReportRequest(user: user, from: start, to: end, segments: segments, timeZone: zone))

@@ -196,6 +196,16 @@ import Testing
         #expect(ZoneInfo.current(environment: ["TZ": "Asia/Tokyo"]).offset(at: 0) == 32_400)
         #expect(ZoneInfo.current(environment: ["TZ": ":Asia/Tokyo"]).identifier == "Asia/Tokyo")
         #expect(ZoneInfo.current(environment: ["TZ": "<+0530>-5:30"]).offset(at: 0) == 19_800)
+        #expect(!ZoneInfo.current(environment: ["TZ": "<+0530>-5:30"]).isNamed)
+        let byPath = ZoneInfo.current(environment: ["TZ": ":/usr/share/zoneinfo/Asia/Tokyo"])
+        #expect(byPath.identifier == "Asia/Tokyo" && byPath.isNamed)
+        // Not a zone file: a device, and a FIFO no one writes (read without waiting for a writer).
+        #expect(ZoneInfo.current(environment: ["TZ": "/dev/zero"]) == ZoneInfo.current(environment: [:]))
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("zone-fifo-\(getpid())-\(UUID())").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        defer { unlink(fifo) }
+        #expect(ZoneInfo.current(environment: ["TZ": fifo]) == ZoneInfo.current(environment: [:]))
+        #expect(throws: ZoneInfoError.self) { try ZoneInfo(path: fifo) }
         let local = ZoneInfo.current(environment: [:])
         let glibc = try Self.glibc([("/etc/localtime", [1_780_000_000, 1_800_000_000])])
         #expect(glibc.first?.map(\.0) == [local.offset(at: 1_780_000_000), local.offset(at: 1_800_000_000)])

@@ -80,15 +80,29 @@ public struct ZoneInfo: Sendable, Equatable {
         let environment = environment ?? ProcessInfo.processInfo.environment
         if var name = environment["TZ"], !name.isEmpty {
             if name.hasPrefix(":") { name.removeFirst() }
-            if name.hasPrefix("/"), let zone = try? ZoneInfo(path: name) { return zone }
+            if name.hasPrefix("/"),
+                let zone = try? ZoneInfo(path: name, identifier: Self.name(ofPath: name, in: directory))
+            {
+                return zone
+            }
             if let zone = try? ZoneInfo(identifier: name, directory: directory) { return zone }
             if let zone = try? ZoneInfo(rule: name) { return zone }
         }
-        if let zone = try? ZoneInfo(path: localtime, identifier: Self.name(ofLink: localtime, in: directory)) {
-            return zone
+        // Its name where the link points, else as /etc/timezone says (a copy, not a link).
+        var name = Self.name(ofLink: localtime, in: directory)
+        if !isValidIdentifier(name), let file = try? readFile("/etc/timezone"),
+            let line = String(decoding: file, as: UTF8.self).split(whereSeparator: \.isWhitespace).first,
+            isValidIdentifier(String(line))
+        {
+            name = String(line)
         }
+        if let zone = try? ZoneInfo(path: localtime, identifier: name) { return zone }
         return .utc
     }
+
+    /// Whether the identifier is a zone's name (`Europe/Paris`), which another program can find in
+    /// its own zone database, not a path or a TZ rule.
+    public var isNamed: Bool { Self.isValidIdentifier(identifier) }
 
     /// UTC, with no file.
     public static let utc = ZoneInfo(
@@ -116,6 +130,12 @@ public struct ZoneInfo: Sendable, Equatable {
         let count = readlink(path, &buffer, buffer.count - 1)
         guard count > 0 else { return path }
         let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name(ofPath: target, in: directory) ?? path
+    }
+
+    /// `Europe/Paris` from a path into the zone directory (`/usr/share/zoneinfo/Europe/Paris`,
+    /// `../usr/share/zoneinfo/Europe/Paris`); nil for any other.
+    static func name(ofPath target: String, in directory: String) -> String? {
         for marker in [directory + "/", "zoneinfo/"] {
             let target = Array(target.utf8)
             let marker = Array(marker.utf8)
@@ -127,7 +147,7 @@ public struct ZoneInfo: Sendable, Equatable {
                 break
             }
         }
-        return path
+        return nil
     }
 
     static func isValidIdentifier(_ name: String) -> Bool {
