@@ -27,7 +27,7 @@ import Testing
         return scheduler
     }
 
-    private func monitor(start: Date, calendar: Calendar) throws -> Monitor {
+    private func monitor(start: Date, calendar: ZonedCalendar) throws -> Monitor {
         let components = calendar.dateComponents([.hour, .minute], from: start)
         let end = calendar.dateComponents([.hour, .minute], from: start.addingTimeInterval(3_600))
         let activity = MonitoredActivity(
@@ -47,7 +47,7 @@ import Testing
         let clock = ManualClock(Date(timeIntervalSince1970: 1_900_000_000))
         let calendar = ActivityScheduler.systemCalendar()
         let start = calendar.nextDate(
-            after: clock.now, matching: DateComponents(minute: 0, second: 0), matchingPolicy: .nextTime)!
+            after: clock.now, matching: DateComponents(minute: 0, second: 0))!
         let homework = try monitor(start: start, calendar: calendar)
         try StateDatabase(path: path).saveMonitor(homework)
 
@@ -95,8 +95,7 @@ import Testing
         let clock = ManualClock(Date(timeIntervalSince1970: 1_900_000_000))
         let calendar = ActivityScheduler.systemCalendar()
         let start = calendar.nextDate(
-            after: clock.now.addingTimeInterval(3_600), matching: DateComponents(minute: 0, second: 0),
-            matchingPolicy: .nextTime)!
+            after: clock.now.addingTimeInterval(3_600), matching: DateComponents(minute: 0, second: 0))!
         try StateDatabase(path: path).saveMonitor(try monitor(start: start, calendar: calendar))
         let scheduler = try scheduler(path, clock, Delivered())
         scheduler.step()

@@ -22,7 +22,7 @@ import Testing
     /// with the moment it was told, and every wake.
     private func run(
         _ activity: MonitoredActivity, from: Date, until: Date, progress: inout ActivityProgress,
-        calendar: Calendar, ledger: UsageLedger? = nil
+        calendar: ZonedCalendar, ledger: UsageLedger? = nil
     ) -> (told: [(Date, ActivityCallback)], wakes: [Date]) {
         var now = from
         var told: [(Date, ActivityCallback)] = []

@@ -30,11 +30,9 @@ func store(_ name: String, client: String = "screentime") -> StoreKey {
     StoreKey(client: try! ClientID(client), name: try! StoreName(name))
 }
 
-/// A Gregorian calendar in a real time zone.
-func calendar(_ zone: String) -> Calendar {
-    var calendar = Calendar(identifier: .gregorian)
-    calendar.timeZone = TimeZone(identifier: zone)!
-    return calendar
+/// A Gregorian calendar in a real time zone, read from the system's zone files.
+func calendar(_ zone: String) -> ZonedCalendar {
+    ZonedCalendar(zone: try! ZoneInfo(identifier: zone))
 }
 
 /// A moment written in ISO 8601 with its offset: `2026-03-29T01:30:00+01:00`.

@@ -178,6 +178,10 @@ import Testing
                 error?.description.contains("not a time zone name") == true, "\(name): \(String(describing: error))")
         }
         #expect(throws: ZoneInfoError.self) { try ZoneInfo(identifier: "Nowhere/City") }
+        // UTC by name even where the directory has none of its files; no other zone.
+        #expect(ZoneInfo.named("UTC", directory: "/nonexistent")?.offset(at: 0) == 0)
+        #expect(ZoneInfo.named("Europe/Paris", directory: "/nonexistent") == nil)
+        #expect(ZoneInfo.named("Europe/Paris")?.identifier == "Europe/Paris")
         #expect(throws: ZoneInfoError.self) { try ZoneInfo(tzif: Array("TZ".utf8), identifier: "short") }
         #expect(throws: ZoneInfoError.self) {
             try ZoneInfo(tzif: Array("not a zone file at all, no".utf8), identifier: "x")

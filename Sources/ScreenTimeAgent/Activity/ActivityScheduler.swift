@@ -98,11 +98,7 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     }
 
     /// The system's calendar, in the system's time zone as it is now.
-    static func systemCalendar() -> Calendar {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone.current
-        return calendar
-    }
+    static func systemCalendar() -> ZonedCalendar { .current() }
 
     // MARK: running
 

@@ -30,7 +30,9 @@ extension UsageTracker {
     /// The user's usage in the request's stretch: what was written, and the open spans up to now
     /// (written first, so that what a report showed survives kill -9).
     func report(_ request: ReportRequest, user: UserSummary, names: Bool) throws -> UsageReport {
-        guard let zone = TimeZone(identifier: request.timeZone) else {
+        // A name of the system's zone database (read without waiting; a name with `..` or a
+        // path is none).
+        guard let zone = ZoneInfo.named(request.timeZone) else {
             throw ScreenTimeIPCError(.invalidArgument, "unknown time zone '\(request.timeZone.prefix(60))'")
         }
         guard request.from < request.to, request.to.timeIntervalSince(request.from) <= 366 * 86_400 else {
@@ -65,8 +67,7 @@ extension UsageTracker {
             entry.lastLookup = max(entry.lastLookup, lookup.last)
             domains[token] = entry
         }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
+        let calendar = ZonedCalendar(zone: zone)
         let segmentation: SegmentInterval =
             request.segments == .hourly ? .hourly(during: interval) : .daily(during: interval)
         let segments = ledger.segments(segmentation, calendar: calendar).map { segment in

@@ -58,7 +58,7 @@ public struct ActivityProgress: Hashable, Sendable, Codable {
     /// `ledger` holds the user's foreground time (at least within the current interval); nil when
     /// the activity has no events.
     public mutating func advance(
-        _ activity: MonitoredActivity, now: Date, calendar: Calendar, ledger: UsageLedger?
+        _ activity: MonitoredActivity, now: Date, calendar: ZonedCalendar, ledger: UsageLedger?
     ) -> [ActivityCallback] {
         var due: [ActivityCallback] = []
         let candidate = activity.currentOrNextInterval(at: now, calendar: calendar)
@@ -118,7 +118,7 @@ public struct ActivityProgress: Hashable, Sendable, Codable {
     /// says whether anything of the user's is in front now: when nothing is, no threshold can come
     /// before usage starts again (whoever counts usage wakes the scheduler then).
     public func nextWake(
-        _ activity: MonitoredActivity, now: Date, calendar: Calendar, ledger: UsageLedger?, inUse: Bool = true
+        _ activity: MonitoredActivity, now: Date, calendar: ZonedCalendar, ledger: UsageLedger?, inUse: Bool = true
     ) -> Date? {
         var moments: [Date] = []
         if let started, endedStart != started.start { moments.append(started.end) }
@@ -163,7 +163,7 @@ public struct ActivityProgress: Hashable, Sendable, Codable {
 
     /// The next interval that starts after `now`.
     private func upcoming(
-        _ activity: MonitoredActivity, after now: Date, candidate: DateInterval?, calendar: Calendar
+        _ activity: MonitoredActivity, after now: Date, candidate: DateInterval?, calendar: ZonedCalendar
     ) -> DateInterval? {
         guard let candidate else { return nil }
         if candidate.start > now { return candidate }

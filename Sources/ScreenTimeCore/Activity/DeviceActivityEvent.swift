@@ -48,7 +48,7 @@ public struct DeviceActivityEvent: Hashable, Sendable, Codable {
 
     /// The threshold for the interval starting at `start`: `allowance`'s for its weekday (nil: none
     /// that day; 0: reached at once), else `thresholdDuration`.
-    public func threshold(forIntervalStartingAt start: Date, calendar: Calendar) -> TimeInterval? {
+    public func threshold(forIntervalStartingAt start: Date, calendar: ZonedCalendar) -> TimeInterval? {
         guard let allowance else { return thresholdDuration }
         return allowance.seconds[calendar.component(.weekday, from: start)]
     }

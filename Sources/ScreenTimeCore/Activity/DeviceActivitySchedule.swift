@@ -60,7 +60,7 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
 
     /// The current interval if one is ongoing at `now`, else the next one (Apple's `nextInterval`);
     /// nil if the components match no date from here on.
-    public func nextInterval(at now: Date, calendar: Calendar) -> DateInterval? {
+    public func nextInterval(at now: Date, calendar: ZonedCalendar) -> DateInterval? {
         guard let length = try? nominalLength() else { return nil }
         // An interval that contains `now` started at most one interval length (plus a DST shift
         // of at most a few hours) ago.
@@ -75,7 +75,7 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
     }
 
     /// The first interval that starts after `date`.
-    public func interval(startingAfter date: Date, calendar: Calendar) -> DateInterval? {
+    public func interval(startingAfter date: Date, calendar: ZonedCalendar) -> DateInterval? {
         guard (try? validate()) != nil else { return nil }
         return occurrence(after: date, calendar: calendar)
     }
@@ -93,8 +93,7 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
                 )
             }
         }
-        var utc = Calendar(identifier: .gregorian)
-        utc.timeZone = TimeZone(identifier: "UTC") ?? utc.timeZone
+        let utc = ZonedCalendar(zone: .utc)
         let reference = Date(timeIntervalSinceReferenceDate: -1)
         guard let interval = occurrence(after: reference, calendar: utc) else {
             throw ScreenTimeCoreError(
@@ -118,7 +117,7 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
         return length
     }
 
-    private func occurrence(after date: Date, calendar: Calendar) -> DateInterval? {
+    private func occurrence(after date: Date, calendar: ZonedCalendar) -> DateInterval? {
         guard let start = Self.nextMatch(of: intervalStart, after: date, calendar: calendar),
             let end = Self.nextMatch(of: intervalEnd, after: start, calendar: calendar),
             end > start
@@ -131,15 +130,13 @@ public struct DeviceActivitySchedule: Hashable, Sendable, Codable {
     /// not exist (February 30, February 29 of a common year) is no match at all, where
     /// Foundation's `.nextTime` would roll it over to March 1 — so the day fields are checked and
     /// the search goes on.
-    private static func nextMatch(of components: DateComponents, after date: Date, calendar: Calendar) -> Date? {
+    private static func nextMatch(of components: DateComponents, after date: Date, calendar: ZonedCalendar) -> Date? {
         let dayFields: [Calendar.Component] = [.year, .month, .day, .weekday]
         var cursor = date
         // A calendar date recurs at least every 8 years (February 29); a few tries are plenty.
         for _ in 0..<12 {
             guard
-                let candidate = calendar.nextDate(
-                    after: cursor, matching: components, matchingPolicy: .nextTime, repeatedTimePolicy: .first,
-                    direction: .forward),
+                let candidate = calendar.nextDate(after: cursor, matching: components),
                 candidate > cursor
             else { return nil }
             let found = calendar.dateComponents(Set(dayFields), from: candidate)

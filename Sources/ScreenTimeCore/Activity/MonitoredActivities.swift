@@ -43,7 +43,7 @@ public struct MonitoredActivity: Hashable, Sendable, Codable {
     /// The interval in force or next at `now`; for a schedule that does not repeat, only the first
     /// interval from the start of monitoring, and nil once it has ended. Intervals starting on a
     /// weekday not in `weekdays` are passed over.
-    public func currentOrNextInterval(at now: Date, calendar: Calendar) -> DateInterval? {
+    public func currentOrNextInterval(at now: Date, calendar: ZonedCalendar) -> DateInterval? {
         if schedule.repeats { return firstAllowed(from: schedule.nextInterval(at: now, calendar: calendar), calendar) }
         guard
             let first = firstAllowed(
@@ -57,7 +57,7 @@ public struct MonitoredActivity: Hashable, Sendable, Codable {
 
     /// The first interval that starts after `date` (and may, by `weekdays`); for a schedule that
     /// does not repeat, only its one interval.
-    public func interval(startingAfter date: Date, calendar: Calendar) -> DateInterval? {
+    public func interval(startingAfter date: Date, calendar: ZonedCalendar) -> DateInterval? {
         if !schedule.repeats {
             guard let only = currentOrNextInterval(at: monitoringStart, calendar: calendar), only.start > date else {
                 return nil
@@ -67,7 +67,7 @@ public struct MonitoredActivity: Hashable, Sendable, Codable {
         return firstAllowed(from: schedule.interval(startingAfter: date, calendar: calendar), calendar)
     }
 
-    private func firstAllowed(from interval: DateInterval?, _ calendar: Calendar) -> DateInterval? {
+    private func firstAllowed(from interval: DateInterval?, _ calendar: ZonedCalendar) -> DateInterval? {
         guard let weekdays, !weekdays.isEmpty else { return interval }
         var candidate = interval
         // Each try moves to the next interval; a week holds at least one start on each weekday
@@ -216,7 +216,7 @@ public struct FreePeriod: Hashable, Sendable, Codable {
     }
 
     /// The period's intervals that overlap `window`, clipped to it.
-    public func intervals(overlapping window: DateInterval, calendar: Calendar) -> [DateInterval] {
+    public func intervals(overlapping window: DateInterval, calendar: ZonedCalendar) -> [DateInterval] {
         let activity = MonitoredActivity(
             name: DeviceActivityName(rawValue: "free"), schedule: schedule, events: [:], monitoringStart: .distantPast,
             weekdays: weekdays)
@@ -232,7 +232,9 @@ public struct FreePeriod: Hashable, Sendable, Codable {
     }
 
     /// The union of several periods' intervals in `window`, sorted, none overlapping.
-    public static func union(_ periods: [FreePeriod], in window: DateInterval, calendar: Calendar) -> [DateInterval] {
+    public static func union(
+        _ periods: [FreePeriod], in window: DateInterval, calendar: ZonedCalendar
+    ) -> [DateInterval] {
         let all = periods.flatMap { $0.intervals(overlapping: window, calendar: calendar) }.sorted {
             $0.start < $1.start
         }

@@ -130,7 +130,7 @@ public enum GrantLength: Hashable, Sendable, Codable {
     /// ends in 10, gives 25. The rest of the day and a time of day end then, or at the current
     /// grant's end if that is later: a grant never shortens one. Midnight and times of day are on
     /// the wall clock in `calendar`'s time zone (a day of 23 or 25 hours ends at its midnight).
-    public func end(at now: Date, remaining: TimeInterval = 0, current: Date? = nil, calendar: Calendar) -> Date {
+    public func end(at now: Date, remaining: TimeInterval = 0, current: Date? = nil, calendar: ZonedCalendar) -> Date {
         let base = max(now.addingTimeInterval(max(0, remaining)), current ?? now)
         let end: Date
         switch self {
@@ -140,16 +140,14 @@ public enum GrantLength: Hashable, Sendable, Codable {
             end = Self.nextMidnight(after: now, calendar: calendar)
         case .until(let hour, let minute):
             end =
-                calendar.nextDate(
-                    after: now, matching: DateComponents(hour: hour, minute: minute, second: 0),
-                    matchingPolicy: .nextTime, repeatedTimePolicy: .first, direction: .forward)
+                calendar.nextDate(after: now, matching: DateComponents(hour: hour, minute: minute, second: 0))
                 ?? now.addingTimeInterval(86_400)
         }
         return max(end, current ?? end)
     }
 
     /// The first midnight after `date` in `calendar`'s time zone.
-    public static func nextMidnight(after date: Date, calendar: Calendar) -> Date {
+    public static func nextMidnight(after date: Date, calendar: ZonedCalendar) -> Date {
         let today = calendar.startOfDay(for: date)
         return calendar.date(byAdding: .day, value: 1, to: today) ?? date.addingTimeInterval(86_400)
     }

@@ -35,6 +35,13 @@ public struct ZoneInfo: Sendable, Equatable {
         try self.init(path: directory + "/" + identifier, identifier: identifier)
     }
 
+    /// A named zone of `directory`, or UTC by one of its names where the directory has no file
+    /// for it (a system without tzdata); nil for any other name it has no file for.
+    public static func named(_ identifier: String, directory: String = ZoneInfo.directory) -> ZoneInfo? {
+        if let zone = try? ZoneInfo(identifier: identifier, directory: directory) { return zone }
+        return ["UTC", "Etc/UTC", "GMT", "Etc/GMT", "Zulu", "Etc/Zulu"].contains(identifier) ? .utc : nil
+    }
+
     /// The zone of a TZif file at `path`.
     public init(path: String, identifier: String? = nil) throws {
         let bytes = try Self.readFile(path)

@@ -31,7 +31,7 @@ public struct ThresholdTracker: Hashable, Sendable, Codable {
     /// or from when monitoring started if it started later and past activity does not count.
     public static func usage(
         of event: DeviceActivityEvent, activity: MonitoredActivity, interval: DateInterval, ledger: UsageLedger,
-        now: Date, calendar: Calendar = Calendar(identifier: .gregorian)
+        now: Date, calendar: ZonedCalendar = .current()
     ) -> TimeInterval {
         let start = event.includesPastActivity ? interval.start : max(interval.start, activity.monitoringStart)
         let end = min(now, interval.end)
@@ -52,7 +52,7 @@ public struct ThresholdTracker: Hashable, Sendable, Codable {
     /// event-name order, a warning before its threshold.
     public mutating func evaluate(
         _ activity: MonitoredActivity, interval: DateInterval, ledger: UsageLedger, now: Date,
-        calendar: Calendar = Calendar(identifier: .gregorian)
+        calendar: ZonedCalendar = .current()
     ) -> [EventNotice] {
         if intervalStart != interval.start {
             intervalStart = interval.start
@@ -88,7 +88,7 @@ public struct ThresholdTracker: Hashable, Sendable, Codable {
     /// `evaluate` for an activity with several warnings: for each event, the latest warning whose
     /// moment has come, if it is shorter than the one given.
     private mutating func evaluateMarks(
-        _ activity: MonitoredActivity, interval: DateInterval, ledger: UsageLedger, now: Date, calendar: Calendar
+        _ activity: MonitoredActivity, interval: DateInterval, ledger: UsageLedger, now: Date, calendar: ZonedCalendar
     ) -> [EventNotice] {
         var notices: [EventNotice] = []
         let marks = activity.warningMarks
@@ -117,7 +117,7 @@ public struct ThresholdTracker: Hashable, Sendable, Codable {
     /// from `now`: when to evaluate again. Nil if nothing more can happen in this interval.
     public func nextCheck(
         _ activity: MonitoredActivity, interval: DateInterval, ledger: UsageLedger, now: Date,
-        calendar: Calendar = Calendar(identifier: .gregorian)
+        calendar: ZonedCalendar = .current()
     ) -> Date? {
         let warning = activity.schedule.warningDuration
         var earliest: TimeInterval?
@@ -148,7 +148,7 @@ public struct ThresholdTracker: Hashable, Sendable, Codable {
 
     private func usage(
         of event: DeviceActivityEvent, activity: MonitoredActivity, interval: DateInterval, ledger: UsageLedger,
-        now: Date, calendar: Calendar
+        now: Date, calendar: ZonedCalendar
     ) -> TimeInterval {
         Self.usage(of: event, activity: activity, interval: interval, ledger: ledger, now: now, calendar: calendar)
     }

@@ -53,7 +53,7 @@ public struct UsageLedger: Hashable, Sendable, Codable {
     }
 
     /// Usage split into hours, days or weeks of `calendar`.
-    public func segments(_ segmentation: SegmentInterval, calendar: Calendar) -> [UsageSegment] {
+    public func segments(_ segmentation: SegmentInterval, calendar: ZonedCalendar) -> [UsageSegment] {
         segmentation.intervals(calendar: calendar).map { interval in
             UsageSegment(
                 interval: interval,
@@ -115,7 +115,7 @@ public enum SegmentInterval: Hashable, Sendable {
 
     /// The segments, by the calendar's own hours, days and weeks (a DST day is 23 or 25 hours
     /// long), clipped to the stretch.
-    public func intervals(calendar: Calendar) -> [DateInterval] {
+    public func intervals(calendar: ZonedCalendar) -> [DateInterval] {
         let (component, during): (Calendar.Component, DateInterval) =
             switch self {
             case .hourly(let during): (.hour, during)
