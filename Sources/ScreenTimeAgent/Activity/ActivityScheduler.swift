@@ -156,8 +156,8 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
                 continue
             }
             if wake == .zoneChanged {
-                NSTimeZone.resetSystemTimeZone()
-                logger.notice("the time zone changed", metadata: ["zone": "\(TimeZone.current.identifier)"])
+                // (The calendar reads the zone at each use: nothing to reset.)
+                logger.notice("the time zone changed", metadata: ["zone": "\(ZoneInfo.current().identifier)"])
             }
             if wake == .clockChanged { logger.notice("the wall clock was set", metadata: ["now": "\(now())"]) }
             state.withLock { state in

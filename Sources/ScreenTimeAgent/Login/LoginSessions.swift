@@ -1,6 +1,7 @@
 import Foundation
 import LinuxSupport
 package import Logging
+import ScreenTimeCore
 import ScreenTimeIPC
 import ServiceLifecycle
 import Synchronization
@@ -280,11 +281,9 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
 /// What a refused login and a locked session are told.
 enum LoginText {
     static func lockMessage(_ lock: PolicySnapshot.LoginLock, user: String?, now: Date = Date()) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_GB")
-        let sameDay = Calendar.current.isDate(lock.until, inSameDayAs: now)
-        formatter.dateFormat = sameDay ? "HH:mm" : "EEEE 'at' HH:mm"
-        let when = formatter.string(from: lock.until)
+        let clock = WallClock.current()
+        let sameDay = clock.isSameDay(lock.until, now)
+        let when = clock.format(lock.until, sameDay ? "HH:mm" : "EEEE at HH:mm")
         let who = user.map { "\($0) may" } ?? "You may"
         switch lock.reason {
         case "downtime":

@@ -129,7 +129,7 @@ extension PolicyService {
         let entries = scheduler.entries(uid: account.uid).filter { client == nil || $0.monitor.client == client }
         return MonitorListReply(
             user: summary(account), monitors: try entries.map { try monitorReport($0, names: names, runs: runs) },
-            timeZone: TimeZone.current.identifier)
+            timeZone: ZoneInfo.current().identifier)
     }
 
     // MARK: helpers
