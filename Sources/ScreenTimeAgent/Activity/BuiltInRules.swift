@@ -121,11 +121,10 @@ package final class BuiltInRules: BuiltInReactions {
         case (.free(let storeName, let shielded), .intervalDidStart):
             try shieldCategories(
                 shielded, StoreKey(client: monitor.client, name: storeName), of: account, remove: false)
-            let formatter = DateFormatter()
-            formatter.dateFormat = "HH:mm"
+            let end = WallClock.current().format(callback.interval.end, "HH:mm")
             shieldEvents.tell(
                 .notice(
-                    uid: account.uid, title: "Free time until \(formatter.string(from: callback.interval.end))",
+                    uid: account.uid, title: "Free time until \(end)",
                     subtitle: "Time now does not count toward your limits.", icon: "alarm-symbolic"))
         case (.free(let storeName, let shielded), .intervalDidEnd):
             try shieldCategories(shielded, StoreKey(client: monitor.client, name: storeName), of: account, remove: true)
