@@ -77,7 +77,7 @@ package final class ShieldProblems: Sendable {
     private let problems = Mutex<[UInt32: [String]]>([:])
 
     func note(_ uid: UInt32, _ problem: String, at date: Date = Date()) {
-        let stamped = "\(ISO8601DateFormatter().string(from: date)) \(problem)"
+        let stamped = "\(date.formatted(.iso8601)) \(problem)"
         problems.withLock { problems in
             problems[uid, default: []].append(stamped)
             if problems[uid, default: []].count > Self.kept { problems[uid]?.removeFirst() }
