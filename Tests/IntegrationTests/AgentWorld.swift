@@ -68,7 +68,7 @@ final class AgentWorld {
     /// kept in each gave both their first world the same mark (fresh runs 77 and 78). A mark is
     /// held by a lock on a file of its own in `markLocks`, which its process's end lets go too.
     /// Not the installed agent's (83 to 94) nor the package test's (240 to 251).
-    static let markLocks = "/tmp/screentime-test-marks"
+    static let markLocks = "/tmp/screentime-marks"
     static let markSlots = Array(stride(from: 1, through: 61, by: 12)) + Array(stride(from: 95, through: 227, by: 12))
 
     /// The first free slot's mark and the descriptor that holds it; waits (10 minutes at most)

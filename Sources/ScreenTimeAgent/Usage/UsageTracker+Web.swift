@@ -60,21 +60,9 @@ extension UsageTracker {
     /// calendar's, proleptic Gregorian), not a calendar and a formatter, since it is asked at each
     /// lookup a child makes (a formatter there took a fifth of a query's time).
     static func day(_ time: Date) -> String {
-        let days = Int((time.timeIntervalSince1970 / 86_400).rounded(.down))
-        // Howard Hinnant's civil_from_days: eras of 400 years from 0000-03-01.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1_460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let shiftedMonth = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * shiftedMonth + 2) / 5 + 1
-        let month = shiftedMonth < 10 ? shiftedMonth + 3 : shiftedMonth - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func padded(_ value: Int, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return padded(year, 4) + "-" + padded(month, 2) + "-" + padded(day, 2)
+        let date = CivilDate.date(days: Int64((time.timeIntervalSince1970 / 86_400).rounded(.down)))
+        let year = String(date.year)
+        return String(repeating: "0", count: max(0, 4 - year.count)) + year + "-" + twoDigits(Int(date.month)) + "-"
+            + twoDigits(Int(date.day))
     }
 }
