@@ -23,7 +23,7 @@ RUN_PACKAGES := publicsuffix tzdata passwd iptables
 # Building (the headers and libraries the programs link):
 #   libc6-dev       C headers, for the package's own C targets
 #   libpam0g-dev    PAM, for a guardian's password given in a child's session
-#   libsqlite3-dev  SQLite, the agent's state (GRDB)
+#   libsqlite3-dev  SQLite, the agent's state (ScreenTimeSQLite)
 #   libnetfilter-queue-dev  the NFQUEUE the agent reads the children's DNS from
 #   libcap-dev      libcap, with which the agent drops the capabilities it does not need
 #   libnl-3-dev libnl-route-3-dev  libnl-3, through which the agent opens every netlink socket (the
@@ -87,7 +87,7 @@ SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 
 # dashboard (10 MB of memory), into each shield window the child is shown, and into each command.
 ESSENTIALS_ONLY := Sources/ScreenTimeCore Sources/ScreenTimeIPC Sources/ScreenTimeClient \
   Sources/ScreenTimeReports Sources/ScreenTimeWeb Sources/screentime-web Sources/screentime-shield \
-  Sources/FamilyControls Sources/screentime
+  Sources/FamilyControls Sources/screentime Sources/ScreenTimeSQLite
 
 .PHONY: all deps test-deps deb-deps print-packages build docs stage test package-in-a-clean-root package-test lint-deb bench lint format install uninstall deb clean
 

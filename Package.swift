@@ -59,7 +59,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         // The dashboard (screentime-web) alone: HTTP, TLS, its self-signed certificate.
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
@@ -187,13 +186,27 @@ let package = Package(
             dependencies: ["ScreenTimeCore", "ScreenTimeIPC", "ScreenTimeClient"],
             swiftSettings: strictSettings
         ),
+        // SQLite (Debian's libsqlite3-dev), for the agent's state.
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]
+        ),
+        // The agent's state database: one connection, read and written in transactions, its
+        // migrations, and Swift values in columns (dates as GRDB stored them). FoundationEssentials
+        // only: GRDB, which it replaces, brought Foundation and ICU into the agent.
+        .target(
+            name: "ScreenTimeSQLite",
+            dependencies: ["CSQLite", "ScreenTimeCore"],
+            swiftSettings: strictSettings
+        ),
         // The agent's services: policy and persistence, the control server.
         .target(
             name: "ScreenTimeAgent",
             dependencies: [
                 "ScreenTimeCore", "ScreenTimeIPC", "LinuxSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "ScreenTimeSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -347,7 +360,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ScreenTimeAgentTests",
-            dependencies: ["ScreenTimeAgent", "ScreenTimeIPC", "LinuxSupport", "ScreenTimeTestKit"],
+            dependencies: [
+                "ScreenTimeAgent", "ScreenTimeIPC", "ScreenTimeSQLite", "LinuxSupport", "ScreenTimeTestKit",
+            ],
+            exclude: ["Fixtures"],
             swiftSettings: testSettings
         ),
         // The client API against the real agent's services in the test's own process (no root), and

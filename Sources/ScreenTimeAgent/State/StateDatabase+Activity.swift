@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import ScreenTimeCore
+import ScreenTimeSQLite
 
 extension StateDatabase {
     private static let encoder: JSONEncoder = {

@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import ScreenTimeIPC
+import ScreenTimeSQLite
 
 extension StateDatabase {
     /// The browsers' settings as a guardian last set them (what the browsers may do while a child

@@ -1,7 +1,7 @@
 import Foundation
-import GRDB
 import ScreenTimeCore
 import ScreenTimeIPC
+import ScreenTimeSQLite
 
 extension StateDatabase {
     /// One app or web domain a guardian always allows a child.

@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import ScreenTimeCore
+import ScreenTimeSQLite
 import Synchronization
 
 // Frozen processes and application events.

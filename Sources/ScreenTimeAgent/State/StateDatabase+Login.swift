@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+import ScreenTimeSQLite
 
 extension StateDatabase {
     struct LoginLock: Hashable, Sendable {

@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import ScreenTimeCore
+import ScreenTimeSQLite
 
 extension StateDatabase {
     struct TimeRequest: Hashable, Sendable {

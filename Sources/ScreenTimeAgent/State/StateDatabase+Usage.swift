@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+import ScreenTimeSQLite
 
 extension StateDatabase {
     /// A stretch of foreground time as stored: an application of a user's in front in a session.

@@ -1,5 +1,5 @@
 import Foundation
-import GRDB
+import ScreenTimeSQLite
 
 extension StateDatabase {
     /// A dashboard session as stored: the secret's hash, never the secret.

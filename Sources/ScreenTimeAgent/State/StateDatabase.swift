@@ -1,6 +1,6 @@
 import Foundation
-import GRDB
 import ScreenTimeCore
+import ScreenTimeSQLite
 import Synchronization
 
 /// The agent's state in SQLite: authorizations, stores, and the names of tokens a guardian used.
@@ -18,14 +18,11 @@ package final class StateDatabase: Sendable {
 
     package init(path: String, retentionDays: Int = 30) throws {
         retention = TimeInterval(retentionDays) * 86_400
-        var configuration = Configuration()
-        // WAL and FULL are set here, in this order: GRDB's own `.wal` setting would lower
-        // synchronous to NORMAL, which can lose the last transactions on power loss.
-        configuration.prepareDatabase { db in
+        // WAL, with FULL: a committed transaction survives power loss (NORMAL could lose the last).
+        queue = try DatabaseQueue(path: path) { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
-        queue = try DatabaseQueue(path: path, configuration: configuration)
         try StateMigrations.migrator.migrate(queue)
     }
 

@@ -1,4 +1,4 @@
-import GRDB
+import ScreenTimeSQLite
 
 /// Every schema change of the state database, in the order they run. A migration once released is
 /// never edited: a new schema is a new entry at the end of `all`.
@@ -26,183 +26,193 @@ enum StateMigrations {
         return migrator
     }
 
+    // The statements are those GRDB's schema builder ran (as `sqlite_master` keeps them), so that a
+    // database made now has the schema of one made before.
     private static func v1(_ db: Database) throws {
-        try db.create(table: "authorization") { table in
-            table.primaryKey("uid", .integer)
-            table.column("userName", .text).notNull()
-            table.column("member", .text).notNull()
-            table.column("status", .text).notNull()
-            table.column("showNamesToChild", .boolean).notNull().defaults(to: false)
-            table.column("changedAt", .datetime).notNull()
-            table.column("changedByUID", .integer).notNull()
-        }
-        try db.create(table: "store") { table in
-            table.column("uid", .integer).notNull()
-            table.column("client", .text).notNull()
-            table.column("name", .text).notNull()
-            table.column("settings", .text).notNull()
-            table.column("updatedAt", .datetime).notNull()
-            table.primaryKey(["uid", "client", "name"])
-        }
-        try db.create(table: "tokenName") { table in
-            table.primaryKey("token", .text)
-            table.column("kind", .text).notNull()
-            table.column("identity", .text).notNull()
-            table.column("displayName", .text).notNull()
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "authorization" (\
+                "uid" INTEGER PRIMARY KEY, \
+                "userName" TEXT NOT NULL, \
+                "member" TEXT NOT NULL, \
+                "status" TEXT NOT NULL, \
+                "showNamesToChild" BOOLEAN NOT NULL DEFAULT 0, \
+                "changedAt" DATETIME NOT NULL, \
+                "changedByUID" INTEGER NOT NULL);
+                CREATE TABLE "store" (\
+                "uid" INTEGER NOT NULL, \
+                "client" TEXT NOT NULL, \
+                "name" TEXT NOT NULL, \
+                "settings" TEXT NOT NULL, \
+                "updatedAt" DATETIME NOT NULL, \
+                PRIMARY KEY ("uid", "client", "name"));
+                CREATE TABLE "tokenName" (\
+                "token" TEXT PRIMARY KEY NOT NULL, \
+                "kind" TEXT NOT NULL, \
+                "identity" TEXT NOT NULL, \
+                "displayName" TEXT NOT NULL);
+                """)
     }
 
     private static func v2(_ db: Database) throws {
-        try db.create(table: "shieldEvent") { table in
-            table.autoIncrementedPrimaryKey("id")
-            table.column("uid", .integer).notNull()
-            table.column("kind", .text).notNull()
-            table.column("token", .text).notNull()
-            table.column("reason", .text).notNull()
-            table.column("category", .text)
-            table.column("first", .datetime).notNull()
-            table.column("last", .datetime).notNull()
-            table.column("count", .integer).notNull()
-        }
-        try db.create(index: "shieldEventByUser", on: "shieldEvent", columns: ["uid", "last"])
+        try db.execute(
+            sql: """
+                CREATE TABLE "shieldEvent" (\
+                "id" INTEGER PRIMARY KEY AUTOINCREMENT, \
+                "uid" INTEGER NOT NULL, \
+                "kind" TEXT NOT NULL, \
+                "token" TEXT NOT NULL, \
+                "reason" TEXT NOT NULL, \
+                "category" TEXT, \
+                "first" DATETIME NOT NULL, \
+                "last" DATETIME NOT NULL, \
+                "count" INTEGER NOT NULL);
+                CREATE INDEX "shieldEventByUser" ON "shieldEvent"("uid", "last");
+                """)
     }
 
     private static func v3(_ db: Database) throws {
         // What the agent froze, with where each process came from: after a crash, the next
         // run thaws what is no longer shielded back into its own group.
-        try db.create(table: "frozenProcess") { table in
-            table.column("pid", .integer).notNull()
-            table.column("startTime", .integer).notNull()
-            table.column("uid", .integer).notNull()
-            table.column("token", .text).notNull()
-            table.column("origin", .text).notNull()
-            table.column("frozenAt", .datetime).notNull()
-            table.primaryKey(["pid", "startTime"])
-        }
-        try db.create(table: "applicationEvent") { table in
-            table.autoIncrementedPrimaryKey("id")
-            table.column("time", .datetime).notNull()
-            table.column("uid", .integer).notNull()
-            table.column("token", .text).notNull()
-            table.column("pid", .integer).notNull()
-            table.column("action", .text).notNull()
-        }
-        try db.create(index: "applicationEventByUser", on: "applicationEvent", columns: ["uid", "time"])
+        try db.execute(
+            sql: """
+                CREATE TABLE "frozenProcess" (\
+                "pid" INTEGER NOT NULL, \
+                "startTime" INTEGER NOT NULL, \
+                "uid" INTEGER NOT NULL, \
+                "token" TEXT NOT NULL, \
+                "origin" TEXT NOT NULL, \
+                "frozenAt" DATETIME NOT NULL, \
+                PRIMARY KEY ("pid", "startTime"));
+                CREATE TABLE "applicationEvent" (\
+                "id" INTEGER PRIMARY KEY AUTOINCREMENT, \
+                "time" DATETIME NOT NULL, \
+                "uid" INTEGER NOT NULL, \
+                "token" TEXT NOT NULL, \
+                "pid" INTEGER NOT NULL, \
+                "action" TEXT NOT NULL);
+                CREATE INDEX "applicationEventByUser" ON "applicationEvent"("uid", "time");
+                """)
     }
 
     private static func v4(_ db: Database) throws {
         // Per asker (the uid whose session typed the password): consecutive failures, the
         // last one, and whether a guardian must lift a lockout. Kept across restarts, so that
         // restarting the agent is no way to more guesses.
-        try db.create(table: "passwordFailure") { table in
-            table.primaryKey("uid", .integer)
-            table.column("failures", .integer).notNull()
-            table.column("lastFailure", .datetime).notNull()
-            table.column("locked", .boolean).notNull().defaults(to: false)
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "passwordFailure" (\
+                "uid" INTEGER PRIMARY KEY, \
+                "failures" INTEGER NOT NULL, \
+                "lastFailure" DATETIME NOT NULL, \
+                "locked" BOOLEAN NOT NULL DEFAULT 0);
+                """)
     }
 
     private static func v5(_ db: Database) throws {
         // Foreground time: one row per stretch of an application in front (stretches of the
         // same application in one session less than a few seconds apart share a row, so a
         // child switching windows fast cannot grow the table fast).
-        try db.create(table: "usageSpan") { table in
-            table.autoIncrementedPrimaryKey("id")
-            table.column("uid", .integer).notNull()
-            table.column("session", .text).notNull()
-            table.column("token", .text).notNull()
-            table.column("identity", .text).notNull()
-            table.column("displayName", .text).notNull()
-            // Category names, one per line.
-            table.column("categories", .text).notNull()
-            table.column("start", .datetime).notNull()
-            table.column("end", .datetime).notNull()
-        }
-        try db.create(index: "usageSpanByUser", on: "usageSpan", columns: ["uid", "end"])
         // Names the user's programs looked up, per registrable domain and day.
-        try db.create(table: "domainLookup") { table in
-            table.column("uid", .integer).notNull()
-            table.column("day", .text).notNull()
-            table.column("domain", .text).notNull()
-            table.column("count", .integer).notNull()
-            table.column("first", .datetime).notNull()
-            table.column("last", .datetime).notNull()
-            table.primaryKey(["uid", "day", "domain"])
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "usageSpan" (\
+                "id" INTEGER PRIMARY KEY AUTOINCREMENT, \
+                "uid" INTEGER NOT NULL, \
+                "session" TEXT NOT NULL, \
+                "token" TEXT NOT NULL, \
+                "identity" TEXT NOT NULL, \
+                "displayName" TEXT NOT NULL, \
+                "categories" TEXT NOT NULL, \
+                "start" DATETIME NOT NULL, \
+                "end" DATETIME NOT NULL);
+                CREATE INDEX "usageSpanByUser" ON "usageSpan"("uid", "end");
+                CREATE TABLE "domainLookup" (\
+                "uid" INTEGER NOT NULL, \
+                "day" TEXT NOT NULL, \
+                "domain" TEXT NOT NULL, \
+                "count" INTEGER NOT NULL, \
+                "first" DATETIME NOT NULL, \
+                "last" DATETIME NOT NULL, \
+                PRIMARY KEY ("uid", "day", "domain"));
+                """)
     }
 
     private static func v6(_ db: Database) throws {
         // One row per monitored activity: its definition and what has been told of it.
-        try db.create(table: "monitor") { table in
-            table.column("uid", .integer).notNull()
-            table.column("client", .text).notNull()
-            table.column("name", .text).notNull()
-            table.column("definition", .text).notNull()
-            table.column("progress", .text).notNull()
-            table.primaryKey(["uid", "client", "name"])
-        }
         // Callbacks owed: written with the progress that made them owed, deleted once run.
-        try db.create(table: "owedCallback") { table in
-            table.autoIncrementedPrimaryKey("id")
-            table.column("uid", .integer).notNull()
-            table.column("client", .text).notNull()
-            table.column("name", .text).notNull()
-            table.column("callback", .text).notNull()
-        }
         // How the latest runs went (a few per monitor).
-        try db.create(table: "extensionRun") { table in
-            table.autoIncrementedPrimaryKey("id")
-            table.column("uid", .integer).notNull()
-            table.column("client", .text).notNull()
-            table.column("name", .text).notNull()
-            table.column("callback", .text).notNull()
-            table.column("at", .datetime).notNull()
-            table.column("outcome", .text).notNull()
-            table.column("problem", .text)
-        }
-        try db.create(index: "extensionRunByMonitor", on: "extensionRun", columns: ["uid", "client", "name", "id"])
+        try db.execute(
+            sql: """
+                CREATE TABLE "monitor" (\
+                "uid" INTEGER NOT NULL, \
+                "client" TEXT NOT NULL, \
+                "name" TEXT NOT NULL, \
+                "definition" TEXT NOT NULL, \
+                "progress" TEXT NOT NULL, \
+                PRIMARY KEY ("uid", "client", "name"));
+                CREATE TABLE "owedCallback" (\
+                "id" INTEGER PRIMARY KEY AUTOINCREMENT, \
+                "uid" INTEGER NOT NULL, \
+                "client" TEXT NOT NULL, \
+                "name" TEXT NOT NULL, \
+                "callback" TEXT NOT NULL);
+                CREATE TABLE "extensionRun" (\
+                "id" INTEGER PRIMARY KEY AUTOINCREMENT, \
+                "uid" INTEGER NOT NULL, \
+                "client" TEXT NOT NULL, \
+                "name" TEXT NOT NULL, \
+                "callback" TEXT NOT NULL, \
+                "at" DATETIME NOT NULL, \
+                "outcome" TEXT NOT NULL, \
+                "problem" TEXT);
+                CREATE INDEX "extensionRunByMonitor" ON "extensionRun"("uid", "client", "name", "id");
+                """)
     }
 
     private static func v7(_ db: Database) throws {
         // When a user's programs used a registrable domain: a window from a lookup or a
         // connection naming it to a few minutes after the last one (windows a few minutes
         // apart are one row).
-        try db.create(table: "webActivity") { table in
-            table.autoIncrementedPrimaryKey("id")
-            table.column("uid", .integer).notNull()
-            table.column("domain", .text).notNull()
-            table.column("start", .datetime).notNull()
-            table.column("end", .datetime).notNull()
-        }
-        try db.create(index: "webActivityByUser", on: "webActivity", columns: ["uid", "end"])
+        try db.execute(
+            sql: """
+                CREATE TABLE "webActivity" (\
+                "id" INTEGER PRIMARY KEY AUTOINCREMENT, \
+                "uid" INTEGER NOT NULL, \
+                "domain" TEXT NOT NULL, \
+                "start" DATETIME NOT NULL, \
+                "end" DATETIME NOT NULL);
+                CREATE INDEX "webActivityByUser" ON "webActivity"("uid", "end");
+                """)
     }
 
     private static func v8(_ db: Database) throws {
         // A child's asks for more time, and what a guardian decided: a granted one lifts the
         // shield on its token until `until`.
-        try db.create(table: "timeRequest") { table in
-            table.autoIncrementedPrimaryKey("id")
-            table.column("uid", .integer).notNull()
-            table.column("kind", .text).notNull()
-            table.column("token", .text).notNull()
-            table.column("name", .text).notNull()
-            table.column("minutes", .integer).notNull()
-            table.column("note", .text)
-            table.column("state", .text).notNull()
-            table.column("createdAt", .datetime).notNull()
-            table.column("decidedAt", .datetime)
-            table.column("decidedBy", .text)
-            table.column("until", .datetime)
-        }
-        try db.create(index: "timeRequestByUser", on: "timeRequest", columns: ["uid", "state"])
         // Each client's configuration and action extensions, per user.
-        try db.create(table: "shieldExtension") { table in
-            table.column("uid", .integer).notNull()
-            table.column("client", .text).notNull()
-            table.column("configuration", .text)
-            table.column("action", .text)
-            table.primaryKey(["uid", "client"])
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "timeRequest" (\
+                "id" INTEGER PRIMARY KEY AUTOINCREMENT, \
+                "uid" INTEGER NOT NULL, \
+                "kind" TEXT NOT NULL, \
+                "token" TEXT NOT NULL, \
+                "name" TEXT NOT NULL, \
+                "minutes" INTEGER NOT NULL, \
+                "note" TEXT, \
+                "state" TEXT NOT NULL, \
+                "createdAt" DATETIME NOT NULL, \
+                "decidedAt" DATETIME, \
+                "decidedBy" TEXT, \
+                "until" DATETIME);
+                CREATE INDEX "timeRequestByUser" ON "timeRequest"("uid", "state");
+                CREATE TABLE "shieldExtension" (\
+                "uid" INTEGER NOT NULL, \
+                "client" TEXT NOT NULL, \
+                "configuration" TEXT, \
+                "action" TEXT, \
+                PRIMARY KEY ("uid", "client"));
+                """)
     }
 
     private static func v9(_ db: Database) throws {
@@ -210,36 +220,42 @@ enum StateMigrations {
         // --no-login while its interval lasts, the day's screen time used up until midnight.
         // Set and cleared by the built-in monitors' reactions (each once per interval, and
         // caught up after a restart), so a restart keeps a lock in force.
-        try db.create(table: "loginLock") { table in
-            table.column("uid", .integer).notNull()
-            table.column("reason", .text).notNull()
-            table.column("until", .datetime).notNull()
-            table.column("since", .datetime).notNull()
-            table.primaryKey(["uid", "reason"])
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "loginLock" (\
+                "uid" INTEGER NOT NULL, \
+                "reason" TEXT NOT NULL, \
+                "until" DATETIME NOT NULL, \
+                "since" DATETIME NOT NULL, \
+                PRIMARY KEY ("uid", "reason"));
+                """)
     }
 
     private static func v10(_ db: Database) throws {
         // What a guardian always allows a child, under downtime and a used-up screen time: apps
         // and web domains by token, with the name the guardian gave.
-        try db.create(table: "alwaysAllowed") { table in
-            table.column("uid", .integer).notNull()
-            table.column("kind", .text).notNull()
-            table.column("token", .text).notNull()
-            table.column("name", .text).notNull()
-            table.primaryKey(["uid", "kind", "token"])
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "alwaysAllowed" (\
+                "uid" INTEGER NOT NULL, \
+                "kind" TEXT NOT NULL, \
+                "token" TEXT NOT NULL, \
+                "name" TEXT NOT NULL, \
+                PRIMARY KEY ("uid", "kind", "token"));
+                """)
     }
 
     private static func v11(_ db: Database) throws {
         // What a lock does to a child's sessions besides refusing its logins: hold them, log them
         // out, or suspend the computer; and the warnings before it and before a limit (seconds,
         // comma-separated; NULL: the default 30, 10, 5 and 1 minutes). No row: both defaults.
-        try db.create(table: "lockout") { table in
-            table.column("uid", .integer).notNull().primaryKey()
-            table.column("action", .text).notNull()
-            table.column("warnings", .text)
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "lockout" (\
+                "uid" INTEGER PRIMARY KEY NOT NULL, \
+                "action" TEXT NOT NULL, \
+                "warnings" TEXT);
+                """)
     }
 
     private static func v12(_ db: Database) throws {
@@ -247,43 +263,48 @@ enum StateMigrations {
         // only in the guardian's cookie), whose it is, the device's own name, whether a paired
         // device's (long-lived), and when it was made, last used and ends. And the one-time codes
         // that pair a phone, hashed too, until they are used or run out.
-        try db.create(table: "webSession") { table in
-            table.column("secretHash", .text).notNull().primaryKey()
-            table.column("uid", .integer).notNull()
-            table.column("device", .text).notNull()
-            table.column("paired", .boolean).notNull()
-            table.column("created", .datetime).notNull()
-            table.column("lastUsed", .datetime).notNull()
-            table.column("expires", .datetime).notNull()
-        }
-        try db.create(table: "webPairing") { table in
-            table.column("codeHash", .text).notNull().primaryKey()
-            table.column("uid", .integer).notNull()
-            table.column("expires", .datetime).notNull()
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "webSession" (\
+                "secretHash" TEXT PRIMARY KEY NOT NULL, \
+                "uid" INTEGER NOT NULL, \
+                "device" TEXT NOT NULL, \
+                "paired" BOOLEAN NOT NULL, \
+                "created" DATETIME NOT NULL, \
+                "lastUsed" DATETIME NOT NULL, \
+                "expires" DATETIME NOT NULL);
+                CREATE TABLE "webPairing" (\
+                "codeHash" TEXT PRIMARY KEY NOT NULL, \
+                "uid" INTEGER NOT NULL, \
+                "expires" DATETIME NOT NULL);
+                """)
     }
 
     private static func v13(_ db: Database) throws {
         // Whether a guardian has the dashboard on, where it listens (a JSON list of addresses,
         // empty: the home network's), and who changed it last: one row at most.
-        try db.create(table: "webService") { table in
-            table.primaryKey("id", .integer).check { $0 == 1 }
-            table.column("enabled", .boolean).notNull()
-            table.column("port", .integer).notNull()
-            table.column("listen", .text).notNull()
-            table.column("changedBy", .text).notNull()
-            table.column("changedAt", .datetime).notNull()
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "webService" (\
+                "id" INTEGER PRIMARY KEY CHECK ("id" = 1), \
+                "enabled" BOOLEAN NOT NULL, \
+                "port" INTEGER NOT NULL, \
+                "listen" TEXT NOT NULL, \
+                "changedBy" TEXT NOT NULL, \
+                "changedAt" DATETIME NOT NULL);
+                """)
     }
 
     private static func v14(_ db: Database) throws {
         // What the browsers may do while a child is authorized (BrowserSettings as JSON), and who
         // changed it last: one row at most.
-        try db.create(table: "browserSettings") { table in
-            table.primaryKey("id", .integer).check { $0 == 1 }
-            table.column("settings", .text).notNull()
-            table.column("changedBy", .text).notNull()
-            table.column("changedAt", .datetime).notNull()
-        }
+        try db.execute(
+            sql: """
+                CREATE TABLE "browserSettings" (\
+                "id" INTEGER PRIMARY KEY CHECK ("id" = 1), \
+                "settings" TEXT NOT NULL, \
+                "changedBy" TEXT NOT NULL, \
+                "changedAt" DATETIME NOT NULL);
+                """)
     }
 }
