@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 
 /// The agent's configuration: `/etc/screentime/screentimed.json`, every key optional; `keys`
@@ -322,7 +322,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             let key = context.codingPath.map(\.stringValue).joined(separator: ".")
             if case .dataCorrupted = error, let underlying = context.underlyingError {
                 if let agentError = underlying as? AgentError { return agentError.message }
-                return "not valid JSON (\(underlying.localizedDescription))"
+                return "not valid JSON (\(underlying))"
             }
             return key.isEmpty ? context.debugDescription : "'\(key)': \(context.debugDescription)"
         case .keyNotFound(let key, _):

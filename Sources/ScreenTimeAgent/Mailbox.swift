@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Synchronization
 
 /// What many threads put in without waiting and one thread takes out, all that is there at once:

@@ -1,6 +1,6 @@
 extension StringProtocol {
     /// The text without leading and trailing white space (spaces, tabs, line breaks).
-    func trimmingWhitespace() -> String { trimming { $0.properties.isWhitespace } }
+    package func trimmingWhitespace() -> String { trimming { $0.properties.isWhitespace } }
 
     /// The text without leading and trailing spaces and tabs (Foundation's `.whitespaces`: the
     /// space separators and the tab; line breaks stay).
@@ -26,4 +26,12 @@ package func twoDigits(_ value: Int) -> String {
 /// `text` followed by spaces up to `width` characters (as it is when longer): a column.
 package func padded(_ text: String, to width: Int) -> String {
     text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+}
+
+/// Bytes as lowercase hexadecimal, two digits each (what `String(format: "%02x")` wrote).
+package func hexadecimal(_ bytes: some Sequence<UInt8>) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var text: [UInt8] = []
+    for byte in bytes { text += [digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]] }
+    return String(decoding: text, as: UTF8.self)
 }

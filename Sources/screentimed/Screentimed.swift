@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeAgent
@@ -67,7 +68,7 @@ struct Screentimed: ParsableCommand {
 
     func run() throws {
         // A peer that goes away mid-reply is an error on that write, not the end of the agent.
-        signal(SIGPIPE, SIG_IGN)
+        ignoreBrokenPipes()
         if let launcherSocket {
             throw ExitCode(
                 Launcher.serve(socket: launcherSocket, extensionUID: extensionUID, dashboardUID: dashboardUID))

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import Glibc
+import ScreenTimeCore
 
 /// The managed browser policies that keep a browser's names where the agent can read them:
 /// DNS over HTTPS off and locked (a custom DoH provider in the profile is then ignored),
@@ -125,9 +126,9 @@ public struct BrowserPolicies: Sendable {
         for (path, wanted) in [(chromiumPath, true), (chromePath, Files.exists(root + "/opt/google/chrome"))]
         where wanted {
             do {
-                let data = try JSONSerialization.data(withJSONObject: chromiumPolicies, options: [.sortedKeys])
+                let data = Self.json(chromiumPolicies).serialized()
                 try Files.makeDirectory(parent(path), mode: 0o755)
-                try Files.writeAtomically(Array(data) + [0x0A], to: path, mode: 0o644)
+                try Files.writeAtomically(data + [0x0A], to: path, mode: 0o644)
             } catch let error as SystemError {
                 problems.append(error.message)
             } catch {
@@ -143,8 +144,7 @@ public struct BrowserPolicies: Sendable {
         // JSON values compare as their sorted serializations.
         func same(_ found: Any?, _ wanted: Any) -> Bool {
             guard let found else { return false }
-            let data = { (value: Any) in try? JSONSerialization.data(withJSONObject: [value], options: [.sortedKeys]) }
-            return data(found) != nil && data(found) == data(wanted)
+            return JSONValue(found).map { $0 == Self.json(wanted) } ?? false
         }
         for (path, wanted) in [(chromiumPath, true), (chromePath, Files.exists(root + "/opt/google/chrome"))]
         where wanted {
@@ -239,21 +239,18 @@ public struct BrowserPolicies: Sendable {
     private func readJSON(_ path: String) throws(SystemError) -> [String: Any]? {
         guard Files.exists(path) else { return nil }
         let bytes = try Files.read(path, limit: 4 << 20)
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)),
-            let dictionary = object as? [String: Any]
-        else { throw SystemError(.badFile, "\(path) is not a JSON object; not changed") }
+        guard let dictionary = (try? JSONValue(parsing: bytes))?.any as? [String: Any] else {
+            throw SystemError(.badFile, "\(path) is not a JSON object; not changed")
+        }
         return dictionary
     }
 
     private func writeJSON(_ object: [String: Any], to path: String) throws(SystemError) {
-        let data: Data
-        do {
-            data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-        } catch {
-            throw SystemError(.badFile, "cannot write \(path): \(error)")
-        }
-        try Files.writeAtomically(Array(data) + [0x0A], to: path, mode: 0o644)
+        try Files.writeAtomically(Self.json(object).serialized(pretty: true) + [0x0A], to: path, mode: 0o644)
     }
+
+    /// Policies (Swift's own types: strings, booleans, integers, arrays, objects) as JSON.
+    private static func json(_ value: Any) -> JSONValue { JSONValue(value) ?? .null }
 
     private func parent(_ path: String) -> String {
         String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])

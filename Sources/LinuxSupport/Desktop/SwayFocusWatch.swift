@@ -1,6 +1,7 @@
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
+import ScreenTimeCore
 
 /// The agent's own view of a sway (or i3-compatible wlroots) session: the compositor's IPC socket
 /// (`SWAYSOCK`), subscribed to window events, which carry the focused window's `pid` (the
@@ -144,7 +145,7 @@ public final class SwayFocusWatch {
     }
 
     static func object(_ payload: [UInt8]) -> [String: Any]? {
-        (try? JSONSerialization.jsonObject(with: Data(payload))) as? [String: Any]
+        (try? JSONValue(parsing: payload))?.any as? [String: Any]
     }
 
     static func window(_ container: [String: Any]) -> Window? {

@@ -1,5 +1,5 @@
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Idle and back in a wlroots session, from the compositor itself: the agent speaks the Wayland

@@ -1,6 +1,6 @@
 import CLinuxShim
 import CXCB
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 

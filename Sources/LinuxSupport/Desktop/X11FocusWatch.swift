@@ -1,6 +1,7 @@
 import CLinuxShim
 import CXCB
-import Foundation
+import Dispatch
+import FoundationEssentials
 import Glibc
 import Synchronization
 

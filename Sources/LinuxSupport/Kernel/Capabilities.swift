@@ -1,5 +1,6 @@
 import CCapability
 import Glibc
+import ScreenTimeCore
 
 /// The agent's capabilities: what it keeps once its setup is done, and the drop of the rest.
 ///
@@ -103,7 +104,7 @@ public enum Capabilities {
         var masks: [String: UInt64] = [:]
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Cap") {
             let fields = line.split(separator: ":", maxSplits: 1)
-            guard fields.count == 2, let mask = UInt64(fields[1].trimmingCharacters(in: .whitespaces), radix: 16)
+            guard fields.count == 2, let mask = UInt64(fields[1].trimmingSpaces(), radix: 16)
             else { continue }
             masks[String(fields[0])] = mask
         }

@@ -1,4 +1,5 @@
 import Glibc
+import ScreenTimeCore
 
 /// What the scheduler tells of some threads: how long each has run, how long it was ready to run
 /// and waited for a processor (`/proc/PID/task/TID/schedstat`, in nanoseconds), and whether it
@@ -95,7 +96,7 @@ public struct RunQueueWait: Sendable {
         else { return true }
         if let group = Self.contents("\(root)/\(pid)/autogroup").map({ String(decoding: $0, as: UTF8.self) }),
             let nice = group.split(separator: " ").last.flatMap({
-                Int($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                Int($0.trimmingWhitespace())
             }),
             nice > 0
         {
@@ -193,7 +194,7 @@ public struct RunQueueWait: Sendable {
     /// How many processors a list names (`0-3,6,8-9`); nil for anything else.
     static func countCPUs(_ list: String) -> Int? {
         var count = 0
-        for range in list.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",") {
+        for range in list.trimmingWhitespace().split(separator: ",") {
             let ends = range.split(separator: "-", omittingEmptySubsequences: false)
             guard (1...2).contains(ends.count), let low = number(ends[0].utf8), let high = number(ends.last!.utf8),
                 low <= high, high < 1 << 16

@@ -46,6 +46,10 @@ public enum Hangup {
     public static func leaveToDispatch() { signal(SIGHUP, SIG_IGN) }
 }
 
+/// SIGPIPE ignored: a peer that goes away mid-reply is an error on that write (EPIPE), not the
+/// end of the process.
+public func ignoreBrokenPipes() { signal(SIGPIPE, SIG_IGN) }
+
 /// The calling thread's name as ps, top and /proc show it (15 bytes at most): Foundation's
 /// `Thread.name` does not reach the kernel on Linux.
 public func nameCurrentThread(_ name: String) {

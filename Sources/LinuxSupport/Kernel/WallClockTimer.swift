@@ -1,5 +1,5 @@
 import CLinuxShim
-public import Foundation
+public import FoundationEssentials
 import Glibc
 
 /// Sleeps until a moment on the wall clock, and notices when the wall clock or the time zone

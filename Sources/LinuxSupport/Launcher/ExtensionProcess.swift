@@ -1,5 +1,5 @@
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// One run of an extension through the launcher: its input written to its standard input, its

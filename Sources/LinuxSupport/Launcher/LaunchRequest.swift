@@ -1,6 +1,6 @@
 import CLauncher
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 

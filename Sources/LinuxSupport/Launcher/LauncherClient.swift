@@ -1,6 +1,6 @@
 import CLauncher
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -22,7 +22,7 @@ public final class LauncherClient: Sendable {
 
     /// What the reader thread received, under one condition.
     private final class Inbox: @unchecked Sendable {
-        let condition = NSCondition()
+        let condition = Condition()
         // Guarded by `condition`.
         var answers: [UInt64: (pid: Int32?, refused: String?)] = [:]
         var exits: [Int32: Int32] = [:]
@@ -75,9 +75,7 @@ public final class LauncherClient: Sendable {
             return !started
         }
         guard first else { return }
-        let reader = Thread { [inbox, socket] in Self.read(socket, into: inbox) }
-        reader.name = "screentime.launcher"
-        reader.start()
+        Threads.start("screentime.launcher") { [inbox, socket] in Self.read(socket, into: inbox) }
     }
 
     private init(pid: Int32, socket: Int32, extensionUID: UInt32?, dashboardUID: UInt32?) {
@@ -148,7 +146,7 @@ public final class LauncherClient: Sendable {
     /// signal ended it), or nil if it still runs.
     public func waitForExit(of pid: Int32, timeout: Duration) throws(SystemError) -> Int32? {
         startReading()
-        let deadline = Date().addingTimeInterval(Self.seconds(timeout))
+        let deadline = ContinuousClock.now + timeout
         inbox.condition.lock()
         defer { inbox.condition.unlock() }
         while true {
@@ -169,7 +167,7 @@ public final class LauncherClient: Sendable {
             }
         }
         guard sent == bytes.count else { throw SystemError.call("send(launcher)", errno) }
-        let deadline = Date().addingTimeInterval(Self.seconds(timeout))
+        let deadline = ContinuousClock.now + timeout
         inbox.condition.lock()
         defer { inbox.condition.unlock() }
         while true {

@@ -1,7 +1,8 @@
 import CLauncher
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
+import ScreenTimeCore
 import Synchronization
 
 /// One message on the launcher's socket pair (a datagram of JSON): the launcher says `ready`
@@ -30,9 +31,9 @@ struct LauncherMessage: Codable, Sendable {
 
     /// Exactly one of the known keys, or an error that says what was wrong.
     static func decode(_ bytes: [UInt8]) throws(SystemError) -> LauncherMessage {
-        let object = try? JSONSerialization.jsonObject(with: Data(bytes))
+        let object = (try? JSONValue(parsing: bytes))?.objectValue
         let known = ["ready", "launch", "started", "refused", "exited", "stop"]
-        guard let keys = (object as? [String: Any])?.keys.filter({ $0 != "id" }), keys.count == 1,
+        guard let keys = object?.keys.filter({ $0 != "id" }), keys.count == 1,
             let key = keys.first, known.contains(key)
         else {
             throw SystemError(.launch, "not a launcher message (one of launch, started, refused, exited)")

@@ -1,5 +1,5 @@
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
 import Logging
 import Synchronization
@@ -59,8 +59,7 @@ public final class SessionProgram: Sendable {
         }
         let (input, output, errors) = (pipes.input, pipes.output, pipes.errors)
         let reading = errors.reading
-        let thread = Thread {
-            nameCurrentThread("screentime.err")
+        Threads.start("screentime.err") {
             var said: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 2048)
             while true {
@@ -71,7 +70,6 @@ public final class SessionProgram: Sendable {
             Glibc.close(reading)
             if !said.isEmpty { errorOutput(said) }
         }
-        thread.start()
         // Lines are written without waiting.
         Pipe.setNonBlocking(input.writing)
         return SessionProgram(pid: pid, input: input.writing, output: output.reading)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 // Installing and removing the rules, through iptables-restore and iptables.
 extension Firewall {
@@ -77,8 +77,7 @@ extension Firewall {
             path, arguments, environment: ["PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"],
             input: Array((input ?? "").utf8))
         guard outcome.status == 0 else {
-            let message = String(decoding: outcome.errors, as: UTF8.self).trimmingCharacters(
-                in: .whitespacesAndNewlines)
+            let message = String(decoding: outcome.errors, as: UTF8.self).trimmingWhitespace()
             throw SystemError(
                 .command, "\(tool) \(arguments.joined(separator: " ")) failed (\(outcome.status)): \(message)")
         }

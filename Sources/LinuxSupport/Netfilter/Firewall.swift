@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The agent's own iptables and ip6tables chains: they send the filtered users' DNS (and the
 /// replies to it) and the opening packets of their other connections to a netfilter queue,

@@ -1,5 +1,5 @@
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 
@@ -167,9 +167,7 @@ public final class ExecGate: @unchecked Sendable {
         decide: (Request) -> Bool, fallback: @escaping @Sendable (Request) -> Bool, stallAfter: Duration = .seconds(1),
         started: () -> Void = {}
     ) throws(SystemError) {
-        let watchdog = Thread { [self] in watch(fallback: fallback) }
-        watchdog.name = "screentime.gatewatch"
-        watchdog.start()
+        Threads.start("screentime.gatewatch") { [self] in watch(fallback: fallback) }
         started()
         defer { stopSignal.raise() }
         let (seconds, attoseconds) = stallAfter.components

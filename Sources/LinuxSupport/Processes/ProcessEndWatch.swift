@@ -1,5 +1,5 @@
 import CLinuxShim
-import Foundation
+import FoundationEssentials
 import Glibc
 public import Logging
 import Synchronization
@@ -26,11 +26,9 @@ public final class ProcessEndWatch: Sendable {
     /// Starts the watching thread (`threadName`), which runs until `stop()`. `ended` is called on
     /// it, once per watch, when its process has ended (not for a watch forgotten first).
     public func start(threadName: String, ended: @escaping @Sendable (_ pid: Int32, _ watch: UInt64) -> Void) {
-        let thread = Thread { [self] in
-            nameCurrentThread(threadName)
+        Threads.start(threadName) { [self] in
             run(ended)
         }
-        thread.start()
     }
 
     /// Watches `pid`; the watch's number, or nil when the process is gone already.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who listens on a TCP port on this machine (in this network namespace): the kernel's socket
 /// tables (`/proc/net/tcp`, `/proc/net/tcp6`), each listener with its owner's uid and its inode
@@ -11,13 +11,11 @@ public enum TCPListeners {
 
     /// The sockets listening on `port`, on any address.
     public static func on(port: Int, tables: [String] = ["/proc/net/tcp", "/proc/net/tcp6"]) -> [Listener] {
-        let wanted = String(format: "%04X", port)
+        let hex = String(port, radix: 16, uppercase: true)
+        let wanted = String(repeating: "0", count: max(0, 4 - hex.count)) + hex
         var found: [Listener] = []
         for table in tables {
-            guard let handle = FileHandle(forReadingAtPath: table), let data = try? handle.readToEnd() else {
-                continue
-            }
-            try? handle.close()
+            guard let data = try? Files.read(table, limit: 64 << 20) else { continue }
             for line in String(decoding: data, as: UTF8.self).split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
                 // `sl local rem st …`: state 0A is LISTEN; uid is the 8th field, inode the 10th.

@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 import LinuxSupport
 package import Logging
 import ScreenTimeCore
@@ -47,7 +47,7 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     /// Held by a step and by a change of the monitors: a step never writes progress computed
     /// from a monitor that was replaced meanwhile.
     private let serial = Mutex(())
-    private let stepDone = NSCondition()
+    private let stepDone = Condition()
     private let timer: WallClockTimer?
     private let stop: StopSignal?
     /// The users' foreground time, and whether they have something in front (the usage tracker;
@@ -119,12 +119,10 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
     private func runLoop() async {
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
-                    nameCurrentThread("screentime.time")
+                Threads.start("screentime.time") { [self] in
                     loop()
                     done.resume()
                 }
-                thread.start()
             }
         } onGracefulShutdown: { [self] in
             stop?.raise()
@@ -262,8 +260,7 @@ package final class ActivityScheduler: Service, PolicyConsumer, Sendable {
             step()
             return
         }
-        let (seconds, attoseconds) = wait.components
-        let deadline = Date().addingTimeInterval(Double(seconds) + Double(attoseconds) / 1e18)
+        let deadline = ContinuousClock.now + wait
         stepDone.lock()
         defer { stepDone.unlock() }
         while state.withLock({ $0.stepped < generation }) {

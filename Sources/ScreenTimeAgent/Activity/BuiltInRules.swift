@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 package import LinuxSupport
 package import Logging
 package import ScreenTimeCore

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -93,7 +93,7 @@ final class ExtensionHost: Service, Sendable {
                 return callback
             }
             guard let next else { return }
-            let thread = Thread { [self] in
+            Threads.start("screentime.ext") { [self] in
                 runProgram(next)
                 queue.withLock { queue in
                     queue.running.remove(next.key)
@@ -101,8 +101,6 @@ final class ExtensionHost: Service, Sendable {
                 }
                 startWorkers()
             }
-            thread.name = "screentime.ext"
-            thread.start()
         }
     }
 
@@ -175,11 +173,9 @@ final class ExtensionHost: Service, Sendable {
                 request, launcher: client, input: bytes, outputLimit: Self.outputLimit
             ) { connection in
                 connections.withLock { $0.append(connection) }
-                let thread = Thread { [serving = self.serving] in
+                Threads.start("screentime.xconn") { [serving = self.serving] in
                     serving.serve(extension: connection, authority: authority)
                 }
-                thread.name = "screentime.xconn"
-                thread.start()
             }
         } catch {
             return outcome(.failed, "it could not start: \(error.message)")
@@ -216,7 +212,7 @@ final class ExtensionHost: Service, Sendable {
 
     /// At most 200 characters of what a program wrote, control characters shown escaped.
     static func printable(_ bytes: [UInt8]) -> String {
-        let text = String(decoding: bytes.prefix(400), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: bytes.prefix(400), as: UTF8.self).trimmingWhitespace()
         var shown = ""
         for scalar in text.unicodeScalars {
             if shown.count >= 200 {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ScreenTimeCore
 
 /// One monitored activity of one client for one user, as the agent keeps it: Apple's activity,

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import ScreenTimeCore
 import Synchronization
@@ -93,9 +93,9 @@ final class ProcessJudges: Sendable {
     private let maximumThreads: Int
     private let perOwner: Int
     private let state = Mutex(State())
-    private let condition = NSCondition()
-    private let timerCondition = NSCondition()
-    private let batchCondition = NSCondition()
+    private let condition = Condition()
+    private let timerCondition = Condition()
+    private let batchCondition = Condition()
 
     init(
         workers: Int = 2, maximumThreads: Int = 8, perOwner: Int = 2, read: @escaping Read, done: @escaping Done,
@@ -112,9 +112,7 @@ final class ProcessJudges: Sendable {
     /// Starts the worker threads and the deadline thread.
     func start() {
         for _ in 0..<workers { spawn() }
-        let timer = Thread { [self] in watchDeadlines() }
-        timer.name = "screentime.judgetimer"
-        timer.start()
+        Threads.start("screentime.judgetimer") { [self] in watchDeadlines() }
     }
 
     func stop() {
@@ -125,7 +123,7 @@ final class ProcessJudges: Sendable {
 
     /// Signals a condition with its lock held: a waiter checks its predicate under that lock, so
     /// a signal given between its check and its wait would otherwise be lost.
-    private func wake(_ condition: NSCondition, all: Bool = false) {
+    private func wake(_ condition: Condition, all: Bool = false) {
         condition.lock()
         if all { condition.broadcast() } else { condition.signal() }
         condition.unlock()
@@ -170,7 +168,7 @@ final class ProcessJudges: Sendable {
                 state.withLock { _ = $0.batches.removeValue(forKey: batch) }
                 return false
             }
-            _ = batchCondition.wait(until: Date().addingTimeInterval(remaining.seconds))
+            batchCondition.wait(until: deadline)
         }
     }
 
@@ -179,9 +177,7 @@ final class ProcessJudges: Sendable {
 
     private func spawn() {
         state.withLock { $0.threads += 1 }
-        let thread = Thread { [self] in work() }
-        thread.name = "screentime.judge"
-        thread.start()
+        Threads.start("screentime.judge") { [self] in work() }
     }
 
     /// The next job a worker may take: users in turn, none over its share.
@@ -290,8 +286,7 @@ final class ProcessJudges: Sendable {
                 continue
             }
             if let next {
-                _ = timerCondition.wait(
-                    until: Date().addingTimeInterval(ContinuousClock.now.duration(to: next).seconds))
+                timerCondition.wait(until: next)
             } else {
                 timerCondition.wait()
             }

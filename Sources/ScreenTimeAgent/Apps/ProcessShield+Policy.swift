@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -148,7 +149,7 @@ extension ProcessShield {
         let directories = systemDataDirectories
         let hashes = hashes
         let logger = logger
-        let thread = Thread { [weak self] in
+        Threads.start("screentime.catalogue") { [weak self] in
             let started = ContinuousClock.now
             let catalogue = ApplicationCatalogue(home: home, systemDataDirectories: directories)
             for problem in catalogue.problems.prefix(5) {
@@ -172,8 +173,6 @@ extension ProcessShield {
                 metadata: ["user": "\(user.name)"])
             DispatchQueue.global().async { self.apply(nil, reconciling: false) }
         }
-        thread.name = "screentime.catalogue"
-        thread.start()
         // With no index read before (an authorization, the agent's start), nothing of the user's
         // would be known: waited for longer (the user's own entries are read for a second at most;
         // only the system's programs, hashed once, take more).

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -51,7 +52,7 @@ extension ProcessShield {
         let ready = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
         gateThreadDone.withLock { $0 = done }
-        let thread = Thread { [self] in
+        Threads.start("screentime.gate") { [self] in
             if markingFilesystems {
                 var problems: [String] = []
                 markFilesystems(gate, &problems)
@@ -84,8 +85,6 @@ extension ProcessShield {
             status.withLock { $0.gateRunning = false }
             done.signal()
         }
-        thread.name = "screentime.gate"
-        thread.start()
         ready.wait()
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import ScreenTimeIPC
 
@@ -39,7 +39,7 @@ extension ProcessShield {
         flush()
         let reports = held.map { item in
             let command = (try? Files.read("\(inspector.root)/\(item.pid)/comm", limit: 64)).map {
-                String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                String(decoding: $0, as: UTF8.self).trimmingWhitespace()
             }
             var report = FrozenProcessReport(
                 pid: item.pid, token: item.hold.reason.token?.base64 ?? "", since: item.hold.since,

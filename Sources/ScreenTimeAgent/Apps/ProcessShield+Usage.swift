@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import ScreenTimeCore
 
@@ -38,7 +38,7 @@ extension ProcessShield {
         if chosen.isEmpty, let first = identities.first { chosen = [first] }
         // A program with no desktop entry is named by its file (the kernel's word), beside its hash;
         // the agent's own shield window, by what it is.
-        let file = inspector.executable(pid: pid).map { ($0 as NSString).lastPathComponent }
+        let file = inspector.executable(pid: pid).map { $0.split(separator: "/").last.map(String.init) ?? $0 }
         let isShield = file == "screentime-shield" && isShieldWindow(pid: pid)
         return chosen.map { identity in
             let application = index.application(identity)

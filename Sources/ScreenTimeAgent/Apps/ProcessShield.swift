@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -175,7 +176,7 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
             ApplicationCatalogue.systemDirectories(systemDataDirectories).map { $0 + "/applications" }
             + ["/var/lib/dpkg/info"]
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
+            Threads.start("screentime.entries") { [self] in
                 defer { done.resume() }
                 var delay = Duration.seconds(1)
                 while !stop.isRaised {
@@ -196,8 +197,6 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
                     }
                 }
             }
-            thread.name = "screentime.entries"
-            thread.start()
         }
     }
 
@@ -218,7 +217,7 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
         async let gating: Void = gateLoop()
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
+                Threads.start("screentime.proc") { [self] in
                     do {
                         // Stopping a program before its main() needs this thread to run the
                         // moment the exec event arrives.
@@ -239,8 +238,6 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
                     }
                     done.resume()
                 }
-                thread.name = "screentime.proc"
-                thread.start()
             }
         } onGracefulShutdown: {
             connector.stop()

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import LinuxSupport
 public import Logging
 import ScreenTimeIPC
@@ -74,12 +74,10 @@ public final class ControlServer: Service {
         logger.info("listening", metadata: ["socket": "\(path)"])
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
+                Threads.start("screentime.control") { [self] in
                     acceptLoop(listener, stop: stop)
                     done.resume()
                 }
-                thread.name = "screentime.control"
-                thread.start()
             }
         } onGracefulShutdown: { [self] in
             serving.stopping.store(true, ordering: .relaxed)
@@ -99,7 +97,7 @@ public final class ControlServer: Service {
                 connection = try listener.accept(unless: stop)
             } catch {
                 logger.error("accept failed", metadata: ["error": "\(error)"])
-                Thread.sleep(forTimeInterval: 0.1)
+                Threads.sleep(0.1)
                 continue
             }
             guard let connection else { continue }
@@ -124,12 +122,10 @@ public final class ControlServer: Service {
                 continue
             }
             refusals.writeIfDue(logger: logger)
-            let thread = Thread { [self] in
+            Threads.start("screentime.connection") { [self] in
                 serving.serve(connection, peer: peer)
                 release(who)
             }
-            thread.name = "screentime.connection"
-            thread.start()
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import ScreenTimeCore
 
@@ -11,7 +11,7 @@ extension DomainShield {
     func readAcknowledgements() async {
         guard let acknowledgements else { return }
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
+            Threads.start("screentime.acks") { [self] in
                 do {
                     try acknowledgements.log.run { bytes in judgeLoggedAcknowledgement(bytes) }
                 } catch {
@@ -19,9 +19,6 @@ extension DomainShield {
                 }
                 done.resume()
             }
-            thread.name = "screentime.acks"
-            thread.qualityOfService = .userInteractive
-            thread.start()
         }
     }
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -259,7 +259,7 @@ extension DomainShield {
         var addresses: [String] = []
         for line in text.split(whereSeparator: \.isNewline) {
             let word = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
-                .trimmingCharacters(in: .whitespaces)
+                .trimmingSpaces()
             guard !word.isEmpty else { continue }
             if IPAddress.isLiteral(word) {
                 addresses.append(word)

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -268,7 +269,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     func read(_ queue: NetfilterQueue) async -> String? {
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<String?, Never>) in
-                let thread = Thread { [self] in
+                Threads.start("screentime.dns") { [self] in
                     do {
                         try queue.run()
                         done.resume(returning: nil)
@@ -277,10 +278,6 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                         done.resume(returning: "\(error)")
                     }
                 }
-                thread.name = "screentime.dns"
-                // Packets wait in the kernel while this thread is off the CPU.
-                thread.qualityOfService = .userInteractive
-                thread.start()
             }
         } onGracefulShutdown: {
             queue.stop()
@@ -296,7 +293,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         // (Its paths do not change; what is written does, with safe search: `browserPolicies()`.)
         let policies = browserPolicies()
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let thread = Thread { [self] in
+            Threads.start("screentime.policies") { [self] in
                 while !stop.isRaised {
                     guard state.withLock({ $0.policiesInstalled == true }) else {
                         // Not installed: until they are put in step again.
@@ -318,8 +315,6 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
                 }
                 done.resume()
             }
-            thread.name = "screentime.policies"
-            thread.start()
         }
     }
 

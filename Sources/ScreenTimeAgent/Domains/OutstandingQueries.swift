@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// The questions filtered users asked and the filter let through, so that the replies coming

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeIPC
@@ -30,7 +30,7 @@ package final class DashboardSupervisor: Sendable {
         var stopped = false
     }
     private let state = Mutex(State())
-    private let wake = NSCondition()
+    private let wake = Condition()
 
     /// - Parameter program: the dashboard's program; empty: `screentime-web` in the `bin`
     ///   directory beside the agent's own (`/usr/sbin` → `/usr/bin`), or in the agent's own
@@ -157,9 +157,7 @@ package final class DashboardSupervisor: Sendable {
             return state.stopped ? nil : state.generation
         }
         guard let generation else { return }
-        let thread = Thread { [self] in supervise(generation) }
-        thread.name = "screentime.dashboard"
-        thread.start()
+        Threads.start("screentime.dashboard") { [self] in supervise(generation) }
     }
 
     private func current(_ generation: Int) -> Bool { state.withLock { $0.generation == generation } }
@@ -200,7 +198,7 @@ package final class DashboardSupervisor: Sendable {
                 wait = min(60, wait * 2)
             }
             wake.lock()
-            _ = wake.wait(until: Date().addingTimeInterval(wait))
+            wake.wait(seconds: wait)
             wake.unlock()
         }
     }
@@ -239,7 +237,7 @@ package final class DashboardSupervisor: Sendable {
                     metadata: ["port": "\(port)", "uid": "\(listener.uid)", "pid": "\(pid)"])
             }
             // The port is free once the killed program is gone (a second at most).
-            for _ in 0..<50 where TCPListeners.on(port: port).contains(listener) { Thread.sleep(forTimeInterval: 0.02) }
+            for _ in 0..<50 where TCPListeners.on(port: port).contains(listener) { Threads.sleep(0.02) }
         }
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LinuxSupport
 package import Logging
 import ScreenTimeCore
@@ -218,7 +219,7 @@ package final class LoginSessions: Service, PolicyConsumer, Sendable {
                     killed += 1
                 }
             }
-            Thread.sleep(forTimeInterval: 0.5)
+            Threads.sleep(0.5)
         }
         for leader in leaders where leader.isAlive && stillLocked() { leader.kill() }
         logger.notice(

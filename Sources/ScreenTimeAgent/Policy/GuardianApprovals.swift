@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeIPC
@@ -57,7 +57,7 @@ package final class GuardianApprovals: Sendable {
 
     /// How long an asker waits after this many failures in a row.
     static func wait(after failures: Int) -> TimeInterval {
-        failures <= 0 ? 0 : min(longestWait, pow(2, Double(failures - 1)))
+        failures <= 0 ? 0 : min(longestWait, Double(1 << min(failures - 1, 30)))
     }
 
     /// Checks `password` for `guardian` on behalf of `asker`; throws `tooManyAttempts` when the

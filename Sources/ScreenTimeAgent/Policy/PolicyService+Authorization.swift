@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -91,7 +91,7 @@ extension PolicyService {
     func forget(_ request: ForgetRequest, _ context: RequestContext) throws -> ForgetReply {
         let caller = try caller(context)
         guard caller.isGuardian else { throw ScreenTimeIPCError(.notAllowed, "only a guardian can forget a user") }
-        let reference = request.user.trimmingCharacters(in: .whitespaces)
+        let reference = request.user.trimmingSpaces()
         guard !reference.isEmpty, reference.utf8.count <= 256 else {
             throw ScreenTimeIPCError(.invalidArgument, "name the user to forget (a name or a uid)")
         }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
@@ -71,7 +71,7 @@ extension PolicyService {
         let caller = try caller(context)
         let account = try storeOwner(StoreTarget(user: request.user), caller: caller)
         let scheduler = try activityScheduler
-        let label = request.name.map { $0.trimmingCharacters(in: .whitespaces) }
+        let label = request.name.map { $0.trimmingSpaces() }
         if let label, label.isEmpty || label.count > 40 || label.unicodeScalars.contains(where: { $0.value < 32 }) {
             throw ScreenTimeIPCError(.invalidArgument, "a free period's name is 1 to 40 characters")
         }

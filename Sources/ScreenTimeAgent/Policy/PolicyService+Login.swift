@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC

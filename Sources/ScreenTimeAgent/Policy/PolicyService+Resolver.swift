@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -36,8 +36,8 @@ extension PolicyService {
                 loadedCatalogue = catalogue
                 guard let item = catalogue.entry(id: text) else {
                     let near = catalogue.listed.filter {
-                        $0.entry.id.localizedCaseInsensitiveContains(text)
-                            || $0.entry.name.localizedCaseInsensitiveContains(text)
+                        $0.entry.id.lowercased().contains(text.lowercased())
+                            || $0.entry.name.lowercased().contains(text.lowercased())
                     }.prefix(5).map(\.entry.id)
                     let hint =
                         near.isEmpty

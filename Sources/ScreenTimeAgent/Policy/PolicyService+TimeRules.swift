@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import ScreenTimeCore
 import ScreenTimeIPC
@@ -24,10 +24,8 @@ extension PolicyService {
             guard span <= 720 * 60 else {
                 throw ScreenTimeIPCError(
                     .invalidArgument,
-                    String(
-                        format:
-                            "%02d:%02d is %@ away; a grant lasts at most 12 hours (say --for rest-of-day, or a time ahead)",
-                        hour, minute, DurationText.format(span)))
+                    "\(twoDigits(hour)):\(twoDigits(minute)) is \(DurationText.format(span)) away; a grant lasts at most "
+                        + "12 hours (say --for rest-of-day, or a time ahead)")
             }
         }
         let current = try database.grants(uid: uid, at: now)

@@ -1,6 +1,7 @@
 import Crypto
-import Foundation
+import FoundationEssentials
 import LinuxSupport
+import ScreenTimeCore
 import ScreenTimeIPC
 
 // The dashboard's sessions. `screentime-web` has no authority of its own: it runs as its own
@@ -89,8 +90,8 @@ extension PolicyService {
         var bytes = [UInt8](repeating: 0, count: 32)
         var generator = SystemRandomNumberGenerator()
         for index in bytes.indices { bytes[index] = generator.next() }
-        let token = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        let token = Data(bytes).base64EncodedString().replacing("+", with: "-").replacing("/", with: "_")
+            .replacing("=", with: "")
         let session = StateDatabase.WebSession(
             secretHash: Self.hash(token), uid: guardian.uid, device: device.isEmpty ? "a browser" : device,
             paired: paired, created: moment, lastUsed: moment,
@@ -160,6 +161,6 @@ extension PolicyService {
     static func publicID(_ hash: String) -> String { String(hash.prefix(10)) }
 
     static func hash(_ secret: String) -> String {
-        SHA256.hash(data: Data(secret.utf8)).map { String(format: "%02x", $0) }.joined()
+        hexadecimal(SHA256.hash(data: Data(secret.utf8)))
     }
 }

@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 package import LinuxSupport
 package import Logging
 package import ScreenTimeCore
@@ -88,7 +88,7 @@ public final class PolicyService: Sendable {
             guard let guardian = try? users.user(name), Self.isGuardian(guardian, users, configuration) else {
                 // Refused as slowly as PAM refuses a guardian's wrong password (its fail delay,
                 // about 2 s): how long the answer takes does not tell who the guardians are.
-                Thread.sleep(forTimeInterval: Double.random(in: 2.0...2.6))
+                Threads.sleep(Double.random(in: 2.0...2.6))
                 throw ScreenTimeIPCError(.authenticationFailed, "'\(name)' is not a guardian here")
             }
             try check(guardian.name, password)

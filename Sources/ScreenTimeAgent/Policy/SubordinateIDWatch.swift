@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 public import ServiceLifecycle
@@ -28,15 +28,13 @@ public final class SubordinateIDWatch: Service, Sendable {
         }
         await withGracefulShutdownHandler {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                let thread = Thread { [self] in
+                Threads.start("screentime.subids") { [self] in
                     try? watch.run { [self] in
                         logger.notice("subordinate ids changed; the policy is published again")
                         publisher.publish()
                     }
                     done.resume()
                 }
-                thread.name = "screentime.subids"
-                thread.start()
             }
         } onGracefulShutdown: {
             watch.stop()

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -48,13 +48,11 @@ extension ShieldPresenter {
                 let started = start(content, as: uid, environment: session.environment, key: session.key)
             else { continue }
             let window = OpenWindow(program: started, token: "notice", kind: "notice", owner: uid)
-            let thread = Thread { [self] in
-                nameCurrentThread("screentime.win")
+            Threads.start("screentime.win") { [self] in
                 started.drain()
                 started.close()
                 ended(window)
             }
-            thread.start()
         }
     }
 
@@ -117,11 +115,9 @@ extension ShieldPresenter {
             else { continue }
             let window = OpenWindow(program: started, token: request.token, kind: "request", owner: session.uid)
             state.withLock { $0.askWindows[request.id, default: []].append(window) }
-            let thread = Thread { [self] in
-                nameCurrentThread("screentime.win")
+            Threads.start("screentime.win") { [self] in
                 decide(window, request: request)
             }
-            thread.start()
         }
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -28,11 +29,9 @@ extension ShieldPresenter {
             ])
         let window = OpenWindow(program: started, token: thing.token, kind: thing.kind.rawValue, owner: thing.owner)
         state.withLock { $0.windows[session.key] = window }
-        let thread = Thread { [self] in
-            nameCurrentThread("screentime.win")
+        Threads.start("screentime.win") { [self] in
             listen(window, thing: thing, client: client, closesItself: content.primaryCloses)
         }
-        thread.start()
     }
 
     /// Launches `screentime-shield` as `uid` with `content` on its first line.
@@ -134,7 +133,7 @@ extension ShieldPresenter {
             var response = "none"
             switch runExtension(path, input: input, owner: thing.owner, what: "action") {
             case .success(let output):
-                let text = String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                let text = String(decoding: output, as: UTF8.self).trimmingWhitespace()
                 let word =
                     (try? JSONDecoder().decode(String.self, from: Data(text.utf8)))
                     ?? (try? JSONDecoder().decode([String: String].self, from: Data(text.utf8)))?["response"] ?? text

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -87,21 +87,17 @@ final class ShieldPresenter: Service, Sendable {
         } else {
             logger.error("no shield window: \(program.path) is missing; shielded apps are frozen without one")
         }
-        let thread = Thread { [self] in
-            nameCurrentThread("screentime.show")
+        Threads.start("screentime.show") { [self] in
             while let taken = events.take() {
                 for event in taken { show(event) }
             }
         }
-        thread.start()
         // The window's program is hashed now, not at its first start: a child's program the
         // process shield has not hashed waits at exec until it is, and so would the first window.
         if let hashes = processes?.hashes {
-            let warm = Thread { [path = program.path] in
-                nameCurrentThread("screentime.warm")
+            Threads.start("screentime.warm") { [path = program.path] in
                 _ = try? hashes.sha256(of: path)
             }
-            warm.start()
         }
         try? await gracefulShutdown()
         events.finish()
@@ -282,7 +278,7 @@ final class ShieldPresenter: Service, Sendable {
         guard let launcher, let client = launcher.client, let account = launcher.extensionAccount else {
             return .failure(Failure("the agent cannot start extensions (no launcher or extension account)"))
         }
-        guard let bytes = try? JSONSerialization.data(withJSONObject: input, options: [.sortedKeys]) else {
+        guard let bytes = JSONValue(input)?.serialized() else {
             return .failure(Failure("its input could not be written"))
         }
         let request = LaunchRequest(

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Programs of authorized users just started, whose environments may name their sessions' displays:

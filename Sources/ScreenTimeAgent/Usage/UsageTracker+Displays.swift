@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 
 /// X servers found from their sockets: a display an authorized user's own server listens on is
@@ -44,7 +44,7 @@ extension UsageTracker {
         var asked = 0
         for name in names where name.hasPrefix("X") {
             guard let display = X11Display(":" + name.dropFirst()),
-                let status = FileStatus.of(path: Self.displaySockets + "/" + name), status.mode & S_IFMT == S_IFSOCK
+                let status = FileStatus.of(path: Self.displaySockets + "/" + name), status.isSocket
             else { continue }
             if seen[name] == status.key.inode {
                 present[name] = status.key.inode

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -45,7 +45,7 @@ extension UsageTracker {
                     }
                 }
                 if let path = environment["SWAYSOCK"], path.hasPrefix("/"), path.utf8.count < 108,
-                    FileStatus.of(path: path).map({ $0.mode & S_IFMT == S_IFSOCK }) == true
+                    FileStatus.of(path: path)?.isSocket == true
                 {
                     let key = "sway \(path) \(owner)"
                     // The compositor's Wayland socket, for idle: beside it in the environment.
@@ -147,9 +147,7 @@ extension UsageTracker {
     }
 
     func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        let thread = Thread(block: body)
-        thread.name = name
-        thread.start()
+        Threads.start(name, body)
     }
 
     /// After a watch failed: the session shows why; true when it has failed for so long that it

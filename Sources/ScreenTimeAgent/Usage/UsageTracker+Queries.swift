@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 package import ScreenTimeCore
 
 /// What the login sessions tell of text sessions (tty, ssh, su), whose whole time counts as

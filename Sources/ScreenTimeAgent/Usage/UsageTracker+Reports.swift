@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ScreenTimeCore
 import ScreenTimeIPC
 
@@ -131,7 +131,7 @@ extension UsageTracker {
         }
         // A web domain's time: a browser in front while the domain was in use.
         let browsers = rows.filter { row in
-            row.categories.contains { $0.caseInsensitiveCompare("WebBrowser") == .orderedSame }
+            row.categories.contains { $0.lowercased() == "webbrowser" }
         }
         if !browsers.isEmpty {
             for window in try database.webActivity(uid: uid, during: interval) {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 
 /// Focus told by the compositor itself: GNOME Shell runs the screentime-focus extension
@@ -33,7 +33,7 @@ extension UsageTracker {
     func serveShellReports(_ path: String, _ stop: StopSignal) {
         let listener: UnixSocket
         do throws(SystemError) {
-            let directory = (path as NSString).deletingLastPathComponent
+            let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
             if !Files.exists(directory) { try Files.makeDirectory(directory, mode: 0o755) }
             listener = try UnixSocket.listen(at: path, mode: 0o666)
         } catch {

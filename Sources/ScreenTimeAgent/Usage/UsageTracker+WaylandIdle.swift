@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -42,7 +42,7 @@ extension UsageTracker {
                         !source.contains("screentime-focus")
                     {
                         state.sessions[key]?.source =
-                            source.replacingOccurrences(of: "; idle from the compositor", with: "")
+                            source.replacing("; idle from the compositor", with: "")
                             + "; idle is not told (\(error.message.prefix(80)))"
                     }
                 }

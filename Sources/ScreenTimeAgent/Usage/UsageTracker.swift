@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import LinuxSupport
 import Logging
 import ScreenTimeCore
@@ -214,9 +215,7 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
 
     public func run() async throws {
         for (pid, owner) in processes.trackedProcesses() { hint(pid: pid, owner: owner) }
-        let finder = Thread { [self] in findSessions() }
-        finder.name = "screentime.sessions"
-        finder.start()
+        Threads.start("screentime.sessions") { [self] in findSessions() }
         if !configuration.logindBus.isEmpty, let stopping {
             startThread("screentime.logind") { [self] in watchLogind(stopping) }
         }
