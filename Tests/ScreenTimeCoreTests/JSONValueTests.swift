@@ -38,4 +38,17 @@ import Testing
         #expect(JSONValue(["date": Date()] as [String: Any]) == nil)
         #expect(JSONValue.number(.nan).serialized() == Array("null".utf8))
     }
+
+    /// What a child's program writes (sway's replies) may be nested without end: refused before
+    /// any decoding, as deep as the limit read.
+    @Test func aDocumentTooDeepIsRefused() throws {
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(throws: JSONValue.TooDeep.self) { try JSONValue(parsing: Array(deep.utf8)) }
+        let atLimit = String(repeating: "[", count: 256) + String(repeating: "]", count: 256)
+        #expect(try JSONValue(parsing: Array(atLimit.utf8)) != .null)
+        // Brackets within strings are text.
+        let text = "[\"" + String(repeating: "[", count: 1000) + "\\\"{\"]"
+        #expect(
+            try JSONValue(parsing: Array(text.utf8)) == .array([.string(String(repeating: "[", count: 1000) + "\"{")]))
+    }
 }

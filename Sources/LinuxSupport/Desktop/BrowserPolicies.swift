@@ -125,14 +125,12 @@ public struct BrowserPolicies: Sendable {
         do { try installFirefox() } catch { problems.append(error.message) }
         for (path, wanted) in [(chromiumPath, true), (chromePath, Files.exists(root + "/opt/google/chrome"))]
         where wanted {
-            do {
+            do throws(SystemError) {
                 let data = Self.json(chromiumPolicies).serialized()
                 try Files.makeDirectory(parent(path), mode: 0o755)
                 try Files.writeAtomically(data + [0x0A], to: path, mode: 0o644)
-            } catch let error as SystemError {
-                problems.append(error.message)
             } catch {
-                problems.append("cannot write \(path): \(error)")
+                problems.append(error.message)
             }
         }
         if !problems.isEmpty { throw SystemError(.badFile, problems.joined(separator: "; ")) }

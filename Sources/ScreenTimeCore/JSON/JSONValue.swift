@@ -1,4 +1,4 @@
-public import FoundationEssentials
+import FoundationEssentials
 
 /// Any JSON document, for the files and messages whose shape is not the agent's own (a browser's
 /// policies, sway's replies, the launcher's messages): read and written by FoundationEssentials'
@@ -12,9 +12,41 @@ public enum JSONValue: Hashable, Sendable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// The document in `bytes`; throws what the decoder said of a document that is not JSON.
-    public init(parsing bytes: some Sequence<UInt8>) throws {
-        self = try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    /// The document in `bytes`; throws what the decoder said of a document that is not JSON, and
+    /// refuses one nested deeper than `maximumDepth` arrays and objects before decoding it (a
+    /// child's program writes some of what is read here: its depth must not exhaust a stack).
+    public init(parsing bytes: some Sequence<UInt8>, maximumDepth: Int = 256) throws {
+        let data = Data(bytes)
+        var depth = 0
+        var inString = false
+        var escaped = false
+        for byte in data {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""): inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+                guard depth <= maximumDepth else { throw TooDeep(limit: maximumDepth) }
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
+            default: break
+            }
+        }
+        self = try JSONDecoder().decode(JSONValue.self, from: data)
+    }
+
+    /// A document nested deeper than the reader takes.
+    public struct TooDeep: Error, CustomStringConvertible {
+        public let limit: Int
+        public var description: String { "JSON nested deeper than \(limit) arrays and objects" }
     }
 
     /// The document as UTF-8, keys sorted; indented with `pretty`.
