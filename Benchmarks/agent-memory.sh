@@ -88,7 +88,6 @@ done
 sleep 3
 printf "  %-40s %s, %s wakeups\n" "after a minute of her use" "$(memory $AGENT)" "$(wakeups $AGENT)"
 # Where the resident pages are: by file mapped (its program, each library), and its own pages.
-echo "  resident, by what is mapped (over 500 kB; Foundation's four libraries and ICU's data are what"
-echo "  leaving Foundation, as the dashboard did, would save):"
+echo "  resident, by what is mapped (over 500 kB):"
 awk '/^[0-9a-f]+-[0-9a-f]+ / {name = $6 == "" ? "(its own, anonymous)" : $6} /^Rss:/ {r[name] += $2}
   END {for (n in r) if (r[n] > 500) printf "    %6.1f MB  %s\n", r[n] / 1024, n}' /proc/$AGENT/smaps | sort -rn
