@@ -233,7 +233,7 @@ extension Pages {
         html += "<ul class=\"plain\">\n"
         for row in rows.sorted(by: { $0.at > $1.at }).prefix(20) {
             html +=
-                "<li><span class=\"note\">\(LocalTime.format(row.at, "%a %H:%M"))</span> \(HTML.escape(row.text))</li>\n"
+                "<li><span class=\"note\">\(LocalTime.format(row.at, "EEE HH:mm"))</span> \(HTML.escape(row.text))</li>\n"
         }
         return html + "</ul></section>\n"
     }

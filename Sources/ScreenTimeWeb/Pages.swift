@@ -132,9 +132,9 @@ enum Pages {
     static func usageSections(day: UsageReport, week: UsageReport) -> String {
         var body = "<section><h2>Limits now</h2>\n" + limitList(day.limits ?? []) + "</section>\n"
         body += "<section><h2>Today by hour</h2>\n"
-        body += HTML.barChart(day.segments, label: { LocalTime.format($0.start, "%H") }, name: "today by hour")
+        body += HTML.barChart(day.segments, label: { LocalTime.format($0.start, "HH") }, name: "today by hour")
         body += "</section>\n<section><h2>This week by day</h2>\n"
-        body += HTML.barChart(week.segments, label: { LocalTime.format($0.start, "%a %-d") }, name: "the week by day")
+        body += HTML.barChart(week.segments, label: { LocalTime.format($0.start, "EEE d") }, name: "the week by day")
         body += "</section>\n<section><h2>Top apps today</h2>\n"
         body += ranking(
             day.applications.prefix(10).map { ($0.name ?? $0.token, $0.seconds) }, empty: "No app was in front.")
@@ -167,7 +167,7 @@ enum Pages {
             } else {
                 html += "asks for \(ask.minutes) min of <strong>\(HTML.escape(what))</strong>"
             }
-            html += " <span class=\"note\">at \(LocalTime.format(ask.createdAt, "%H:%M"))</span></p>\n"
+            html += " <span class=\"note\">at \(LocalTime.format(ask.createdAt, "HH:mm"))</span></p>\n"
             if let note = ask.note, !note.isEmpty { html += "<blockquote>\(HTML.escape(note))</blockquote>\n" }
             html += "<div class=\"buttons\">"
             var lengths = [("15m", "Grant 15 min"), ("1h", "Grant 1 hour"), ("rest-of-day", "Grant rest of today")]
@@ -193,7 +193,7 @@ enum Pages {
             // A guardian's lock with no end is kept as one at the year 3000.
             let until =
                 lock.until.timeIntervalSinceNow > 10 * 365 * 86_400
-                ? "until a guardian unlocks it" : "until \(LocalTime.format(lock.until, "%a %-d %b %H:%M"))"
+                ? "until a guardian unlocks it" : "until \(LocalTime.format(lock.until, "EEE d MMM HH:mm"))"
             html += "<p>Locked (\(HTML.escape(lock.reason))) \(until).</p>\n"
         } else {
             html += "<p>Not locked.</p>\n"

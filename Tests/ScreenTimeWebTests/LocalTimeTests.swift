@@ -5,15 +5,20 @@ import Testing
 
 @testable import ScreenTimeWeb
 
-/// The dashboard's wall clock: glibc's, since it links no ICU. Days across a change of summer time
-/// and the zone's name are checked against what Foundation (with ICU) says in this process, and in
-/// a child process with `TZ` set, so that no other test sees the zone change.
+/// The dashboard's wall clock: ScreenTimeCore's `WallClock`, as the agent's, since it links no ICU.
+/// Days across a change of summer time and the zone's name are checked against what Foundation
+/// (with ICU) says in this process, and in a child process with `TZ` set, so that no other test
+/// sees the zone change.
 @Suite struct LocalTimeTests {
     @Test func theZoneIsTheOneFoundationReads() {
         #expect(LocalTime.zoneIdentifier() == TimeZone.current.identifier)
         #expect(LocalTime.zoneIdentifier(environment: ["TZ": ":Europe/Paris"]) == "Europe/Paris")
         #expect(LocalTime.zoneIdentifier(environment: ["TZ": "/usr/share/zoneinfo/Asia/Tokyo"]) == "Asia/Tokyo")
         #expect(LocalTime.zoneIdentifier(environment: ["TZ": "UTC"]) == "UTC")
+        // A rule or a file the agent could not find by name: the machine's zone, which it can.
+        let machine = LocalTime.zoneIdentifier(environment: [:])
+        #expect(LocalTime.zoneIdentifier(environment: ["TZ": "CET-1CEST,M3.5.0,M10.5.0/3"]) == machine)
+        #expect(LocalTime.zoneIdentifier(environment: ["TZ": "/etc/localtime"]) == machine)
     }
 
     @Test func daysAndHoursFollowTheMachinesZone() {
@@ -24,7 +29,7 @@ import Testing
             let start = calendar.startOfDay(for: date)
             #expect(LocalTime.startOfDay(date) == start)
             #expect(LocalTime.startOfDay(date, addingDays: 1) == calendar.date(byAdding: .day, value: 1, to: start))
-            #expect(LocalTime.format(date, "%H") == String(calendar.component(.hour, from: date)).leftPadded)
+            #expect(LocalTime.format(date, "HH") == String(calendar.component(.hour, from: date)).leftPadded)
         }
     }
 
@@ -32,13 +37,12 @@ import Testing
     @Test func aDayAcrossSummerTimeInParis() async {
         await #expect(processExitsWith: .success) {
             setenv("TZ", "Europe/Paris", 1)
-            tzset()
             let noon = Date(timeIntervalSince1970: 1_711_886_400)  // 2024-03-31 12:00 UTC
             let midnight = Date(timeIntervalSince1970: 1_711_839_600)  // 2024-03-30 23:00 UTC
             guard LocalTime.startOfDay(noon) == midnight,
                 LocalTime.startOfDay(noon, addingDays: 1) == midnight.addingTimeInterval(23 * 3600),
                 LocalTime.startOfDay(noon, addingDays: -6) == midnight.addingTimeInterval(-6 * 86_400),
-                LocalTime.format(noon, "%a %-d %b %H:%M") == "Sun 31 Mar 14:00",
+                LocalTime.format(noon, "EEE d MMM HH:mm") == "Sun 31 Mar 14:00",
                 LocalTime.zoneIdentifier() == "Europe/Paris"
             else { exit(1) }
         }
