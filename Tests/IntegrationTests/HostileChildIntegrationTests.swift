@@ -171,6 +171,55 @@ struct HostileChildIntegrationTests {
         #expect(original.stdout == copied.stdout)
     }
 
+    /// A report's time zone is a name the child sends: the agent reads it only as a name of the
+    /// system's zone database, never as a path (`..`, `/`, a FIFO or a device of hers), and a
+    /// name that is none is refused, saying so, at once. Sent by a real child's process, as a
+    /// hand-made request.
+    @Test func aChildsTimeZoneIsANameNeverAPath() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let home = world.directory + "/child-home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        let fifo = home + "/zone"
+        #expect(mkfifo(fifo, 0o644) == 0)
+        // A real zone file of hers: read as a path, it would be taken.
+        let copy = home + "/tokyo"
+        try system("/usr/bin/cp", "/usr/share/zoneinfo/Asia/Tokyo", copy)
+        try system("/usr/bin/chown", "-R", world.child, home)
+        func ask(_ zone: String) throws -> (reply: String, seconds: Double) {
+            let now = Date()
+            let request = String(
+                decoding: try RequestEnvelope.encode(
+                    ReportRequest(user: nil, from: now - 86_400, to: now, segments: .daily, timeZone: zone)),
+                as: UTF8.self)
+            let started = Date()
+            let raw = try world.inNetwork(
+                as: world.child, "/usr/bin/python3", [AgentWorld.fixture("raw-request.py"), world.socket, request])
+            return (raw.stdout + raw.stderr, Date().timeIntervalSince(started))
+        }
+        let hostile = [
+            "../../../../etc/shadow", "/etc/shadow", "Europe/../../../../etc/shadow", fifo, "/dev/zero",
+            "../../../../\(fifo)", copy, "../../../..\(copy)", "Europe/Paris\u{0}x", "",
+            String(repeating: "A/", count: 5000), "Europe",
+        ]
+        for zone in hostile {
+            let (reply, seconds) = try ask(zone)
+            #expect(
+                reply.contains("invalidArgument") && reply.contains("unknown time zone"), "\(zone.prefix(80)): \(reply)"
+            )
+            #expect(!reply.contains("root:"), "\(zone.prefix(80)): \(reply)")
+            print(
+                "time zone \(String(reflecting: String(zone.prefix(40)))): refused after \(String(format: "%.2f", seconds)) s"
+            )
+        }
+        // Her own zone by name is read, and the agent was held by none of it.
+        let (paris, _) = try ask("Europe/Paris")
+        #expect(!paris.contains("\"code\"") && paris.contains("applications"), "\(paris)")
+        #expect(try world.cli(as: nil, "ping").status == 0)
+        #expect(world.agentIsRunning)
+    }
+
     // MARK: guardian passwords
 
     /// Finding 10: thirty parallel connections gave twelve guesses a second. Now one check at a
