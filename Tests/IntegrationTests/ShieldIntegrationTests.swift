@@ -123,7 +123,7 @@ struct ShieldIntegrationTests {
         let counter = try world.launch(as: world.child, world.counter, [output])
         var shown: String?
         #expect(
-            eventually(5) {
+            eventually(20) {
                 shown = window(desktop, titled: "Counter Game is shielded"); return shown != nil
             })
         if shown == nil { Issue.record("agent log: \(world.agentLog())") }
@@ -156,7 +156,7 @@ struct ShieldIntegrationTests {
         // program's file and hash).
         var named: [String] = []
         #expect(
-            eventually(5) {
+            eventually(20) {
                 guard
                     let result = try? world.cli(
                         as: world.guardian, "report", "--user", world.child, "--today", "--json"),
@@ -197,22 +197,22 @@ struct ShieldIntegrationTests {
             as: nil, try world.compile("holdexit"), ["\(try #require(windows.first))", held])
         try giveKeyboard(desktop, to: id)
         _ = try desktop.runXdotool(["key", "--clearmodifiers", "Return"])
-        #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") == nil })
-        #expect(eventually(5) { Files.exists(held) }, "the closed window's program was not held at its end")
+        #expect(eventually(20) { window(desktop, titled: "Counter Game is shielded") == nil })
+        #expect(eventually(20) { Files.exists(held) }, "the closed window's program was not held at its end")
         #expect(world.isFrozen(counter))
         // Started again (the closed one's program not ended yet): shown again. Killed: the app
         // stays frozen, and the next start shows it.
         let again = try world.launch(as: world.child, world.counter, [output + "-2"])
         #expect(
-            eventually(5) { window(desktop, titled: "Counter Game is shielded") != nil },
+            eventually(20) { window(desktop, titled: "Counter Game is shielded") != nil },
             "not shown again while the closed window's program ends: \(world.agentLog())")
         kill(holder, SIGTERM)
         _ = world.wait(holder, seconds: 5)
         _ = try run("/usr/bin/pkill", ["-KILL", "-u", world.child, "-f", "screentime-shield"])
-        #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") == nil })
+        #expect(eventually(20) { window(desktop, titled: "Counter Game is shielded") == nil })
         #expect(world.isFrozen(counter) && world.isFrozen(again))
         _ = try world.launch(as: world.child, world.counter, [output + "-3"])
-        #expect(eventually(5) { window(desktop, titled: "Counter Game is shielded") != nil })
+        #expect(eventually(20) { window(desktop, titled: "Counter Game is shielded") != nil })
         // The launcher's child, between taking the child's ids and running the window, is the
         // agent's: not judged (its exec is), nor held for its executable to be hashed, which held
         // the first window up. Whether the agent looks before that exec is a race: when it does,

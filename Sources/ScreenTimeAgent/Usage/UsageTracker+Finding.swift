@@ -147,7 +147,10 @@ extension UsageTracker {
     }
 
     func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
-        Threads.start(name, body)
+        guard Threads.start(name, body) else {
+            logger.error("no thread could be started (the system's limit of threads)", metadata: ["thread": "\(name)"])
+            return
+        }
     }
 
     /// After a watch failed: the session shows why; true when it has failed for so long that it
