@@ -220,6 +220,49 @@ struct HostileChildIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// The fourth attack, finding 1: a child's program posing as sway answered the agent's request
+    /// for the window tree with one legal reply of millions of empty nodes (12 s of CPU and
+    /// 320 MB a session), then closed, and the agent connected again twice a second. Now a reply
+    /// of more than 200,000 values is refused before it is decoded, and a compositor that answers
+    /// and then fails is tried less and less often: its session is one failing streak.
+    @Test func aFakeSwayWithAWideTreeCostsTheAgentLittle() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+        let home = try world.childDirectory()
+        let socket = home + "/sway.sock"
+        let connections = home + "/connections"
+        // 650,000 empty nodes: 1.9 MB, under the 2 MB a message may have.
+        _ = try world.launch(
+            as: world.child, "/usr/bin/python3", [AgentWorld.fixture("wide-sway.py"), socket, connections, "650000"])
+        #expect(eventually(10) { Files.exists(socket) })
+        let agent = try #require(world.agentPID)
+        func cpuSeconds() -> Double {
+            let stat = (try? String(contentsOfFile: "/proc/\(agent)/stat", encoding: .utf8)) ?? ""
+            let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+        func rss() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(agent)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        let (cpuBefore, rssBefore) = (cpuSeconds(), rss())
+        // Her program that names it: the agent finds the session from its environment.
+        _ = try world.launch(as: world.child, "/bin/sleep", ["120"], environment: ["SWAYSOCK=\(socket)"])
+        #expect(eventually(10) { Files.exists(connections) }, "the agent never read her fake sway")
+        Thread.sleep(forTimeInterval: 20)
+        let tries = ((try? String(contentsOfFile: connections, encoding: .utf8)) ?? "").split(separator: "\n").count
+        let (cpu, grown) = (cpuSeconds() - cpuBefore, rss() - rssBefore)
+        print("her fake sway: \(tries) connections in 20 s, \(cpu) s of the agent's CPU, RSS +\(grown) kB")
+        // Backing off: 0.5, 1, 2, 4, 5, 5… s apart (twice a second before: about 40).
+        #expect(tries <= 10, "\(tries) connections in 20 s")
+        #expect(grown < 50_000, "the agent grew by \(grown) kB")
+        #expect(world.agentLog(naming: ["tree is not JSON"], last: 1).contains("tree is not JSON"))
+        #expect(try world.cli(as: nil, "ping").status == 0)
+    }
+
     // MARK: guardian passwords
 
     /// Finding 10: thirty parallel connections gave twelve guesses a second. Now one check at a

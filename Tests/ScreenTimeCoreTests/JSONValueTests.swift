@@ -51,4 +51,11 @@ import Testing
         #expect(
             try JSONValue(parsing: Array(text.utf8)) == .array([.string(String(repeating: "[", count: 1000) + "\"{")]))
     }
+
+    /// Values are counted before decoding: arrays, objects and commas outside strings.
+    @Test func aDocumentOfTooManyValuesIsRefused() throws {
+        #expect(throws: JSONValue.TooMany.self) { try JSONValue.check(Array("[1,2,3]".utf8), maximumValues: 3) }
+        try JSONValue.check(Array("[1,2,3]".utf8), maximumValues: 4)
+        try JSONValue.check(Array(#"["a,b,c,d,e"]"#.utf8), maximumValues: 2)
+    }
 }

@@ -27,7 +27,12 @@ public final class SwayFocusWatch {
     /// Who listens on the socket.
     public let server: PeerCredentials
     static let magic = Array("i3-ipc".utf8)
-    static let maximumMessage = 8 << 20
+    /// A reply or event larger is refused: a real tree is tens of kilobytes (a window's node is
+    /// one or two), and a child's program posing as sway must not make the agent decode
+    /// megabytes of it (an 8 MB tree of empty nodes cost 12 s of CPU and 320 MB).
+    static let maximumMessage = 2 << 20
+    /// And one of more values (arrays, objects, commas) before it is decoded.
+    static let maximumValues = 200_000
     private let fd: Int32
     private var buffer: [UInt8] = []
 
@@ -54,7 +59,7 @@ public final class SwayFocusWatch {
         // Subscribed before the tree is read: a change in between is not missed.
         try send(type: 2, Array(#"["window"]"#.utf8))
         guard let subscribed = try receive(stop: stop, deadline: .now + timeout) else { return }
-        guard subscribed.type == 2, Self.object(subscribed.payload)?["success"] as? Bool == true else {
+        guard subscribed.type == 2, Self.decode(Subscribed.self, subscribed.payload)?.success == true else {
             throw SystemError(.command, "sway IPC at \(path): the subscription was refused")
         }
         try send(type: 4, [])
@@ -69,14 +74,19 @@ public final class SwayFocusWatch {
                 pending.append(message.payload)
             }
         }
-        guard let root = tree.flatMap({ Self.object($0.payload) }) else {
-            throw SystemError(.command, "sway IPC at \(path): the tree is not JSON")
+        // Decoded, looked at and let go: nothing of the tree is kept while the watch runs.
+        var shown: Window?
+        do {
+            guard let root = tree.flatMap({ Self.decode(Node.self, $0.payload) }) else {
+                throw SystemError(.command, "sway IPC at \(path): the tree is not JSON")
+            }
+            shown = Self.focused(in: root)
         }
-        var shown = Self.focused(in: root)
+        tree = nil
         report(.focus(shown))
         func handle(_ payload: [UInt8]) throws(SystemError) {
-            guard let event = Self.object(payload), let change = event["change"] as? String,
-                let container = event["container"] as? [String: Any]
+            guard let event = Self.decode(Event.self, payload), let change = event.change,
+                let container = event.container
             else { throw SystemError(.command, "sway IPC at \(self.path): a window event is not JSON") }
             let window = Self.window(container)
             switch change {
@@ -92,6 +102,7 @@ public final class SwayFocusWatch {
             }
         }
         for payload in pending { try handle(payload) }
+        pending = []
         while true {
             guard let message = try receive(stop: stop, deadline: nil) else { return }
             if message.type == 0x8000_0003 { try handle(message.payload) }
@@ -144,22 +155,77 @@ public final class SwayFocusWatch {
             | UInt32(bytes[offset + 3]) << 24
     }
 
-    static func object(_ payload: [UInt8]) -> [String: Any]? {
-        (try? JSONValue(parsing: payload))?.any as? [String: Any]
+    /// A container of sway's tree, with what is read of it: each field only where it has its
+    /// kind (nil, or no children, otherwise), the rest of what sway says passed over.
+    struct Node: Decodable {
+        var id: Int?
+        var pid: Int?
+        var appID: String?
+        var focused: Bool?
+        var nodes: [Node]
+        var floatingNodes: [Node]
+
+        enum Key: String, CodingKey {
+            case id, pid, focused, nodes
+            case appID = "app_id"
+            case floatingNodes = "floating_nodes"
+        }
+
+        init(id: Int? = nil, pid: Int? = nil, appID: String? = nil, focused: Bool? = nil, nodes: [Node] = []) {
+            (self.id, self.pid, self.appID, self.focused, self.nodes, floatingNodes) = (
+                id, pid, appID, focused, nodes, []
+            )
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Key.self)
+            id = try? container.decodeIfPresent(Int.self, forKey: .id)
+            pid = try? container.decodeIfPresent(Int.self, forKey: .pid)
+            appID = try? container.decodeIfPresent(String.self, forKey: .appID)
+            focused = try? container.decodeIfPresent(Bool.self, forKey: .focused)
+            // Children that are not all containers are none.
+            nodes = (try? container.decodeIfPresent([Node].self, forKey: .nodes)) ?? []
+            floatingNodes = (try? container.decodeIfPresent([Node].self, forKey: .floatingNodes)) ?? []
+        }
     }
 
-    static func window(_ container: [String: Any]) -> Window? {
-        guard let id = container["id"] as? Int else { return nil }
-        let pid = (container["pid"] as? Int).flatMap { Int32(exactly: $0) }.flatMap { $0 > 0 ? $0 : nil }
-        return Window(id: id, pid: pid, applicationID: container["app_id"] as? String)
+    /// A window event: what changed, and the container it concerns.
+    struct Event: Decodable {
+        var change: String?
+        var container: Node?
+
+        init(from decoder: any Decoder) throws {
+            let keyed = try decoder.container(keyedBy: Key.self)
+            change = try? keyed.decodeIfPresent(String.self, forKey: .change)
+            container = try? keyed.decodeIfPresent(Node.self, forKey: .container)
+        }
+
+        enum Key: String, CodingKey { case change, container }
+    }
+
+    struct Subscribed: Decodable {
+        var success: Bool?
+    }
+
+    /// A message's JSON as `type`; nil when it is not JSON, or is deeper or larger than is read.
+    static func decode<T: Decodable>(_ type: T.Type, _ payload: [UInt8]) -> T? {
+        guard (try? JSONValue.check(payload, maximumDepth: 256, maximumValues: maximumValues)) != nil else {
+            return nil
+        }
+        return try? JSONDecoder().decode(type, from: Data(payload))
+    }
+
+    static func window(_ node: Node) -> Window? {
+        guard let id = node.id else { return nil }
+        let pid = node.pid.flatMap { Int32(exactly: $0) }.flatMap { $0 > 0 ? $0 : nil }
+        return Window(id: id, pid: pid, applicationID: node.appID)
     }
 
     /// The focused window of a tree (a leaf with `focused`); depth and breadth bounded.
-    static func focused(in node: [String: Any], depth: Int = 0) -> Window? {
+    static func focused(in node: Node, depth: Int = 0) -> Window? {
         guard depth < 64 else { return nil }
-        let children =
-            ((node["nodes"] as? [[String: Any]]) ?? []) + ((node["floating_nodes"] as? [[String: Any]]) ?? [])
-        if node["focused"] as? Bool == true, children.isEmpty, node["pid"] != nil { return window(node) }
+        let children = node.nodes + node.floatingNodes
+        if node.focused == true, children.isEmpty, node.pid != nil { return window(node) }
         for child in children.prefix(4096) {
             if let found = focused(in: child, depth: depth + 1) { return found }
         }

@@ -122,9 +122,15 @@ public final class ControlServer: Service {
                 continue
             }
             refusals.writeIfDue(logger: logger)
-            Threads.start("screentime.connection") { [self] in
+            let started = Threads.start("screentime.connection") { [self] in
                 serving.serve(connection, peer: peer)
                 release(who)
+            }
+            // No thread (the system's limit of them): the slot goes back, and the connection
+            // closes with the caller's, unserved.
+            if !started {
+                release(who)
+                logger.error("no thread could be started for a connection (the system's limit of threads)")
             }
         }
     }

@@ -41,7 +41,9 @@ extension UsageTracker {
                     if let mine = noteSession(
                         key, kind: .wayland, display: path, owner: owner, authority: nil, fallback: nil)
                     {
-                        startThread("screentime.wayland") { [self] in watchWayland(key, path, mine) }
+                        startThread("screentime.wayland", otherwise: forgetting(key, mine)) { [self] in
+                            watchWayland(key, path, mine)
+                        }
                     }
                 }
                 if let path = environment["SWAYSOCK"], path.hasPrefix("/"), path.utf8.count < 108,
@@ -59,7 +61,9 @@ extension UsageTracker {
                     {
                         state.withLock { $0.sessions[key]?.waylandSocket = socket }
                         noteBus(environment, key: key)
-                        startThread("screentime.sway") { [self] in watchSway(key, path, mine, wayland: socket) }
+                        startThread("screentime.sway", otherwise: forgetting(key, mine)) { [self] in
+                            watchSway(key, path, mine, wayland: socket)
+                        }
                     }
                 }
             }
@@ -87,7 +91,9 @@ extension UsageTracker {
             let isNew = noteSession(
                 key, kind: .x11, display: "\(shown)", owner: owner, authority: authority,
                 fallback: home.map { $0 + "/.Xauthority" })
-            if let mine = isNew { startThread("screentime.x11") { [self] in watchX11(key, shown, mine) } }
+            if let mine = isNew {
+                startThread("screentime.x11", otherwise: forgetting(key, mine)) { [self] in watchX11(key, shown, mine) }
+            }
         }
     }
 
@@ -146,10 +152,22 @@ extension UsageTracker {
         return isNew
     }
 
-    func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    /// Starts a thread of the tracker's; when the system starts none (its limit of threads), it
+    /// says so and runs `undo` (what was noted for the thread is taken back, to be tried again).
+    func startThread(_ name: String, otherwise undo: () -> Void = {}, _ body: @escaping @Sendable () -> Void) {
         guard Threads.start(name, body) else {
             logger.error("no thread could be started (the system's limit of threads)", metadata: ["thread": "\(name)"])
+            undo()
             return
+        }
+    }
+
+    /// Takes back a session noted for a watch that could not start: a later hint notes it again.
+    func forgetting(_ key: String, _ mine: StopSignal) -> () -> Void {
+        {
+            self.state.withLock { state in
+                if state.sessions[key]?.stop === mine { state.sessions[key] = nil }
+            }
         }
     }
 

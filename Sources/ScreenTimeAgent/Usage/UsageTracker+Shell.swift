@@ -57,7 +57,11 @@ extension UsageTracker {
                 return true
             }
             guard admitted else { continue }
-            startThread("screentime.shell") { [self] in readShellReports(connection, peer, key, stop) }
+            startThread(
+                "screentime.shell", otherwise: { shellReports.withLock { _ = $0.removeValue(forKey: peer.pid) } }
+            ) {
+                [self] in readShellReports(connection, peer, key, stop)
+            }
         }
         Files.remove(path)
     }

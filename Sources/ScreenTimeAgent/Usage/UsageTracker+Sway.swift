@@ -12,6 +12,7 @@ extension UsageTracker {
         var idleStarted = false
         var delay: Duration = .milliseconds(500)
         var failingSince: ContinuousClock.Instant?
+        var connected: ContinuousClock.Instant?
         // While the session under the key is this thread's (one made again later has its own).
         while let session = state.withLock({ $0.sessions[key] }), session.stop === mine, !session.stop.isRaised {
             do throws(SystemError) {
@@ -41,9 +42,12 @@ extension UsageTracker {
                         watchWaylandIdle(key, wayland, mine, compositor: compositor)
                     }
                 }
-                failingSince = nil
-                delay = .milliseconds(500)
-                logger.info("reading focus", metadata: ["session": "\(key)", "server": "pid \(watch.server.pid)"])
+                // Told once a streak: a compositor that answers and then fails is not logged at
+                // each try.
+                if failingSince == nil {
+                    logger.info("reading focus", metadata: ["session": "\(key)", "server": "pid \(watch.server.pid)"])
+                }
+                connected = .now
                 try watch.run(stop: session.stop) { change in
                     switch change {
                     case .focus(let window): focused(key, pids: window.map { [$0.pid] } ?? [])
@@ -51,6 +55,14 @@ extension UsageTracker {
                 }
                 return
             } catch {
+                // The waits start again only after a connection that lasted: one to a program
+                // that answers and then fails (or closes) is one more failure of the streak, so
+                // that it is tried less and less often and dropped, not read twice a second.
+                if let since = connected, ContinuousClock.now - since >= Self.healthyConnection {
+                    failingSince = nil
+                    delay = .milliseconds(500)
+                }
+                connected = nil
                 if failed(key, error, since: &failingSince) { return }
                 session.stop.wait(for: delay)
                 delay = min(delay * 2, .seconds(5))

@@ -69,6 +69,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
     static let flushSpacing: Duration = .milliseconds(250)
     /// How long a display that went away is tried again before its session is dropped.
     static let reconnectFor: Duration = .seconds(120)
+    /// A compositor's connection that lasted this long ends a streak of failures (its next try is
+    /// soon again); a shorter one is one more failure of it.
+    static let healthyConnection: Duration = .seconds(60)
     /// Sessions read at once, per user and in all (a thread each).
     static let sessionsPerUser = 128
     static let sessions = 512

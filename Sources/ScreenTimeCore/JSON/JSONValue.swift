@@ -17,10 +17,20 @@ public enum JSONValue: Hashable, Sendable, Codable {
     /// child's program writes some of what is read here: its depth must not exhaust a stack).
     public init(parsing bytes: some Sequence<UInt8>, maximumDepth: Int = 256) throws {
         let data = Data(bytes)
+        try Self.check(data, maximumDepth: maximumDepth)
+        self = try JSONDecoder().decode(JSONValue.self, from: data)
+    }
+
+    /// Refuses, before any decoding, a document nested deeper than `maximumDepth` arrays and
+    /// objects or holding more than `maximumValues` values (counted as its arrays, objects and
+    /// commas outside strings): what decoding it would cost is then bounded by its size and by
+    /// these, whoever wrote it.
+    public static func check(_ bytes: some Sequence<UInt8>, maximumDepth: Int = 256, maximumValues: Int = .max) throws {
         var depth = 0
+        var values = 1
         var inString = false
         var escaped = false
-        for byte in data {
+        for byte in bytes {
             if inString {
                 if escaped {
                     escaped = false
@@ -35,12 +45,20 @@ public enum JSONValue: Hashable, Sendable, Codable {
             case UInt8(ascii: "\""): inString = true
             case UInt8(ascii: "["), UInt8(ascii: "{"):
                 depth += 1
+                values += 1
                 guard depth <= maximumDepth else { throw TooDeep(limit: maximumDepth) }
             case UInt8(ascii: "]"), UInt8(ascii: "}"): depth -= 1
-            default: break
+            case UInt8(ascii: ","): values += 1
+            default: continue
             }
+            guard values <= maximumValues else { throw TooMany(limit: maximumValues) }
         }
-        self = try JSONDecoder().decode(JSONValue.self, from: data)
+    }
+
+    /// A document of more values than the reader takes.
+    public struct TooMany: Error, CustomStringConvertible {
+        public let limit: Int
+        public var description: String { "JSON of more than \(limit) values" }
     }
 
     /// A document nested deeper than the reader takes.

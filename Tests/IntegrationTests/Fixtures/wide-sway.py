@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+"""A child's program posing as sway on a socket of hers: it takes the subscription, answers the
+request for the window tree with one legal reply of WIDTH empty nodes, then closes, and writes a
+line to LOG for each connection the agent makes.
+
+Usage: wide-sway.py SOCKET LOG WIDTH
+"""
+import os
+import socket
+import struct
+import sys
+
+path, log, width = sys.argv[1], sys.argv[2], int(sys.argv[3])
+MAGIC = b"i3-ipc"
+tree = b'{"nodes": [' + b",".join([b"{}"] * width) + b"]}"
+
+
+def message(kind, payload):
+    return MAGIC + struct.pack("<II", len(payload), kind) + payload
+
+
+def read_message(connection):
+    header = connection.recv(14, socket.MSG_WAITALL)
+    if len(header) < 14:
+        return None
+    length, kind = struct.unpack("<II", header[6:14])
+    if length:
+        connection.recv(length, socket.MSG_WAITALL)
+    return kind
+
+
+if os.path.exists(path):
+    os.unlink(path)
+server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+server.bind(path)
+server.listen(16)
+while True:
+    connection, _ = server.accept()
+    with open(log, "a") as out:
+        out.write("connected\n")
+    try:
+        while True:
+            kind = read_message(connection)
+            if kind is None:
+                break
+            if kind == 2:
+                connection.sendall(message(2, b'{"success": true}'))
+            elif kind == 4:
+                connection.sendall(message(4, tree))
+                break
+    except OSError:
+        pass
+    connection.close()
