@@ -226,41 +226,67 @@ struct HostileChildIntegrationTests {
     /// of more than 200,000 values is refused before it is decoded, and a compositor that answers
     /// and then fails is tried less and less often: its session is one failing streak.
     @Test func aFakeSwayWithAWideTreeCostsTheAgentLittle() throws {
-        let world = try AgentWorld()
-        defer { world.tearDown() }
-        #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
-        let home = try world.childDirectory()
-        let socket = home + "/sway.sock"
-        let connections = home + "/connections"
         // 650,000 empty nodes: 1.9 MB, under the 2 MB a message may have.
-        _ = try world.launch(
-            as: world.child, "/usr/bin/python3", [AgentWorld.fixture("wide-sway.py"), socket, connections, "650000"])
-        #expect(eventually(10) { Files.exists(socket) })
-        let agent = try #require(world.agentPID)
-        func cpuSeconds() -> Double {
-            let stat = (try? String(contentsOfFile: "/proc/\(agent)/stat", encoding: .utf8)) ?? ""
-            let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
-            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        }
-        func rss() -> Int {
-            let status = (try? String(contentsOfFile: "/proc/\(agent)/status", encoding: .utf8)) ?? ""
-            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
-        let (cpuBefore, rssBefore) = (cpuSeconds(), rss())
-        // Her program that names it: the agent finds the session from its environment.
-        _ = try world.launch(as: world.child, "/bin/sleep", ["120"], environment: ["SWAYSOCK=\(socket)"])
-        #expect(eventually(10) { Files.exists(connections) }, "the agent never read her fake sway")
-        Thread.sleep(forTimeInterval: 20)
-        let tries = ((try? String(contentsOfFile: connections, encoding: .utf8)) ?? "").split(separator: "\n").count
-        let (cpu, grown) = (cpuSeconds() - cpuBefore, rss() - rssBefore)
-        print("her fake sway: \(tries) connections in 20 s, \(cpu) s of the agent's CPU, RSS +\(grown) kB")
+        let (tries, cpu, grown, world) = try fakeSway(["650000"], problem: "tree is not JSON")
+        defer { world.tearDown() }
         // Backing off: 0.5, 1, 2, 4, 5, 5… s apart (twice a second before: about 40).
         #expect(tries <= 10, "\(tries) connections in 20 s")
         #expect(grown < 50_000, "the agent grew by \(grown) kB")
-        #expect(world.agentLog(naming: ["tree is not JSON"], last: 1).contains("tree is not JSON"))
-        #expect(try world.cli(as: nil, "ping").status == 0)
+        print("her fake sway's wide tree: \(tries) connections in 20 s, \(cpu) s of the agent's CPU, RSS +\(grown) kB")
+    }
+
+    /// And one that floods window events once the tree is read: events faster than sway sends
+    /// end the watch, which is tried less and less often.
+    @Test func aFakeSwayFloodingEventsCostsTheAgentLittle() throws {
+        let (tries, cpu, grown, world) = try fakeSway(["10", "flood"], problem: "larger or faster than sway sends")
+        defer { world.tearDown() }
+        #expect(tries <= 10, "\(tries) connections in 20 s")
+        print(
+            "her fake sway's flood of events: \(tries) connections in 20 s, \(cpu) s of the agent's CPU, RSS +\(grown) kB"
+        )
+    }
+
+    /// Runs `wide-sway.py` with `arguments` as a real child's program, names its socket in the
+    /// environment of another of hers, and watches the agent 20 s: the connections it made, its
+    /// CPU seconds and its RSS growth (kB); its log must name `problem`, and it must answer.
+    private func fakeSway(_ arguments: [String], problem: String) throws -> (Int, Double, Int, AgentWorld) {
+        let world = try AgentWorld()
+        do {
+            #expect(try world.cli(as: world.guardian, "authorize", "--child", world.child).status == 0)
+            let home = try world.childDirectory()
+            let socket = home + "/sway.sock"
+            let connections = home + "/connections"
+            _ = try world.launch(
+                as: world.child, "/usr/bin/python3",
+                [AgentWorld.fixture("wide-sway.py"), socket, connections] + arguments)
+            #expect(eventually(10) { Files.exists(socket) })
+            let agent = try #require(world.agentPID)
+            func cpuSeconds() -> Double {
+                let stat = (try? String(contentsOfFile: "/proc/\(agent)/stat", encoding: .utf8)) ?? ""
+                let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+                guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
+                    return 0
+                }
+                return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+            }
+            func rss() -> Int {
+                let status = (try? String(contentsOfFile: "/proc/\(agent)/status", encoding: .utf8)) ?? ""
+                let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+                return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+            }
+            let (cpuBefore, rssBefore) = (cpuSeconds(), rss())
+            // Her program that names it: the agent finds the session from its environment.
+            _ = try world.launch(as: world.child, "/bin/sleep", ["120"], environment: ["SWAYSOCK=\(socket)"])
+            #expect(eventually(10) { Files.exists(connections) }, "the agent never read her fake sway")
+            Thread.sleep(forTimeInterval: 20)
+            let tries = ((try? String(contentsOfFile: connections, encoding: .utf8)) ?? "").split(separator: "\n").count
+            #expect(world.agentLog(naming: [problem], last: 1).contains(problem), "\(world.agentLog())")
+            #expect(try world.cli(as: nil, "ping").status == 0)
+            return (tries, cpuSeconds() - cpuBefore, rss() - rssBefore, world)
+        } catch {
+            world.tearDown()
+            throw error
+        }
     }
 
     // MARK: guardian passwords

@@ -33,6 +33,11 @@ public final class SwayFocusWatch {
     static let maximumMessage = 2 << 20
     /// And one of more values (arrays, objects, commas) before it is decoded.
     static let maximumValues = 200_000
+    /// Window events kept while the tree's reply is awaited.
+    static let maximumPending = 64
+    /// A window event larger, or more of them in a second, ends the watch.
+    static let maximumEvent = 256 << 10
+    static let maximumEventsPerSecond = 500
     private let fd: Int32
     private var buffer: [UInt8] = []
 
@@ -64,13 +69,19 @@ public final class SwayFocusWatch {
         }
         try send(type: 4, [])
         var tree: (type: UInt32, payload: [UInt8])?
-        // Events may arrive before the tree's reply.
+        // Events may arrive before the tree's reply: a few are kept, within one deadline for the
+        // reply (a program posing as sway that sends events without end holds no more).
         var pending: [[UInt8]] = []
+        let deadline = ContinuousClock.now + timeout
         while tree == nil {
-            guard let message = try receive(stop: stop, deadline: .now + timeout) else { return }
+            guard let message = try receive(stop: stop, deadline: deadline) else { return }
             if message.type == 4 {
                 tree = message
             } else if message.type == 0x8000_0003 {
+                guard pending.count < Self.maximumPending else {
+                    throw SystemError(
+                        .command, "sway IPC at \(path): more than \(Self.maximumPending) events before the tree")
+                }
                 pending.append(message.payload)
             }
         }
@@ -103,9 +114,21 @@ public final class SwayFocusWatch {
         }
         for payload in pending { try handle(payload) }
         pending = []
+        // Sway sends a window event at each change (a few a second, a title's updates at most
+        // some dozens) of a container's few kilobytes: a program sending them larger or faster
+        // is not sway, and is read no longer (it is tried again later, less and less often).
+        var second = ContinuousClock.now
+        var inSecond = 0
         while true {
             guard let message = try receive(stop: stop, deadline: nil) else { return }
-            if message.type == 0x8000_0003 { try handle(message.payload) }
+            guard message.type == 0x8000_0003 else { continue }
+            let now = ContinuousClock.now
+            if now - second >= .seconds(1) { (second, inSecond) = (now, 0) }
+            inSecond += 1
+            guard inSecond <= Self.maximumEventsPerSecond, message.payload.count <= Self.maximumEvent else {
+                throw SystemError(.command, "sway IPC at \(path): window events larger or faster than sway sends")
+            }
+            try handle(message.payload)
         }
     }
 

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """A child's program posing as sway on a socket of hers: it takes the subscription, answers the
 request for the window tree with one legal reply of WIDTH empty nodes, then closes, and writes a
-line to LOG for each connection the agent makes.
+line to LOG for each connection the agent makes. With a fourth argument, "flood", it answers
+with a small tree and then sends window events as fast as the socket takes them.
 
-Usage: wide-sway.py SOCKET LOG WIDTH
+Usage: wide-sway.py SOCKET LOG WIDTH [flood]
 """
 import os
 import socket
@@ -11,6 +12,7 @@ import struct
 import sys
 
 path, log, width = sys.argv[1], sys.argv[2], int(sys.argv[3])
+flood = sys.argv[4:] == ["flood"]
 MAGIC = b"i3-ipc"
 tree = b'{"nodes": [' + b",".join([b"{}"] * width) + b"]}"
 
@@ -45,6 +47,11 @@ while True:
                 break
             if kind == 2:
                 connection.sendall(message(2, b'{"success": true}'))
+            elif kind == 4 and flood:
+                connection.sendall(message(4, b'{"nodes": []}'))
+                event = message(0x80000003, b'{"change": "title", "container": {"id": 1, "name": "' + b"x" * 2000 + b'"}}')
+                while True:
+                    connection.sendall(event * 64)
             elif kind == 4:
                 connection.sendall(message(4, tree))
                 break
