@@ -109,7 +109,7 @@ enum DatabaseDate {
         let milliseconds = (date.timeIntervalSince1970 * 1000 + 0.5).rounded(.down)
         guard milliseconds.isFinite, abs(milliseconds) < 1e17 else { return "0000-01-01 00:00:00.000" }
         let total = Int64(milliseconds)
-        let days = floorDivide(total, 86_400_000)
+        let days = CivilDate.floorDivide(total, 86_400_000)
         let inDay = total - days * 86_400_000
         let (year, month, day) = CivilDate.date(days: days)
         var text = digits(year, 4) + "-" + digits(month, 2) + "-" + digits(day, 2) + " "
@@ -154,10 +154,6 @@ enum DatabaseDate {
         }
         let total = CivilDate.days(year: year, month: month, day: day) * 86_400_000 + milliseconds
         return Date(timeIntervalSince1970: Double(total) / 1000)
-    }
-
-    private static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
-        value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
     }
 
     private static func digits(_ value: Int64, _ count: Int) -> String {

@@ -521,6 +521,16 @@ final class AgentWorld {
         return Double((Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    /// The agent's resident memory in bytes.
+    func agentMemory() throws -> Int {
+        guard let pid = agentPID else { throw WorldError("the agent is not running") }
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else {
+            throw WorldError("/proc/\(pid)/status has no VmRSS")
+        }
+        return (line.split(separator: " ").compactMap { Int($0) }.first ?? 0) * 1024
+    }
+
     /// Runs `screentime` as a user (nil: root), with this world's socket.
     func cli(as user: String?, _ arguments: String..., input: String? = nil) throws -> CommandResult {
         try cli(as: user, arguments: arguments, input: input)

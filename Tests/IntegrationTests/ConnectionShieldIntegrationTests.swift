@@ -496,7 +496,7 @@ struct ConnectionShieldIntegrationTests {
             })
         #expect((tally["reset"] ?? 0) >= 160, "\(hostile)")
         #expect(world.agentIsRunning)
-        let memoryBefore = try agentMemory(world)
+        let memoryBefore = try world.agentMemory()
         // 10,000 half-open connections, 3,000 of them holding half a hello.
         let flood = try child(world, "flood", "10.1.1.1", "443", "10000", "www.allowed.test", "3000")
         let lines = flood.split(separator: "\n").map(String.init)
@@ -504,7 +504,7 @@ struct ConnectionShieldIntegrationTests {
         #expect(lines.last?.hasPrefix("after answered") == true, "\(flood)\n\(counters)")
         #expect(lines.first?.hasPrefix("held ") == true, "\(flood)")
         #expect(world.agentIsRunning)
-        let memoryAfter = try agentMemory(world)
+        let memoryAfter = try world.agentMemory()
         // 256 flows at most per user, each at most 16 KiB: a bound, not a leak.
         #expect(memoryAfter - memoryBefore < 64 << 20, "agent memory \(memoryBefore) → \(memoryAfter)")
         // Another user, and the child itself afresh, are served. The test's own server (one
@@ -842,14 +842,6 @@ struct ConnectionShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
-    /// The agent's resident memory in bytes.
-    func agentMemory(_ world: AgentWorld) throws -> Int {
-        let pid = try #require(world.agentPID)
-        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
-        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
-        let kilobytes = line.split(separator: " ").compactMap { Int($0) }.first ?? 0
-        return kilobytes * 1024
-    }
 }
 
 extension Array where Element == UInt8 {

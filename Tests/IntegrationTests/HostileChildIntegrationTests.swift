@@ -260,21 +260,7 @@ struct HostileChildIntegrationTests {
                 as: world.child, "/usr/bin/python3",
                 [AgentWorld.fixture("wide-sway.py"), socket, connections] + arguments)
             #expect(eventually(10) { Files.exists(socket) })
-            let agent = try #require(world.agentPID)
-            func cpuSeconds() -> Double {
-                let stat = (try? String(contentsOfFile: "/proc/\(agent)/stat", encoding: .utf8)) ?? ""
-                let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
-                guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else {
-                    return 0
-                }
-                return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-            }
-            func rss() -> Int {
-                let status = (try? String(contentsOfFile: "/proc/\(agent)/status", encoding: .utf8)) ?? ""
-                let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
-                return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-            }
-            let (cpuBefore, rssBefore) = (cpuSeconds(), rss())
+            let (cpuBefore, rssBefore) = (try world.agentCPUSeconds(), try world.agentMemory())
             // Her program that names it: the agent finds the session from its environment.
             _ = try world.launch(as: world.child, "/bin/sleep", ["120"], environment: ["SWAYSOCK=\(socket)"])
             #expect(eventually(10) { Files.exists(connections) }, "the agent never read her fake sway")
@@ -282,7 +268,7 @@ struct HostileChildIntegrationTests {
             let tries = ((try? String(contentsOfFile: connections, encoding: .utf8)) ?? "").split(separator: "\n").count
             #expect(world.agentLog(naming: [problem], last: 1).contains(problem), "\(world.agentLog())")
             #expect(try world.cli(as: nil, "ping").status == 0)
-            return (tries, cpuSeconds() - cpuBefore, rss() - rssBefore, world)
+            return (tries, try world.agentCPUSeconds() - cpuBefore, (try world.agentMemory() - rssBefore) / 1024, world)
         } catch {
             world.tearDown()
             throw error

@@ -224,7 +224,8 @@ public enum CivilDate {
         }
     }
 
-    static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
+    /// `value / divisor` rounded toward minus infinity (`divisor` > 0).
+    package static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
         value >= 0 ? value / divisor : -((-value + divisor - 1) / divisor)
     }
 
