@@ -614,6 +614,26 @@ struct NetfilterQueueTests {
         let resolvers = SystemResolvers(path: fixture.root + "/resolv.conf")
         #expect(resolvers.contains([10, 0, 0, 1]) && !resolvers.contains([10, 0, 0, 2]))
     }
+
+    /// Threads that look at once, while the first reads the file, all see its resolvers: none is
+    /// told there are none (the agent's lookup of a shielded name then took the system's resolver
+    /// for one the child chose, and its answer refused the site to her after a grant).
+    @Test func threadsLookingAtOnceAllSeeTheResolvers() throws {
+        let fixture = try Fixture()
+        try fixture.write(
+            "resolv.conf", "# a long comment first\n" + String(repeating: "#\n", count: 5_000) + "nameserver 10.0.0.1\n"
+        )
+        var missed = 0
+        for _ in 0..<100 {
+            let resolvers = SystemResolvers(path: fixture.root + "/resolv.conf")
+            let seen = Mutex(0)
+            DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                if resolvers.contains([10, 0, 0, 1]) { seen.withLock { $0 += 1 } }
+            }
+            missed += 8 - seen.withLock { $0 }
+        }
+        #expect(missed == 0, "\(missed) of 800 looks saw no resolver")
+    }
 }
 
 @Suite struct UnseenLookupsTests {

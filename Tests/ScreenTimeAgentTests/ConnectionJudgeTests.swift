@@ -282,6 +282,36 @@ import Testing
         #expect(isRefusal(judge(connections, syn)))
     }
 
+    /// An address her own resolver gave for a shielded name, that the system's resolver returns
+    /// for a name she may visit (a site a guardian let past the filter since, or a shared
+    /// server), is shared: its connections are judged by the name they carry, in either order of
+    /// learning. (Before, her resolver's word held it shielded: the site stayed refused after a
+    /// grant until the answer's time ran out.)
+    @Test func theSystemsResolverSharesAnAddressHerResolverShielded() {
+        for trustedFirst in [false, true] {
+            let connections = ConnectionJudge()
+            let site = DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 60)
+            let learnings = [(shielded: true, trusted: false), (shielded: false, trusted: true)]
+            for learning in trustedFirst ? learnings.reversed() : learnings {
+                connections.learn([site], owner: Self.child, shielded: learning.shielded, trusted: learning.trusted)
+            }
+            let syn = judge(connections, Self.segment(port: 40040, sequence: 99, flags: 0x02))
+            #expect(syn == .pending, "trusted first: \(trustedFirst): \(syn)")
+            let allowed = judge(
+                connections, Self.segment(port: 40040, sequence: 100, Self.hello("video.allowed.test.")))
+            #expect(allowed == .watch, "trusted first: \(trustedFirst): \(allowed)")
+            let blocked = judge(
+                connections, Self.segment(port: 40041, sequence: 100, Self.hello("video.blocked.test.")))
+            #expect(isRefusal(blocked), "trusted first: \(trustedFirst): \(blocked)")
+        }
+        // Her resolver's word alone still refuses it.
+        let connections = ConnectionJudge()
+        connections.learn(
+            [DNSMessage.AddressRecord(address: [10, 1, 1, 1], ttl: 60)], owner: Self.child, shielded: true,
+            trusted: false)
+        #expect(isRefusal(judge(connections, Self.segment(sequence: 99, flags: 0x02))))
+    }
+
     /// The kernel's set takes the time an address is added with, even a shorter one: the time is
     /// the longest any book keeps it, so a short answer (another of the site's names, or her own
     /// resolver's) does not cut what a long one taught (the fourth attack's finding 1).

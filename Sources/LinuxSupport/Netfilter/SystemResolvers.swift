@@ -23,6 +23,11 @@ public final class SystemResolvers: Sendable {
     }
 
     /// The nameservers' addresses (4 or 16 bytes each), in the file's order.
+    ///
+    /// A caller that finds the file changed reads it itself; others meanwhile get what was read
+    /// before, never an empty list in between (a lookup of the agent's that saw none would take
+    /// the system's resolver for one the child chose). A file that cannot be read leaves what was
+    /// read before, and is tried again at the next look.
     public var addresses: [[UInt8]] {
         let now = ContinuousClock.now
         if let known = state.withLock({ state -> [[UInt8]]? in
@@ -32,16 +37,36 @@ public final class SystemResolvers: Sendable {
             return known
         }
         let signature = Files.signature(path)
-        let unchanged = state.withLock { state -> [[UInt8]]? in
+        if let unchanged = state.withLock({ state -> [[UInt8]]? in
+            guard state.signature == signature else { return nil }
             state.checked = now
-            return state.signature == signature ? state.addresses : nil
+            return state.addresses
+        }) {
+            return unchanged
         }
-        if let unchanged { return unchanged }
-        let text = (try? Files.read(path, limit: 1 << 20)).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let text: String
+        do {
+            text = String(decoding: try Files.read(path, limit: 1 << 20), as: UTF8.self)
+        } catch {
+            // Gone: no resolvers. There but unreadable for a moment: what was read before.
+            guard Files.exists(path) else {
+                state.withLock {
+                    $0.signature = signature
+                    $0.addresses = []
+                    $0.checked = now
+                }
+                return []
+            }
+            return state.withLock { state in
+                state.checked = now
+                return state.addresses
+            }
+        }
         let addresses = Self.parse(text)
         state.withLock {
             $0.signature = signature
             $0.addresses = addresses
+            $0.checked = now
         }
         return addresses
     }

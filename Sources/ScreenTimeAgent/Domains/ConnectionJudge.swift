@@ -89,10 +89,15 @@ final class ConnectionJudge: Sendable {
         /// a connection naming nothing may not go to one (it could carry the site's Host inside).
         var searchAddresses: [UInt32: LearnedAddresses] = [:]
 
+        /// An address her own resolver gave for a shielded name is shielded, unless the system's
+        /// resolvers (or the agent's lookups) returned it for a name she may visit: then it is
+        /// shared, as if they had said both (her resolver can restrict her, never free her).
         func standing(of address: LearnedAddresses.Address, owner: UInt32, now: Double) -> LearnedAddresses.Standing {
-            let learned = addresses[owner]?.standing(of: address, now: now) ?? .unknown
+            let book = addresses[owner]
+            let learned = book?.standing(of: address, now: now) ?? .unknown
             guard learned == .unknown else { return learned }
-            return heard[owner]?.standing(of: address, now: now) ?? .unknown
+            let said = heard[owner]?.standing(of: address, now: now) ?? .unknown
+            return said == .shielded && book?.isAllowed(address, now: now) == true ? .shared : said
         }
         var refused: [UInt32: [String: Int]] = [:]
 

@@ -100,6 +100,11 @@ public struct LearnedAddresses: Sendable {
         return until
     }
 
+    /// Whether `address` was returned lately for a name the child may visit.
+    public func isAllowed(_ address: Address, now: Double) -> Bool {
+        (entries[address]?.allowedUntil ?? -.infinity) > now
+    }
+
     public func standing(of address: Address, now: Double) -> Standing {
         guard let entry = entries[address], entry.shieldedUntil > now else { return .unknown }
         return entry.allowedUntil > now ? .shared : .shielded
