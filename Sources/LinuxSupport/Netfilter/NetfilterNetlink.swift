@@ -96,9 +96,12 @@ enum NetfilterNetlink {
     /// then takes everything waiting without blocking (one wakeup, many messages), each read's
     /// bytes handed to `handle` with their count. A read the kernel lost because the socket was
     /// full (ENOBUFS) is counted in `overruns`.
+    ///
+    /// `drained` is called each time nothing more is waiting, before the reader sleeps (a reader
+    /// that gathers work sends it then).
     static func read(
         _ descriptor: Int32, what: String, stop: StopSignal, overruns: borrowing Atomic<Int>,
-        _ handle: (inout [UInt8], Int) -> Void
+        drained: () -> Void = {}, _ handle: (inout [UInt8], Int) -> Void
     ) throws(SystemError) {
         var buffer = [UInt8](repeating: 0, count: 0x20000)
         var fds = [
@@ -116,7 +119,10 @@ enum NetfilterNetlink {
                 }
                 if count < 0 {
                     let error = errno
-                    if error == EAGAIN || error == EWOULDBLOCK { break }
+                    if error == EAGAIN || error == EWOULDBLOCK {
+                        drained()
+                        break
+                    }
                     if error == ENOBUFS {
                         overruns.add(1, ordering: .relaxed)
                         continue

@@ -4,7 +4,10 @@ import Glibc
 import Synchronization
 
 /// One netfilter queue (NFQUEUE) read on a thread of its own: each queued packet is handed to a
-/// handler, whose verdict is given back to the kernel before the next packet is read.
+/// handler, and its verdict given back to the kernel. The verdicts on packets that were waiting
+/// together go back together, in one message of several verdicts, once nothing more is waiting
+/// (or `verdictBatch` are gathered): under load, one system call and one wakeup of the packets'
+/// receivers for many packets, not one each; alone, a packet's verdict goes at once.
 ///
 /// The queue carries the sender's uid (`NFQA_CFG_F_UID_GID`) and whole packets. It is bound
 /// without fail-open: while nobody reads it the kernel drops what the rules send to it, so a
@@ -47,6 +50,12 @@ public final class NetfilterQueue: @unchecked Sendable {
     private var handle: OpaquePointer?
     private var queue: OpaquePointer?
     private let stopSignal: StopSignal
+    /// Verdicts judged and not sent yet, as netlink messages one after another; their count.
+    private var verdicts: [UInt8] = []
+    private var gathered = 0
+    private var sequence: UInt32 = 0
+    /// At most this many verdicts wait for the packets after them.
+    public static let verdictBatch = 16
     private let judgedCount = Atomic<Int>(0)
     private let overrunCount = Atomic<Int>(0)
 
@@ -123,14 +132,74 @@ public final class NetfilterQueue: @unchecked Sendable {
             queue = nil
             self.handle = nil
         }
+        let descriptor = nfq_fd(handle)
+        verdicts.reserveCapacity(1 << 17)
+        defer { sendVerdicts(descriptor) }
         try NetfilterNetlink.read(
-            nfq_fd(handle), what: "netfilter queue \(number)", stop: stopSignal, overruns: overrunCount
+            descriptor, what: "netfilter queue \(number)", stop: stopSignal, overruns: overrunCount,
+            drained: { sendVerdicts(descriptor) }
         ) { buffer, count in
             buffer.withUnsafeMutableBytes { bytes in
                 _ = nfq_handle_packet(handle, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(count))
             }
+            if gathered >= Self.verdictBatch || verdicts.count >= 1 << 16 { sendVerdicts(descriptor) }
         }
     }
+
+    /// Sends the verdicts gathered, in one message. (The kernel takes each verdict in turn, and
+    /// answers one it refuses, a packet no longer queued, with an error the reader skips.)
+    private func sendVerdicts(_ descriptor: Int32) {
+        guard gathered > 0 else { return }
+        _ = retryingInterrupts {
+            verdicts.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, 0) }
+        }
+        verdicts.removeAll(keepingCapacity: true)
+        gathered = 0
+    }
+
+    /// Adds a verdict message (`NFQNL_MSG_VERDICT`, as libnetfilter_queue writes it): the verdict
+    /// and packet id, a mark, and the packet's new bytes, each an attribute.
+    private func gather(id: UInt32, verdict: UInt32, mark: UInt32? = nil, payload: UnsafeRawBufferPointer? = nil) {
+        func append32(_ value: UInt32) {
+            withUnsafeBytes(of: value) { verdicts.append(contentsOf: $0) }
+        }
+        func appendBig32(_ value: UInt32) { append32(value.bigEndian) }
+        func attribute(_ type: UInt16, length: Int) {
+            append32(UInt32(4 + length) | UInt32(type) << 16)
+        }
+        let start = verdicts.count
+        sequence &+= 1
+        append32(0)  // the length, below
+        append32(UInt32(Self.subsystemQueue << 8 | Self.messageVerdict) | UInt32(NetfilterNetlink.flagRequest) << 16)
+        append32(sequence)
+        append32(0)
+        // nfgenmsg: AF_UNSPEC, version 0, the queue's number in network order.
+        verdicts += [0, 0, UInt8(number >> 8), UInt8(number & 0xFF)]
+        attribute(Self.attributeVerdict, length: 8)
+        appendBig32(verdict)
+        appendBig32(id)
+        if let mark {
+            attribute(Self.attributeMark, length: 4)
+            appendBig32(mark)
+        }
+        if let payload, payload.count > 0 {
+            attribute(Self.attributePayload, length: payload.count)
+            verdicts.append(contentsOf: payload)
+        }
+        let length = UInt32(verdicts.count - start)
+        withUnsafeBytes(of: length) { bytes in
+            for (offset, byte) in bytes.enumerated() { verdicts[start + offset] = byte }
+        }
+        // The next message starts on a 4-byte boundary.
+        verdicts += repeatElement(0, count: (4 - verdicts.count % 4) % 4)
+        gathered += 1
+    }
+
+    static let subsystemQueue = 3  // NFNL_SUBSYS_QUEUE
+    static let messageVerdict = 1  // NFQNL_MSG_VERDICT
+    static let attributeVerdict: UInt16 = 2  // NFQA_VERDICT_HDR
+    static let attributeMark: UInt16 = 3  // NFQA_MARK
+    static let attributePayload: UInt16 = 10  // NFQA_PAYLOAD
 
     /// Makes `run()` return; safe from any thread.
     public func stop() {
@@ -150,15 +219,14 @@ public final class NetfilterQueue: @unchecked Sendable {
         judgedCount.add(1, ordering: .relaxed)
         switch verdict {
         case .accept:
-            return nfq_set_verdict(queue, id, UInt32(NF_ACCEPT), 0, nil)
+            gather(id: id, verdict: UInt32(NF_ACCEPT))
         case .drop:
-            return nfq_set_verdict(queue, id, UInt32(NF_DROP), 0, nil)
+            gather(id: id, verdict: UInt32(NF_DROP))
         case .replace(let replacement):
-            return replacement.withUnsafeBufferPointer {
-                nfq_set_verdict(queue, id, UInt32(NF_ACCEPT), UInt32($0.count), $0.baseAddress)
-            }
+            replacement.withUnsafeBytes { gather(id: id, verdict: UInt32(NF_ACCEPT), payload: $0) }
         case .repeatMarked(let mark):
-            return nfq_set_verdict2(queue, id, UInt32(NF_REPEAT), mark, 0, nil)
+            gather(id: id, verdict: UInt32(NF_REPEAT), mark: mark)
         }
+        return 0
     }
 }
