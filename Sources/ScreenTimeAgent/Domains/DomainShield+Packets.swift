@@ -237,25 +237,44 @@ extension DomainShield {
         return suffixes.registrableDomain(of: domain) ?? domain
     }
 
+    /// Counts a shielded name met (looked up, or named by a connection) for `status` and the
+    /// reports, and tells the shield presenter (a notice in her session), at most once a second
+    /// per name: a page that asks a shielded name again and again costs a lookup in a table.
     func note(uid: UInt32, name: DNSName, verdict: DomainFilter.Verdict) {
-        // The nearest name that is a host name: a verdict was reached through one of them.
-        var labels = name.labels
-        var domain: DomainName?
-        while !labels.isEmpty, domain == nil {
-            domain = (try? DNSName(labels: labels))?.domainName
-            labels.removeFirst()
+        let nameKey = NotedKey(uid: uid, name: name.lowercased, reason: verdict.reason, category: verdict.category)
+        let instant = ContinuousClock.now
+        var noted: Noted
+        if let known = notedNames.withLock({ $0[nameKey] }) {
+            noted = known
+        } else {
+            // The nearest name that is a host name: a verdict was reached through one of them.
+            var labels = name.labels
+            var domain: DomainName?
+            while !labels.isEmpty, domain == nil {
+                domain = (try? DNSName(labels: labels))?.domainName
+                labels.removeFirst()
+            }
+            guard let domain else { return }
+            let shown = eventDomain(domain, uid: uid, verdict: verdict)
+            noted = Noted(shown: shown, token: minter.token(for: shown).base64, told: nil)
         }
-        guard let domain else { return }
-        let shown = eventDomain(domain, uid: uid, verdict: verdict)
-        let key = EventKey(uid: uid, domain: shown, reason: verdict.reason, category: verdict.category)
-        if verdict.reason != .bypass {
+        let shown = noted.shown
+        if verdict.reason != .bypass, noted.told.map({ instant - $0 >= Self.tellingSpacing }) ?? true {
+            noted.told = instant
             shieldEvents.tell(
                 .met(
                     ShieldEncounter(
-                        kind: .webDomain, owner: uid, token: minter.token(for: shown).base64, name: shown.unicode,
-                        identity: shown.ascii, categories: [], icon: nil, stores: verdict.stores, pid: nil,
-                        webReason: verdict.reason)))
+                        kind: .webDomain, owner: uid, token: noted.token, name: shown.unicode, identity: shown.ascii,
+                        categories: [], icon: nil, stores: verdict.stores, pid: nil, webReason: verdict.reason)))
         }
+        notedNames.withLock { names in
+            // Bounded: a child inventing names starts it afresh, no more.
+            if names[nameKey] == nil, names.count >= Self.lookupDomainsKept {
+                names.removeAll(keepingCapacity: true)
+            }
+            names[nameKey] = noted
+        }
+        let key = EventKey(uid: uid, domain: shown, reason: verdict.reason, category: verdict.category)
         let now = Date()
         let wasEmpty = events.withLock { buffer in
             let wasEmpty = buffer.counts.isEmpty
@@ -301,5 +320,22 @@ extension DomainShield {
                 "too many different shielded lookups at once; some were not recorded",
                 metadata: ["dropped": "\(dropped)"])
         }
+    }
+}
+
+// A shielded name met.
+extension DomainShield {
+    struct NotedKey: Hashable {
+        var uid: UInt32
+        var name: DNSName
+        var reason: DomainFilter.Reason
+        var category: ActivityCategoryToken?
+    }
+
+    struct Noted {
+        /// The name counted and shown: the shield's own, or the registrable domain.
+        var shown: DomainName
+        var token: String
+        var told: ContinuousClock.Instant?
     }
 }

@@ -42,6 +42,8 @@ extension DomainShield {
             state.webFingerprint = fingerprint
             return (state.installedRules, state.generation)
         }
+        // What a shielded name is counted under follows the policy's shields.
+        notedNames.withLock { $0.removeAll() }
         var wanted = InstalledRules(
             owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation,
             synFastPath: connections.shieldedSets != nil,

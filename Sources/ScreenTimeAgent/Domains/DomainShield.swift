@@ -42,6 +42,10 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     let pages = try? RawPacketSender()
     /// The registrable domains of names looked up lately (see `registrableDomain(of:)`).
     let lookupDomains = Mutex<[DNSName: String]>([:])
+    /// What each shielded name met lately is counted under, and when the shield presenter was
+    /// last told of it (see `note`); emptied when the policy changes.
+    let notedNames = Mutex<[NotedKey: Noted]>([:])
+    static let tellingSpacing: Duration = .seconds(1)
     private let flushSignal: AsyncStream<Void>
     /// Told, on the queue's thread, of each address question a filtered user asks and each name
     /// their programs use — looked up, or named by a connection's opening (its registrable domain
