@@ -150,8 +150,18 @@ public final class NetfilterQueue: @unchecked Sendable {
     /// answers one it refuses, a packet no longer queued, with an error the reader skips.)
     private func sendVerdicts(_ descriptor: Int32) {
         guard gathered > 0 else { return }
-        _ = retryingInterrupts {
-            verdicts.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, 0) }
+        verdicts.withUnsafeBytes { bytes in
+            let sent = retryingInterrupts { Glibc.send(descriptor, bytes.baseAddress, bytes.count, 0) }
+            guard sent < 0, gathered > 1 else { return }
+            // Refused whole (too large for the socket's buffer, or no memory for it): each verdict
+            // alone, so that no packet is left held for want of its verdict.
+            var at = 0
+            while at + 4 <= bytes.count {
+                let length = Int(bytes.loadUnaligned(fromByteOffset: at, as: UInt32.self))
+                guard length >= 16, at + length <= bytes.count else { break }
+                _ = retryingInterrupts { Glibc.send(descriptor, bytes.baseAddress! + at, length, 0) }
+                at += (length + 3) & ~3
+            }
         }
         verdicts.removeAll(keepingCapacity: true)
         gathered = 0
