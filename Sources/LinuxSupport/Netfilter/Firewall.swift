@@ -13,6 +13,8 @@ import FoundationEssentials
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
 ///     CHAIN           -p tcp --syn -j CONNMARK --set-xmark 0/M   (a new connection on a reused flow)
+///                     -p udp --dport 53 -m connmark --mark DNS/M -j CONNMARK --set-xmark 0/M
+///                                                    (a question on a flow a child's question left)
 ///                     -p tcp -m connmark --mark PASSED/M -j RETURN   (a judged TCP flow)
 ///                     per filtered uid range R, for every packet:
 ///                     -p udp -m length (a 1,200-byte payload) -m owner R -m u32 (a QUIC long
@@ -254,6 +256,14 @@ public struct Firewall: Sendable {
         // old flow's mark (its PASSED once let a second hello by unjudged). The agent's byte goes.
         lines.append(
             "-A \(chain) -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/\(ownedText)")
+        // A question to port 53 on a UDP flow a filtered user's question marked (she sent from
+        // these ports and closed her socket; conntrack keeps the flow for 30 s or more) is
+        // someone else's now: the mark goes, or the reply would come to the queue and be dropped
+        // as answering no filtered user (a child could make others' lookups fail by sending from
+        // the ports they will use). A filtered user's own question is marked again further on.
+        lines.append(
+            "-A \(chain) -p udp -m udp --dport 53 -m connmark --mark \(markText(.dns)) -j CONNMARK --set-xmark 0x0/\(ownedText)"
+        )
         if acknowledgementLog != nil { lines += promote.map { "-A \(chain) \($0)" } }
         // The fast path first for TCP, the bulk of what a judged flow sends.
         lines.append("-A \(chain) -p tcp -m connmark --mark \(passed) -j RETURN")
