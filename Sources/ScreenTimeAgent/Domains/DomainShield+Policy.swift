@@ -49,6 +49,7 @@ extension DomainShield {
             synFastPath: connections.shieldedSets != nil,
             acknowledgementLog: acknowledgements.map { _ in configuration.dnsQueue })
         connections.keep(owners: Set(snapshot.users.keys))
+        shadows.keep(owners: Set(snapshot.users.keys))
         // Safe search in the browsers too, as strict as any child's.
         let safeSearch = snapshot.users.values.compactMap(\.policy.safeSearch).max()
         updateBrowserPolicies(
