@@ -221,13 +221,16 @@ SHELL_EXTENSION := screentime-focus@screentime.local
 # KWin's script that tells the same, through the agent's relay (packaging/kwin).
 KWIN_SCRIPT := screentime-focus
 # The release build: what `make install` and `make deb` install, and what `make test` tests (one
-# build, so the tests run on the programs a family gets). The four programs link the Swift runtime
-# as shared libraries: `stage` installs the ones they use once, in lib/screentime/, and points the
-# programs there (their RUNPATH), where a static runtime put a copy of it into each program.
+# build, so the tests run on the programs a family gets). The command line, the shield window and
+# the dashboard link the Swift runtime as shared libraries: `stage` installs the ones they use
+# once, in lib/screentime/, and points the programs there (their RUNPATH). The agent, which runs
+# all day, has the parts of the runtime it uses linked in (Package.swift): fewer resident pages
+# than the shared libraries cost it. Optimised for size (-Osize): a smaller program is fewer pages
+# in memory; the agent's time goes to the kernel, not its code (docs/developer-guide.md).
 # (Package.swift compiles the modules the tests `@testable import` for testing, and the tests
 # themselves unoptimised, in this build.) No debug information: the installed programs are
 # stripped, so it would be made only to be thrown away (making it took 14 s of a fresh build's 432).
-RELEASE := -c release -debug-info-format none
+RELEASE := -c release -debug-info-format none -Xswiftc -Osize
 VERSION := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/ScreenTimeAgent/Policy/PolicyService.swift)
 ARCH := $(shell dpkg --print-architecture)
 # Where the unit and zsh's completions go: `make install`'s places; the package's differ.
