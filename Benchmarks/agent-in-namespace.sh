@@ -10,7 +10,7 @@ mkdir -p $DIR/categories
 cleanup() {
   [ -f $DIR/agent.pid ] && kill -9 "$(cat $DIR/agent.pid)" 2>/dev/null || true
   for f in $DIR/*.dnsmasq.pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true; done
-  ip netns exec $NS $BIN/screentimed --remove-firewall --config $DIR/conf.json --log-level error 2>/dev/null || true
+  ip netns exec $NS $BIN/screentimed --remove-firewall --config $DIR/conf.json --state-dir $DIR/state --log-level error 2>/dev/null || true
   for pid in $(ip netns pids $NS 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
   ip netns del $NS 2>/dev/null || true
   userdel $KID 2>/dev/null || true

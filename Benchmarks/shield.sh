@@ -18,7 +18,7 @@ while [ -e "/tmp/.X11-unix/X$DISPLAY_NUMBER" ]; do DISPLAY_NUMBER=$((1500 + RAND
 cleanup() {
   [ -f $DIR/agent.pid ] && kill -9 "$(cat $DIR/agent.pid)" 2>/dev/null || true
   pkill -KILL -u $KID 2>/dev/null || true
-  $BIN/screentimed --remove-firewall --config $DIR/conf.json --log-level error 2>/dev/null || true
+  $BIN/screentimed --remove-firewall --config $DIR/conf.json --state-dir $DIR/state --log-level error 2>/dev/null || true
   for g in /sys/fs/cgroup/unified/$GROUP /sys/fs/cgroup/$GROUP; do
     [ -d $g/frozen ] && { echo 1 > $g/frozen/cgroup.kill; sleep 0.2; rmdir $g/frozen; rmdir $g; } 2>/dev/null || true
   done

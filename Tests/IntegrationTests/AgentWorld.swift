@@ -756,10 +756,16 @@ final class AgentWorld {
             for _ in 0..<200 where rmdir(group) != 0 && Files.exists(group) { usleep(5000) }
             rmdir("\(hierarchy)/\(freezerGroup)")
         }
-        // The agent leaves its rules when it stops (failing closed); the test removes them.
+        // The agent leaves its rules when it stops (failing closed); the test removes them. With
+        // the world's own state directory: the browser policies' record of what they replaced is
+        // kept there, and without it the removal took an installed agent's record in
+        // /var/lib/screentime (its Firefox policies were then left behind at its last revocation).
         _ = try? inNetwork(
             as: nil, Self.binaries + "/screentimed",
-            ["--remove-firewall", "--config", directory + "/screentimed.json", "--log-level", "error"])
+            [
+                "--remove-firewall", "--config", directory + "/screentimed.json", "--state-dir", directory + "/state",
+                "--log-level", "error",
+            ])
         if let text = try? String(contentsOfFile: directory + "/dnsmasq.pid", encoding: .utf8),
             let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 1
         {
