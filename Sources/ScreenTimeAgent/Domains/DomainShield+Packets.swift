@@ -244,9 +244,12 @@ extension DomainShield {
         let nameKey = NotedKey(uid: uid, name: name.lowercased, reason: verdict.reason, category: verdict.category)
         let instant = ContinuousClock.now
         var noted: Noted
+        // Written back only when new, or told again: a name met again costs one look.
+        var changed = false
         if let known = notedNames.withLock({ $0[nameKey] }) {
             noted = known
         } else {
+            changed = true
             // The nearest name that is a host name: a verdict was reached through one of them.
             var labels = name.labels
             var domain: DomainName?
@@ -261,18 +264,21 @@ extension DomainShield {
         let shown = noted.shown
         if verdict.reason != .bypass, noted.told.map({ instant - $0 >= Self.tellingSpacing }) ?? true {
             noted.told = instant
+            changed = true
             shieldEvents.tell(
                 .met(
                     ShieldEncounter(
                         kind: .webDomain, owner: uid, token: noted.token, name: shown.unicode, identity: shown.ascii,
                         categories: [], icon: nil, stores: verdict.stores, pid: nil, webReason: verdict.reason)))
         }
-        notedNames.withLock { names in
-            // Bounded: a child inventing names starts it afresh, no more.
-            if names[nameKey] == nil, names.count >= Self.lookupDomainsKept {
-                names.removeAll(keepingCapacity: true)
+        if changed {
+            notedNames.withLock { names in
+                // Bounded: a child inventing names starts it afresh, no more.
+                if names[nameKey] == nil, names.count >= Self.lookupDomainsKept {
+                    names.removeAll(keepingCapacity: true)
+                }
+                names[nameKey] = noted
             }
-            names[nameKey] = noted
         }
         let key = EventKey(uid: uid, domain: shown, reason: verdict.reason, category: verdict.category)
         let now = Date()
