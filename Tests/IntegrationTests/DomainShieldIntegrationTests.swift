@@ -25,11 +25,12 @@ struct DomainShieldIntegrationTests {
 
     func dig(
         _ world: AgentWorld, as user: String?, _ name: String, server: String = "127.0.0.1", tcp: Bool = false,
-        type: String = "A", timeout: Int = 3
+        type: String = "A", timeout: Int = 3, from source: String? = nil
     ) throws -> Lookup {
         let start = ContinuousClock.now
         var arguments = ["+tries=1", "+time=\(timeout)", "@\(server)", name, type]
         if tcp { arguments.insert("+tcp", at: 0) }
+        if let source { arguments += ["-b", source] }
         let result = try world.inNetwork(as: user, "/usr/bin/dig", arguments)
         let elapsed = ContinuousClock.now - start
         let status = result.stdout.split(separator: "\n").first { $0.contains("status:") }.flatMap { line in
@@ -401,17 +402,13 @@ struct DomainShieldIntegrationTests {
             let port = Int.random(in: 40_000...59_000) + index
             let hers = try world.inNetwork(as: world.child, "/usr/bin/python3", ["-c", script, "\(port)"])
             #expect(hers.stdout == "answered\n", "\(hers.stdout) \(hers.stderr)")
-            let theirs = try world.inNetwork(
-                as: user, "/usr/bin/dig",
-                ["+tries=1", "+time=3", "-b", "127.0.0.1#\(port)", "@127.0.0.1", "allowed.test"])
+            let theirs = try dig(world, as: user, "allowed.test", from: "127.0.0.1#\(port)")
             #expect(
-                theirs.stdout.contains("status: NOERROR") && theirs.stdout.contains("10.1.1.1"),
-                "\(user ?? "root") from the child's ports: \(theirs.stdout) \(theirs.stderr)")
+                theirs.status == "NOERROR" && theirs.addresses == ["10.1.1.1"],
+                "\(user ?? "root") from the child's ports: \(theirs.output)")
             // And her next question from those ports is hers again: judged, a shielded name refused.
-            let again = try world.inNetwork(
-                as: world.child, "/usr/bin/dig",
-                ["+tries=1", "+time=3", "-b", "127.0.0.1#\(port)", "@127.0.0.1", "blocked.test"])
-            #expect(again.stdout.contains("status: NXDOMAIN"), "\(again.stdout) \(again.stderr)")
+            let again = try dig(world, as: world.child, "blocked.test", from: "127.0.0.1#\(port)")
+            #expect(again.status == "NXDOMAIN", "\(again.output)")
         }
         #expect(world.agentIsRunning)
     }
