@@ -76,10 +76,11 @@ PACKAGING_PACKAGES := dpkg-dev
 #   lintian         the package's checks (make lint-deb)
 #   gdb             the threads of a test run that stalled, printed before it is ended (scripts/run-tests)
 #   logrotate       reads the package's rotation of the agent's log, in the package test
+#   valgrind        callgrind, which finds the functions the agent runs (make link-order)
 TEST_PACKAGES := python3-dnspython util-linux iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc procps \
 	zbar-tools uidmap tshark curl openssl iperf3 chromium firefox-esr libnss3-tools chromium-driver \
 	python3-selenium libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland netpbm debootstrap lintian gdb logrotate
+	dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland netpbm debootstrap lintian gdb logrotate valgrind
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
 # What the installed programs (screentimed, screentime-web, screentime-shield, screentime) are made
@@ -91,7 +92,7 @@ ESSENTIALS_ONLY := Sources/ScreenTimeCore Sources/ScreenTimeIPC Sources/ScreenTi
   Sources/FamilyControls Sources/screentime Sources/ScreenTimeSQLite Sources/ScreenTimeAgent \
   Sources/LinuxSupport Sources/screentimed
 
-.PHONY: all deps test-deps deb-deps print-packages build docs stage test package-in-a-clean-root package-test lint-deb bench lint format install uninstall deb clean
+.PHONY: all deps test-deps deb-deps print-packages build docs stage test package-in-a-clean-root package-test lint-deb bench link-order lint format install uninstall deb clean
 
 all: build
 
@@ -198,6 +199,12 @@ bench: test-deps $(PAM_MODULE)
 	@echo
 	Benchmarks/agent-memory.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 
+# The agent's layout of its code (scripts/link-order): again after a change to what it runs often.
+link-order: test-deps
+	$(SWIFT) build $(RELEASE) --product screentimed
+	$(SWIFT) build $(RELEASE) --product screentime
+	scripts/link-order "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
+
 lint:
 	@$(SWIFT) format lint --strict --parallel --recursive $(SWIFT_SOURCES) && echo "lint: the house format holds"
 	@if grep -rnE '^(@[a-zA-Z]+ )*((public|package|internal) )?import (Glibc|C[A-Z][A-Za-z]*)$$' Sources/ScreenTimeAgent; then \
@@ -226,11 +233,14 @@ KWIN_SCRIPT := screentime-focus
 # once, in lib/screentime/, and points the programs there (their RUNPATH). The agent, which runs
 # all day, has the parts of the runtime it uses linked in (Package.swift): fewer resident pages
 # than the shared libraries cost it. Optimised for size (-Osize): a smaller program is fewer pages
-# in memory; the agent's time goes to the kernel, not its code (docs/developer-guide.md).
+# in memory; the agent's time goes to the kernel, not its code (docs/developer-guide.md). Each
+# function in a section of its own (-function-sections), so that the linker drops the ones nothing
+# calls and lays out the agent's in the order of Sources/screentimed/link-order.txt (`make
+# link-order`): the code it runs together, in fewer resident pages.
 # (Package.swift compiles the modules the tests `@testable import` for testing, and the tests
 # themselves unoptimised, in this build.) No debug information: the installed programs are
 # stripped, so it would be made only to be thrown away (making it took 14 s of a fresh build's 432).
-RELEASE := -c release -debug-info-format none -Xswiftc -Osize
+RELEASE := -c release -debug-info-format none -Xswiftc -Osize -Xswiftc -Xfrontend -Xswiftc -function-sections
 VERSION := $(shell sed -n 's/.*static let current = "\(.*\)".*/\1/p' Sources/ScreenTimeAgent/Policy/PolicyService.swift)
 ARCH := $(shell dpkg --print-architecture)
 # Where the unit and zsh's completions go: `make install`'s places; the package's differ.

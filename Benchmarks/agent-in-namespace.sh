@@ -22,12 +22,14 @@ ip netns add $NS
 ip -n $NS link set lo up
 in_ns() { ip netns exec $NS "$@"; }
 as_kid() { ip netns exec $NS setpriv --reuid=$KID --regid=users --init-groups -- "$@"; }
+# AGENT_WRAP, if set, is a command the agent runs under (valgrind, for scripts/link-order), and
+# AGENT_START_TRIES how many 5 ms waits its start may take.
 start_agent() {
   # Started directly, not through a shell function, so that $! is the agent itself.
-  ip netns exec $NS $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
+  ip netns exec $NS ${AGENT_WRAP:-} $BIN/screentimed --config $DIR/conf.json --state-dir $DIR/state --socket $DIR/s.sock \
     </dev/null >/dev/null 2>>$DIR/agent.log &
   echo $! > $DIR/agent.pid
-  for _ in $(seq 1 2000); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && return; sleep 0.005; done
+  for _ in $(seq 1 ${AGENT_START_TRIES:-2000}); do SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime ping >/dev/null 2>&1 && return; sleep 0.005; done
   echo "the agent did not start"; cat $DIR/agent.log; exit 1
 }
 # The agent's configuration with the names of this run (queue, chain, freezer group) and no

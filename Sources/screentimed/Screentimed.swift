@@ -69,6 +69,8 @@ struct Screentimed: ParsableCommand {
     func run() throws {
         // A peer that goes away mid-reply is an error on that write, not the end of the agent.
         ignoreBrokenPipes()
+        // Before any thread: the agent's threads share two arenas of the C heap.
+        Heap.limitArenas(to: 2)
         if let launcherSocket {
             throw ExitCode(
                 Launcher.serve(socket: launcherSocket, extensionUID: extensionUID, dashboardUID: dashboardUID))

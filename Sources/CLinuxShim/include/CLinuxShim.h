@@ -32,6 +32,12 @@ int screentime_thread_id(void);
 #include <spawn.h>
 int screentime_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 
+/// glibc's malloc tuning and trimming (malloc.h, which Swift's Glibc module does not show): at
+/// most `count` arenas, and the free pages of all of them given back to the kernel.
+#include <malloc.h>
+static inline void screentime_limit_malloc_arenas(int count) { (void)mallopt(M_ARENA_MAX, count); }
+static inline void screentime_malloc_trim(void) { (void)malloc_trim(0); }
+
 /// Names the calling thread for ps, top and /proc (at most 15 bytes are kept); 0 or -1 with errno.
 int screentime_name_thread(const char *name);
 

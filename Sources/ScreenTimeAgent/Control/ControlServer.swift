@@ -151,15 +151,20 @@ public final class ControlServer: Service {
         }
     }
 
+    /// Gives back a caller's slot. When it was the last connection open, the heap's free pages go
+    /// back to the kernel: a request (a report, a status) allocates far more than the agent
+    /// keeps, and between requests the agent is idle for minutes.
     private func release(_ who: Admission) {
-        counts.withLock { counts in
+        let idle = counts.withLock { counts in
             counts.total -= 1
             if case .user(let principal) = who {
                 counts.others -= 1
                 counts.byUser[principal, default: 1] -= 1
                 if counts.byUser[principal] == 0 { counts.byUser[principal] = nil }
             }
+            return counts.total == 0
         }
+        if idle { Heap.returnFreePages() }
     }
 }
 
