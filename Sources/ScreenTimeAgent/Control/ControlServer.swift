@@ -31,6 +31,7 @@ public final class ControlServer: Service {
     /// every arena's lock for up to a millisecond (0.4–1.4 ms with 20,000 blocks live), so a
     /// loop of connections must not make the queue's readers wait on it.
     public static let trimInterval: Duration = .seconds(10)
+    private let trimInterval: Duration
 
     /// Who a connecting process is, for counting: a guardian, or a user counted under a uid.
     public enum Admission: Sendable, Equatable {
@@ -57,8 +58,9 @@ public final class ControlServer: Service {
 
     public init(
         path: String, router: ControlRouter, admission: @escaping @Sendable (PeerCredentials) -> Admission,
-        logger: Logger
+        logger: Logger, trimInterval: Duration = ControlServer.trimInterval
     ) {
+        self.trimInterval = trimInterval
         self.path = path
         self.router = router
         serving = ConnectionServing(router: router, logger: logger)
@@ -171,7 +173,7 @@ public final class ControlServer: Service {
                 counts.byUser[principal, default: 1] -= 1
                 if counts.byUser[principal] == 0 { counts.byUser[principal] = nil }
             }
-            guard counts.total == 0, counts.lastTrim.map({ now - $0 >= Self.trimInterval }) ?? true else {
+            guard counts.total == 0, counts.lastTrim.map({ now - $0 >= trimInterval }) ?? true else {
                 return false
             }
             counts.lastTrim = now
