@@ -32,6 +32,8 @@ RUN_PACKAGES := publicsuffix tzdata passwd iptables
 #                   XInput 2: the agent's own reading of an X11 session's focus, window owners,
 #                   clicks and idle time
 #   libsystemd-dev  sd-bus, through which the agent reads logind's sessions and their hints
+#   libbpf-dev      libbpf, which loads the DNS fast path's kernel programs (their compiled code is
+#                   in Sources/CDNSFastPath, made by `make bpf` with the Swift toolchain's clang)
 #   libgtk-4-dev    GTK 4, the shield window's toolkit
 #   libqrencode-dev the QR code `screentime web pair` prints for a phone's camera
 #   gcc             the PAM module (plain C, built outside SwiftPM)
@@ -39,7 +41,7 @@ RUN_PACKAGES := publicsuffix tzdata passwd iptables
 #                   them (see RELEASE)
 BUILD_PACKAGES := gcc libc6-dev libpam0g-dev libsqlite3-dev libnetfilter-queue-dev libcap-dev \
 	libnl-3-dev libnl-route-3-dev libxcb1-dev libxcb-res0-dev libxcb-sync-dev libxcb-xinput-dev \
-	libsystemd-dev libgtk-4-dev libqrencode-dev patchelf
+	libsystemd-dev libbpf-dev libgtk-4-dev libqrencode-dev patchelf
 # Packaging (`make deb`):
 #   dpkg-dev        dpkg-shlibdeps: the package's dependencies, computed from its binaries
 PACKAGING_PACKAGES := dpkg-dev
@@ -92,7 +94,7 @@ ESSENTIALS_ONLY := Sources/ScreenTimeCore Sources/ScreenTimeIPC Sources/ScreenTi
   Sources/FamilyControls Sources/screentime Sources/ScreenTimeSQLite Sources/ScreenTimeAgent \
   Sources/LinuxSupport Sources/screentimed
 
-.PHONY: all deps test-deps deb-deps print-packages build docs stage test package-in-a-clean-root package-test lint-deb bench link-order lint format install uninstall deb clean
+.PHONY: all deps test-deps deb-deps print-packages build docs stage test package-in-a-clean-root package-test lint-deb bench bpf link-order lint format install uninstall deb clean
 
 all: build
 
@@ -198,6 +200,14 @@ bench: test-deps $(PAM_MODULE)
 	Benchmarks/pam-login.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
 	@echo
 	Benchmarks/agent-memory.sh "$$($(SWIFT) build $(RELEASE) --show-bin-path)"
+
+# The DNS fast path's kernel programs (Sources/CDNSFastPath/bpf), compiled by the clang that comes
+# with Swift into the header the agent embeds them from; again after a change to them. The
+# header is committed: building needs no BPF compiler, and a test checks it is current.
+BPF_SOURCE := Sources/CDNSFastPath/bpf/dns-fast-path.bpf.c
+BPF_HEADER := Sources/CDNSFastPath/dns_fast_path_object.h
+bpf:
+	scripts/bpf-object $(BPF_SOURCE) $(BPF_HEADER)
 
 # The agent's layout of its code (scripts/link-order): again after a change to what it runs often.
 link-order: test-deps

@@ -144,12 +144,20 @@ let package = Package(
             pkgConfig: "libcap",
             providers: [.apt(["libcap-dev"])]
         ),
+        // libbpf (Debian's libbpf-dev), for the DNS fast path's kernel programs: their source in
+        // bpf/ (compiled by `make bpf`, not by SwiftPM), the compiled object in a header.
+        .target(
+            name: "CDNSFastPath",
+            exclude: ["bpf"],
+            linkerSettings: [.linkedLibrary("bpf")]
+        ),
         // The kernel and the desktop: sockets, users and groups, PAM, files, desktop entries,
         // the netfilter queue and the firewall.
         .target(
             name: "LinuxSupport",
             dependencies: [
-                "CCapability", "CLauncher", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "CXCB", "CLogind",
+                "CCapability", "CDNSFastPath", "CLauncher", "CLinuxShim", "CNetfilterQueue", "CNetlink", "CPAM", "CXCB",
+                "CLogind",
                 "ScreenTimeCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -2,12 +2,14 @@
 # `make bench`, DNS half: the domain shield measured beside its baselines, in the same run.
 #
 #  1. dnsperf as a filtered child against dnsmasq in a network namespace, with no rules (the
-#     baseline), through the agent's queue (names allowed), and with the agent answering shielded
+#     baseline), through the filter (names allowed: each name's first question through the
+#     agent's queue, the rest through the DNS fast path in the kernel), the same with every
+#     question through the queue (`dnsFastPath` off), and with the agent answering shielded
 #     names itself: queries/s, and latency percentiles from a paced run (dnsperf -v per query).
 #     The child's DNS rate limit (`dnsRateLimit`, 200 packets/s with bursts of 1,000) is off for
 #     these runs (0), in the benchmark's own configuration: they measure the filter, not the
 #     limit. Each run is checked: no query lost or dropped by a limit, every filtered query
-#     through the agent's queue, shielded names answered NXDOMAIN. A run that is not whole says
+#     through the agent's queue or its fast path, shielded names answered NXDOMAIN. A run that is not whole says
 #     so, loudly, instead of giving a ratio.
 #  2. The default limit, as a browser meets it: a page that looks up 150 names at once (all
 #     answered? how long until the last?), two such pages back to back, and a flood (which the
@@ -49,6 +51,11 @@ queued() {
   { in_ns iptables-save -c; in_ns ip6tables-save -c; } 2>/dev/null |
     awk '/--dport 53/ && /NFQUEUE/ {gsub(/[^0-9:]/, "", $1); split($1, c, ":"); n += c[1]} END {print n + 0}'
 }
+# Questions the DNS fast path passed in the kernel so far (its `bpf` rules' counters).
+fast_passed() {
+  { in_ns iptables-save -c; in_ns ip6tables-save -c; } 2>/dev/null |
+    awk '/--dport 53/ && /-m bpf/ {gsub(/[^0-9:]/, "", $1); split($1, c, ":"); n += c[1]} END {print n + 0}'
+}
 # Whether every run so far was whole: no query lost, none dropped by the limit.
 whole=yes
 problems=()
@@ -56,12 +63,14 @@ problems=()
 # queries the queue was given), codes (the answers' response codes), and verdict (empty when
 # whole, else what went wrong).
 dnsperf_run() {
-  local before out queued_before
+  local before out queued_before fast_before
   before=$(limit_drops)
   queued_before=$(queued)
+  fast_before=$(fast_passed)
   out=$(as_kid dnsperf -s 127.0.0.1 "$@" 2>&1)
   dropped=$(( $(limit_drops) - before ))
   through=$(( $(queued) - queued_before ))
+  kernel=$(( $(fast_passed) - fast_before ))
   codes=$(awk '/Response codes:/ {sub(/.*Response codes: */, ""); print}' <<<"$out")
   sent=$(awk '/Queries sent:/ {print $3}' <<<"$out")
   completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
@@ -74,11 +83,15 @@ dnsperf_run() {
   elif [ "${lost:-0}" -gt 0 ] || [ "$completed" -lt "$sent" ]; then verdict="LOST QUERIES: $completed of $sent answered, ${lost:-?} lost"
   fi
 }
-# What a measured run must also be ($1: none, queued, refused): unfiltered, each query through
-# the agent's queue, or each answered NXDOMAIN by the filter. Adds to verdict.
+# What a measured run must also be ($1: none, queued, judged, refused): unfiltered, each query
+# through the agent's queue, each through the queue or passed by the fast path's table (which
+# only the queue fills), or each answered NXDOMAIN by the filter. Adds to verdict.
 expect_path() {
   case $1 in
-    none) [ "$through" -eq 0 ] || verdict+="${verdict:+; }FILTERED: $through queries went through the queue";;
+    none) [ "$through" -eq 0 ] && [ "$kernel" -eq 0 ] ||
+      verdict+="${verdict:+; }FILTERED: $through queries went through the queue, $kernel through the fast path";;
+    judged) [ $((through + kernel)) -ge "$sent" ] ||
+      verdict+="${verdict:+; }NOT FILTERED: $through of $sent queries went through the queue, $kernel through the fast path";;
     *) [ "$through" -ge "$sent" ] || verdict+="${verdict:+; }NOT FILTERED: $through of $sent queries went through the queue";;
   esac
   case $1 in
@@ -92,6 +105,7 @@ throughput() {
   dnsperf_run -d "$1" -l 5 -c 4 -q 100
   expect_path "$3"
   result=$qps
+  kernel_share="$kernel of $sent in the kernel"
   if [ -n "$verdict" ]; then whole=no; problems+=("$2: $verdict"); result="$qps ($verdict)"; fi
 }
 # A paced run, each query's time: sets result (percentiles). 2,000 queries a second for 3 s,
@@ -113,15 +127,25 @@ throughput $DIR/allowed.txt "no filter" none; base_qps=$result
 latency $DIR/allowed.txt "no filter" none; base_lat=$result
 st authorize --child $KID
 st shield --user $KID --domain blocked.test
-throughput $DIR/allowed.txt "through the filter" queued; filt_qps=$result
-latency $DIR/allowed.txt "through the filter" queued; filt_lat=$result
+# The 200 names again and again: after its first question each is asked in the kernel (the DNS
+# fast path, the default).
+throughput $DIR/allowed.txt "through the filter" judged; filt_qps=$result; filt_share=$kernel_share
+latency $DIR/allowed.txt "through the filter" judged; filt_lat=$result
 throughput $DIR/blocked.txt "shielded names" refused; shield_qps=$result
 latency $DIR/blocked.txt "shielded names" refused; shield_lat=$result
+stop_agent
+# Each question through the queue, as a name's first lookup goes.
+write_conf ', "dnsRateLimit": 0, "dnsFastPath": false'
+start_agent
+throughput $DIR/allowed.txt "every question through the queue" queued; queue_qps=$result
+latency $DIR/allowed.txt "every question through the queue" queued; queue_lat=$result
+write_conf ', "dnsRateLimit": 0'
 printf "  %-44s %10s q/s   %s\n" "no filter (baseline)" "$base_qps" "$base_lat"
-printf "  %-44s %10s q/s   %s\n" "through the filter, names allowed" "$filt_qps" "$filt_lat"
+printf "  %-44s %10s q/s   %s   (%s)\n" "through the filter, names allowed" "$filt_qps" "$filt_lat" "$filt_share"
+printf "  %-44s %10s q/s   %s\n" "the same, every question through the queue" "$queue_qps" "$queue_lat"
 printf "  %-44s %10s q/s   %s\n" "shielded names, answered by the filter" "$shield_qps" "$shield_lat"
 if [ "$whole" = yes ]; then
-  awk -v a="${filt_qps%% *}" -v b="${base_qps%% *}" 'BEGIN {if (b > 0) printf "  filtered/unfiltered queries/s: %.2f×\n", a/b}'
+  awk -v a="${filt_qps%% *}" -v q="${queue_qps%% *}" -v b="${base_qps%% *}" 'BEGIN {if (b > 0) printf "  filtered/unfiltered queries/s: %.2f× (every question through the queue: %.2f×)\n", a/b, q/b}'
 else
   echo "  !! NO RATIO: these runs were not whole, so their figures do not measure the filter:"
   for problem in "${problems[@]}"; do echo "  !!   $problem"; done

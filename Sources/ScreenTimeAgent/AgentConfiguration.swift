@@ -44,6 +44,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             "a passed connection's server acknowledgement reaches the agent as a copy (NFLOG) while it goes on, so each connection makes one trip through the queue, not two; `false` queues the server's packets until then (two trips)"
         ),
         (
+            "dnsFastPath", "true",
+            "a question the agent judged (a name allowed, answered with its addresses alone) is asked again in the kernel, without the queue, for 30 s or until the next change of a filter (each answer is still read there); `false` sends every question and answer to the queue (for comparison)"
+        ),
+        (
             "execGate", "true",
             "ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec)"
         ),
@@ -118,6 +122,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var eventRetentionDays = 30
     public var execGate = true
     public var acknowledgementLog = true
+    public var dnsFastPath = true
     public var connectionMark: UInt8 = 83
     public var dnsRateLimit = 200
     public var connectionRateLimit = 2000
@@ -142,7 +147,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
-        case acknowledgementLog
+        case acknowledgementLog, dnsFastPath
         case browserPolicies, idleTimeout, logindBus, focusSocket, suspendCommand, webUser
         case webProgram, webStateDirectory, servicesDirectory
     }
@@ -223,6 +228,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         execGate = try container.decodeIfPresent(Bool.self, forKey: .execGate) ?? defaults.execGate
         acknowledgementLog =
             try container.decodeIfPresent(Bool.self, forKey: .acknowledgementLog) ?? defaults.acknowledgementLog
+        dnsFastPath = try container.decodeIfPresent(Bool.self, forKey: .dnsFastPath) ?? defaults.dnsFastPath
         extensionUser = try container.decodeIfPresent(String.self, forKey: .extensionUser) ?? defaults.extensionUser
         webUser = try container.decodeIfPresent(String.self, forKey: .webUser) ?? defaults.webUser
         webProgram = try container.decodeIfPresent(String.self, forKey: .webProgram) ?? defaults.webProgram

@@ -361,6 +361,97 @@ struct DomainShieldIntegrationTests {
         #expect(names.contains("blocked.test"), "\(names)")
     }
 
+    /// The DNS fast path, with a real child's lookups: a question the agent judged (an allowed
+    /// name, answered by its addresses) is asked again in the kernel, its answer read there; a
+    /// server that answers it with an alias into a shielded name gets nothing through, and the
+    /// name goes back to the queue; a guardian's change takes it off at once; the lookups the
+    /// kernel passed are in the report.
+    @Test func aQuestionJudgedOnceIsAskedAgainInTheKernelUntilItsAnswerOrAFilterChanges() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        #expect(try world.firewallRules().filter { $0.contains("-m bpf --object-pinned") }.count == 2)
+        func passedInTheKernel() throws -> (questions: Int, answers: Int) {
+            (
+                try world.packetsCounted(in: world.chain + "-filter") { $0.contains("bpf") },
+                try world.packetsCounted(in: world.chain + "-in") { $0.contains("bpf") }
+            )
+        }
+        // The first lookup is judged in the queue; the next five pass in the kernel, both ways.
+        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
+        #expect(try passedInTheKernel() == (0, 0))
+        for _ in 0..<5 {
+            let again = try dig(world, as: world.child, "www.allowed.test")
+            #expect(again.addresses == ["10.1.1.1"], "\(again.output)")
+        }
+        #expect(try passedInTheKernel() == (5, 5), "\(world.queueAndCounters())")
+        // A shielded name is never in the table: each lookup is the filter's.
+        for _ in 0..<2 { #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN") }
+
+        // A server of hers (127.0.0.2) answers the same question with an alias into the shielded
+        // domain and its address. The question passes in the kernel; the answer does not, nor
+        // reaches her: it goes to the queue, which knows no such question of hers. Her next one
+        // is judged in the queue again, and its answer is the filter's.
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        server.arguments = [
+            "netns", "exec", world.namespace ?? "", "/usr/bin/python3", "-c",
+            """
+            import socket
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.2", 53))
+            target = b"\\x03cdn\\x07blocked\\x04test\\x00"
+            while True:
+                q, peer = s.recvfrom(512)
+                end = q.index(0, 12) + 5
+                a = q[:2] + bytes.fromhex("81800001000200000000") + q[12:end]
+                a += bytes.fromhex("c00c000500010000003c") + len(target).to_bytes(2, "big") + target
+                a += target + bytes.fromhex("000100010000003c00040a020203")
+                s.sendto(a, peer)
+            """,
+        ]
+        try server.run()
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            _ = AgentWorld.ended(server, within: 10)
+        }
+        var hers = try dig(world, as: nil, "www.allowed.test", server: "127.0.0.2")
+        for _ in 0..<50 where hers.addresses.isEmpty {
+            Thread.sleep(forTimeInterval: 0.1)
+            hers = try dig(world, as: nil, "www.allowed.test", server: "127.0.0.2")
+        }
+        #expect(hers.addresses == ["10.2.2.3"], "her server answers root with the alias: \(hers.output)")
+        let aliased = try dig(world, as: world.child, "www.allowed.test", server: "127.0.0.2", timeout: 1)
+        #expect(aliased.status == nil && aliased.addresses.isEmpty, "\(aliased.output)")
+        #expect(try passedInTheKernel() == (6, 5))
+        let judged = try dig(world, as: world.child, "www.allowed.test", server: "127.0.0.2")
+        #expect(judged.status == "NXDOMAIN" && judged.addresses.isEmpty, "\(judged.output)")
+        #expect(try passedInTheKernel() == (6, 5))
+
+        // From the PC's resolver again: judged once, then in the kernel.
+        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
+        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
+        #expect(try passedInTheKernel() == (7, 6))
+        // The guardian shields it: her very next lookup is the filter's.
+        // (The rules are installed again with the change, their counters from zero.)
+        try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
+        let counted = try passedInTheKernel()
+        let shielded = try dig(world, as: world.child, "www.allowed.test")
+        #expect(shielded.status == "NXDOMAIN" && shielded.seconds < 1.5, "\(shielded.output)")
+        #expect(try passedInTheKernel() == counted)
+        // Eleven lookups of hers: four judged in the queue, seven passed in the kernel (counted
+        // when the guardian's change voided their entries, or when the name came back).
+        var report = ""
+        for _ in 0..<50 {
+            report = try world.cli(as: world.guardian, "report", "--user", world.child, "--today").stdout
+            if report.contains("allowed.test  11 lookups") { break }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        #expect(report.contains("allowed.test  11 lookups"), "\(report)")
+        #expect(world.agentIsRunning)
+    }
+
     /// A world whose child and a sibling (shielded from `blocked.test`) are authorized: the
     /// flood tests time the sibling's lookups while the child floods.
     func worldWithASibling() throws -> (AgentWorld, String) {

@@ -266,6 +266,35 @@ import Testing
         // Restored into the packet: the byte alone (a verdict's mark carries no acknowledged bits).
         #expect(lines.contains("-A screentime-filter -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000"))
     }
+
+    /// With the DNS fast path, a UDP question its program matches passes in the filter chain,
+    /// after the user's limit and with its flow marked DNS (so its answer is read), and before
+    /// the queue; an answer its program matches passes in the input chain before the limits and
+    /// the queue. TCP DNS is the queue's, as before; without it, no `bpf` rule at all.
+    @Test func theDNSFastPathsRulesComeAfterTheLimitAndBeforeTheQueue() {
+        let firewall = Firewall(chain: "screentime", queue: 53)
+        let programs = Firewall.DNSFastPathPrograms(question: "/run/screentime/q", answer: "/run/screentime/a")
+        for family in Firewall.Family.allCases {
+            let lines = firewall.ruleset(for: family, owners: [1001...1001], dohAddresses: [], dnsFastPath: programs)
+                .split(separator: "\n").map(String.init)
+            let question =
+                "-A screentime-filter -p udp -m udp --dport 53 -m bpf --object-pinned /run/screentime/q -j ACCEPT"
+            let answer =
+                "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -m bpf --object-pinned /run/screentime/a -j ACCEPT"
+            let marked = lines.firstIndex(
+                of: "-A screentime-filter -p udp -m udp --dport 53 -j CONNMARK --set-xmark 0x530000/0xff0000")
+            let passed = lines.firstIndex(of: question)
+            let queued = lines.firstIndex(of: "-A screentime-filter -p udp -m udp --dport 53 -j NFQUEUE --queue-num 53")
+            #expect(marked != nil && passed != nil && queued != nil && marked! < passed! && passed! < queued!)
+            let answered = lines.firstIndex(of: answer)
+            let limited = lines.firstIndex {
+                $0.hasPrefix("-A screentime-in -p udp -m udp --sport 53") && $0.contains("hashlimit")
+            }
+            #expect(answered != nil && limited != nil && answered! < limited!)
+            #expect(lines.filter { $0.contains("-m bpf") } == [question, answer])
+            #expect(!firewall.ruleset(for: family, owners: [1001...1001], dohAddresses: []).contains("-m bpf"))
+        }
+    }
 }
 
 @Suite struct TokenSecretTests {

@@ -8,16 +8,17 @@ extension Firewall {
     /// With `synFastPath`, the sets the rules name must be there (`shieldedAddressSet`, made with `AddressSet.create`).
     /// With `acknowledgementLog`, watched flows' server packets are copied to that log group
     /// (see `ruleset`).
+    /// With `dnsFastPath`, its programs must be pinned where it says while this runs.
     public func install(
         owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0, synFastPath: Bool = false,
-        acknowledgementLog: UInt16? = nil
+        acknowledgementLog: UInt16? = nil, dnsFastPath: DNSFastPathPrograms? = nil
     ) throws(SystemError) {
         for family in Family.allCases {
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
                 input: ruleset(
                     for: family, owners: owners, dohAddresses: dohAddresses, generation: generation,
-                    synFastPath: synFastPath, acknowledgementLog: acknowledgementLog))
+                    synFastPath: synFastPath, acknowledgementLog: acknowledgementLog, dnsFastPath: dnsFastPath))
             for (hook, target) in [("OUTPUT", chain), ("INPUT", inputChain)]
             where (try? run(family.command, ["-w", "-C", hook, "-j", target])) == nil {
                 try run(family.command, ["-w", "-I", hook, "1", "-j", target])

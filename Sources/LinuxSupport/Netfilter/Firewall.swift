@@ -43,6 +43,8 @@ import FoundationEssentials
 ///                     -m owner --uid-owner R -m limit --limit C/sec -j CHAIN-filter
 ///                     -m owner --uid-owner R -j DROP               (unjudged packets over C)
 ///     CHAIN-filter    -p udp/tcp --dport 53 -j CONNMARK --set-xmark DNS/M  (its replies are known)
+///                     -p udp --dport 53 -m bpf --object-pinned QUESTION -j ACCEPT   (the DNS fast
+///                        path: a question the kernel's table lets this user ask; `DNSFastPath`)
 ///                     -p udp/tcp --dport 53 -j NFQUEUE --queue-num N   (no --queue-bypass: fail closed)
 ///                     -p tcp --dport 853 -j REJECT --reject-with tcp-reset   (DNS over TLS)
 ///                     -p udp --dport 853 -j REJECT                           (DNS over QUIC)
@@ -59,6 +61,8 @@ import FoundationEssentials
 ///                     R -m connmark --mark PENDING/M -j CONNMARK --restore-mark
 ///                     R -m mark --mark PENDING/M -j NFQUEUE --queue-num N   (what the server sends
 ///                                                              before the opening is judged)
+///                     -p udp --sport 53 -m connmark --mark DNS/M -m bpf --object-pinned ANSWER
+///                        -j ACCEPT                (the fast path: addresses of a name in the table)
 ///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -m hashlimit (per flow: L/s,
 ///                        per server: 5L/s, bursts of five times that) -j DROP   (a reply flood)
 ///                     -p udp/tcp --sport 53 -m connmark --mark DNS/M -j NFQUEUE --queue-num N
@@ -170,29 +174,7 @@ public struct Firewall: Sendable {
     public var filterChain: String { chain + "-filter" }
     public var inputChain: String { chain + "-in" }
 
-    /// The mark's value (within `markMask`) of a connection so far judged; PASSED of a generation.
-    public func mark(_ standing: Standing, generation: UInt8 = 0) -> UInt32 {
-        switch standing {
-        case .dns: mark
-        case .pending: mark &+ 0x01_0000
-        case .refused: mark &+ 0x02_0000
-        case .passed, .passedEarlier: mark &+ (0x03_0000 &+ UInt32(generation % Self.generations) << 16)
-        case .watched: mark &+ (0x03_0000 &+ UInt32(Self.generations) << 16)
-        }
-    }
-
-    /// How far the connection of a packet the queue holds was judged, from its mark (which the
-    /// rules restored from the connection's); nil for none of the agent's marks.
-    public func standing(ofMark packetMark: UInt32, generation: UInt8) -> Standing? {
-        let value = packetMark & Self.markMask
-        for standing in [Standing.dns, .pending, .refused, .watched] where mark(standing) == value { return standing }
-        for earlier in 0..<Self.generations where mark(.passed, generation: earlier) == value {
-            return earlier == generation % Self.generations ? .passed : .passedEarlier
-        }
-        return nil
-    }
-
-    private func markText(_ standing: Standing, generation: UInt8 = 0) -> String {
+    func markText(_ standing: Standing, generation: UInt8 = 0) -> String {
         "0x" + String(mark(standing, generation: generation), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
     }
 
@@ -221,9 +203,14 @@ public struct Firewall: Sendable {
     /// and sets the flow's acknowledged bits itself (`ConnectionMarks`), which make it PASSED at
     /// its next packet (see `acknowledgedMask`): a passed opening costs one queue trip, not two.
     /// The flow's own packets are compared with the opening, as before, until then.
+    ///
+    /// With `dnsFastPath` (the pinned programs of a `DNSFastPath`), a UDP question the kernel's
+    /// table lets its user ask passes in the filter chain (its flow marked DNS, after the user's
+    /// limit), and a reply on a DNS flow whose answers the table lets pass, in the input chain:
+    /// neither comes to the queue.
     public func ruleset(
         for family: Family, owners: [ClosedRange<UInt32>], dohAddresses: [String], generation: UInt8 = 0,
-        synFastPath: Bool = false, acknowledgementLog: UInt16? = nil
+        synFastPath: Bool = false, acknowledgementLog: UInt16? = nil, dnsFastPath: DNSFastPathPrograms? = nil
     ) -> String {
         var lines = ["*filter", ":\(chain) - [0:0]", ":\(filterChain) - [0:0]", ":\(inputChain) - [0:0]"]
         let mask = "0x" + String(Self.markMask, radix: 16)
@@ -330,6 +317,10 @@ public struct Firewall: Sendable {
         let queue = "-j NFQUEUE --queue-num \(queue)"
         lines.append("-A \(filterChain) -p udp -m udp --dport 53 -j CONNMARK --set-xmark \(markText(.dns))")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 -j CONNMARK --set-xmark \(markText(.dns))")
+        if let programs = dnsFastPath {
+            lines.append(
+                "-A \(filterChain) -p udp -m udp --dport 53 -m bpf --object-pinned \(programs.question) -j ACCEPT")
+        }
         lines.append("-A \(filterChain) -p udp -m udp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 853 -j REJECT --reject-with tcp-reset")
@@ -380,6 +371,13 @@ public struct Firewall: Sendable {
         // No limit on the questions (0): none on the answers either.
         let limits =
             rateLimit == 0 ? [] : [(perFlow, "srcip,srcport,dstip,dstport", "dnsf"), (perServer, "srcip", "dnss")]
+        // A reply the kernel's table lets pass (addresses of a name the agent judged), before the
+        // limits: it costs the agent nothing.
+        if let programs = dnsFastPath {
+            lines.append(
+                "-A \(inputChain) -p udp -m udp --sport 53 \(dnsMark) -m bpf --object-pinned \(programs.answer) -j ACCEPT"
+            )
+        }
         for (rate, mode, name) in limits {
             for transport in ["udp", "tcp"] {
                 lines.append(

@@ -112,7 +112,7 @@ extension DomainShield {
             if let question = message.questions.first, question.type == 1 || question.type == 28, let web,
                 let domain = registrableDomain(of: question.name)
             {
-                web.lookedUp(domain, uid: uid)
+                web.lookedUp(domain, uid: uid, times: 1)
                 web.webUsed(domain, uid: uid)
             }
             if let (question, verdict) = filter.verdict(for: message) {
@@ -176,7 +176,9 @@ extension DomainShield {
             guard bytes.count >= 2,
                 let owner = outstanding.owner(
                     of: Self.key(parsed, id: bytes, reply: true), answered: parsed.transport == .udp),
-                let filter = state.withLock({ $0.filters[owner] }),
+                let (filter, fastPathGeneration) = state.withLock({ state in
+                    state.filters[owner].map { ($0, state.fastPathGeneration) }
+                }),
                 let answers = try? DNSMessage.answers(in: bytes)
             else { return .drop }
             var shielded = false
@@ -200,6 +202,9 @@ extension DomainShield {
             if shielded || answers.offersECH {
                 guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
                 rewrite = (message, shielded || rewrite?.shielded == true)
+            } else if fastPath != nil, messages.count == 1, parsed.transport == .udp {
+                // Goes as it is: asked again, it may pass in the kernel.
+                offerFastPath(reply: bytes, owner: owner, filter: filter, generation: fastPathGeneration)
             }
         }
         guard let rewrite else { return .accept }

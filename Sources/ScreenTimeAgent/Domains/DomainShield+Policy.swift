@@ -30,24 +30,37 @@ extension DomainShield {
         let fingerprint = Self.webFingerprint(snapshot, lists: lists)
         // At start, the generation the rules in the kernel have (a restart changes no policy).
         let inherited = state.withLock { $0.webFingerprint == nil } ? firewall.installedGeneration() : nil
-        let (installed, generation) = state.withLock { state -> (InstalledRules?, UInt8) in
+        // What the fast path's table let pass was judged under the filters going now.
+        takeFastPathHits()
+        let (installed, generation, fastPathGeneration) = state.withLock { state -> (InstalledRules?, UInt8, UInt64) in
             if let inherited, state.webFingerprint == nil { state.generation = inherited }
             state.snapshot = snapshot
             state.filters = filters
+            state.fastPathGeneration += 1
             state.lists = lists
             // The web shields changed: connections passed under the old ones go off the fast path.
             if let old = state.webFingerprint, old != fingerprint {
                 state.generation = (state.generation &+ 1) % Firewall.generations
             }
             state.webFingerprint = fingerprint
-            return (state.installedRules, state.generation)
+            return (state.installedRules, state.generation, state.fastPathGeneration)
+        }
+        // Every question judged under the filters before these passes no more (an entry the
+        // queue's thread makes meanwhile carries the generation it read with its filter).
+        if let fastPath {
+            do {
+                try fastPath.setGeneration(fastPathGeneration)
+            } catch {
+                logger.critical("the DNS fast path's table could not be voided: \(error.message)")
+            }
         }
         // What a shielded name is counted under follows the policy's shields.
         notedNames.withLock { $0.removeAll() }
         var wanted = InstalledRules(
             owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation,
             synFastPath: connections.shieldedSets != nil,
-            acknowledgementLog: acknowledgements.map { _ in configuration.dnsQueue })
+            acknowledgementLog: acknowledgements.map { _ in configuration.dnsQueue },
+            dnsFastPath: fastPath?.programs)
         connections.keep(owners: Set(snapshot.users.keys))
         shadows.keep(owners: Set(snapshot.users.keys))
         // Safe search in the browsers too, as strict as any child's.
@@ -80,9 +93,20 @@ extension DomainShield {
                         wanted.synFastPath = false
                     }
                 }
-                try firewall.install(
-                    owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
-                    synFastPath: wanted.synFastPath, acknowledgementLog: wanted.acknowledgementLog)
+                do {
+                    try firewall.install(
+                        owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
+                        synFastPath: wanted.synFastPath, acknowledgementLog: wanted.acknowledgementLog,
+                        dnsFastPath: wanted.dnsFastPath)
+                } catch  where wanted.dnsFastPath != nil {
+                    // (iptables without the `bpf` match): the rules without the fast path.
+                    logger.warning(
+                        "the DNS fast path's rules were refused; every question comes to the queue: \(error.message)")
+                    wanted.dnsFastPath = nil
+                    try firewall.install(
+                        owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
+                        synFastPath: wanted.synFastPath, acknowledgementLog: wanted.acknowledgementLog)
+                }
             }
             logger.info("firewall rules in step", metadata: ["uids": "\(wanted.owners)", "chain": "\(firewall.chain)"])
         } catch {

@@ -35,6 +35,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// packets are then queued, as before).
     let acknowledgements: (log: PacketLog, marks: ConnectionMarks)?
     let resolvers = SystemResolvers()
+    /// The kernel's table of questions judged, asked again without the queue (nil: off by the
+    /// configuration, or the kernel would not have it; every question then comes to the queue).
+    let fastPath: DNSFastPath?
     let shadows: ShadowLookups
     let safeSearch: SafeSearchAddresses
     /// Sends the block page of a refused plain-HTTP request (nil: a raw socket could not be made,
@@ -71,6 +74,10 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         /// generation of the PASSED mark: a change makes connections passed before it judged again.
         var webFingerprint: Int?
         var generation: UInt8 = 0
+        /// The DNS fast path's generation: moved on with every rebuild of the filters (under
+        /// this lock), then in the kernel, so that what was judged under a filter no longer in
+        /// force passes no more.
+        var fastPathGeneration: UInt64 = 0
         /// Whether the browser policies are in place (nil: not yet put in step), and why not.
         var policiesInstalled: Bool?
         var policiesProblem: String?
@@ -92,6 +99,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var synFastPath = false
         /// Watched flows' server packets are logged to this group, not queued.
         var acknowledgementLog: UInt16?
+        /// The DNS fast path's programs, which the rules name.
+        var dnsFastPath: Firewall.DNSFastPathPrograms?
 
         func covers(_ uid: UInt32) -> Bool { owners.contains { $0.contains(uid) } }
     }
@@ -143,6 +152,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         )
         acknowledgements =
             configuration.acknowledgementLog ? try? (PacketLog(group: configuration.dnsQueue), ConnectionMarks()) : nil
+        fastPath = Self.loadFastPath(configuration, logger: logger)
         connections = ConnectionJudge(safeHosts: safeHosts, shieldedSets: sets) { [web] names, owner in
             guard let web else { return }
             let domains = names.compactMap { $0.lowercased.domainName }.map { suffixes.registrableDomain(of: $0) ?? $0 }

@@ -17,7 +17,7 @@ package protocol UsageQueries: Sendable {
 }
 
 extension UsageTracker: WebActivity, TextSessions, UsageQueries {
-    func lookedUp(_ domain: String, uid: UInt32) { lookedUp(domain, uid: uid, at: Date()) }
+    func lookedUp(_ domain: String, uid: UInt32, times: Int) { lookedUp(domain, uid: uid, at: Date(), times: times) }
     func webUsed(_ domain: String, uid: UInt32) { webUsed(domain, uid: uid, at: Date()) }
     package func ledger(uid: UInt32, during interval: DateInterval) -> UsageLedger? {
         try? usage(uid: uid, during: interval).ledger

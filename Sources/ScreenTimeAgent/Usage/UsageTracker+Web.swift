@@ -33,7 +33,7 @@ extension UsageTracker {
     }
 
     /// A name a user's program looked up (the DNS filter tells, for each question it judged).
-    func lookedUp(_ domain: String, uid: UInt32, at time: Date = Date()) {
+    func lookedUp(_ domain: String, uid: UInt32, at time: Date = Date(), times: Int = 1) {
         let day = Self.day(time)
         state.withLock { state in
             let key = LookupKey(uid: uid, day: day, domain: domain)
@@ -41,7 +41,8 @@ extension UsageTracker {
             guard state.lookups[key] != nil || state.lookups.count < 50_000 else { return }
             state.lookups[key] = Self.merged(
                 state.lookups[key],
-                StateDatabase.DomainLookups(uid: uid, day: day, domain: domain, count: 1, first: time, last: time))
+                StateDatabase.DomainLookups(
+                    uid: uid, day: day, domain: domain, count: max(1, times), first: time, last: time))
         }
         flushContinuation.yield()
     }

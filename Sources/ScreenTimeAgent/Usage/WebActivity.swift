@@ -1,8 +1,9 @@
 /// What the domain shield tells of a user's web use, on the queue's thread: each must return at
 /// once. The usage tracker counts it.
 protocol WebActivity: Sendable {
-    /// An address question for `domain` (its registrable domain) asked by `uid`.
-    func lookedUp(_ domain: String, uid: UInt32)
+    /// Address questions for `domain` (its registrable domain) asked by `uid`: one judged in the
+    /// queue, or those the DNS fast path passed since it was last told.
+    func lookedUp(_ domain: String, uid: UInt32, times: Int)
     /// `domain` used by `uid`'s programs: looked up, or named by a connection's opening.
     func webUsed(_ domain: String, uid: UInt32)
 }

@@ -1,0 +1,162 @@
+#include "CDNSFastPath.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dns_fast_path_object.h"
+
+struct dns_fast_path {
+    struct bpf_object *object;
+    int names;
+    int generation;
+};
+
+// libbpf's own messages: its warnings go to the agent's standard error (the journal), its
+// debugging (every relocation) nowhere.
+static int quiet(enum libbpf_print_level level, const char *format, va_list arguments) {
+    if (level == LIBBPF_DEBUG) return 0;
+    return vfprintf(stderr, format, arguments);
+}
+
+static int pin_path(char *buffer, size_t size, const char *directory, const char *name) {
+    int written = snprintf(buffer, size, "%s/%s", directory, name);
+    return written < 0 || (size_t)written >= size ? -ENAMETOOLONG : 0;
+}
+
+int dns_fast_path_open(const char *directory, struct dns_fast_path **out, const char **stage) {
+    *out = NULL;
+    *stage = "make the directory";
+    if (mkdir(directory, 0700) < 0 && errno != EEXIST) return -errno;
+    // A file system of its own: a test's agent and the installed one never see each other's
+    // programs, and one left by an agent killed before it could clean up goes.
+    while (umount2(directory, MNT_DETACH) == 0) {}
+    *stage = "mount a bpf file system";
+    if (mount("screentime", directory, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0) return -errno;
+    libbpf_set_print(quiet);
+    struct dns_fast_path *path = calloc(1, sizeof(*path));
+    if (!path) return -ENOMEM;
+    *stage = "open the programs";
+    LIBBPF_OPTS(bpf_object_open_opts, options, .object_name = "screentime_dns");
+    path->object = bpf_object__open_mem(dns_fast_path_object, sizeof(dns_fast_path_object), &options);
+    int error = libbpf_get_error(path->object);
+    if (error) {
+        path->object = NULL;
+        goto failed;
+    }
+    *stage = "load the programs (the kernel's verifier)";
+    if ((error = bpf_object__load(path->object))) goto failed;
+    *stage = "pin the programs";
+    const char *programs[] = {"question", "answer"};
+    for (int i = 0; i < 2; i++) {
+        char pin[4096];
+        if ((error = pin_path(pin, sizeof(pin), directory, programs[i]))) goto failed;
+        struct bpf_program *program = bpf_object__find_program_by_name(path->object, programs[i]);
+        if (!program) {
+            error = -ENOENT;
+            goto failed;
+        }
+        if ((error = bpf_program__pin(program, pin))) goto failed;
+    }
+    *stage = "find the tables";
+    path->names = bpf_object__find_map_fd_by_name(path->object, "names");
+    path->generation = bpf_object__find_map_fd_by_name(path->object, "generation");
+    if (path->names < 0 || path->generation < 0) {
+        error = -ENOENT;
+        goto failed;
+    }
+    *out = path;
+    *stage = NULL;
+    return 0;
+failed:
+    dns_fast_path_close(path, directory);
+    return error < 0 ? error : -error;
+}
+
+void dns_fast_path_close(struct dns_fast_path *path, const char *directory) {
+    if (path) {
+        if (path->object) bpf_object__close(path->object);
+        free(path);
+    }
+    umount2(directory, MNT_DETACH);
+}
+
+int dns_fast_path_put(
+    struct dns_fast_path *path, const struct dns_fast_path_key *key, __u64 expires, __u64 generation,
+    __u64 *replaced_hits) {
+    struct dns_fast_path_value value = {0};
+    *replaced_hits = 0;
+    if (bpf_map_lookup_elem(path->names, key, &value) == 0) *replaced_hits = value.hits;
+    value.expires = expires;
+    value.generation = generation;
+    value.hits = 0;
+    return bpf_map_update_elem(path->names, key, &value, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int dns_fast_path_remove(struct dns_fast_path *path, const struct dns_fast_path_key *key, __u64 *hits) {
+    struct dns_fast_path_value value = {0};
+    *hits = 0;
+    if (bpf_map_lookup_elem(path->names, key, &value) < 0) return errno == ENOENT ? 0 : -errno;
+    *hits = value.hits;
+    return bpf_map_delete_elem(path->names, key) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int dns_fast_path_set_generation(struct dns_fast_path *path, __u64 generation) {
+    __u32 zero = 0;
+    return bpf_map_update_elem(path->generation, &zero, &generation, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int dns_fast_path_take_hits(
+    struct dns_fast_path *path, void *context,
+    void (*each)(void *context, const struct dns_fast_path_key *key, __u64 hits), int limit) {
+    struct dns_fast_path_key key, next;
+    const void *previous = NULL;
+    int seen = 0;
+    while (seen < limit && bpf_map_get_next_key(path->names, previous, &next) == 0) {
+        key = next;
+        previous = &key;
+        seen++;
+        struct dns_fast_path_value value;
+        if (bpf_map_lookup_elem(path->names, &key, &value) < 0 || value.hits == 0) continue;
+        __u64 hits = value.hits;
+        value.hits = 0;
+        if (bpf_map_update_elem(path->names, &key, &value, BPF_EXIST) < 0) continue;
+        each(context, &key, hits);
+    }
+    return seen;
+}
+
+int dns_fast_path_count(struct dns_fast_path *path) {
+    struct dns_fast_path_key key, next;
+    const void *previous = NULL;
+    int count = 0;
+    while (bpf_map_get_next_key(path->names, previous, &next) == 0) {
+        key = next;
+        previous = &key;
+        if (++count >= DNS_FAST_PATH_ENTRIES * 2) break;
+    }
+    return count;
+}
+
+int dns_fast_path_run(struct dns_fast_path *path, const char *name, const void *packet, __u32 length, __u32 *result) {
+    struct bpf_program *program = bpf_object__find_program_by_name(path->object, name);
+    if (!program) return -ENOENT;
+    LIBBPF_OPTS(bpf_test_run_opts, options, .data_in = packet, .data_size_in = length, .repeat = 1);
+    if (bpf_prog_test_run_opts(bpf_program__fd(program), &options) < 0) return -errno;
+    *result = options.retval;
+    return 0;
+}
+
+__u64 dns_fast_path_now(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (__u64)now.tv_sec * 1000000000ull + (__u64)now.tv_nsec;
+}

@@ -1,0 +1,178 @@
+// The DNS fast path: two socket-filter programs the agent's rules run through iptables' `bpf`
+// match (xt_bpf). `question` matches a filtered user's UDP question (in OUTPUT: the packet starts
+// at its IP header) that the table lets her ask in the kernel; `answer` matches a reply (in
+// INPUT) to a name the table lets pass, when its answers are nothing but addresses of that very
+// name. Anything else does not match, and goes to the queue as before. Built by `make bpf`
+// (clang -target bpf) into ../include/dns_fast_path_object.h, which is committed.
+//
+// What passes here was judged by the agent first: it puts a question in the table only after it
+// let the same user's same question (the same name, byte for byte, and type) through the queue
+// and judged its answer, which held addresses only. Every entry carries an expiry (half a
+// minute on) and the table's generation, which the agent moves on at every change of a user's
+// filter: an entry of an earlier generation is void. Each answer is read here all the same.
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "../include/dns_fast_path_types.h"
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, DNS_FAST_PATH_ENTRIES);
+    __type(key, struct dns_fast_path_key);
+    __type(value, struct dns_fast_path_value);
+} names SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u64);
+} generation SEC(".maps");
+
+struct dns_header {
+    __u16 id, flags, questions, answers, authorities, additionals;
+};
+
+/// The offset of the UDP payload (the DNS message) in a packet starting at its IP header, or -1:
+/// IPv4 with any header length, IPv6 with UDP as its first next header.
+static __always_inline int payload_offset(struct __sk_buff *skb) {
+    __u8 first;
+    if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0) return -1;
+    if ((first >> 4) == 4) {
+        __u8 protocol;
+        if (bpf_skb_load_bytes(skb, 9, &protocol, 1) < 0 || protocol != IPPROTO_UDP) return -1;
+        return (first & 0x0F) * 4 + 8;
+    }
+    if ((first >> 4) == 6) {
+        __u8 next;
+        if (bpf_skb_load_bytes(skb, 6, &next, 1) < 0 || next != IPPROTO_UDP) return -1;
+        return 40 + 8;
+    }
+    return -1;
+}
+
+/// Reads the message's one question into `key` (name, type; uid left alone) and gives the offset
+/// just past it, or -1 for a question the fast path does not take: a name longer than the table
+/// holds, compressed, or not class IN, type A or AAAA.
+static __always_inline int read_question(struct __sk_buff *skb, int offset, struct dns_fast_path_key *key) {
+    int start = offset + sizeof(struct dns_header);
+    int left = (int)skb->len - start;
+    if (left < 5) return -1;
+    __u32 size = left > DNS_FAST_PATH_NAME_MAX ? DNS_FAST_PATH_NAME_MAX : left;
+    if (size < 1 || size > DNS_FAST_PATH_NAME_MAX) return -1;
+    if (bpf_skb_load_bytes(skb, start, key->name, size) < 0) return -1;
+    // The name's labels, to its final zero.
+    __u32 at = 0, length = 0;
+    for (int label = 0; label < DNS_FAST_PATH_NAME_MAX / 2; label++) {
+        if (at >= size) return -1;
+        __u8 count = key->name[at & (DNS_FAST_PATH_NAME_MAX - 1)];
+        if (count == 0) {
+            length = at + 1;
+            break;
+        }
+        if (count > 63) return -1;
+        at += count + 1;
+    }
+    if (length == 0) return -1;
+    // The key is the name and zeros: what was read past it goes.
+#pragma unroll
+    for (int i = 0; i < DNS_FAST_PATH_NAME_MAX; i++)
+        if (i >= length) key->name[i] = 0;
+    __u16 type_class[2];
+    if (bpf_skb_load_bytes(skb, start + length, type_class, 4) < 0) return -1;
+    __u16 type = bpf_ntohs(type_class[0]);
+    if (bpf_ntohs(type_class[1]) != 1 || (type != 1 && type != 28)) return -1;
+    key->type = type;
+    key->length = length;
+    return start + length + 4;
+}
+
+/// Checks that what follows `at` is the EDNS record (the root name, type OPT) if there is one,
+/// and then nothing: 0, or -1. Nothing rides on a message the fast path passes.
+static __always_inline int end_of_message(struct __sk_buff *skb, int at, __u16 additionals) {
+    if (additionals == 1) {
+        __u8 record[11];
+        if (bpf_skb_load_bytes(skb, at, record, 11) < 0) return -1;
+        if (record[0] != 0 || record[1] != 0 || record[2] != 41) return -1;
+        at += 11 + ((record[9] << 8) | record[10]);
+    }
+    return at == (int)skb->len ? 0 : -1;
+}
+
+/// Whether an entry is in force: not expired, of the table's generation.
+static __always_inline struct dns_fast_path_value *in_force(struct dns_fast_path_key *key) {
+    struct dns_fast_path_value *value = bpf_map_lookup_elem(&names, key);
+    if (!value) return 0;
+    __u32 zero = 0;
+    __u64 *current = bpf_map_lookup_elem(&generation, &zero);
+    if (!current || value->generation != *current) return 0;
+    if (bpf_ktime_get_ns() >= value->expires) return 0;
+    return value;
+}
+
+SEC("socket")
+int question(struct __sk_buff *skb) {
+    int offset = payload_offset(skb);
+    if (offset < 0) return 0;
+    struct dns_header header;
+    if (bpf_skb_load_bytes(skb, offset, &header, sizeof(header)) < 0) return 0;
+    // A standard query (QR 0, opcode 0), one question, an EDNS record at most, nothing after.
+    if ((bpf_ntohs(header.flags) & 0xF800) != 0 || bpf_ntohs(header.questions) != 1 || header.answers != 0
+        || header.authorities != 0 || bpf_ntohs(header.additionals) > 1)
+        return 0;
+    struct dns_fast_path_key key = {};
+    int at = read_question(skb, offset, &key);
+    if (at < 0 || end_of_message(skb, at, bpf_ntohs(header.additionals)) < 0) return 0;
+    key.uid = bpf_get_socket_uid(skb);
+    struct dns_fast_path_value *asked = in_force(&key);
+    if (!asked) return 0;
+    // Its answers must pass too, or the agent would find the reply to a question it never saw.
+    key.uid = DNS_FAST_PATH_ANSWERS_UID;
+    if (!in_force(&key)) return 0;
+    __sync_fetch_and_add(&asked->hits, 1);
+    return 1;
+}
+
+SEC("socket")
+int answer(struct __sk_buff *skb) {
+    int offset = payload_offset(skb);
+    if (offset < 0) return 0;
+    struct dns_header header;
+    if (bpf_skb_load_bytes(skb, offset, &header, sizeof(header)) < 0) return 0;
+    // A response (QR 1) to a standard query, with one question: the name it answers.
+    if ((bpf_ntohs(header.flags) & 0xF800) != 0x8000 || bpf_ntohs(header.questions) != 1) return 0;
+    struct dns_fast_path_key key = {};
+    int at = read_question(skb, offset, &key);
+    if (at < 0) return 0;
+    key.uid = DNS_FAST_PATH_ANSWERS_UID;
+    if (!in_force(&key)) return 0;
+    // Not truncated, no error; one to sixteen answers, nothing in authority, an EDNS record at
+    // most. Anything else is the queue's, the next question too.
+    __u16 answers = bpf_ntohs(header.answers), additionals = bpf_ntohs(header.additionals);
+    if ((bpf_ntohs(header.flags) & 0x020F) != 0 || answers < 1 || answers > 16 || header.authorities != 0
+        || additionals > 1)
+        goto judged_again;
+    // Each answer: the question's own name (a pointer to it, offset 12), its type, class IN, an
+    // address of the type's length. An alias, or any other record, takes the reply to the queue,
+    // and the name off the fast path until the agent judges it again.
+    for (int i = 0; i < 16; i++) {
+        if (i >= answers) break;
+        __u16 record[6];
+        if (bpf_skb_load_bytes(skb, at, record, 12) < 0) goto judged_again;
+        __u16 length = bpf_ntohs(record[5]);
+        if (bpf_ntohs(record[0]) != 0xC00C || bpf_ntohs(record[1]) != key.type || bpf_ntohs(record[2]) != 1
+            || length != (key.type == 1 ? 4 : 16))
+            goto judged_again;
+        at += 12 + length;
+    }
+    if (end_of_message(skb, at, additionals) < 0) goto judged_again;
+    return 1;
+judged_again:
+    bpf_map_delete_elem(&names, &key);
+    return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,34 @@
+// The layout shared by the kernel side (bpf/dns-fast-path.bpf.c) and the agent's.
+#ifndef DNS_FAST_PATH_TYPES_H
+#define DNS_FAST_PATH_TYPES_H
+
+#include <linux/types.h>
+
+/// The longest question name (wire form, its final zero included) the fast path knows; a longer
+/// one always goes to the queue.
+#define DNS_FAST_PATH_NAME_MAX 128
+/// The entries the table holds: the least recently used goes first (the queue judges it again).
+#define DNS_FAST_PATH_ENTRIES 8192
+/// The uid of a table entry that lets the answers to a name pass (no user asks as it: -1 is no
+/// uid).
+#define DNS_FAST_PATH_ANSWERS_UID 0xFFFFFFFFu
+
+/// A question a user may ask in the kernel (uid, type, name exactly as it was sent, its case
+/// included, zeros after it), or, with DNS_FAST_PATH_ANSWERS_UID, a name whose answers pass.
+struct dns_fast_path_key {
+    __u32 uid;
+    __u16 type;
+    __u16 length;
+    __u8 name[DNS_FAST_PATH_NAME_MAX];
+};
+
+struct dns_fast_path_value {
+    /// CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns) after which the entry is void.
+    __u64 expires;
+    /// The table's generation it was made under: entries of an earlier one are void.
+    __u64 generation;
+    /// Questions passed by it since it was made (atomic adds in the kernel).
+    __u64 hits;
+};
+
+#endif

@@ -1,0 +1,221 @@
+import CDNSFastPath
+import Glibc
+import Synchronization
+
+/// The DNS fast path: a table in the kernel of the questions a filtered user may ask, and the
+/// names whose answers may come back, without a trip through the queue, and the two programs
+/// (iptables' `bpf` match) that read it. See `Sources/CDNSFastPath/bpf/dns-fast-path.bpf.c`.
+///
+/// The agent puts a question in the table only after it judged that very question (the same
+/// user, type and name, byte for byte) and its answer through the queue: a name it allows,
+/// answered by addresses of that name and nothing else. An entry holds until its expiry (at most
+/// half a minute) and while the table's generation is its own; the agent moves the generation
+/// on at every change of a filter, which voids every entry at once. An answer that is anything
+/// but addresses of the question's name (an alias, an error, a truncated reply) takes the name
+/// off the table in the kernel and goes to the queue.
+///
+/// The programs are pinned in a bpf file system mounted for the agent alone (`directory`), where
+/// iptables-restore finds them; a rule keeps its program, and the program its table, alive in
+/// the kernel after the agent is gone.
+public final class DNSFastPath: Sendable {
+    public let directory: String
+    private nonisolated(unsafe) let path: OpaquePointer
+
+    /// Mounts the file system, loads and pins the programs. Needs CAP_SYS_ADMIN (the mount, and
+    /// the programs' load), so before the agent drops its capabilities; the table is changed
+    /// through its descriptor afterwards.
+    public init(directory: String) throws(SystemError) {
+        var made: OpaquePointer?
+        var stage: UnsafePointer<CChar>?
+        let result = dns_fast_path_open(directory, &made, &stage)
+        guard result == 0, let made else {
+            let step = stage.map { String(cString: $0) } ?? "load"
+            throw SystemError(
+                .systemCall, "the DNS fast path: \(step) at \(directory): \(String(cString: strerror(-result)))",
+                errno: -result)
+        }
+        self.directory = directory
+        path = made
+    }
+
+    deinit { dns_fast_path_close(path, directory) }
+
+    /// Where the programs are pinned: the one that matches a question the table lets pass
+    /// (OUTPUT), and the one that matches an answer it lets pass (INPUT).
+    public var programs: Firewall.DNSFastPathPrograms {
+        Firewall.DNSFastPathPrograms(question: directory + "/question", answer: directory + "/answer")
+    }
+
+    /// The longest name (in wire form, its final zero included) the table holds.
+    public static let longestName = Int(DNS_FAST_PATH_NAME_MAX)
+    /// The entries it holds; the least recently used goes when it is full.
+    public static let capacity = Int(DNS_FAST_PATH_ENTRIES)
+
+    /// A question, as the kernel side keys it: the name exactly as sent (wire form), its type.
+    public struct Question: Hashable, Sendable {
+        public var uid: UInt32
+        public var type: UInt16
+        public var name: [UInt8]
+
+        public init(uid: UInt32, type: UInt16, name: [UInt8]) {
+            self.uid = uid
+            self.type = type
+            self.name = name
+        }
+
+        /// Whether the kernel side can hold it: a name of at most `longestName` bytes, type A
+        /// or AAAA.
+        public var fits: Bool { !name.isEmpty && name.count <= DNSFastPath.longestName && (type == 1 || type == 28) }
+
+        fileprivate var key: dns_fast_path_key {
+            var key = dns_fast_path_key()
+            key.uid = uid
+            key.type = type
+            key.length = UInt16(name.count)
+            withUnsafeMutableBytes(of: &key.name) { buffer in
+                for (index, byte) in name.prefix(DNSFastPath.longestName).enumerated() { buffer[index] = byte }
+            }
+            return key
+        }
+
+        fileprivate init(_ key: dns_fast_path_key) {
+            uid = key.uid
+            type = key.type
+            name = withUnsafeBytes(of: key.name) {
+                Array($0.prefix(Int(min(key.length, UInt16(DNSFastPath.longestName)))))
+            }
+        }
+    }
+
+    /// What a reply (a DNS message) would let into the table, if the agent allows its question:
+    /// the question's type and name (as sent); nil for a
+    /// reply whose answers the kernel side would not let pass. The same test as the `answer`
+    /// program's: a response with no error, not truncated, one question (A or AAAA, class IN,
+    /// an uncompressed name of at most `longestName` bytes), one to sixteen answers that are
+    /// each an address of that name (a pointer to the question's), nothing in authority, an
+    /// EDNS record at most, nothing after.
+    public static func entry(answeredBy reply: some Collection<UInt8>) -> (type: UInt16, name: [UInt8])? {
+        let bytes = Array(reply)
+        func word(_ at: Int) -> Int? { at + 1 < bytes.count ? Int(bytes[at]) << 8 | Int(bytes[at + 1]) : nil }
+        guard let flags = word(2), flags & 0xFA0F == 0x8000, word(4) == 1, let answers = word(6),
+            (1...16).contains(answers),
+            word(8) == 0, let additionals = word(10), additionals <= 1
+        else { return nil }
+        var at = 12
+        while true {
+            guard at < bytes.count, at - 12 < longestName else { return nil }
+            let count = Int(bytes[at])
+            if count == 0 { break }
+            guard count <= 63 else { return nil }
+            at += count + 1
+        }
+        let name = Array(bytes[12...at])
+        guard name.count <= longestName, let type = word(at + 1), type == 1 || type == 28, word(at + 3) == 1 else {
+            return nil
+        }
+        at += 5
+        for _ in 0..<answers {
+            guard word(at) == 0xC00C, word(at + 2) == type, word(at + 4) == 1, word(at + 8) != nil,
+                let length = word(at + 10), length == (type == 1 ? 4 : 16)
+            else { return nil }
+            at += 12 + length
+        }
+        if additionals == 1 {
+            guard at + 11 <= bytes.count, bytes[at] == 0, word(at + 1) == 41, let length = word(at + 9) else {
+                return nil
+            }
+            at += 11 + length
+        }
+        guard at == bytes.count else { return nil }
+        return (UInt16(type), name)
+    }
+
+    /// The uid of the entry that lets a name's answers pass.
+    public static let answersUID = UInt32(DNS_FAST_PATH_ANSWERS_UID)
+
+    /// Lets `question` be asked in the kernel, and its answers pass, for `seconds` under
+    /// `generation`. Returns the questions the entry it replaced had passed (for the usage
+    /// reports), 0 for none.
+    @discardableResult
+    public func allow(_ question: Question, seconds: Double, generation: UInt64) throws(SystemError) -> UInt64 {
+        guard question.fits, question.uid != Self.answersUID else {
+            throw SystemError(.systemCall, "the DNS fast path holds names of 1 to \(Self.longestName) bytes, A or AAAA")
+        }
+        let expires = dns_fast_path_now() &+ UInt64(max(0, min(seconds, 86_400)) * 1e9)
+        var answers = question
+        answers.uid = Self.answersUID
+        // The answers' entry first: a question that passes finds its answers' entry there. It
+        // lasts a few seconds longer, for a reply on its way when the question's runs out.
+        var ignored: UInt64 = 0
+        var answersKey = answers.key
+        var result = dns_fast_path_put(path, &answersKey, expires &+ 5_000_000_000, generation, &ignored)
+        guard result == 0 else { throw SystemError.call("the DNS fast path's table", -result) }
+        var key = question.key
+        var hits: UInt64 = 0
+        result = dns_fast_path_put(path, &key, expires, generation, &hits)
+        guard result == 0 else { throw SystemError.call("the DNS fast path's table", -result) }
+        return hits
+    }
+
+    /// Takes `question` off the table; returns the questions it had passed.
+    @discardableResult
+    public func remove(_ question: Question) throws(SystemError) -> UInt64 {
+        var key = question.key
+        var hits: UInt64 = 0
+        let result = dns_fast_path_remove(path, &key, &hits)
+        guard result == 0 else { throw SystemError.call("the DNS fast path's table", -result) }
+        return hits
+    }
+
+    /// Voids every entry not of `generation`.
+    public func setGeneration(_ generation: UInt64) throws(SystemError) {
+        let result = dns_fast_path_set_generation(path, generation)
+        guard result == 0 else { throw SystemError.call("the DNS fast path's generation", -result) }
+    }
+
+    /// The questions each entry passed since it was made or last asked, and zero them (the
+    /// answers' entries count none).
+    public func takeHits() -> [Question: UInt64] {
+        final class Taken { var hits: [Question: UInt64] = [:] }
+        let taken = Taken()
+        withExtendedLifetime(taken) {
+            _ = dns_fast_path_take_hits(
+                path, Unmanaged.passUnretained(taken).toOpaque(),
+                { context, key, hits in
+                    guard let context, let key else { return }
+                    let taken = Unmanaged<Taken>.fromOpaque(context).takeUnretainedValue()
+                    taken.hits[Question(key.pointee), default: 0] += hits
+                }, Int32(Self.capacity * 2))
+        }
+        return taken.hits
+    }
+
+    /// Runs the kernel side's `question` or `answer` program on an Ethernet frame, as the kernel's
+    /// test run does (the program sees it from its IP header on, with a socket of uid 0), and says
+    /// whether it matched. For the tests.
+    public func matches(_ program: String, frame: [UInt8]) throws(SystemError) -> Bool {
+        var result: UInt32 = 0
+        let status = frame.withUnsafeBytes {
+            dns_fast_path_run(path, program, $0.baseAddress, UInt32($0.count), &result)
+        }
+        guard status == 0 else { throw SystemError.call("a test run of the DNS fast path's \(program)", -status) }
+        return result != 0
+    }
+
+    /// The entries in the table now, the void ones included (what the least-recently-used
+    /// eviction has not taken yet).
+    public var count: Int { max(0, Int(dns_fast_path_count(path))) }
+}
+
+extension Firewall {
+    /// Where the DNS fast path's two programs are pinned (`DNSFastPath`).
+    public struct DNSFastPathPrograms: Equatable, Sendable {
+        public var question: String
+        public var answer: String
+
+        public init(question: String, answer: String) {
+            self.question = question
+            self.answer = answer
+        }
+    }
+}

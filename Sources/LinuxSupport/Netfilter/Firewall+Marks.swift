@@ -1,0 +1,24 @@
+// The connection mark's byte: what each standing's value is, and back.
+extension Firewall {
+    /// The mark's value (within `markMask`) of a connection so far judged; PASSED of a generation.
+    public func mark(_ standing: Standing, generation: UInt8 = 0) -> UInt32 {
+        switch standing {
+        case .dns: mark
+        case .pending: mark &+ 0x01_0000
+        case .refused: mark &+ 0x02_0000
+        case .passed, .passedEarlier: mark &+ (0x03_0000 &+ UInt32(generation % Self.generations) << 16)
+        case .watched: mark &+ (0x03_0000 &+ UInt32(Self.generations) << 16)
+        }
+    }
+
+    /// How far the connection of a packet the queue holds was judged, from its mark (which the
+    /// rules restored from the connection's); nil for none of the agent's marks.
+    public func standing(ofMark packetMark: UInt32, generation: UInt8) -> Standing? {
+        let value = packetMark & Self.markMask
+        for standing in [Standing.dns, .pending, .refused, .watched] where mark(standing) == value { return standing }
+        for earlier in 0..<Self.generations where mark(.passed, generation: earlier) == value {
+            return earlier == generation % Self.generations ? .passed : .passedEarlier
+        }
+        return nil
+    }
+}
