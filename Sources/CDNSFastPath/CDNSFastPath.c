@@ -32,6 +32,8 @@ static int pin_path(char *buffer, size_t size, const char *directory, const char
     return written < 0 || (size_t)written >= size ? -ENAMETOOLONG : 0;
 }
 
+static const char *const programs[] = {"question", "answer"};
+
 int dns_fast_path_open(const char *directory, struct dns_fast_path **out, const char **stage) {
     *out = NULL;
     *stage = "make the directory";
@@ -43,29 +45,18 @@ int dns_fast_path_open(const char *directory, struct dns_fast_path **out, const 
     if (mount("screentime", directory, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0) return -errno;
     libbpf_set_print(quiet);
     struct dns_fast_path *path = calloc(1, sizeof(*path));
-    if (!path) return -ENOMEM;
+    int error = -ENOMEM;
+    if (!path) goto failed;
     *stage = "open the programs";
     LIBBPF_OPTS(bpf_object_open_opts, options, .object_name = "screentime_dns");
     path->object = bpf_object__open_mem(dns_fast_path_object, sizeof(dns_fast_path_object), &options);
-    int error = libbpf_get_error(path->object);
+    error = libbpf_get_error(path->object);
     if (error) {
         path->object = NULL;
         goto failed;
     }
     *stage = "load the programs (the kernel's verifier)";
     if ((error = bpf_object__load(path->object))) goto failed;
-    *stage = "pin the programs";
-    const char *programs[] = {"question", "answer"};
-    for (int i = 0; i < 2; i++) {
-        char pin[4096];
-        if ((error = pin_path(pin, sizeof(pin), directory, programs[i]))) goto failed;
-        struct bpf_program *program = bpf_object__find_program_by_name(path->object, programs[i]);
-        if (!program) {
-            error = -ENOENT;
-            goto failed;
-        }
-        if ((error = bpf_program__pin(program, pin))) goto failed;
-    }
     *stage = "find the tables";
     path->names = bpf_object__find_map_fd_by_name(path->object, "names");
     path->generation = bpf_object__find_map_fd_by_name(path->object, "generation");
@@ -87,6 +78,30 @@ void dns_fast_path_close(struct dns_fast_path *path, const char *directory) {
         free(path);
     }
     umount2(directory, MNT_DETACH);
+    rmdir(directory);
+}
+
+int dns_fast_path_pin(struct dns_fast_path *path, const char *directory) {
+    dns_fast_path_unpin(directory);
+    for (int i = 0; i < 2; i++) {
+        char pin[4096];
+        int error = pin_path(pin, sizeof(pin), directory, programs[i]);
+        struct bpf_program *program = bpf_object__find_program_by_name(path->object, programs[i]);
+        if (!error && !program) error = -ENOENT;
+        if (!error) error = bpf_program__pin(program, pin);
+        if (error) {
+            dns_fast_path_unpin(directory);
+            return error < 0 ? error : -error;
+        }
+    }
+    return 0;
+}
+
+void dns_fast_path_unpin(const char *directory) {
+    for (int i = 0; i < 2; i++) {
+        char pin[4096];
+        if (pin_path(pin, sizeof(pin), directory, programs[i]) == 0) unlink(pin);
+    }
 }
 
 int dns_fast_path_put(

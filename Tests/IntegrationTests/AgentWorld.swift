@@ -789,6 +789,9 @@ final class AgentWorld {
         if let keep = ProcessInfo.processInfo.environment["SCREENTIME_KEEP_LOGS"] {
             try? FileManager.default.copyItem(atPath: directory + "/agent.log", toPath: "\(keep)/agent-\(id).log")
         }
+        // The bpf file system its DNS fast path mounted beside its socket: left mounted by an
+        // agent killed outside a network namespace (whose mount namespace would take it along).
+        umount2(directory + "/run/dns-fast-path-" + chain, Int32(MNT_DETACH))
         try? FileManager.default.removeItem(atPath: directory)
         // Its rules gone, its connection mark is free for the next world.
         if markLock >= 0 {

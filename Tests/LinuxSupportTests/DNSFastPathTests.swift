@@ -159,8 +159,15 @@ struct DNSFastPathTests {
             let other = try DNSFastPath(directory: directory + "-other")
             defer { try? FileManager.default.removeItem(atPath: directory + "-other") }
             #expect(try !other.matches("question", frame: asked))
-            #expect(FileManager.default.fileExists(atPath: directory + "/question"))
-            #expect(FileManager.default.fileExists(atPath: directory + "-other/answer"))
+            // Pinned only while the rules are installed.
+            #expect(!FileManager.default.fileExists(atPath: directory + "/question"))
+            let programs = try other.pinned { programs throws(SystemError) in
+                #expect(FileManager.default.fileExists(atPath: programs.question))
+                #expect(FileManager.default.fileExists(atPath: programs.answer))
+                return programs
+            }
+            #expect(programs.question == directory + "-other/question")
+            #expect(!FileManager.default.fileExists(atPath: programs.question))
         }
         // Gone with its owner: unmounted.
         let mounts = try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)

@@ -9,12 +9,21 @@
 struct dns_fast_path;
 
 /// Mounts a bpf file system of the caller's own on `directory` (made if missing; whatever was
-/// mounted there before is detached), loads the programs and pins them there as `question` and
-/// `answer`. Returns 0, or a negative errno with `*stage` naming the step that failed.
+/// mounted there before is detached: an agent killed before it could clean up) and loads the
+/// programs and their table. Returns 0, or a negative errno with `*stage` naming the step that
+/// failed.
 int dns_fast_path_open(const char *directory, struct dns_fast_path **out, const char **stage);
 
-/// Unpins, unmounts, frees. The rules that use the programs keep them alive in the kernel.
+/// Frees, unmounts and removes the directory. The rules that use the programs keep them (and
+/// their table) alive in the kernel.
 void dns_fast_path_close(struct dns_fast_path *path, const char *directory);
+
+/// Pins the programs in `directory` (the file system `dns_fast_path_open` mounted) as `question`
+/// and `answer`, for iptables to find. Needs no capability. Returns 0 or a negative errno.
+int dns_fast_path_pin(struct dns_fast_path *path, const char *directory);
+
+/// Removes the pins (a rule made meanwhile holds its program itself).
+void dns_fast_path_unpin(const char *directory);
 
 /// Puts an entry in the table (replacing one), giving the hits of the one it replaced (0 for
 /// none). Returns 0 or a negative errno.

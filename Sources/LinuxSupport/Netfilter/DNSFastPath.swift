@@ -14,16 +14,18 @@ import Synchronization
 /// but addresses of the question's name (an alias, an error, a truncated reply) takes the name
 /// off the table in the kernel and goes to the queue.
 ///
-/// The programs are pinned in a bpf file system mounted for the agent alone (`directory`), where
-/// iptables-restore finds them; a rule keeps its program, and the program its table, alive in
-/// the kernel after the agent is gone.
+/// The programs are pinned, for iptables-restore to find, only while the rules are installed
+/// (`pinned`), in a bpf file system mounted for the agent alone (`directory`): a rule keeps its
+/// program, and the program its table, alive in the kernel, after the agent too.
 public final class DNSFastPath: Sendable {
+    /// The bpf file system's mount point, where the programs are pinned while the rules are
+    /// installed.
     public let directory: String
     private nonisolated(unsafe) let path: OpaquePointer
 
-    /// Mounts the file system, loads and pins the programs. Needs CAP_SYS_ADMIN (the mount, and
-    /// the programs' load), so before the agent drops its capabilities; the table is changed
-    /// through its descriptor afterwards.
+    /// Mounts the file system and loads the programs and their table. Needs CAP_SYS_ADMIN (the
+    /// mount, the load), so before the agent drops its capabilities; pinning and the table's
+    /// changes need none.
     public init(directory: String) throws(SystemError) {
         var made: OpaquePointer?
         var stage: UnsafePointer<CChar>?
@@ -40,10 +42,20 @@ public final class DNSFastPath: Sendable {
 
     deinit { dns_fast_path_close(path, directory) }
 
-    /// Where the programs are pinned: the one that matches a question the table lets pass
-    /// (OUTPUT), and the one that matches an answer it lets pass (INPUT).
+    /// Where the programs are pinned while `pinned` runs: the one that matches a question the
+    /// table lets pass (OUTPUT), and the one that matches an answer it lets pass (INPUT).
     public var programs: Firewall.DNSFastPathPrograms {
         Firewall.DNSFastPathPrograms(question: directory + "/question", answer: directory + "/answer")
+    }
+
+    /// Runs `body` (the rules' install) with the programs pinned at `programs`, then unpins them.
+    public func pinned<Result>(
+        _ body: (Firewall.DNSFastPathPrograms) throws(SystemError) -> Result
+    ) throws(SystemError) -> Result {
+        let result = dns_fast_path_pin(path, directory)
+        guard result == 0 else { throw SystemError.call("pinning the DNS fast path's programs", -result) }
+        defer { dns_fast_path_unpin(directory) }
+        return try body(programs)
     }
 
     /// The longest name (in wire form, its final zero included) the table holds.

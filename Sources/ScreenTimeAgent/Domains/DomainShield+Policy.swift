@@ -94,10 +94,19 @@ extension DomainShield {
                     }
                 }
                 do {
-                    try firewall.install(
-                        owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
-                        synFastPath: wanted.synFastPath, acknowledgementLog: wanted.acknowledgementLog,
-                        dnsFastPath: wanted.dnsFastPath)
+                    if let fastPath, wanted.dnsFastPath != nil {
+                        // Pinned for iptables-restore, which finds the programs by their paths.
+                        try fastPath.pinned { programs throws(SystemError) in
+                            try firewall.install(
+                                owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
+                                synFastPath: wanted.synFastPath, acknowledgementLog: wanted.acknowledgementLog,
+                                dnsFastPath: programs)
+                        }
+                    } else {
+                        try firewall.install(
+                            owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
+                            synFastPath: wanted.synFastPath, acknowledgementLog: wanted.acknowledgementLog)
+                    }
                 } catch  where wanted.dnsFastPath != nil {
                     // (iptables without the `bpf` match): the rules without the fast path.
                     logger.warning(
