@@ -161,10 +161,19 @@ int dns_fast_path_count(struct dns_fast_path *path) {
     return count;
 }
 
-int dns_fast_path_run(struct dns_fast_path *path, const char *name, const void *packet, __u32 length, __u32 *result) {
+int dns_fast_path_run(
+    struct dns_fast_path *path, const char *name, const void *packet, __u32 length, __u32 segment_size,
+    __u32 *result) {
     struct bpf_program *program = bpf_object__find_program_by_name(path->object, name);
     if (!program) return -ENOENT;
-    LIBBPF_OPTS(bpf_test_run_opts, options, .data_in = packet, .data_size_in = length, .repeat = 1);
+    struct __sk_buff context = {0};
+    if (segment_size) {
+        context.gso_size = segment_size;
+        context.gso_segs = (length + segment_size - 1) / segment_size;
+    }
+    LIBBPF_OPTS(
+        bpf_test_run_opts, options, .data_in = packet, .data_size_in = length, .repeat = 1,
+        .ctx_in = segment_size ? &context : NULL, .ctx_size_in = segment_size ? sizeof(context) : 0);
     if (bpf_prog_test_run_opts(bpf_program__fd(program), &options) < 0) return -errno;
     *result = options.retval;
     return 0;

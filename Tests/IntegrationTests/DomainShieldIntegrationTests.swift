@@ -452,6 +452,105 @@ struct DomainShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// A datagram sent in segments (UDP_SEGMENT) is seen whole by the rules and split after. A
+    /// first message ending in an EDNS record whose length covers the segments after it once
+    /// carried them past the fast path's test, which reads one message (the attack on the
+    /// installed agent): her server's second segment, an alias into a shielded name with its
+    /// address, reached her; her second segment, a shielded question, reached her server. Such a
+    /// datagram now goes to the queue, which is given each segment.
+    @Test func aDatagramSentInSegmentsNeverRidesTheFastPath() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        // Her server on 127.0.0.2: notes each question's name, and answers in segments: a clean
+        // answer whose EDNS record spans the second segment, an alias into the shielded domain.
+        let seen = world.directory + "/seen.txt"
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        server.arguments = [
+            "netns", "exec", world.namespace ?? "", "/usr/bin/python3", "-c",
+            """
+            import socket, struct, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.2", 53))
+            log = open(sys.argv[1], "a")
+            def name(b, at):
+                labels = []
+                while b[at]:
+                    labels.append(b[at + 1:at + 1 + b[at]].decode()); at += 1 + b[at]
+                return ".".join(labels), at + 1
+            target = b"\\x03cdn\\x07blocked\\x04test\\x00"
+            while True:
+                q, peer = s.recvfrom(4096)
+                n, end = name(q, 12)
+                log.write("%s %04x\\n" % (n, int.from_bytes(q[:2], "big"))); log.flush()
+                question = q[12:end + 4]
+                clean = q[:2] + bytes.fromhex("81800001000100000001") + question
+                clean += bytes.fromhex("c00c000100010000003c00040a010101")
+                bad = q[:2] + bytes.fromhex("81800001000200000000") + question
+                bad += bytes.fromhex("c00c000500010000003c") + len(target).to_bytes(2, "big") + target
+                bad += target + bytes.fromhex("000100010000003c00040a020203")
+                size = max(len(clean) + 11, len(bad))
+                first = clean + b"\\x00" + struct.pack(">HHIH", 41, 1232, 0, size - len(clean) - 11 + len(bad))
+                first += bytes(size - len(first))
+                try:
+                    s.setsockopt(socket.SOL_UDP, 103, size)
+                    s.sendto(first + bad, peer)
+                    s.setsockopt(socket.SOL_UDP, 103, 0)
+                except OSError as e:
+                    log.write("not sent: %s\\n" % e); log.flush()
+            """, seen,
+        ]
+        try server.run()
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            _ = AgentWorld.ended(server, within: 10)
+        }
+        // The name is on the fast path (judged once through the PC's resolver).
+        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
+        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
+        // Her side: one send, in segments, of that question (its EDNS record spanning the rest)
+        // and a shielded one, to her server; then what comes back, every datagram.
+        let script = """
+            import socket, struct, sys, time
+            def query(id, name):
+                wire = b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\\x00"
+                return struct.pack(">HHHHHH", id, 0x0100, 1, 0, 0, 0) + wire + b"\\x00\\x01\\x00\\x01"
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(1.5)
+            if sys.argv[1] == "smuggle":
+                first = bytearray(query(0x1111, "www.allowed.test")); first[10:12] = b"\\x00\\x01"
+                second = query(0x2222, "www.blocked.test")
+                size = max(len(first) + 11, len(second))
+                first += b"\\x00" + struct.pack(">HHIH", 41, 1232, 0, size - len(first) - 11 + len(second))
+                first += bytes(size - len(first))
+                s.setsockopt(socket.SOL_UDP, 103, size)
+                s.sendto(bytes(first) + second, ("127.0.0.2", 53))
+            else:
+                s.sendto(query(0x3333, "www.allowed.test"), ("127.0.0.2", 53))
+            got = []
+            try:
+                while True: got.append(s.recv(4096).hex())
+            except socket.timeout: pass
+            print(" ".join(got))
+            """
+        let smuggled = try world.inNetwork(as: world.child, "/usr/bin/python3", ["-c", script, "smuggle"])
+        let answered = try world.inNetwork(as: world.child, "/usr/bin/python3", ["-c", script, "answer"])
+        let names = (try? String(contentsOfFile: seen, encoding: .utf8)) ?? ""
+        // Her server never heard her shielded question (the agent's own lookup of the name, to
+        // learn its addresses, is another, with an ID of its own); she never got the alias or its
+        // address.
+        #expect(!names.contains("www.blocked.test 2222"), "her server heard: \(names)")
+        for reply in [smuggled.stdout, answered.stdout] {
+            #expect(!reply.contains("0a020203") && !reply.contains("03636e64"), "she received: \(reply)")
+        }
+        #expect(smuggled.status == 0 && answered.status == 0, "\(smuggled.stderr) \(answered.stderr)")
+        // (Her unsegmented question did reach her server: the test can see what it hears.)
+        #expect(names.contains("www.allowed.test 3333"), "her server heard: \(names)")
+        #expect(world.agentIsRunning)
+    }
+
     /// A world whose child and a sibling (shielded from `blocked.test`) are authorized: the
     /// flood tests time the sibling's lookups while the child floods.
     func worldWithASibling() throws -> (AgentWorld, String) {

@@ -48,8 +48,11 @@ int dns_fast_path_count(struct dns_fast_path *path);
 
 /// Runs the program `name` (`question` or `answer`) on `packet` (an Ethernet frame: the program
 /// sees it from its IP header on, as from iptables, with a socket of uid 0) through the kernel's
-/// test run, and gives what it returned: 1, a match. For the tests. Returns 0 or a negative errno.
-int dns_fast_path_run(struct dns_fast_path *path, const char *name, const void *packet, __u32 length, __u32 *result);
+/// test run, and gives what it returned: 1, a match. With `segment_size`, the packet is one sent
+/// in segments of that size (UDP_SEGMENT). For the tests. Returns 0 or a negative errno.
+int dns_fast_path_run(
+    struct dns_fast_path *path, const char *name, const void *packet, __u32 length, __u32 segment_size,
+    __u32 *result);
 
 /// CLOCK_MONOTONIC in nanoseconds, the kernel side's clock (bpf_ktime_get_ns).
 __u64 dns_fast_path_now(void);

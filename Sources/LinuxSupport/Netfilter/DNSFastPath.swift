@@ -205,10 +205,11 @@ public final class DNSFastPath: Sendable {
     /// Runs the kernel side's `question` or `answer` program on an Ethernet frame, as the kernel's
     /// test run does (the program sees it from its IP header on, with a socket of uid 0), and says
     /// whether it matched. For the tests.
-    public func matches(_ program: String, frame: [UInt8]) throws(SystemError) -> Bool {
+    /// With `segmentSize`, the frame is one sent in segments of that size (UDP_SEGMENT).
+    public func matches(_ program: String, frame: [UInt8], segmentSize: Int = 0) throws(SystemError) -> Bool {
         var result: UInt32 = 0
         let status = frame.withUnsafeBytes {
-            dns_fast_path_run(path, program, $0.baseAddress, UInt32($0.count), &result)
+            dns_fast_path_run(path, program, $0.baseAddress, UInt32($0.count), UInt32(segmentSize), &result)
         }
         guard status == 0 else { throw SystemError.call("a test run of the DNS fast path's \(program)", -status) }
         return result != 0
