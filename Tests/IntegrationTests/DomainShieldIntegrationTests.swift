@@ -361,6 +361,21 @@ struct DomainShieldIntegrationTests {
         #expect(names.contains("blocked.test"), "\(names)")
     }
 
+    /// A DNS server of hers (one on the internet), in the world's namespace: a python3 script,
+    /// run until `stop`.
+    func herServer(_ world: AgentWorld, _ script: String, _ arguments: String...) throws -> Process {
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", "-c", script] + arguments
+        try server.run()
+        return server
+    }
+
+    func stop(_ server: Process) {
+        kill(server.processIdentifier, SIGKILL)
+        _ = AgentWorld.ended(server, within: 10)
+    }
+
     /// The DNS fast path, with a real child's lookups: a question the agent judged (an allowed
     /// name, answered by its addresses) is asked again in the kernel, its answer read there; a
     /// server that answers it with an alias into a shielded name gets nothing through, and the
@@ -393,10 +408,8 @@ struct DomainShieldIntegrationTests {
         // domain and its address. The question passes in the kernel; the answer does not, nor
         // reaches her: it goes to the queue, which knows no such question of hers. Her next one
         // is judged in the queue again, and its answer is the filter's.
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        server.arguments = [
-            "netns", "exec", world.namespace ?? "", "/usr/bin/python3", "-c",
+        let server = try herServer(
+            world,
             """
             import socket
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -409,13 +422,8 @@ struct DomainShieldIntegrationTests {
                 a += bytes.fromhex("c00c000500010000003c") + len(target).to_bytes(2, "big") + target
                 a += target + bytes.fromhex("000100010000003c00040a020203")
                 s.sendto(a, peer)
-            """,
-        ]
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            _ = AgentWorld.ended(server, within: 10)
-        }
+            """)
+        defer { stop(server) }
         var hers = try dig(world, as: nil, "www.allowed.test", server: "127.0.0.2")
         for _ in 0..<50 where hers.addresses.isEmpty {
             Thread.sleep(forTimeInterval: 0.1)
@@ -466,10 +474,8 @@ struct DomainShieldIntegrationTests {
         // Her server on 127.0.0.2: notes each question's name, and answers in segments: a clean
         // answer whose EDNS record spans the second segment, an alias into the shielded domain.
         let seen = world.directory + "/seen.txt"
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        server.arguments = [
-            "netns", "exec", world.namespace ?? "", "/usr/bin/python3", "-c",
+        let server = try herServer(
+            world,
             """
             import socket, struct, sys
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -500,13 +506,8 @@ struct DomainShieldIntegrationTests {
                     s.setsockopt(socket.SOL_UDP, 103, 0)
                 except OSError as e:
                     log.write("not sent: %s\\n" % e); log.flush()
-            """, seen,
-        ]
-        try server.run()
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            _ = AgentWorld.ended(server, within: 10)
-        }
+            """, seen)
+        defer { stop(server) }
         // The name is on the fast path (judged once through the PC's resolver).
         #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
         #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
