@@ -77,6 +77,10 @@ void dns_fast_path_close(struct dns_fast_path *path, const char *directory) {
         if (path->object) bpf_object__close(path->object);
         free(path);
     }
+    dns_fast_path_unmount(directory);
+}
+
+void dns_fast_path_unmount(const char *directory) {
     umount2(directory, MNT_DETACH);
     rmdir(directory);
 }

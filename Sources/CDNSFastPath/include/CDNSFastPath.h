@@ -18,6 +18,10 @@ int dns_fast_path_open(const char *directory, struct dns_fast_path **out, const 
 /// their table) alive in the kernel.
 void dns_fast_path_close(struct dns_fast_path *path, const char *directory);
 
+/// Detaches the file system `dns_fast_path_open` mounted and removes the directory (the
+/// programs and table stay loaded).
+void dns_fast_path_unmount(const char *directory);
+
 /// Pins the programs in `directory` (the file system `dns_fast_path_open` mounted) as `question`
 /// and `answer`, for iptables to find. Needs no capability. Returns 0 or a negative errno.
 int dns_fast_path_pin(struct dns_fast_path *path, const char *directory);

@@ -42,6 +42,11 @@ public final class DNSFastPath: Sendable {
 
     deinit { dns_fast_path_close(path, directory) }
 
+    /// Detaches the bpf file system when the agent stops (an agent that is killed leaves it
+    /// mounted, empty, until the next one starts; where systemd runs it, its mount namespace
+    /// goes with it). The programs stay loaded, and the rules keep theirs.
+    public func unmount() { dns_fast_path_unmount(directory) }
+
     /// Where the programs are pinned while `pinned` runs: the one that matches a question the
     /// table lets pass (OUTPUT), and the one that matches an answer it lets pass (INPUT).
     public var programs: Firewall.DNSFastPathPrograms {

@@ -261,6 +261,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         acknowledgements?.log.stop()
         _ = await (flushing, reloading, watchingPolicies, readingAcknowledgements)
         flushEvents()
+        fastPath?.unmount()
         logger.info(
             "stopped reading the DNS queue; its rules stay, so filtered lookups fail until the agent is back",
             metadata: ["judged": "\(judged)", "overruns": "\(overruns)"])
