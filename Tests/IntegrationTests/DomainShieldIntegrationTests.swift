@@ -387,22 +387,39 @@ struct DomainShieldIntegrationTests {
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
         #expect(try world.firewallRules().filter { $0.contains("-m bpf --object-pinned") }.count == 2)
-        func passedInTheKernel() throws -> (questions: Int, answers: Int) {
-            (
+        func passedInTheKernel() throws -> [Int] {
+            [
                 try world.packetsCounted(in: world.chain + "-filter") { $0.contains("bpf") },
-                try world.packetsCounted(in: world.chain + "-in") { $0.contains("bpf") }
-            )
+                try world.packetsCounted(in: world.chain + "-in") { $0.contains("bpf") },
+            ]
+        }
+        // Her lookups of the name, each counted in the report however it went.
+        var asked = 0
+        func ask(_ server: String = "127.0.0.1", timeout: Int = 3) throws -> Lookup {
+            asked += 1
+            return try dig(world, as: world.child, "www.allowed.test", server: server, timeout: timeout)
+        }
+        // Judged in the queue once, then `times` lookups in the kernel, both ways. Any change of
+        // the policy voids the table, and another test's new user changes /etc/subuid, which
+        // publishes the policy again: a round a rebuild met is tried again.
+        func roundInTheKernel(_ times: Int) throws -> Bool {
+            for _ in 0..<5 {
+                #expect(try ask().addresses == ["10.1.1.1"])
+                let before = try passedInTheKernel()
+                for _ in 0..<times { #expect(try ask().addresses == ["10.1.1.1"]) }
+                let after = try passedInTheKernel()
+                if after == before.map({ $0 + times }) { return true }
+            }
+            return false
         }
         // The first lookup is judged in the queue; the next five pass in the kernel, both ways.
-        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
-        #expect(try passedInTheKernel() == (0, 0))
-        for _ in 0..<5 {
-            let again = try dig(world, as: world.child, "www.allowed.test")
-            #expect(again.addresses == ["10.1.1.1"], "\(again.output)")
-        }
-        #expect(try passedInTheKernel() == (5, 5), "\(world.queueAndCounters())")
+        #expect(try ask().addresses == ["10.1.1.1"])
+        #expect(try passedInTheKernel() == [0, 0])
+        #expect(try roundInTheKernel(5), "\(world.queueAndCounters())")
         // A shielded name is never in the table: each lookup is the filter's.
+        let before = try passedInTheKernel()
         for _ in 0..<2 { #expect(try dig(world, as: world.child, "blocked.test").status == "NXDOMAIN") }
+        #expect(try passedInTheKernel() == before)
 
         // A server of hers (127.0.0.2) answers the same question with an alias into the shielded
         // domain and its address. The question passes in the kernel; the answer does not, nor
@@ -430,33 +447,36 @@ struct DomainShieldIntegrationTests {
             hers = try dig(world, as: nil, "www.allowed.test", server: "127.0.0.2")
         }
         #expect(hers.addresses == ["10.2.2.3"], "her server answers root with the alias: \(hers.output)")
-        let aliased = try dig(world, as: world.child, "www.allowed.test", server: "127.0.0.2", timeout: 1)
-        #expect(aliased.status == nil && aliased.addresses.isEmpty, "\(aliased.output)")
-        #expect(try passedInTheKernel() == (6, 5))
-        let judged = try dig(world, as: world.child, "www.allowed.test", server: "127.0.0.2")
+        #expect(try roundInTheKernel(1))
+        let cached = try passedInTheKernel()
+        let aliased = try ask("127.0.0.2", timeout: 1)
+        let afterAlias = try passedInTheKernel()
+        // (Dropped; or, had a rebuild just voided the table, judged in the queue: NXDOMAIN.)
+        #expect(aliased.addresses.isEmpty && aliased.status != "NOERROR", "\(aliased.output)")
+        #expect(afterAlias[1] == cached[1] && afterAlias[0] <= cached[0] + 1)
+        let judged = try ask("127.0.0.2")
         #expect(judged.status == "NXDOMAIN" && judged.addresses.isEmpty, "\(judged.output)")
-        #expect(try passedInTheKernel() == (6, 5))
+        #expect(try passedInTheKernel()[1] == cached[1], "no answer of her server's passed in the kernel")
 
         // From the PC's resolver again: judged once, then in the kernel.
-        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
-        #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
-        #expect(try passedInTheKernel() == (7, 6))
+        #expect(try roundInTheKernel(1))
         // The guardian shields it: her very next lookup is the filter's.
         // (The rules are installed again with the change, their counters from zero.)
         try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
         let counted = try passedInTheKernel()
-        let shielded = try dig(world, as: world.child, "www.allowed.test")
+        let shielded = try ask()
         #expect(shielded.status == "NXDOMAIN" && shielded.seconds < 1.5, "\(shielded.output)")
         #expect(try passedInTheKernel() == counted)
-        // Eleven lookups of hers: four judged in the queue, seven passed in the kernel (counted
-        // when the guardian's change voided their entries, or when the name came back).
+        // Every lookup of hers is in the report: those judged in the queue, and those passed in
+        // the kernel (counted when the guardian's change voided their entries, or when the name
+        // came back).
         var report = ""
         for _ in 0..<50 {
             report = try world.cli(as: world.guardian, "report", "--user", world.child, "--today").stdout
-            if report.contains("allowed.test  11 lookups") { break }
+            if report.contains("allowed.test  \(asked) lookups") { break }
             Thread.sleep(forTimeInterval: 0.1)
         }
-        #expect(report.contains("allowed.test  11 lookups"), "\(report)")
+        #expect(report.contains("allowed.test  \(asked) lookups"), "\(asked) lookups: \(report)")
         #expect(world.agentIsRunning)
     }
 
