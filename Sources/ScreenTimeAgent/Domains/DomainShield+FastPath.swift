@@ -37,15 +37,15 @@ extension DomainShield {
     /// `fastPathLifetime` or until the next change of a filter. The lookups the entry it
     /// replaces passed are counted now.
     func offerFastPath(reply: ArraySlice<UInt8>, owner: UInt32, filter: DomainFilter, generation: UInt64) {
-        guard let fastPath, let entry = DNSFastPath.entry(answeredBy: reply),
-            let message = try? DNSMessage(parsing: reply), let question = message.questions.first,
-            filter.verdict(for: message) == nil, filter.safeSearchTarget(for: question.name) == nil
+        // The question's name from the bytes the test above read: no second parse of the reply.
+        guard let fastPath, let entry = DNSFastPath.entry(answeredBy: reply), let name = Self.name(wire: entry.name),
+            filter.verdict(for: name) == nil, filter.safeSearchTarget(for: name) == nil
         else { return }
         do {
             let hits = try fastPath.allow(
                 DNSFastPath.Question(uid: owner, type: entry.type, name: entry.name), seconds: Self.fastPathLifetime,
                 generation: generation)
-            countFastPathLookups(hits, of: question.name, uid: owner)
+            countFastPathLookups(hits, of: name, uid: owner)
         } catch {
             logger.debug("not on the DNS fast path", metadata: ["error": "\(error.message)"])
         }
