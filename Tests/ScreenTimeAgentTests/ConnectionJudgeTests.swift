@@ -128,6 +128,35 @@ import Testing
         #expect(kept == .watch)
     }
 
+    /// A child's finished connections do not fill her table: a flow let go is forgotten its
+    /// linger after (here at once, at the next opening), so 600 connections one after another
+    /// leave one flow, and her half-sent hellos keep their places. With the agent's linger, the
+    /// flows let go stay, and a packet of one that was on its way to the queue passes.
+    @Test func flowsLetGoAreForgottenAfterTheirLinger() {
+        let hello = Self.hello("video.allowed.test.")
+        let end = 1 + UInt32(hello.count)
+        let forgetting = ConnectionJudge(releasedLinger: 0)
+        let keeping = ConnectionJudge()
+        #expect(judge(forgetting, Self.segment(port: 19999, sequence: 1, Array(hello[0..<100]))) == .pending)
+        for connections in [forgetting, keeping] {
+            for port in 0..<600 {
+                #expect(judge(connections, Self.segment(port: UInt16(20000 + port), sequence: 1, hello)) == .watch)
+                #expect(
+                    acknowledgement(connections, Self.reply(port: UInt16(20000 + port), acknowledging: end)) == .pass)
+            }
+        }
+        // The last one let go, and the half-sent hello, which no finished flow pushed out.
+        #expect(forgetting.gathering == 2)
+        #expect(
+            judge(forgetting, Self.segment(port: 19999, sequence: 101, Array(hello[100...])), standing: .pending)
+                == .watch)
+        // Forgotten: a late packet of one is refused as lost (the rules never send it here once
+        // its mark is kept).
+        #expect(isRefusal(judge(forgetting, Self.segment(port: 20000, sequence: end, [1]), standing: .watched)))
+        #expect(keeping.gathering == ConnectionJudge.flowsPerUser)
+        #expect(judge(keeping, Self.segment(port: 20599, sequence: end, [1]), standing: .watched) == .pass)
+    }
+
     @Test func learnedAddressesRefuseTheSYNAndNamelessOpenings() {
         let connections = ConnectionJudge()
         connections.learn(

@@ -46,6 +46,9 @@ public final class NetfilterQueue: @unchecked Sendable {
 
     public let number: UInt16
     private let handler: Handler
+    /// Called on the queue's thread each time verdicts have gone back: for what judging found
+    /// that no packet need wait for.
+    private let afterVerdicts: @Sendable () -> Void
     // Touched only by the thread that calls run(), and by init and deinit.
     private var handle: OpaquePointer?
     private var queue: OpaquePointer?
@@ -65,9 +68,14 @@ public final class NetfilterQueue: @unchecked Sendable {
     public var overruns: Int { overrunCount.load(ordering: .relaxed) }
 
     /// Binds the queue; throws if it cannot be had (not root, or another process holds it).
-    public init(number: UInt16, receiveBuffer: Int = 8 << 20, handler: @escaping Handler) throws(SystemError) {
+    /// `afterVerdicts` is called on the queue's thread each time verdicts have been sent.
+    public init(
+        number: UInt16, receiveBuffer: Int = 8 << 20, handler: @escaping Handler,
+        afterVerdicts: @escaping @Sendable () -> Void = {}
+    ) throws(SystemError) {
         self.number = number
         self.handler = handler
+        self.afterVerdicts = afterVerdicts
         stopSignal = try StopSignal()
         guard let handle = nfq_open() else {
             throw SystemError(
@@ -165,6 +173,7 @@ public final class NetfilterQueue: @unchecked Sendable {
         }
         verdicts.removeAll(keepingCapacity: true)
         gathered = 0
+        afterVerdicts()
     }
 
     /// Adds a verdict message (`NFQNL_MSG_VERDICT`, as libnetfilter_queue writes it): the verdict

@@ -296,10 +296,7 @@ extension ConnectionJudge {
                     state.removeFlow(key)
                     return (.refuse(.changed), owner)
                 }
-                flow.released = true
-                flow.opening = []
-                flow.since = time
-                state.flows[key] = flow
+                state.release(key, &flow, now: time)
                 return (.pass, owner)
             }
             flow.unacknowledging += 1
@@ -332,6 +329,7 @@ extension ConnectionJudge {
     func remember(_ key: FlowKey, _ flow: Flow) {
         state.withLock { state in
             state.removeFlow(key)
+            state.forgetReleased(now: flow.since, linger: releasedLinger)
             if state.flowsOf[flow.owner, default: 0] >= Self.flowsPerUser, let oldest = state.oldest(of: flow.owner) {
                 state.removeFlow(oldest)
             }

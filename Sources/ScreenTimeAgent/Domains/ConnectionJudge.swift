@@ -100,6 +100,36 @@ final class ConnectionJudge: Sendable {
             return said == .shielded && book?.isAllowed(address, now: now) == true ? .shared : said
         }
         var refused: [UInt32: [String: Int]] = [:]
+        /// The flows let go, in the order they were (with when): each is forgotten `releasedLinger`
+        /// after, in turn, so that a table of a child's finished connections is not full and
+        /// searched for its oldest at each new one. An entry whose flow has since gone (or was
+        /// let go again later) is passed over. Read from `releasedHead` on.
+        var releasedOrder: [(key: FlowKey, since: Double)] = []
+        var releasedHead = 0
+
+        mutating func release(_ key: FlowKey, _ flow: inout Flow, now: Double) {
+            flow.released = true
+            flow.opening = []
+            flow.since = now
+            flows[key] = flow
+            releasedOrder.append((key, now))
+        }
+
+        /// Forgets the flows let go `linger` seconds or more before `now`.
+        mutating func forgetReleased(now: Double, linger: Double) {
+            while releasedHead < releasedOrder.count {
+                let (key, since) = releasedOrder[releasedHead]
+                if stands((key, since)) {
+                    guard now - since >= linger else { break }
+                    removeFlow(key)
+                }
+                releasedHead += 1
+            }
+            if releasedHead >= 1024, releasedHead * 2 >= releasedOrder.count {
+                releasedOrder.removeFirst(releasedHead)
+                releasedHead = 0
+            }
+        }
 
         mutating func removeFlow(_ key: FlowKey) {
             guard let flow = flows.removeValue(forKey: key) else { return }
@@ -107,11 +137,29 @@ final class ConnectionJudge: Sendable {
             if flowsOf[flow.owner] == 0 { flowsOf[flow.owner] = nil }
         }
 
-        /// The oldest flow of `owner` (every user's when nil), a released one first: a scan,
-        /// done only when a table is full.
-        func oldest(of owner: UInt32?) -> FlowKey? {
-            flows.lazy.filter { owner == nil || $0.value.owner == owner }.min {
-                ($0.value.released ? 0 : 1, $0.value.since) < ($1.value.released ? 0 : 1, $1.value.since)
+        /// Whether an entry of `releasedOrder` is its flow's (not gone, nor let go again since).
+        func stands(_ entry: (key: FlowKey, since: Double)) -> Bool {
+            guard let flow = flows[entry.key] else { return false }
+            return flow.released && flow.since == entry.since
+        }
+
+        /// The flow of `owner` (every user's when nil) let go longest ago, from the order they
+        /// were let go in (passing over the entries at its head that no longer stand); nil when
+        /// it has none.
+        mutating func oldestReleased(of owner: UInt32?) -> FlowKey? {
+            while releasedHead < releasedOrder.count, !stands(releasedOrder[releasedHead]) { releasedHead += 1 }
+            return releasedOrder[releasedHead...].first { entry in
+                stands(entry) && (owner == nil || flows[entry.key]?.owner == owner)
+            }?.key
+        }
+
+        /// The oldest flow of `owner` (every user's when nil), a released one first. (Every flow
+        /// let go stands in `releasedOrder`; the others are searched, only when a table is full
+        /// of flows not let go.)
+        mutating func oldest(of owner: UInt32?) -> FlowKey? {
+            if let released = oldestReleased(of: owner) { return released }
+            return flows.lazy.filter { owner == nil || $0.value.owner == owner }.min {
+                $0.value.since < $1.value.since
             }?.key
         }
     }
@@ -138,15 +186,22 @@ final class ConnectionJudge: Sendable {
     /// safe search, must go to one of its safe host's.
     let safeHosts: SafeSearchAddresses?
 
+    /// How long a flow let go is kept, in seconds: for its packets that were on their way to the
+    /// queue before its new mark was kept on the connection (a moment). One of its packets that
+    /// came after would find no flow, and be refused as lost.
+    let releasedLinger: Double
+
     /// - Parameters:
     ///   - safeHosts: the safe hosts' addresses (nil: safe search is held at the name alone).
     ///   - passedNames: told the names of each connection passed by name, and its owner.
     ///   - shieldedSets: the kernel sets of addresses learned for shielded names, if any.
+    ///   - releasedLinger: how long a flow let go is kept (see `releasedLinger`).
     init(
         safeHosts: SafeSearchAddresses? = nil, shieldedSets: (v4: AddressSet, v6: AddressSet)? = nil,
-        passedNames: @escaping @Sendable ([DNSName], UInt32) -> Void = { _, _ in }
+        releasedLinger: Double = 5, passedNames: @escaping @Sendable ([DNSName], UInt32) -> Void = { _, _ in }
     ) {
         self.safeHosts = safeHosts
+        self.releasedLinger = releasedLinger
         self.shieldedSets = shieldedSets
         self.passedNames = passedNames
     }

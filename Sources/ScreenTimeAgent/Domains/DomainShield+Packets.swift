@@ -82,23 +82,8 @@ extension DomainShield {
         }
     }
 
-    /// The registrable domain a looked-up name counts under (usage), nil for a name that is no
-    /// host name. Remembered for the names asked lately: a page asks the same few names again and
-    /// again, and validating a name and finding its public suffix took a third of a query's time.
-    func registrableDomain(of name: DNSName) -> String? {
-        let lower = name.lowercased
-        if let known = lookupDomains.withLock({ $0[lower] }) { return known }
-        guard let host = lower.domainName else { return nil }
-        let domain = (suffixes.registrableDomain(of: host) ?? host).rawValue
-        lookupDomains.withLock { names in
-            // Bounded: a child inventing names starts it afresh, no more.
-            if names.count >= Self.lookupDomainsKept { names.removeAll(keepingCapacity: true) }
-            names[lower] = domain
-        }
-        return domain
-    }
-
-    static let lookupDomainsKept = 4_096
+    /// The registrable domain a name counts under in usage (see `RegistrableDomains`).
+    func registrableDomain(of name: DNSName) -> String? { domains.of(name) }
 
     /// The verdict on a DNS query. What cannot be judged is dropped: the sender's lookup fails,
     /// as it would while the agent is down.
@@ -109,11 +94,8 @@ extension DomainShield {
         for bytes in messages {
             guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
             // Counted for usage reports: each address question (A or AAAA) is a lookup.
-            if let question = message.questions.first, question.type == 1 || question.type == 28, let web,
-                let domain = registrableDomain(of: question.name)
-            {
-                web.lookedUp(domain, uid: uid, times: 1)
-                web.webUsed(domain, uid: uid)
+            if let question = message.questions.first, question.type == 1 || question.type == 28, web != nil {
+                metUsage.note([question.name], uid: uid, lookups: 1)
             }
             if let (question, verdict) = filter.verdict(for: message) {
                 answers.append(DNSMessage.nxdomain(answering: message).serialized())
@@ -279,7 +261,7 @@ extension DomainShield {
         if changed {
             notedNames.withLock { names in
                 // Bounded: a child inventing names starts it afresh, no more.
-                if names[nameKey] == nil, names.count >= Self.lookupDomainsKept {
+                if names[nameKey] == nil, names.count >= RegistrableDomains.kept {
                     names.removeAll(keepingCapacity: true)
                 }
                 names[nameKey] = noted

@@ -43,8 +43,10 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// Sends the block page of a refused plain-HTTP request (nil: a raw socket could not be made,
     /// and such requests are reset bare).
     let pages = try? RawPacketSender()
-    /// The registrable domains of names looked up lately (see `registrableDomain(of:)`).
-    let lookupDomains = Mutex<[DNSName: String]>([:])
+    /// The registrable domains of names met lately, for usage.
+    let domains: RegistrableDomains
+    /// Names met while judging, told to `web` once the verdicts are sent (`tellUsage`).
+    let metUsage: MetUsage
     /// What each shielded name met lately is counted under, and when the shield presenter was
     /// last told of it (see `note`); emptied when the policy changes.
     let notedNames = Mutex<[NotedKey: Noted]>([:])
@@ -58,7 +60,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     let shieldEvents: ShieldEvents
     let flushContinuation: AsyncStream<Void>.Continuation
     /// Ends the watch on the browser policies' files.
-    private let policyWatchStop = try? StopSignal()
+    let policyWatchStop = try? StopSignal()
     let policiesPutInStep = DispatchSemaphore(value: 0)
 
     struct State {
@@ -153,10 +155,12 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         acknowledgements =
             configuration.acknowledgementLog ? try? (PacketLog(group: configuration.dnsQueue), ConnectionMarks()) : nil
         fastPath = Self.loadFastPath(configuration, logger: logger)
+        let domains = RegistrableDomains(suffixes: suffixes)
+        self.domains = domains
+        let metUsage = MetUsage()
+        self.metUsage = metUsage
         connections = ConnectionJudge(safeHosts: safeHosts, shieldedSets: sets) { [web] names, owner in
-            guard let web else { return }
-            let domains = names.compactMap { $0.lowercased.domainName }.map { suffixes.registrableDomain(of: $0) ?? $0 }
-            for domain in Set(domains) { web.webUsed(domain.rawValue, uid: owner) }
+            if web != nil { metUsage.note(names, uid: owner, lookups: 0) }
         }
         self.configuration = configuration
         self.database = database
@@ -236,7 +240,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         while !Task.isShuttingDownGracefully {
             let queue: NetfilterQueue
             do {
-                queue = try NetfilterQueue(number: configuration.dnsQueue) { [self] packet in judge(packet) }
+                queue = try NetfilterQueue(
+                    number: configuration.dnsQueue, handler: { [self] packet in judge(packet) },
+                    afterVerdicts: { [self] in tellUsage() })
             } catch {
                 await retry(
                     after: "the DNS queue cannot be read, so filtered users' lookups fail: \(error.message)", &delay)
@@ -296,72 +302,6 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             }
         } onGracefulShutdown: {
             queue.stop()
-        }
-    }
-
-    /// Watches the browser policies' files while they are installed: one removed or changed by
-    /// someone else is written again (a second agent's test removing them, a package's upgrade).
-    /// The watch is made again after each change (a removed folder takes its watch with it); it
-    /// sleeps while nothing changes.
-    func watchBrowserPolicies() async {
-        guard !configuration.browserPolicies.isEmpty, let stop = policyWatchStop else { return }
-        // (Its paths do not change; what is written does, with safe search: `browserPolicies()`.)
-        let policies = browserPolicies()
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            Threads.start("screentime.policies") { [self] in
-                while !stop.isRaised {
-                    guard state.withLock({ $0.policiesInstalled == true }) else {
-                        // Not installed: until they are put in step again.
-                        policiesPutInStep.wait()
-                        continue
-                    }
-                    // Written again where they are not in place, their folders with them: a
-                    // folder removed (with the files in it) leaves nothing to watch until then.
-                    restoreBrowserPolicies(browserPolicies())
-                    guard let watch = try? FileWatch(files: policies.paths) else {
-                        // Removed again while being written, or not writable: tried again in a
-                        // moment (or when they are put in step), never left unwatched.
-                        _ = policiesPutInStep.wait(timeout: .now() + .seconds(2))
-                        continue
-                    }
-                    // A change between the write and the watch.
-                    restoreBrowserPolicies(browserPolicies())
-                    try? watch.run(until: stop) { watch.stop() }
-                }
-                done.resume()
-            }
-        }
-    }
-
-    /// The browser policies as they are to be now (safe search as the state says).
-    func browserPolicies() -> BrowserPolicies {
-        let (restrict, settings) = state.withLock { ($0.policiesRestrict, $0.browserSettings) }
-        return BrowserPolicies(
-            root: configuration.browserPolicies, statePath: configuration.stateDirectory + "/browser-policies.json",
-            youTubeRestrict: restrict, privateWindows: settings.privateWindows, extensionAllowlist: settings.extensions)
-    }
-
-    /// A guardian changed what the browsers may do: written at once where they are installed.
-    func browserSettingsChanged(_ settings: BrowserSettings) {
-        let (installed, restrict) = state.withLock { state in
-            state.browserSettings = settings
-            return (state.policiesInstalled == true, state.policiesRestrict)
-        }
-        rebuilding.withLock { _ in updateBrowserPolicies(wanted: installed, youTubeRestrict: restrict) }
-    }
-
-    /// Writes the policies again if they are installed and not in place.
-    func restoreBrowserPolicies(_ policies: BrowserPolicies) {
-        rebuilding.withLock { _ in
-            guard state.withLock({ $0.policiesInstalled == true }), !policies.isInPlace else { return }
-            do {
-                try policies.install()
-                logger.warning(
-                    "the browser policies were removed or changed; written again",
-                    metadata: ["firefox": "\(policies.firefoxPath)", "chromium": "\(policies.chromiumPath)"])
-            } catch {
-                logger.error("the browser policies could not be written again", metadata: ["error": "\(error)"])
-            }
         }
     }
 

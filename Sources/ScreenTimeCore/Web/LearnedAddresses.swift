@@ -11,11 +11,12 @@
 public struct LearnedAddresses: Sendable {
     /// An IPv4 or IPv6 address as a key (IPv4 in the low 32 bits, with a tag of its own).
     public struct Address: Hashable, Sendable, CustomStringConvertible {
-        let high: UInt64
-        let low: UInt64
+        @usableFromInline let high: UInt64
+        @usableFromInline let low: UInt64
 
-        /// 4 or 16 bytes; nil for any other length.
-        public init?(_ bytes: some Collection<UInt8>) {
+        /// 4 or 16 bytes; nil for any other length. (Inlinable: made for each packet the queue
+        /// judges, and specialized where it is called, not through a generic witness.)
+        @inlinable public init?(_ bytes: some Collection<UInt8>) {
             guard bytes.count == 4 || bytes.count == 16 else { return nil }
             var high: UInt64 = bytes.count == 4 ? 0xFFFF_FFFF_FFFF_FFFF : 0
             var low: UInt64 = 0
