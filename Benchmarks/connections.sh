@@ -5,12 +5,16 @@
 #  1. Bulk download (iperf3 -R, 5 s, as a filtered child) with no agent (the baseline) and with
 #     the child authorized: judged flows stay in the kernel, so the two should match.
 #  2. Many short TLS connections, one after another (connect, a captured curl ClientHello, the
-#     server's first byte): connect-to-first-byte p50/p99 and connections a second, without and
-#     with the agent judging each opening (the hello through the queue; a SYN only when it goes to
-#     an address in the kernel set of those learned for shielded names; the server's
-#     acknowledgement of the hello copied to the log, not queued), then as before the log (the
-#     acknowledgement through the queue too), then as before the kernel set as well (every SYN
-#     through the queue too: the set's rules taken out).
+#     server's first byte), connect-to-first-byte p50/p99 and connections a second: someone not
+#     filtered (nobody) and the authorized child, alternating connection by connection in the
+#     same run (the baseline and the subject meet the same moments of load; on this 2-core
+#     machine separate runs differ by more than the filter's cost), and the median over the
+#     pairs of the child's time minus the other's. The child's connections have the agent judge
+#     each opening (the hello through the queue; a SYN only when it goes to an address in the
+#     kernel set of those learned for shielded names; the server's acknowledgement of the hello
+#     copied to the log, not queued); then as before the log (the acknowledgement through the
+#     queue too); then as before the kernel set as well (every SYN through the queue too: the
+#     set's rules taken out).
 #
 # Needs root (namespaces, iptables, users). Figures are printed, never asserted.
 set -euo pipefail
@@ -40,26 +44,30 @@ median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # The packets the agent's queue rules sent it so far (IPv4): the trips through the queue.
 queued() { in_ns iptables -w -vxnL $CHAIN-filter 2>/dev/null | awk '/NFQUEUE/ {n += $1} END {print n + 0}'
   in_ns iptables -w -vxnL $CHAIN-in 2>/dev/null | awk '/NFQUEUE/ {n += $1} END {print n + 0}'; }
-# A run of connections, with the queue's packets per connection appended ("N.NN trips/conn").
+# A paired run (someone not filtered, the child), with the child's trips through the queue
+# appended to its line ("N.NN trips/conn").
+BASE=$(id -u nobody); KIDUID=$(id -u $KID)
 connects() {
-  local before after line
+  local before after out
   before=$(queued | awk '{n += $1} END {print n}')
-  line=$(as_kid /usr/bin/python3 $HERE/connect-latency.py 10.1.1.1 443 $HELLO $COUNT)
+  out=$(in_ns /usr/bin/python3 $HERE/connect-latency.py 10.1.1.1 443 $HELLO $COUNT $BASE $KIDUID)
   after=$(queued | awk '{n += $1} END {print n}')
-  echo "$line $(awk -v a="$after" -v b="$before" -v c="$COUNT" 'BEGIN {printf "%.2f queue trips/conn", (a - b) / c}')"
+  trips=$(awk -v a="$after" -v b="$before" -v c="$COUNT" 'BEGIN {printf "%.2f queue trips/conn", (a - b) / c}')
+  echo "$out" | sed "/^B /s|\$| $trips|"
 }
 
-# Baseline and filtered alternate, run after run, so that the machine's load falls on both.
+# Bulk: baseline and filtered alternate, run after run, so that the machine's load falls on both.
 field() { awk -v n="$1" '{print $n}'; }
-plain=(); judged=(); plain_lat=(); judged_lat=(); plain_rate=(); judged_rate=(); syn_lat=(); ack_lat=()
+line_of() { grep "^$1 " | sed "s/^$1 //"; }
+plain=(); judged=(); base_lat=(); judged_lat=(); judged_diff=(); ack_lat=(); ack_diff=(); syn_lat=(); syn_diff=()
 start_agent
 for _ in $(seq 1 $RUNS); do
   plain+=("$(bulk)")
-  line=$(connects); plain_lat+=("$line"); plain_rate+=("$(echo "$line" | field 7)")
   st authorize --child $KID
   st shield --user $KID --domain blocked.test
   judged+=("$(bulk)")
-  line=$(connects); judged_lat+=("$line"); judged_rate+=("$(echo "$line" | field 7)")
+  out=$(connects)
+  base_lat+=("$(line_of A <<<"$out")"); judged_lat+=("$(line_of B <<<"$out")"); judged_diff+=("$(line_of B-A <<<"$out")")
   # The same, with the server's acknowledgement of the hello through the queue as well, as before
   # the log: the agent's rule that copies it to the log turned back into the two that queue it.
   rules=$(in_ns iptables -w -S $CHAIN-in | grep '^-A')
@@ -68,16 +76,17 @@ for _ in $(seq 1 $RUNS); do
   if [ -n "$n" ]; then
     in_ns iptables -w -R $CHAIN-in "$n" $watched -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000
     in_ns iptables -w -I $CHAIN-in $((n + 1)) ${watched/-m connmark/-m mark} -j NFQUEUE --queue-num $QUEUE
-    line=$(connects)
+    out=$(connects)
+    ack_lat+=("$(line_of B <<<"$out")"); ack_diff+=("$(line_of B-A <<<"$out")")
   else
-    line="(no log rule: the agent queues the acknowledgement already)"
+    ack_lat+=("(no log rule: the agent queues the acknowledgement already)"); ack_diff+=("p50 +0 µs")
   fi
-  ack_lat+=("$line")
   # The same, with the SYN fast path's rules taken out too: every SYN through the queue, as before
   # the kernel set (the agent puts them back with its next rules).
   in_ns iptables -w -S $CHAIN | grep -- '--match-set' | sed 's/^-A /-D /' | while read -r rule; do
     eval in_ns iptables -w "$rule"; done
-  line=$(connects); syn_lat+=("$line")
+  out=$(connects)
+  syn_lat+=("$(line_of B <<<"$out")"); syn_diff+=("$(line_of B-A <<<"$out")")
   st revoke --user $KID
 done
 p=$(printf "%s\n" "${plain[@]}" | median); j=$(printf "%s\n" "${judged[@]}" | median)
@@ -85,21 +94,22 @@ echo "== bulk download as a child (iperf3 -R over loopback, $RUNS alternating ru
 printf "  %-44s %8s Mbit/s  (runs: %s)\n" "not filtered (baseline)" "$p" "${plain[*]}"
 printf "  %-44s %8s Mbit/s  (runs: %s)\n" "filtered, the flow judged once" "$j" "${judged[*]}"
 awk -v a="$j" -v b="$p" 'BEGIN {if (b > 0) printf "  filtered/unfiltered: %.2f×\n", a/b}'
-echo "== short TLS connections as a child, $COUNT one after another per run (connect to the server's first byte)"
+echo "== short TLS connections, $COUNT pairs one after another per run (connect to the server's first byte; someone not filtered and the child, alternating)"
 for i in $(seq 0 $((RUNS - 1))); do
-  printf "  run %d %-38s %s\n" $((i + 1)) "not filtered (baseline)" "${plain_lat[$i]}"
-  printf "  run %d %-38s %s\n" $((i + 1)) "filtered: hello judged" "${judged_lat[$i]}"
-  printf "  run %d %-38s %s\n" $((i + 1)) "filtered, acknowledgement queued too" "${ack_lat[$i]}"
-  printf "  run %d %-38s %s\n" $((i + 1)) "filtered, and every SYN queued too" "${syn_lat[$i]}"
+  printf "  run %d %-38s %s\n" $((i + 1)) "not filtered (baseline)" "${base_lat[$i]}"
+  printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered: hello judged" "${judged_lat[$i]}" "${judged_diff[$i]}"
+  printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered, acknowledgement queued too" "${ack_lat[$i]}" "${ack_diff[$i]}"
+  printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered, and every SYN queued too" "${syn_lat[$i]}" "${syn_diff[$i]}"
 done
-sm=$(printf "%s\n" "${syn_lat[@]}" | field 2 | median)
-pm=$(printf "%s\n" "${plain_lat[@]}" | field 2 | median); jm=$(printf "%s\n" "${judged_lat[@]}" | field 2 | median)
-p9=$(printf "%s\n" "${plain_lat[@]}" | field 5 | median); j9=$(printf "%s\n" "${judged_lat[@]}" | field 5 | median)
-pr=$(printf "%s\n" "${plain_rate[@]}" | median); jr=$(printf "%s\n" "${judged_rate[@]}" | median)
-printf "  medians of the runs: p50 %s → %s µs (%+d), p99 %s → %s µs (%+d), %s → %s connections/s\n" \
-  "$pm" "$jm" $((jm - pm)) "$p9" "$j9" $((j9 - p9)) "$pr" "$jr"
-am=$(printf "%s\n" "${ack_lat[@]}" | field 2 | median)
-printf "  the server's acknowledgement through the queue too (no log): p50 %s µs (%+d)\n" "$am" $((am - pm))
-printf "  and every SYN through the queue too (no kernel set): p50 %s µs (%+d)\n" "$sm" $((sm - pm))
+pm=$(printf "%s\n" "${base_lat[@]}" | field 2 | median); jm=$(printf "%s\n" "${judged_lat[@]}" | field 2 | median)
+p9=$(printf "%s\n" "${base_lat[@]}" | field 5 | median); j9=$(printf "%s\n" "${judged_lat[@]}" | field 5 | median)
+pr=$(printf "%s\n" "${base_lat[@]}" | field 7 | median); jr=$(printf "%s\n" "${judged_lat[@]}" | field 7 | median)
+dm=$(printf "%s\n" "${judged_diff[@]}" | field 2 | tr -d + | median)
+printf "  medians of the runs: p50 %s → %s µs, p99 %s → %s µs, %s → %s connections/s\n" "$pm" "$jm" "$p9" "$j9" "$pr" "$jr"
+printf "  added by the filter, the median over pairs (median of the runs): %+d µs\n" "$dm"
+am=$(printf "%s\n" "${ack_diff[@]}" | field 2 | tr -d + | median)
+sm=$(printf "%s\n" "${syn_diff[@]}" | field 2 | tr -d + | median)
+printf "  the server's acknowledgement through the queue too (no log): %+d µs\n" "$am"
+printf "  and every SYN through the queue too (no kernel set): %+d µs\n" "$sm"
 judged_count=$(grep -c "connection refused" $DIR/agent.log || true)
 printf "  (refused while measuring: %s)\n" "$judged_count"

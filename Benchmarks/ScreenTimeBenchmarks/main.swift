@@ -268,5 +268,23 @@ if let suffixes = try? PublicSuffixList(parsing: String(contentsOfFile: listPath
         }
     }
     row("judge a queued DNS query (parse, filter)", judged, "tokens per query", minted)
+
+    // A connection's opening as the queue judges it: a captured TLS ClientHello in a TCP segment,
+    // parsed, its server name read and judged by the same filter, beside the DNS query above.
+    let helloPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Tests/ScreenTimeCoreTests/Fixtures/ClientHellos/curl.bin")
+    if let hello = try? [UInt8](Data(contentsOf: helloPath)) {
+        let total = 40 + hello.count
+        let segment =
+            [0x45, 0, UInt8(total >> 8), UInt8(total & 0xFF), 0, 0, 0x40, 0, 64, 6, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1]
+            + [0x9C, 0x40, 0x01, 0xBB, 0, 0, 0, 1, 0, 0, 0, 1, 0x50, 0x18, 0xFF, 0xFF, 0, 0, 0, 0] + hello
+        let opened = nanosecondsPerOperation(iterations: 100_000) { _ in
+            guard let packet = try? DNSPacket(parsing: segment),
+                case .names(let names, _) = ConnectionOpening.read(packet.payload)
+            else { return }
+            sink &+= names.contains { filter.verdict(for: $0) != nil } ? 1 : 2
+        }
+        row("judge a TLS hello (parse, name, filter)", opened, "a DNS query", judged)
+    }
 }
 print("\n(sink \(sink & 1))")
