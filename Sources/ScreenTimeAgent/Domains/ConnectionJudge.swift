@@ -294,6 +294,8 @@ final class ConnectionJudge: Sendable {
             state.refused = state.refused.filter { owners.contains($0.key) }
             state.flows = state.flows.filter { owners.contains($0.value.owner) }
             state.flowsOf = state.flowsOf.filter { owners.contains($0.key) }
+            state.releasedOrder = state.releasedOrder[state.releasedHead...].filter(state.stands)
+            state.releasedHead = 0
         }
     }
 }

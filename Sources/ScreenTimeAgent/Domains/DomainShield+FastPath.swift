@@ -82,19 +82,3 @@ extension DomainShield {
         return nil
     }
 }
-
-// Usage met while judging, told after the verdicts.
-extension DomainShield {
-    /// Tells the usage tracker the names met since the last verdicts went back (the queue's
-    /// thread, after it sent them).
-    func tellUsage() {
-        let met = metUsage.take()
-        guard let web, !met.isEmpty else { return }
-        for entry in met {
-            for domain in Set(entry.names.compactMap(domains.of)) {
-                if entry.lookups > 0 { web.lookedUp(domain, uid: entry.uid, times: entry.lookups) }
-                web.webUsed(domain, uid: entry.uid)
-            }
-        }
-    }
-}

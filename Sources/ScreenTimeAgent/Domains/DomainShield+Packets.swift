@@ -94,8 +94,8 @@ extension DomainShield {
         for bytes in messages {
             guard let message = try? DNSMessage(parsing: bytes) else { return .drop }
             // Counted for usage reports: each address question (A or AAAA) is a lookup.
-            if let question = message.questions.first, question.type == 1 || question.type == 28, web != nil {
-                metUsage.note([question.name], uid: uid, lookups: 1)
+            if let question = message.questions.first, question.type == 1 || question.type == 28 {
+                metUsage?.note([question.name], uid: uid, lookups: 1)
             }
             if let (question, verdict) = filter.verdict(for: message) {
                 answers.append(DNSMessage.nxdomain(answering: message).serialized())

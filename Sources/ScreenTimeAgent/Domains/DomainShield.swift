@@ -45,8 +45,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     let pages = try? RawPacketSender()
     /// The registrable domains of names met lately, for usage.
     let domains: RegistrableDomains
-    /// Names met while judging, told to `web` once the verdicts are sent (`tellUsage`).
-    let metUsage: MetUsage
+    /// Names met while judging, told to `web` once the verdicts are sent (nil: no `web`).
+    let metUsage: MetUsage?
     /// What each shielded name met lately is counted under, and when the shield presenter was
     /// last told of it (see `note`); emptied when the policy changes.
     let notedNames = Mutex<[NotedKey: Noted]>([:])
@@ -157,10 +157,10 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         fastPath = Self.loadFastPath(configuration, logger: logger)
         let domains = RegistrableDomains(suffixes: suffixes)
         self.domains = domains
-        let metUsage = MetUsage()
+        let metUsage = web.map { MetUsage(web: $0, domains: domains) }
         self.metUsage = metUsage
-        connections = ConnectionJudge(safeHosts: safeHosts, shieldedSets: sets) { [web] names, owner in
-            if web != nil { metUsage.note(names, uid: owner, lookups: 0) }
+        connections = ConnectionJudge(safeHosts: safeHosts, shieldedSets: sets) { names, owner in
+            metUsage?.note(names, uid: owner, lookups: 0)
         }
         self.configuration = configuration
         self.database = database
@@ -242,7 +242,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
             do {
                 queue = try NetfilterQueue(
                     number: configuration.dnsQueue, handler: { [self] packet in judge(packet) },
-                    afterVerdicts: { [self] in tellUsage() })
+                    afterVerdicts: { [metUsage] in metUsage?.tell() })
             } catch {
                 await retry(
                     after: "the DNS queue cannot be read, so filtered users' lookups fail: \(error.message)", &delay)

@@ -29,8 +29,9 @@ final class RegistrableDomains: Sendable {
 
 /// Names a filtered user's programs used, met while judging their packets (a question asked, a
 /// connection's opening), kept until the verdicts have gone back and then told to the usage
-/// tracker: no packet waits for a name's registrable domain to be found and noted. At most
-/// `capacity` wait; more are not counted (a queue's batch is far fewer).
+/// tracker (`tell`): no packet waits for a name's registrable domain to be found and noted. When
+/// `capacity` wait (one segment of DNS over TCP can carry thousands of questions), they are told
+/// at once, before the verdicts: none is dropped.
 final class MetUsage: Sendable {
     struct Met: Sendable {
         var names: [DNSName]
@@ -40,20 +41,35 @@ final class MetUsage: Sendable {
     }
 
     private let met = Mutex<[Met]>([])
+    let web: any WebActivity
+    let domains: RegistrableDomains
     static let capacity = 4_096
 
-    func note(_ names: [DNSName], uid: UInt32, lookups: Int) {
-        met.withLock { met in
-            if met.count < Self.capacity { met.append(Met(names: names, uid: uid, lookups: lookups)) }
-        }
+    init(web: any WebActivity, domains: RegistrableDomains) {
+        self.web = web
+        self.domains = domains
     }
 
-    /// What was noted since the last call, oldest first.
-    func take() -> [Met] {
-        met.withLock { met in
+    func note(_ names: [DNSName], uid: UInt32, lookups: Int) {
+        let full = met.withLock { met in
+            met.append(Met(names: names, uid: uid, lookups: lookups))
+            return met.count >= Self.capacity
+        }
+        if full { tell() }
+    }
+
+    /// Tells the usage tracker what was noted since it was last told, oldest first.
+    func tell() {
+        let taken = met.withLock { met in
             let taken = met
             met = []
             return taken
+        }
+        for entry in taken {
+            for domain in Set(entry.names.compactMap(domains.of)) {
+                if entry.lookups > 0 { web.lookedUp(domain, uid: entry.uid, times: entry.lookups) }
+                web.webUsed(domain, uid: entry.uid)
+            }
         }
     }
 }
