@@ -1,6 +1,7 @@
 # Sourced by the benchmarks that run the agent in a network namespace of their own, with a test
 # child: sets NS, KID, DIR, QUEUE, CHAIN (from the prefix $1), the helpers in_ns, as_kid,
-# write_config, start_agent, stop_agent and st, and a cleanup on exit that removes all of it.
+# write_config, start_agent, start_with_resolver, stop_agent and st, and a cleanup on exit that
+# removes all of it.
 # BIN must be set; the caller writes $DIR/conf.json (write_config, or its own) before start_agent.
 prefix=${1:?agent-in-namespace.sh PREFIX}
 ID=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
@@ -43,3 +44,13 @@ JSON
 }
 stop_agent() { kill -9 "$(cat $DIR/agent.pid)"; wait "$(cat $DIR/agent.pid)" 2>/dev/null || true; rm -f $DIR/agent.pid; }
 st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }
+# The DNS benchmarks' set-up: a dnsmasq on 127.0.0.1 answering *.allowed.test, 200 such names in
+# $DIR/allowed.txt, the agent with no DNS rate limit, and the child authorized.
+start_with_resolver() {
+  in_ns dnsmasq --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 --port=53 --user=root \
+    --cache-size=0 --address=/allowed.test/10.1.1.1 --pid-file=$DIR/resolver.dnsmasq.pid </dev/null >/dev/null 2>&1
+  write_config "\"guardianGroup\": \"root\", \"bypassList\": \"$DIR/none.list\", \"dnsRateLimit\": 0"
+  for i in $(seq 1 200); do echo "host$i.allowed.test A"; done > $DIR/allowed.txt
+  start_agent
+  st authorize --child $KID
+}

@@ -11,12 +11,7 @@ if [ "$(id -u)" -ne 0 ]; then echo "dns profile skipped: needs root"; exit 0; fi
 command -v perf >/dev/null || { echo "dns profile skipped: no perf (Debian's linux-perf)"; exit 0; }
 . "$(dirname "$0")/agent-in-namespace.sh" stp
 
-in_ns dnsmasq --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 --port=53 --user=root \
-  --cache-size=0 --address=/allowed.test/10.1.1.1 --pid-file=$DIR/resolver.dnsmasq.pid </dev/null >/dev/null 2>&1
-write_config "\"guardianGroup\": \"root\", \"bypassList\": \"$DIR/none.list\", \"dnsRateLimit\": 0"
-for i in $(seq 1 200); do echo "host$i.allowed.test A"; done > $DIR/allowed.txt
-start_agent
-st authorize --child $KID
+start_with_resolver
 st shield --user $KID --domain blocked.test
 # Her questions judged once each in the queue, so that the run itself is all in the kernel.
 as_kid dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -l 2 -c 4 >/dev/null 2>&1

@@ -14,12 +14,7 @@ BIN=${1:?usage: dns-rules-cost.sh BIN_DIR}
 if [ "$(id -u)" -ne 0 ]; then echo "dns rules cost skipped: needs root"; exit 0; fi
 . "$(dirname "$0")/agent-in-namespace.sh" stx
 
-in_ns dnsmasq --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 --port=53 --user=root \
-  --cache-size=0 --address=/allowed.test/10.1.1.1 --pid-file=$DIR/resolver.dnsmasq.pid </dev/null >/dev/null 2>&1
-write_config "\"guardianGroup\": \"root\", \"bypassList\": \"$DIR/none.list\", \"dnsRateLimit\": 0"
-for i in $(seq 1 200); do echo "host$i.allowed.test A"; done > $DIR/allowed.txt
-start_agent
-st authorize --child $KID
+start_with_resolver
 rate() { as_kid dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -l 4 -c 4 2>&1 | awk '/Queries per second/ {printf "%.0f", $4}'; }
 # Each rule that matches, made into a delete.
 deletes() { in_ns iptables-save | grep -E "$1" | sed 's/^-A /-D /'; }
