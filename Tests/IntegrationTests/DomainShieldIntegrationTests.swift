@@ -572,6 +572,65 @@ struct DomainShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// Questions of hers shaped to ride the fast path's entry for a name without being its
+    /// question: the name in another case, a shielded second question after it, bytes after it.
+    /// None passes in the kernel (its table is byte for byte, one question, nothing after); the
+    /// queue judges each, and the shielded name's address never comes back. (Tried by hand by the
+    /// attack of 2026-11-29, and in the kernel's test run on crafted frames; here as a real child.)
+    @Test func herCraftedQuestionsNeverRideTheFastPath() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        func inTheKernel() throws -> [Int] {
+            [
+                try world.packetsCounted(in: world.chain + "-filter") { $0.contains("bpf") },
+                try world.packetsCounted(in: world.chain + "-in") { $0.contains("bpf") },
+            ]
+        }
+        // The name on the fast path: judged once, then asked in the kernel. (A rebuild voids the
+        // table: another test's new user publishes the policy again; tried again then.)
+        var onFastPath = false
+        for _ in 0..<5 where !onFastPath {
+            #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
+            let before = try inTheKernel()
+            #expect(try dig(world, as: world.child, "www.allowed.test").addresses == ["10.1.1.1"])
+            onFastPath = try inTheKernel() == before.map { $0 + 1 }
+        }
+        #expect(onFastPath, "\(world.queueAndCounters())")
+        let script = """
+            import socket, struct, sys
+            def question(name):
+                wire = b"".join(bytes([len(l)]) + l.encode() for l in name.split(".")) + b"\\x00"
+                return wire + b"\\x00\\x01\\x00\\x01"
+            if sys.argv[1] == "case":
+                body, count = question("www.ALLOWED.test"), 1
+            elif sys.argv[1] == "second":
+                body, count = question("www.allowed.test") + question("www.blocked.test"), 2
+            else:
+                body, count = question("www.allowed.test") + bytes(16), 1
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(1.5)
+            s.sendto(struct.pack(">HHHHHH", 0x4242, 0x0100, count, 0, 0, 0) + body, ("127.0.0.1", 53))
+            try:
+                print(s.recv(4096).hex())
+            except socket.timeout:
+                print("none")
+            """
+        for kind in ["case", "second", "trailing"] {
+            let before = try inTheKernel()
+            let reply = try world.inNetwork(as: world.child, "/usr/bin/python3", ["-c", script, kind])
+            #expect(reply.status == 0, "\(kind): \(reply.stderr)")
+            // (A rebuild meanwhile starts the counters from zero: never more than before.)
+            let after = try inTheKernel()
+            #expect(after[0] <= before[0] && after[1] <= before[1], "\(kind) passed in the kernel")
+            #expect(!reply.stdout.contains("0a020202"), "\(kind): \(reply.stdout)")
+            // The name in another case is judged, and allowed: the queue answered it.
+            if kind == "case" { #expect(reply.stdout.contains("0a010101"), "\(reply.stdout)") }
+        }
+        #expect(world.agentIsRunning)
+    }
+
     /// A world whose child and a sibling (shielded from `blocked.test`) are authorized: the
     /// flood tests time the sibling's lookups while the child floods.
     func worldWithASibling() throws -> (AgentWorld, String) {
