@@ -87,6 +87,28 @@ final class AgentWorld {
         throw WorldError("every connection mark of \(markLocks) stayed held for 10 minutes")
     }
 
+    /// A world's DNS queue (and the acknowledgement log's group, the same number): one that no
+    /// other world, nor a test holding a queue of its own, binds in the machine's own network
+    /// namespace while this one lives. Two chosen at random met (CI run of stop 57, and runs 65
+    /// and 71 before it): the second agent could not bind its queue for the whole test, so every
+    /// lookup of its child timed out. Held like the marks, by a lock on a file of its own in
+    /// `queueLocks`. From 1000 to 19999: not the installed agent's (53), nor the package test's
+    /// (20000 to 39999), nor the queue tests' of LinuxSupport (40000 to 60000).
+    static let queueLocks = "/tmp/screentime-queues"
+
+    /// A free queue number and the descriptor that holds it (close it to let it go).
+    static func claimQueue() throws -> (queue: Int, lock: Int32) {
+        try Files.makeDirectory(queueLocks, mode: 0o755)
+        for _ in 0..<1000 {
+            let queue = Int.random(in: 1000...19999)
+            let descriptor = open("\(queueLocks)/\(queue)", O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else { throw WorldError("cannot open \(queueLocks)/\(queue): errno \(errno)") }
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return (queue, descriptor) }
+            close(descriptor)
+        }
+        throw WorldError("no free queue number in \(queueLocks) after 1000 tries")
+    }
+
     static let binaries: String = {
         if let dir = ProcessInfo.processInfo.environment["SCREENTIME_BIN_DIR"] { return dir }
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().path
@@ -105,6 +127,8 @@ final class AgentWorld {
     let chain: String
     /// The lock that holds this world's connection mark (`claimConnectionMark`), if it has one.
     private var markLock: Int32 = -1
+    /// The lock that holds this world's queue (`claimQueue`), if the world chose it.
+    private var queueLock: Int32 = -1
     let queue: Int
     /// A network namespace of its own, with a resolver on 127.0.0.1 and ::1, when asked for.
     let namespace: String?
@@ -125,7 +149,7 @@ final class AgentWorld {
     /// - Parameter network: run the agent in a network namespace of its own, with dnsmasq on
     ///   127.0.0.1 and ::1 answering the test names (see `startResolver`).
     /// - Parameter freezer: the agent's `freezer` setting (`v2`, `v1`, `signal`; nil for `auto`).
-    /// - Parameter queue: the DNS queue number (nil: a random one).
+    /// - Parameter queue: the DNS queue number (nil: a free one, `claimQueue`).
     /// - Parameter configuration: more keys of the agent's configuration, as JSON values.
     init(
         network: Bool = false, freezer: String? = nil, queue: Int? = nil, configuration extra: [String: String] = [:],
@@ -142,7 +166,13 @@ final class AgentWorld {
         bystander = "stby\(id)"
         pamService = "screentime-test-\(id)"
         chain = "st\(id)"
-        self.queue = queue ?? Int.random(in: 1000...60000)
+        if let queue {
+            self.queue = queue
+        } else {
+            let claimed = try Self.claimQueue()
+            self.queue = claimed.queue
+            queueLock = claimed.lock
+        }
         namespace = network ? "st\(id)" : nil
         counter = directory + "/bin/counter"
         freezerGroup = "screentime-test-\(id)"
@@ -807,6 +837,10 @@ final class AgentWorld {
         umount2(directory + "/run/dns-fast-path-" + chain, Int32(MNT_DETACH))
         try? FileManager.default.removeItem(atPath: directory)
         // Its rules gone, its connection mark is free for the next world.
+        if queueLock >= 0 {
+            close(queueLock)
+            queueLock = -1
+        }
         if markLock >= 0 {
             close(markLock)
             markLock = -1

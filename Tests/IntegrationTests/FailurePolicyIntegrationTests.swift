@@ -19,7 +19,8 @@ struct FailurePolicyIntegrationTests {
     }
 
     @Test func aDNSQueueHeldByAnotherIsTriedAgainWhileAppShieldsHold() throws {
-        let number = Int.random(in: 1000...60000)
+        let (number, lock) = try AgentWorld.claimQueue()
+        defer { close(lock) }
         // Another process (here, this test) holds the queue the agent is configured with.
         var holder: NetfilterQueue? = try NetfilterQueue(number: UInt16(number)) { _ in .accept }
         let world = try AgentWorld(queue: number)
