@@ -157,6 +157,42 @@ import Testing
         #expect(judge(keeping, Self.segment(port: 20599, sequence: end, [1]), standing: .watched) == .pass)
     }
 
+    /// A child's table full of connections let go makes room from her own oldest, never from
+    /// her sibling's (older still); a user no longer filtered takes her flows and their order
+    /// along (`keep(owners:)`).
+    @Test func aFullTableMakesRoomFromItsOwnersOwnFlowsLetGo() {
+        let hello = Self.hello("video.allowed.test.")
+        let end = 1 + UInt32(hello.count)
+        let connections = ConnectionJudge()
+        let sibling: UInt32 = 2002
+        func finish(port: UInt16, owner: UInt32) -> Bool {
+            let opening = Self.segment(port: port, sequence: 1, hello)
+            let judged = connections.judge(
+                try? DNSPacket(parsing: opening), bytes: opening, owner: owner, standing: nil, filter: Self.filter)
+            return judged == .watch && acknowledgement(connections, Self.reply(port: port, acknowledging: end)) == .pass
+        }
+        #expect((0..<10).allSatisfy { finish(port: UInt16(30000 + $0), owner: sibling) })
+        #expect(
+            (0..<(ConnectionJudge.flowsPerUser + 10)).allSatisfy { finish(port: UInt16(20000 + $0), owner: Self.child) }
+        )
+        let counts = connections.state.withLock { ($0.flowsOf[Self.child], $0.flowsOf[sibling]) }
+        #expect(counts.0 == ConnectionJudge.flowsPerUser && counts.1 == 10)
+        // Her ten first went (a late packet of one is refused as lost); her eleventh and her
+        // sibling's first stay (a late packet passes).
+        #expect(isRefusal(judge(connections, Self.segment(port: 20009, sequence: end, [1]), standing: .watched)))
+        #expect(judge(connections, Self.segment(port: 20010, sequence: end, [1]), standing: .watched) == .pass)
+        let siblings = Self.segment(port: 30000, sequence: end, [1])
+        #expect(
+            connections.judge(
+                try? DNSPacket(parsing: siblings), bytes: siblings, owner: sibling, standing: .watched,
+                filter: Self.filter) == .pass)
+        connections.keep(owners: [Self.child])
+        let kept = connections.state.withLock { state in
+            (state.released.keys.sorted(), state.flowsOf[sibling], state.flowsOf[Self.child])
+        }
+        #expect(kept.0 == [Self.child] && kept.1 == nil && kept.2 == ConnectionJudge.flowsPerUser)
+    }
+
     @Test func learnedAddressesRefuseTheSYNAndNamelessOpenings() {
         let connections = ConnectionJudge()
         connections.learn(

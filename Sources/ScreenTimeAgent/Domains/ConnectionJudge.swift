@@ -100,34 +100,48 @@ final class ConnectionJudge: Sendable {
             return said == .shielded && book?.isAllowed(address, now: now) == true ? .shared : said
         }
         var refused: [UInt32: [String: Int]] = [:]
-        /// The flows let go, in the order they were (with when): each is forgotten `releasedLinger`
-        /// after, in turn, so that a table of a child's finished connections is not full and
-        /// searched for its oldest at each new one. An entry whose flow has since gone (or was
-        /// let go again later) is passed over. Read from `releasedHead` on.
-        var releasedOrder: [(key: FlowKey, since: Double)] = []
-        var releasedHead = 0
+        /// The flows let go, per owner in the order they were (with when): each is forgotten
+        /// `releasedLinger` after, in turn, so that a table of a child's finished connections is
+        /// not full and searched for its oldest at each new one. An entry whose flow has since gone
+        /// (or was let go again later) is passed over.
+        var released: [UInt32: ReleaseOrder] = [:]
+
+        struct ReleaseOrder {
+            var entries: [(key: FlowKey, since: Double)] = []
+            /// Entries before this one are done with.
+            var head = 0
+            var isEmpty: Bool { head >= entries.count }
+            var first: (key: FlowKey, since: Double)? { isEmpty ? nil : entries[head] }
+
+            /// Lets go of what is done with, once that is half the array or more.
+            mutating func compact() {
+                guard head >= 64, head * 2 >= entries.count else { return }
+                entries.removeFirst(head)
+                head = 0
+            }
+        }
 
         mutating func release(_ key: FlowKey, _ flow: inout Flow, now: Double) {
             flow.released = true
             flow.opening = []
             flow.since = now
             flows[key] = flow
-            releasedOrder.append((key, now))
+            released[flow.owner, default: ReleaseOrder()].entries.append((key, now))
         }
 
         /// Forgets the flows let go `linger` seconds or more before `now`.
         mutating func forgetReleased(now: Double, linger: Double) {
-            while releasedHead < releasedOrder.count {
-                let (key, since) = releasedOrder[releasedHead]
-                if stands((key, since)) {
-                    guard now - since >= linger else { break }
-                    removeFlow(key)
+            for owner in Array(released.keys) {
+                guard var order = released.removeValue(forKey: owner) else { continue }
+                while let entry = order.first {
+                    if stands(entry) {
+                        guard now - entry.since >= linger else { break }
+                        removeFlow(entry.key)
+                    }
+                    order.head += 1
                 }
-                releasedHead += 1
-            }
-            if releasedHead >= 1024, releasedHead * 2 >= releasedOrder.count {
-                releasedOrder.removeFirst(releasedHead)
-                releasedHead = 0
+                order.compact()
+                if !order.isEmpty { released[owner] = order }
             }
         }
 
@@ -137,7 +151,7 @@ final class ConnectionJudge: Sendable {
             if flowsOf[flow.owner] == 0 { flowsOf[flow.owner] = nil }
         }
 
-        /// Whether an entry of `releasedOrder` is its flow's (not gone, nor let go again since).
+        /// Whether an entry of a release order is its flow's (not gone, nor let go again since).
         func stands(_ entry: (key: FlowKey, since: Double)) -> Bool {
             guard let flow = flows[entry.key] else { return false }
             return flow.released && flow.since == entry.since
@@ -147,14 +161,20 @@ final class ConnectionJudge: Sendable {
         /// were let go in (passing over the entries at its head that no longer stand); nil when
         /// it has none.
         mutating func oldestReleased(of owner: UInt32?) -> FlowKey? {
-            while releasedHead < releasedOrder.count, !stands(releasedOrder[releasedHead]) { releasedHead += 1 }
-            return releasedOrder[releasedHead...].first { entry in
-                stands(entry) && (owner == nil || flows[entry.key]?.owner == owner)
-            }?.key
+            var oldest: (key: FlowKey, since: Double)?
+            for candidate in owner.map({ [$0] }) ?? Array(released.keys) {
+                guard var order = released.removeValue(forKey: candidate) else { continue }
+                while let entry = order.first, !stands(entry) { order.head += 1 }
+                if let entry = order.first {
+                    released[candidate] = order
+                    if oldest.map({ entry.since < $0.since }) ?? true { oldest = entry }
+                }
+            }
+            return oldest?.key
         }
 
         /// The oldest flow of `owner` (every user's when nil), a released one first. (Every flow
-        /// let go stands in `releasedOrder`; the others are searched, only when a table is full
+        /// let go stands in `released`; the others are searched, only when a table is full
         /// of flows not let go.)
         mutating func oldest(of owner: UInt32?) -> FlowKey? {
             if let released = oldestReleased(of: owner) { return released }
@@ -294,8 +314,7 @@ final class ConnectionJudge: Sendable {
             state.refused = state.refused.filter { owners.contains($0.key) }
             state.flows = state.flows.filter { owners.contains($0.value.owner) }
             state.flowsOf = state.flowsOf.filter { owners.contains($0.key) }
-            state.releasedOrder = state.releasedOrder[state.releasedHead...].filter(state.stands)
-            state.releasedHead = 0
+            state.released = state.released.filter { owners.contains($0.key) }
         }
     }
 }

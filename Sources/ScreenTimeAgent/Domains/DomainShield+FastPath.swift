@@ -52,20 +52,22 @@ extension DomainShield {
     }
 
     /// Counts the lookups every entry passed since it was made (before a change of the filters
-    /// voids them all).
+    /// voids them all). Told at once: this runs off the queue's thread, whose verdicts tell the
+    /// rest.
     func takeFastPathHits() {
         guard let fastPath else { return }
         for (question, hits) in fastPath.takeHits() where question.uid != DNSFastPath.answersUID {
             guard let name = Self.name(wire: question.name) else { continue }
             countFastPathLookups(hits, of: name, uid: question.uid)
         }
+        metUsage?.tell()
     }
 
-    /// Lookups the kernel passed, told to the usage tracker as the queue's are.
+    /// Lookups the kernel passed, noted for the usage tracker as the queue's are (told after
+    /// the verdicts, or by the caller).
     func countFastPathLookups(_ hits: UInt64, of name: DNSName, uid: UInt32) {
-        guard hits > 0, let web, let domain = registrableDomain(of: name) else { return }
-        web.lookedUp(domain, uid: uid, times: Int(clamping: hits))
-        web.webUsed(domain, uid: uid)
+        guard hits > 0 else { return }
+        metUsage?.note([name], uid: uid, lookups: Int(clamping: hits))
     }
 
     /// A name from its wire form (labels, a final zero; no compression).

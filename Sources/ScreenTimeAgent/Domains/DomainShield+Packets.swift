@@ -82,9 +82,6 @@ extension DomainShield {
         }
     }
 
-    /// The registrable domain a name counts under in usage (see `RegistrableDomains`).
-    func registrableDomain(of name: DNSName) -> String? { domains.of(name) }
-
     /// The verdict on a DNS query. What cannot be judged is dropped: the sender's lookup fails,
     /// as it would while the agent is down.
     func judgeQuery(_ parsed: DNSPacket, uid: UInt32, filter: DomainFilter) -> NetfilterQueue.Verdict {

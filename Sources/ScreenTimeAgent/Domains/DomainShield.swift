@@ -43,19 +43,14 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// Sends the block page of a refused plain-HTTP request (nil: a raw socket could not be made,
     /// and such requests are reset bare).
     let pages = try? RawPacketSender()
-    /// The registrable domains of names met lately, for usage.
-    let domains: RegistrableDomains
-    /// Names met while judging, told to `web` once the verdicts are sent (nil: no `web`).
+    /// Names met while judging, told to the usage tracker (`web`) once the verdicts are sent
+    /// (nil: no tracker).
     let metUsage: MetUsage?
     /// What each shielded name met lately is counted under, and when the shield presenter was
     /// last told of it (see `note`); emptied when the policy changes.
     let notedNames = Mutex<[NotedKey: Noted]>([:])
     static let tellingSpacing: Duration = .seconds(1)
     private let flushSignal: AsyncStream<Void>
-    /// Told, on the queue's thread, of each address question a filtered user asks and each name
-    /// their programs use — looked up, or named by a connection's opening (its registrable domain
-    /// and owner): the usage tracker's web time.
-    let web: (any WebActivity)?
     /// Told of each shielded name a filtered user looked up (the shield window's notice).
     let shieldEvents: ShieldEvents
     let flushContinuation: AsyncStream<Void>.Continuation
@@ -139,7 +134,6 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         configuration: AgentConfiguration, database: StateDatabase, minter: TokenMinter, suffixes: PublicSuffixList,
         web: (any WebActivity)?, shieldEvents: ShieldEvents, logger: Logger
     ) {
-        self.web = web
         self.shieldEvents = shieldEvents
         let safeHosts = SafeSearchAddresses(resolvers: resolvers)
         safeSearch = safeHosts
@@ -155,9 +149,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         acknowledgements =
             configuration.acknowledgementLog ? try? (PacketLog(group: configuration.dnsQueue), ConnectionMarks()) : nil
         fastPath = Self.loadFastPath(configuration, logger: logger)
-        let domains = RegistrableDomains(suffixes: suffixes)
-        self.domains = domains
-        let metUsage = web.map { MetUsage(web: $0, domains: domains) }
+        let metUsage = web.map { MetUsage(web: $0, domains: RegistrableDomains(suffixes: suffixes)) }
         self.metUsage = metUsage
         connections = ConnectionJudge(safeHosts: safeHosts, shieldedSets: sets) { names, owner in
             metUsage?.note(names, uid: owner, lookups: 0)
