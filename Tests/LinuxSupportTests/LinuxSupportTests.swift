@@ -591,6 +591,24 @@ struct NetfilterQueueTests {
         }
         _ = first
     }
+
+    /// `stop()` wakes a reader asleep in its receive, with no packet coming: `run()` returns, and
+    /// the queue is unbound (another may bind it).
+    @Test func stopWakesAReaderAsleepInItsReceive() throws {
+        let number = UInt16.random(in: 40000...60000)
+        let queue = try NetfilterQueue(number: number) { _ in .accept }
+        let returned = DispatchSemaphore(value: 0)
+        let reader = Thread {
+            try? queue.run()
+            returned.signal()
+        }
+        reader.start()
+        Thread.sleep(forTimeInterval: 0.3)
+        #expect(returned.wait(timeout: .now()) == .timedOut, "it returned before it was stopped")
+        queue.stop()
+        #expect(returned.wait(timeout: .now() + 5) == .success, "stop() did not wake it")
+        #expect(throws: Never.self) { _ = try NetfilterQueue(number: number) { _ in .accept } }
+    }
 }
 
 @Suite struct SystemResolversTests {
