@@ -139,13 +139,20 @@ import Testing
                     "\(match) -m limit --limit 2000/sec --limit-burst 10000 -j screentime-filter", "\(match) -j DROP",
                 ])
         }
-        #expect(owners.count == 21)
+        #expect(owners.count == 24)
+        // First, someone not filtered (the uids around the filtered ranges) on a flow the agent
+        // never marked leaves at once: nothing below concerns them.
+        #expect(
+            Array(lines[4...6])
+                == ["0-1000", "1003-99999", "165536-4294967294"].map {
+                    "-A screentime -m connmark --mark 0x0/0xff0000 -m owner --uid-owner \($0) -j RETURN"
+                })
         // QUIC is refused in the kernel first, for each range; then a judged connection never
         // reaches the queue again, nor what a local server sends back; a verdict come back
         // through NF_REPEAT is kept by the connection; a refused one is reset, but not its own reset.
         // A SYN clears the agent's byte first: a new connection on a reused flow's ports is judged.
         #expect(
-            lines[4]
+            lines[7]
                 == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/0xff0000")
         // Someone else's question on a UDP flow a filtered user's question marked takes the mark
         // off (her answer is not queued and dropped), after the users' rules, which her own
@@ -156,12 +163,12 @@ import Testing
                 == "-A screentime -p udp -m udp --dport 53 -m connmark --mark 0x530000/0xff0000 -j CONNMARK --set-xmark 0x0/0xff0000"
         )
         #expect(main.dropLast().last == "-A screentime -m owner --uid-owner 100000-165535 -j DROP")
-        #expect(lines[5] == "-A screentime -p tcp -m connmark --mark 0x560000/0xff0000 -j RETURN")
-        #expect(lines[6].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
-        #expect(lines[6].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
+        #expect(lines[8] == "-A screentime -p tcp -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        #expect(lines[9].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
+        #expect(lines[9].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
         // …but a UDP datagram longer than a frame (sent in segments) is judged, segment by segment.
-        #expect(lines[9] == "-A screentime -m length --length 0:1500 -m connmark --mark 0x560000/0xff0000 -j RETURN")
-        #expect(lines[10] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
+        #expect(lines[12] == "-A screentime -m length --length 0:1500 -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        #expect(lines[13] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
         // An ACK without data is never queued: exactly the headers' length, no SYN. It returns
         // from the main chain, ahead of the users' rules (whose last one drops what is left).
         let ack = "-A screentime -p tcp -m u32 --u32 \"0>>24=0x45&&0&0xFFFF=52&&32>>28=8&&32>>16&0x02=0\" -j RETURN"
@@ -187,6 +194,10 @@ import Testing
                 "-A screentime-filter -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000",
                 "-A screentime-filter -j NFQUEUE --queue-num 53",
             ])
+        // The input chain's rules are all for flows the agent marked: the others leave first.
+        #expect(
+            lines.first { $0.hasPrefix("-A screentime-in ") }
+                == "-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN")
         // The server's packets of a watched flow come too, and its verdict is kept on the flow.
         #expect(
             Array(lines.filter { $0.hasPrefix("-A screentime-in -p tcp") }.prefix(6)) == [
@@ -238,6 +249,17 @@ import Testing
     /// queued; the acknowledged bits the agent sets by name make a WATCHED flow (and only one)
     /// PASSED of this generation at its next packet, either way; every verdict kept and every
     /// SYN clears them.
+    /// The uids around the filtered ranges, which the rules let leave at once: overlapping and
+    /// repeated ranges, one at either end, and none at all.
+    @Test func theUIDsNotFilteredAreTheRangesAroundTheFilteredOnes() {
+        #expect(
+            Firewall.others(than: [1002...1002, 1001...1001, 1002...1002, 100_000...165_535, 100_010...100_020])
+                == [0...1000, 1003...99_999, 165_536...4_294_967_294])
+        #expect(Firewall.others(than: [0...5, 4_294_967_000...4_294_967_295]) == [6...4_294_966_999])
+        #expect(Firewall.others(than: []) == [0...4_294_967_294])
+        #expect(Firewall.others(than: [0...4_294_967_295]).isEmpty)
+    }
+
     @Test func withTheLogAWatchedFlowIsPromotedOnlyFromWatched() {
         let firewall = Firewall(chain: "screentime", queue: 53)
         let lines = firewall.ruleset(
@@ -246,16 +268,17 @@ import Testing
         #expect(Firewall.acknowledged(generation: 2) == 0x0A00_0000)
         let promote = "-p tcp -m connmark --mark 0xa5e0000/0xfff0000 -j CONNMARK --set-xmark 0x580000/0xfff0000"
         #expect(
-            lines[4]
+            lines[6]
                 == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/0xfff0000")
         // A refusal asked for (0x1 in the same bits) makes a watched flow REFUSED, and nothing else.
         let demote = "-p tcp -m connmark --mark 0x15e0000/0xfff0000 -j CONNMARK --set-xmark 0x550000/0xfff0000"
-        #expect(lines[5] == "-A screentime " + promote)
-        #expect(lines[6] == "-A screentime " + demote)
-        #expect(lines[7] == "-A screentime -p tcp -m connmark --mark 0x580000/0xff0000 -j RETURN")
+        #expect(lines[7] == "-A screentime " + promote)
+        #expect(lines[8] == "-A screentime " + demote)
+        #expect(lines[9] == "-A screentime -p tcp -m connmark --mark 0x580000/0xff0000 -j RETURN")
         #expect(
-            Array(lines.filter { $0.hasPrefix("-A screentime-in") }.prefix(2)) == [
-                "-A screentime-in " + promote, "-A screentime-in " + demote,
+            Array(lines.filter { $0.hasPrefix("-A screentime-in") }.prefix(3)) == [
+                "-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN", "-A screentime-in " + promote,
+                "-A screentime-in " + demote,
             ])
         #expect(
             lines.contains(

@@ -12,7 +12,10 @@ import FoundationEssentials
 ///
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
-///     CHAIN           -p tcp --syn -j CONNMARK --set-xmark 0/M   (a new connection on a reused flow)
+///     CHAIN           per range R' of uids not filtered (the ranges between the filtered ones):
+///                     -m connmark --mark 0/M -m owner --uid-owner R' -j RETURN   (someone not
+///                                       filtered, on a flow the agent never marked: nothing here)
+///                     -p tcp --syn -j CONNMARK --set-xmark 0/M   (a new connection on a reused flow)
 ///                     -p tcp -m connmark --mark PASSED/M -j RETURN   (a judged TCP flow)
 ///                     per filtered uid range R, for every packet:
 ///                     -p udp -m length (a 1,200-byte payload) -m owner R -m u32 (a QUIC long
@@ -52,7 +55,8 @@ import FoundationEssentials
 ///                     -p udp --dport 443 -j REJECT          (QUIC: browsers fall back to TCP)
 ///                     -j CONNMARK --restore-mark            (the queue sees how far it was judged)
 ///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
-///     CHAIN-in        (R = -p tcp -m conntrack --ctdir REPLY: the server's packets)
+///     CHAIN-in        -m connmark --mark 0/M -j RETURN        (a flow the agent never marked)
+///                     (R = -p tcp -m conntrack --ctdir REPLY: the server's packets)
 ///                     R -m mark --mark PASSED|REFUSED/M -j CONNMARK --save-mark, then -j RETURN
 ///                     R -m connmark --mark WATCHED/M -j NFLOG --nflog-group G   (a copy of the
 ///                        server's acknowledgement of a judged opening; the agent marks the flow.
@@ -178,21 +182,6 @@ public struct Firewall: Sendable {
         "0x" + String(mark(standing, generation: generation), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
     }
 
-    private static func ranges(_ owners: [ClosedRange<UInt32>]) -> [String] {
-        Set(owners).sorted(by: { $0.lowerBound < $1.lowerBound }).map { range in
-            range.count == 1 ? "\(range.lowerBound)" : "\(range.lowerBound)-\(range.upperBound)"
-        }
-    }
-
-    /// A u32 match for a TCP segment with no data and a TCP header of `tcpWords` 32-bit words
-    /// (exact: the IP length is the headers' length; no IP options or IPv6 extension headers),
-    /// with `flags` (a mask and value for the flags byte, "&0x02=0"), or any flags for nil.
-    static func noData(_ family: Family, tcpWords words: Int, flags: String?) -> String {
-        family == .ipv4
-            ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)" + (flags.map { "&&32>>16\($0)" } ?? "")
-            : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)" + (flags.map { "&&52>>16\($0)" } ?? "")
-    }
-
     /// The ruleset `iptables-restore --noflush` is given for one family.
     ///
     /// With `synFastPath`, a SYN without data passes in the kernel unless its destination is in
@@ -241,6 +230,12 @@ public struct Firewall: Sendable {
         // A SYN opens a new connection, whatever conntrack kept under its addresses and ports: a
         // flow the server ended with a reset is reused by a new SYN on the same ports, with the
         // old flow's mark (its PASSED once let a second hello by unjudged). The agent's byte goes.
+        // Nothing below concerns a packet of someone not filtered on a flow the agent never
+        // marked: it leaves at once (without this, the rules cost everyone's lookups a third).
+        let unmarked = "-m connmark --mark 0x0/\(mask)"
+        for others in Self.ranges(Self.others(than: owners)) {
+            lines.append("-A \(chain) \(unmarked) -m owner --uid-owner \(others) -j RETURN")
+        }
         lines.append(
             "-A \(chain) -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/\(ownedText)")
         if acknowledgementLog != nil { lines += promote.map { "-A \(chain) \($0)" } }
@@ -341,6 +336,8 @@ public struct Firewall: Sendable {
         // opening it judged, then marks the flow through NF_REPEAT (passed or refused).
         // (Only the reply direction: over loopback the client's own packets come in here too.)
         let reply = "-p tcp -m conntrack --ctdir REPLY"
+        // Every rule of the input chain is for a flow the agent marked.
+        lines.append("-A \(inputChain) \(unmarked) -j RETURN")
         if acknowledgementLog != nil { lines += promote.map { "-A \(inputChain) \($0)" } }
         for text in [passed, markText(.refused)] {
             lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) \(save)")
