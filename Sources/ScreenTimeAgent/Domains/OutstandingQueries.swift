@@ -6,8 +6,13 @@ import Synchronization
 /// addresses and ports are the question's swapped, and it carries the question's ID.
 ///
 /// A question is remembered until its UDP reply is judged, or for `lifetime` seconds when none
-/// comes (or it was asked over TCP). Bounded: at most `perOwner` unanswered questions of one user and `total` in all.
-/// A user with more unanswered only loses its own replies (which are then dropped: fail closed).
+/// comes (or it was asked over TCP). Bounded: at most `perOwner` unanswered questions of one user
+/// and `total` in all. A user past her bound has her own oldest question forgotten for the new one
+/// (its reply, if it still comes, is dropped: fail closed): the questions whose replies are on
+/// their way are the newest. (Refusing the new one instead made her every lookup fail for as long
+/// as the old ones lived: questions judged here whose replies the DNS fast path passes in the
+/// kernel are never answered here, and 4,096 of them came in the seconds after a name's entry ran
+/// out, under dnsperf.) A user with none to give up is refused when all are taken.
 /// A second reply to one question finds nothing, and is dropped.
 final class OutstandingQueries: Sendable {
     struct Key: Hashable, Sendable {
@@ -23,11 +28,43 @@ final class OutstandingQueries: Sendable {
         var expires: Date
     }
 
+    /// One user's questions in the order they were asked, from `head` on (an entry answered or
+    /// asked again since is passed over).
+    private struct Order {
+        var keys: [(key: Key, expires: Date)] = []
+        var head = 0
+    }
+
     private struct State {
         var entries: [Key: Entry] = [:]
-        var order: [(key: Key, expires: Date)] = []
-        var head = 0
+        var orders: [UInt32: Order] = [:]
         var perOwner: [UInt32: Int] = [:]
+
+        func stands(_ entry: (key: Key, expires: Date), of owner: UInt32) -> Bool {
+            guard let found = entries[entry.key] else { return false }
+            return found.owner == owner && found.expires == entry.expires
+        }
+
+        mutating func forget(_ key: Key) {
+            guard let entry = entries.removeValue(forKey: key) else { return }
+            perOwner[entry.owner, default: 1] -= 1
+            if perOwner[entry.owner] == 0 { perOwner[entry.owner] = nil }
+        }
+
+        /// Forgets `owner`'s oldest question still remembered; false when she has none.
+        mutating func forgetOldest(of owner: UInt32) -> Bool {
+            guard var order = orders.removeValue(forKey: owner) else { return false }
+            defer { if order.head < order.keys.count { orders[owner] = order } }
+            while order.head < order.keys.count {
+                let entry = order.keys[order.head]
+                order.head += 1
+                if stands(entry, of: owner) {
+                    forget(entry.key)
+                    return true
+                }
+            }
+            return false
+        }
     }
 
     static let lifetime: TimeInterval = 15
@@ -40,21 +77,25 @@ final class OutstandingQueries: Sendable {
         self.total = total
     }
 
-    /// Remembers a question; false when its asker has too many outstanding.
+    /// Remembers a question; false when it could not be (every place taken, none of its asker's).
     @discardableResult
     func remember(_ key: Key, owner: UInt32, now: Date = Date()) -> Bool {
         state.withLock { state in
             expire(&state, now: now)
             if state.entries[key] != nil { return true }
-            guard state.perOwner[owner, default: 0] < perOwner, state.entries.count < total else { return false }
+            while state.perOwner[owner, default: 0] >= perOwner || state.entries.count >= total {
+                guard state.forgetOldest(of: owner) else { return false }
+            }
             let expires = now.addingTimeInterval(Self.lifetime)
             state.entries[key] = Entry(owner: owner, expires: expires)
+            var order = state.orders.removeValue(forKey: owner) ?? Order()
             // Answered questions leave their place behind: kept to twice the bound.
-            if state.order.count - state.head >= 2 * total {
-                state.order = state.order[state.head...].filter { state.entries[$0.key]?.expires == $0.expires }
-                state.head = 0
+            if order.keys.count - order.head >= 2 * perOwner {
+                order.keys = order.keys[order.head...].filter { state.stands($0, of: owner) }
+                order.head = 0
             }
-            state.order.append((key, expires))
+            order.keys.append((key, expires))
+            state.orders[owner] = order
             state.perOwner[owner, default: 0] += 1
             return true
         }
@@ -70,10 +111,10 @@ final class OutstandingQueries: Sendable {
                 guard let entry = state.entries[key], entry.expires > now else { return nil }
                 return entry.owner
             }
-            guard let entry = state.entries.removeValue(forKey: key) else { return nil }
-            state.perOwner[entry.owner, default: 1] -= 1
-            if state.perOwner[entry.owner] == 0 { state.perOwner[entry.owner] = nil }
-            // Its place in `order` goes when it would have expired, or at the next compaction.
+            guard let entry = state.entries[key] else { return nil }
+            state.forget(key)
+            // Its place in its asker's order goes when it would have expired, or at the next
+            // compaction.
             return entry.expires > now ? entry.owner : nil
         }
     }
@@ -81,18 +122,18 @@ final class OutstandingQueries: Sendable {
     var count: Int { state.withLock { $0.entries.count } }
 
     private func expire(_ state: inout State, now: Date) {
-        while state.head < state.order.count, state.order[state.head].expires <= now {
-            let key = state.order[state.head].key
-            if let entry = state.entries[key], entry.expires <= now {
-                state.entries[key] = nil
-                state.perOwner[entry.owner, default: 1] -= 1
-                if state.perOwner[entry.owner] == 0 { state.perOwner[entry.owner] = nil }
+        for owner in Array(state.orders.keys) {
+            guard var order = state.orders.removeValue(forKey: owner) else { continue }
+            while order.head < order.keys.count, order.keys[order.head].expires <= now {
+                let entry = order.keys[order.head]
+                if state.stands(entry, of: owner) { state.forget(entry.key) }
+                order.head += 1
             }
-            state.head += 1
-        }
-        if state.head > 1024, state.head * 2 > state.order.count {
-            state.order.removeFirst(state.head)
-            state.head = 0
+            if order.head > 1024, order.head * 2 > order.keys.count {
+                order.keys.removeFirst(order.head)
+                order.head = 0
+            }
+            if order.head < order.keys.count { state.orders[owner] = order }
         }
     }
 }
