@@ -399,12 +399,7 @@ struct DomainShieldIntegrationTests {
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
         #expect(try world.firewallRules().filter { $0.contains("-m bpf --object-pinned") }.count == 2)
-        func passedInTheKernel() throws -> [Int] {
-            [
-                try world.packetsCounted(in: world.chain + "-filter") { $0.contains("bpf") },
-                try world.packetsCounted(in: world.chain + "-in") { $0.contains("bpf") },
-            ]
-        }
+        func passedInTheKernel() throws -> [Int] { try fastPathCounts(world) }
         // Her lookups of the name, each counted in the report however it went.
         var asked = 0
         func ask(_ server: String = "127.0.0.1", timeout: Int = 3) throws -> Lookup {
@@ -594,12 +589,7 @@ struct DomainShieldIntegrationTests {
         defer { world.tearDown() }
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
-        func inTheKernel() throws -> [Int] {
-            [
-                try world.packetsCounted(in: world.chain + "-filter") { $0.contains("bpf") },
-                try world.packetsCounted(in: world.chain + "-in") { $0.contains("bpf") },
-            ]
-        }
+        func inTheKernel() throws -> [Int] { try fastPathCounts(world) }
         // The name on the fast path: judged once, then asked in the kernel. (A rebuild voids the
         // table: another test's new user publishes the policy again; tried again then.)
         var onFastPath = false
@@ -642,6 +632,15 @@ struct DomainShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
+    /// The packets the DNS fast path passed in the kernel so far: questions (the filter chain's
+    /// `bpf` rule) and answers (the input chain's).
+    func fastPathCounts(_ world: AgentWorld, ipv6: Bool = false) throws -> [Int] {
+        [
+            try world.packetsCounted(in: world.chain + "-filter", ipv6: ipv6) { $0.contains("bpf") },
+            try world.packetsCounted(in: world.chain + "-in", ipv6: ipv6) { $0.contains("bpf") },
+        ]
+    }
+
     /// Whether what `body` does moves none of the kernel's counters that `counted` reads. A
     /// rebuild of the rules meanwhile (another test's new user publishes the policy again)
     /// starts them from zero: seen as a counter gone down, the round is tried again (five times
@@ -668,14 +667,7 @@ struct DomainShieldIntegrationTests {
         defer { world.tearDown() }
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
-        func inTheKernel(ipv6: Bool) -> () throws -> [Int] {
-            {
-                [
-                    try world.packetsCounted(in: world.chain + "-filter", ipv6: ipv6) { $0.contains("bpf") },
-                    try world.packetsCounted(in: world.chain + "-in", ipv6: ipv6) { $0.contains("bpf") },
-                ]
-            }
-        }
+        func inTheKernel(ipv6: Bool) -> () throws -> [Int] { { try fastPathCounts(world, ipv6: ipv6) } }
         #expect(try world.firewallRules(ipv6: true).filter { $0.contains("-m bpf --object-pinned") }.count == 2)
         // Over IPv6: judged once, then in the kernel, both ways.
         var onFastPath = false
