@@ -1085,16 +1085,10 @@ extension HostileChildIntegrationTests {
         @Test func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
             try HostileChildIntegrationTests().aRefusalStormIsRefusedAndWrittenDownWithinABudget()
         }
-    }
-}
 
-extension HostileChildIntegrationTests {
-    /// Tests that wait out minutes of real time (a limit, a grant, a schedule's boundary):
-    /// `scripts/run-tests` starts every `Long` suite's tests first, beside the others, so that
-    /// none starts late and holds up the end of the run. (Their threads of their own are the
-    /// parent suite's trait, which covers nested suites.)
-    @Suite(.enabled(if: isRoot, "needs root: users, the agent, other users' processes"))
-    struct Long {
+        /// It compares the limit's count with the report's to 2 s, and waits out minutes: beside
+        /// the other root tests the two drifted apart (fresh run 113: the limit counted 39.2 s of
+        /// the game's 37.2 s in front), so it runs with none beside it.
         @Test func aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds() throws {
             try HostileChildIntegrationTests().aGameThatLeftItsParentCountsTowardItsLimitAndIsHeldAgainWhenAGrantEnds()
         }
