@@ -188,7 +188,7 @@ import Testing
                 filter: Self.filter) == .pass)
         connections.keep(owners: [Self.child])
         let kept = connections.state.withLock { state in
-            (state.released.keys.sorted(), state.flowsOf[sibling], state.flowsOf[Self.child])
+            (state.released.owners.sorted(), state.flowsOf[sibling], state.flowsOf[Self.child])
         }
         #expect(kept.0 == [Self.child] && kept.1 == nil && kept.2 == ConnectionJudge.flowsPerUser)
     }

@@ -100,49 +100,23 @@ final class ConnectionJudge: Sendable {
             return said == .shielded && book?.isAllowed(address, now: now) == true ? .shared : said
         }
         var refused: [UInt32: [String: Int]] = [:]
-        /// The flows let go, per owner in the order they were (with when): each is forgotten
+        /// The flows let go, per owner in the order they were (due: when): each is forgotten
         /// `releasedLinger` after, in turn, so that a table of a child's finished connections is
         /// not full and searched for its oldest at each new one. An entry whose flow has since gone
         /// (or was let go again later) is passed over.
-        var released: [UInt32: ReleaseOrder] = [:]
-
-        struct ReleaseOrder {
-            var entries: [(key: FlowKey, since: Double)] = []
-            /// Entries before this one are done with.
-            var head = 0
-            var isEmpty: Bool { head >= entries.count }
-            var first: (key: FlowKey, since: Double)? { isEmpty ? nil : entries[head] }
-
-            /// Lets go of what is done with, once that is half the array or more.
-            mutating func compact() {
-                guard head >= 64, head * 2 >= entries.count else { return }
-                entries.removeFirst(head)
-                head = 0
-            }
-        }
+        var released = OwnerQueues<FlowKey>()
 
         mutating func release(_ key: FlowKey, _ flow: inout Flow, now: Double) {
             flow.released = true
             flow.opening = []
             flow.since = now
             flows[key] = flow
-            released[flow.owner, default: ReleaseOrder()].entries.append((key, now))
+            released.append(key, owner: flow.owner, due: now)
         }
 
         /// Forgets the flows let go `linger` seconds or more before `now`.
         mutating func forgetReleased(now: Double, linger: Double) {
-            for owner in Array(released.keys) {
-                guard var order = released.removeValue(forKey: owner) else { continue }
-                while let entry = order.first {
-                    if stands(entry) {
-                        guard now - entry.since >= linger else { break }
-                        removeFlow(entry.key)
-                    }
-                    order.head += 1
-                }
-                order.compact()
-                if !order.isEmpty { released[owner] = order }
-            }
+            for (entry, _) in released.takeDue(now: now - linger) where stands(entry) { removeFlow(entry.key) }
         }
 
         mutating func removeFlow(_ key: FlowKey) {
@@ -152,22 +126,20 @@ final class ConnectionJudge: Sendable {
         }
 
         /// Whether an entry of a release order is its flow's (not gone, nor let go again since).
-        func stands(_ entry: (key: FlowKey, since: Double)) -> Bool {
+        func stands(_ entry: OwnerQueues<FlowKey>.Entry) -> Bool {
             guard let flow = flows[entry.key] else { return false }
-            return flow.released && flow.since == entry.since
+            return flow.released && flow.since == entry.due
         }
 
         /// The flow of `owner` (every user's when nil) let go longest ago, from the order they
         /// were let go in (passing over the entries at its head that no longer stand); nil when
         /// it has none.
         mutating func oldestReleased(of owner: UInt32?) -> FlowKey? {
-            var oldest: (key: FlowKey, since: Double)?
-            for candidate in owner.map({ [$0] }) ?? Array(released.keys) {
-                guard var order = released.removeValue(forKey: candidate) else { continue }
-                while let entry = order.first, !stands(entry) { order.head += 1 }
-                if let entry = order.first {
-                    released[candidate] = order
-                    if oldest.map({ entry.since < $0.since }) ?? true { oldest = entry }
+            var oldest: OwnerQueues<FlowKey>.Entry?
+            for candidate in owner.map({ [$0] }) ?? released.owners {
+                while let entry = released.first(of: candidate), !stands(entry) { released.removeFirst(of: candidate) }
+                if let entry = released.first(of: candidate), oldest.map({ entry.due < $0.due }) ?? true {
+                    oldest = entry
                 }
             }
             return oldest?.key
@@ -314,7 +286,7 @@ final class ConnectionJudge: Sendable {
             state.refused = state.refused.filter { owners.contains($0.key) }
             state.flows = state.flows.filter { owners.contains($0.value.owner) }
             state.flowsOf = state.flowsOf.filter { owners.contains($0.key) }
-            state.released = state.released.filter { owners.contains($0.key) }
+            for owner in state.released.owners where !owners.contains(owner) { state.released.replace(owner, with: []) }
         }
     }
 }

@@ -28,21 +28,16 @@ final class OutstandingQueries: Sendable {
         var expires: Date
     }
 
-    /// One user's questions in the order they were asked, from `head` on (an entry answered or
-    /// asked again since is passed over).
-    private struct Order {
-        var keys: [(key: Key, expires: Date)] = []
-        var head = 0
-    }
-
     private struct State {
         var entries: [Key: Entry] = [:]
-        var orders: [UInt32: Order] = [:]
+        /// Each user's questions in the order they were asked (due: when they expire).
+        var orders = OwnerQueues<Key>()
         var perOwner: [UInt32: Int] = [:]
 
-        func stands(_ entry: (key: Key, expires: Date), of owner: UInt32) -> Bool {
+        /// Whether an entry of an order is still its question's (not answered, nor asked again).
+        func stands(_ entry: OwnerQueues<Key>.Entry, of owner: UInt32) -> Bool {
             guard let found = entries[entry.key] else { return false }
-            return found.owner == owner && found.expires == entry.expires
+            return found.owner == owner && found.expires.timeIntervalSinceReferenceDate == entry.due
         }
 
         mutating func forget(_ key: Key) {
@@ -53,11 +48,8 @@ final class OutstandingQueries: Sendable {
 
         /// Forgets `owner`'s oldest question still remembered; false when she has none.
         mutating func forgetOldest(of owner: UInt32) -> Bool {
-            guard var order = orders.removeValue(forKey: owner) else { return false }
-            defer { if order.head < order.keys.count { orders[owner] = order } }
-            while order.head < order.keys.count {
-                let entry = order.keys[order.head]
-                order.head += 1
+            while let entry = orders.first(of: owner) {
+                orders.removeFirst(of: owner)
                 if stands(entry, of: owner) {
                     forget(entry.key)
                     return true
@@ -88,14 +80,12 @@ final class OutstandingQueries: Sendable {
             }
             let expires = now.addingTimeInterval(Self.lifetime)
             state.entries[key] = Entry(owner: owner, expires: expires)
-            var order = state.orders.removeValue(forKey: owner) ?? Order()
             // Answered questions leave their place behind: kept to twice the bound.
-            if order.keys.count - order.head >= 2 * perOwner {
-                order.keys = order.keys[order.head...].filter { state.stands($0, of: owner) }
-                order.head = 0
+            if state.orders.count(of: owner) >= 2 * perOwner {
+                state.orders.replace(
+                    owner, with: state.orders.entries(of: owner).filter { state.stands($0, of: owner) })
             }
-            order.keys.append((key, expires))
-            state.orders[owner] = order
+            state.orders.append(key, owner: owner, due: expires.timeIntervalSinceReferenceDate)
             state.perOwner[owner, default: 0] += 1
             return true
         }
@@ -122,18 +112,9 @@ final class OutstandingQueries: Sendable {
     var count: Int { state.withLock { $0.entries.count } }
 
     private func expire(_ state: inout State, now: Date) {
-        for owner in Array(state.orders.keys) {
-            guard var order = state.orders.removeValue(forKey: owner) else { continue }
-            while order.head < order.keys.count, order.keys[order.head].expires <= now {
-                let entry = order.keys[order.head]
-                if state.stands(entry, of: owner) { state.forget(entry.key) }
-                order.head += 1
-            }
-            if order.head > 1024, order.head * 2 > order.keys.count {
-                order.keys.removeFirst(order.head)
-                order.head = 0
-            }
-            if order.head < order.keys.count { state.orders[owner] = order }
+        for (entry, owner) in state.orders.takeDue(now: now.timeIntervalSinceReferenceDate)
+        where state.stands(entry, of: owner) {
+            state.forget(entry.key)
         }
     }
 }
