@@ -875,7 +875,9 @@ struct DomainShieldIntegrationTests {
             Int(
                 ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").trimmingCharacters(
                     in: .whitespacesAndNewlines)) ?? 0
-        #expect(sent > 50_000, "the flood: \(sent) replies sent")
+        // A flood: a hundred times what her limit lets through a flow (200 a second). Alone it
+        // sends 280,000–330,000 in its 5 s; beside the suite's other tests, 37,000–110,000.
+        #expect(sent > 20_000, "the flood: \(sent) replies sent")
         // What reached the queue, by the kernel's own count of the rule that queues replies.
         let listing = try world.inNetwork(
             as: nil, "/usr/sbin/iptables", ["-w", "-L", world.chain + "-in", "-v", "-x", "-n"])

@@ -134,8 +134,9 @@ import Testing
             #expect(
                 owners.filter { $0.hasPrefix(match + " ") } == [
                     "\(match) -p udp -m udp --dport 53 -m limit --limit 200/sec --limit-burst 1000 -j screentime-filter",
+                    "\(match) -p udp -m udp --dport 53 -j DROP",
                     "\(match) -p tcp -m tcp --dport 53 -m limit --limit 200/sec --limit-burst 1000 -j screentime-filter",
-                    "\(match) -p udp -m udp --dport 53 -j DROP", "\(match) -p tcp -m tcp --dport 53 -j DROP",
+                    "\(match) -p tcp -m tcp --dport 53 -j DROP",
                     "\(match) -m limit --limit 2000/sec --limit-burst 10000 -j screentime-filter", "\(match) -j DROP",
                 ])
         }
@@ -166,13 +167,26 @@ import Testing
         #expect(lines[8] == "-A screentime -p tcp -m connmark --mark 0x560000/0xff0000 -j RETURN")
         #expect(lines[9].hasPrefix("-A screentime -p udp -m length --length 1228:65535 -m u32 --u32"))
         #expect(lines[9].hasSuffix("-m owner --uid-owner 1001 -j REJECT"))
+        // Then each user's questions over UDP, the bulk of what she sends: none of the rules
+        // below is for them, and each rule passed costs.
+        #expect(
+            Array(lines[12...17])
+                == ["1001", "1002", "100000-165535"].flatMap { owner in
+                    let match = "-A screentime -m owner --uid-owner \(owner) -p udp -m udp --dport 53"
+                    return [
+                        "\(match) -m limit --limit 200/sec --limit-burst 1000 -j screentime-filter", "\(match) -j DROP",
+                    ]
+                })
         // …but a UDP datagram longer than a frame (sent in segments) is judged, segment by segment.
-        #expect(lines[12] == "-A screentime -m length --length 0:1500 -m connmark --mark 0x560000/0xff0000 -j RETURN")
-        #expect(lines[13] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
+        #expect(lines[18] == "-A screentime -m length --length 0:1500 -m connmark --mark 0x560000/0xff0000 -j RETURN")
+        #expect(lines[19] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
         // An ACK without data is never queued: exactly the headers' length, no SYN. It returns
-        // from the main chain, ahead of the users' rules (whose last one drops what is left).
+        // from the main chain, ahead of the users' rules for all but their UDP questions (whose
+        // last one drops what is left).
         let ack = "-A screentime -p tcp -m u32 --u32 \"0>>24=0x45&&0&0xFFFF=52&&32>>28=8&&32>>16&0x02=0\" -j RETURN"
-        let firstOwnerRule = lines.firstIndex { $0.hasPrefix("-A screentime -m owner --uid-owner") }
+        let firstOwnerRule = lines.firstIndex {
+            $0.hasPrefix("-A screentime -m owner --uid-owner") && !$0.contains("-p udp -m udp --dport 53")
+        }
         #expect(lines.firstIndex(of: ack).map { index in firstOwnerRule.map { index < $0 } ?? false } == true)
         #expect(!lines.contains { $0.hasPrefix("-A screentime-filter -p tcp -m u32") })
         #expect(
@@ -296,7 +310,8 @@ import Testing
     /// With the DNS fast path, a UDP question its program matches passes in the filter chain,
     /// after the user's limit and with its flow marked DNS (so its answer is read), and before
     /// the queue; an answer its program matches passes in the input chain before the limits and
-    /// the queue. TCP DNS is the queue's, as before; without it, no `bpf` rule at all.
+    /// the queue (first of the input chain's after its exit). TCP DNS is the queue's, as before;
+    /// without it, no `bpf` rule at all.
     @Test func theDNSFastPathsRulesComeAfterTheLimitAndBeforeTheQueue() {
         let firewall = Firewall(chain: "screentime", queue: 53)
         let programs = Firewall.DNSFastPathPrograms(question: "/run/screentime/q", answer: "/run/screentime/a")
@@ -317,6 +332,11 @@ import Testing
                 $0.hasPrefix("-A screentime-in -p udp -m udp --sport 53") && $0.contains("hashlimit")
             }
             #expect(answered != nil && limited != nil && answered! < limited!)
+            // Right after the exit of the flows never marked, ahead of the rules for TCP it would
+            // otherwise pass one by one.
+            #expect(
+                lines.filter { $0.hasPrefix("-A screentime-in ") }.prefix(2)
+                    == ["-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN", answer])
             #expect(lines.filter { $0.contains("-m bpf") } == [question, answer])
             #expect(!firewall.ruleset(for: family, owners: [1001...1001], dohAddresses: []).contains("-m bpf"))
         }

@@ -31,4 +31,16 @@ extension Firewall {
             ? "0>>24=0x45&&0&0xFFFF=\(20 + 4 * words)&&32>>28=\(words)" + (flags.map { "&&32>>16\($0)" } ?? "")
             : "4>>8&0xFF=6&&4>>16=\(4 * words)&&52>>28=\(words)" + (flags.map { "&&52>>16\($0)" } ?? "")
     }
+
+    /// The kernel's `limit` match takes at most this many packets a second, and bursts of at most
+    /// this many: a higher rate makes iptables refuse the whole ruleset.
+    public static let highestRateLimit = 10_000
+
+    /// The match that lets `rate` packets a second through, in bursts of five times that (at most
+    /// `highestRateLimit`), followed by a space; empty for 0, no limit.
+    static func limit(_ rate: Int) -> String {
+        guard rate > 0 else { return "" }
+        let rate = min(rate, highestRateLimit)
+        return "-m limit --limit \(rate)/sec --limit-burst \(min(rate * 5, highestRateLimit)) "
+    }
 }
