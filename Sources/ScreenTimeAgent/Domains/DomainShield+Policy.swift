@@ -32,22 +32,26 @@ extension DomainShield {
         let inherited = state.withLock { $0.webFingerprint == nil } ? firewall.installedGeneration() : nil
         // What the fast path's table let pass was judged under the filters going now.
         takeFastPathHits()
-        let (installed, generation, fastPathGeneration) = state.withLock { state -> (InstalledRules?, UInt8, UInt64) in
+        let filterFingerprint = Self.filterFingerprint(snapshot, lists: lists, web: fingerprint)
+        let (installed, generation, fastPathGeneration) = state.withLock { state -> (InstalledRules?, UInt8, UInt64?) in
             if let inherited, state.webFingerprint == nil { state.generation = inherited }
             state.snapshot = snapshot
             state.filters = filters
-            state.fastPathGeneration += 1
+            let voided = state.filterFingerprint != filterFingerprint
+            if voided { state.fastPathGeneration += 1 }
+            state.filterFingerprint = filterFingerprint
             state.lists = lists
             // The web shields changed: connections passed under the old ones go off the fast path.
             if let old = state.webFingerprint, old != fingerprint {
                 state.generation = (state.generation &+ 1) % Firewall.generations
             }
             state.webFingerprint = fingerprint
-            return (state.installedRules, state.generation, state.fastPathGeneration)
+            return (state.installedRules, state.generation, voided ? state.fastPathGeneration : nil)
         }
         // Every question judged under the filters before these passes no more (an entry the
-        // queue's thread makes meanwhile carries the generation it read with its filter).
-        if let fastPath {
+        // queue's thread makes meanwhile carries the generation it read with its filter), unless
+        // they are made from the same: then what the table holds is what they would judge.
+        if let fastPath, let fastPathGeneration {
             do {
                 try fastPath.setGeneration(fastPathGeneration)
             } catch {
@@ -129,6 +133,24 @@ extension DomainShield {
     }
 
     /// A digest of what the users' web filters are made of, to tell when they change.
+    /// What the users' DNS filters are made from (`filter(_:names:lists:)`): the web shields
+    /// (`webFingerprint`, with its users), each user's safe search, the tokens' names and the
+    /// services' domains. Two snapshots with the same make the same filters.
+    static func filterFingerprint(_ snapshot: PolicySnapshot, lists: WebLists, web: Int) -> Int {
+        var hasher = Hasher()
+        hasher.combine(web)
+        for uid in snapshot.users.keys.sorted() {
+            hasher.combine(uid)
+            hasher.combine(snapshot.users[uid]?.policy.safeSearch)
+        }
+        for (token, name) in snapshot.names.sorted(by: { $0.key < $1.key }) {
+            hasher.combine(token)
+            hasher.combine(name)
+        }
+        hasher.combine(lists.services)
+        return hasher.finalize()
+    }
+
     static func webFingerprint(_ snapshot: PolicySnapshot, lists: WebLists) -> Int {
         var hasher = Hasher()
         for uid in snapshot.users.keys.sorted() {
@@ -266,6 +288,7 @@ extension DomainShield {
             names[token] = service.categoryName.name
         }
         lists.categories = categories
+        lists.services = services
         lists.names = names
         lists.adult = adult
 

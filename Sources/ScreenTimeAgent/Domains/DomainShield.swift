@@ -70,6 +70,10 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         /// What the web filters were built from (users, their web shields, the lists), and the
         /// generation of the PASSED mark: a change makes connections passed before it judged again.
         var webFingerprint: Int?
+        /// What the users' filters were made from (`filterFingerprint`), when the DNS fast path's
+        /// table was last voided: a policy published again with none of it changed (a sibling's
+        /// time limit, another user added to the system) leaves the table's entries in force.
+        var filterFingerprint: Int?
         var generation: UInt8 = 0
         /// The DNS fast path's generation: moved on with every rebuild of the filters (under
         /// this lock), then in the kernel, so that what was judged under a filter no longer in
@@ -111,6 +115,8 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var bypassNames = DomainList([DomainName]())
         var bypassAddresses: [String] = []
         var signatures: [String: String] = [:]
+        /// The services' domains (each a category of its own), for `filterFingerprint`.
+        var services = ServiceCatalogue()
         var problems: [String] = []
     }
 
