@@ -46,7 +46,12 @@ extension DomainShield {
         }
         let parsed = try? DNSPacket(parsing: packet.bytes)
         let standing = firewall.standing(ofMark: packet.mark, generation: generation)
-        if let parsed, parsed.destinationPort == 53, standing == nil || standing == .dns {
+        if let parsed, parsed.destinationPort == 53 {
+            // Her DNS comes to the queue before any verdict's mark is put back on the packet, and
+            // a question's verdict is never NF_REPEAT: one with a mark is no question the rules
+            // send, and passing it to the connections' judge could repeat it without end (her
+            // UDP questions meet no rule that keeps a repeated verdict).
+            guard standing == nil || standing == .dns else { return .drop }
             return judgeQuery(parsed, uid: uid, filter: filter)
         }
         let decision = connections.judge(
