@@ -132,7 +132,6 @@ extension DomainShield {
         }
     }
 
-    /// A digest of what the users' web filters are made of, to tell when they change.
     /// What the users' DNS filters are made from (`filter(_:names:lists:)`): the web shields
     /// (`webFingerprint`, with its users), each user's safe search, the tokens' names and the
     /// services' domains. Two snapshots with the same make the same filters.
@@ -151,6 +150,7 @@ extension DomainShield {
         return hasher.finalize()
     }
 
+    /// A digest of what the users' web filters are made of, to tell when they change.
     static func webFingerprint(_ snapshot: PolicySnapshot, lists: WebLists) -> Int {
         var hasher = Hasher()
         for uid in snapshot.users.keys.sorted() {
