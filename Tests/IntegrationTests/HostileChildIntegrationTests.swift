@@ -968,21 +968,27 @@ struct HostileChildIntegrationTests {
         defer { if !resumed { kill(agent, SIGCONT) } }
         #expect(try world.inNetwork(as: world.child, "/bin/kill", ["-KILL", "\(counter)"]).status == 0)
         _ = world.wait(counter)
-        let cycled = try world.launch(as: nil, cycle, ["\(counter)", "/usr/bin/sleep", "60"])
-        #expect(world.wait(cycled, seconds: 60) == 0, "root did not get pid \(counter)")
+        // 10,000 processes (20,000 events, several times what the agent's 4 MiB buffer holds),
+        // then root's `sleep` asked for the pid (clone3's set_tid: waiting for the pids to come
+        // round again took over a minute once, beside the other tests).
+        let cycled = try world.launch(as: nil, cycle, ["\(counter)", "10000", "/usr/bin/sleep", "60"])
+        #expect(world.wait(cycled, seconds: 120) == 0, "root did not get pid \(counter)")
         #expect(ProcessInspector().status(pid: counter)?.uid == 0)
         kill(agent, SIGCONT)
         resumed = true
         // The agent reads the backlog (its events lost past its buffer), then a change makes it
         // judge every process it tracks again.
         Thread.sleep(forTimeInterval: 1)
+        #expect(
+            eventually(30) { !world.agentLog(naming: ["process events were lost"]).isEmpty },
+            "the agent lost no events: the storm was too small for its buffer")
         try guardian(world, "shield", "--user", world.child, "--app-category", "Game")
         try guardian(world, "unshield", "--user", world.child, "--app-category", "Game")
         Thread.sleep(forTimeInterval: 0.3)
         #expect(ProcessInspector().status(pid: counter)?.uid == 0)
         #expect(!world.isFrozen(counter) && world.processState(counter) != "T")
         #expect(try world.status(of: world.child).processShield?.frozen.contains { $0.pid == counter } == false)
-        // Root's `sleep 60`, only if the pid is still that: pidcycle recycled pids fast.
+        // Root's `sleep 60`, only if the pid is still that.
         if ProcessInspector().status(pid: counter)?.uid == 0, world.command(of: counter) == "sleep" {
             kill(counter, SIGKILL)
         }
