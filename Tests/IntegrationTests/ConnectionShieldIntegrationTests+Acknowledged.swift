@@ -104,8 +104,46 @@ extension ConnectionShieldIntegrationTests {
     @Test func aConnectionKeptQuietAcrossANewShieldIsRefusedAfter() throws {
         let world = try shieldedWorld()
         defer { world.tearDown() }
-        // A server of root's that answers each request, the first only once GO exists.
+        let said = try quietConnection(world) {
+            try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
+        }
+        #expect(said.contains("first answered"), "\(said)")
+        #expect(said.contains("second reset") || said.contains("second closed"), "\(said)")
+    }
+
+    /// The same across a service's file that a guardian edited, and the agent reloaded: a
+    /// shielded service that now names her site shields her open connection to it too (its
+    /// domains were not in what tells the agent to judge passed connections again).
+    @Test func aConnectionKeptQuietAcrossAServiceFileThatNowNamesItsSiteIsRefusedAfter() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        try guardian(world, "shield", "--user", world.child, "--service", "tubesite")
+        let file = world.directory + "/services/tubesite.service"
+        let said = try quietConnection(world) {
+            try "name = Tube Site\ncategory = video\ndomains = other.test allowed.test\napps = org.example.Counter\n"
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            world.signalAgent(SIGHUP)
+            // The reload is read a moment after the signal: her new lookups say when it is in.
+            #expect(
+                eventually(10) {
+                    let result = try? world.inNetwork(
+                        as: world.child, "/usr/bin/dig",
+                        ["+tries=1", "+time=2", "+short", "@127.0.0.1", "allowed.test"])
+                    return result.map { $0.status == 0 && $0.stdout.isEmpty } ?? false
+                }, "the service's new domain was not shielded")
+        }
+        #expect(said.contains("first answered"), "\(said)")
+        #expect(said.contains("second reset") || said.contains("second closed"), "\(said)")
+    }
+
+    /// Her program holds a plain-HTTP connection to allowed.test open across `change`: its request
+    /// judged and acknowledged by the server's kernel at once, answered only after the change;
+    /// then a second request on the same connection. What her program said of each.
+    func quietConnection(_ world: AgentWorld, across change: () throws -> Void) throws -> String {
+        // A server of root's that answers each request, the first only once GO exists; GOT
+        // once it has the first.
         let go = world.directory + "/quiet-go"
+        let got = world.directory + "/quiet-got"
         let script = world.directory + "/quiet-server.py"
         try """
         import os, socket, sys, time
@@ -113,6 +151,7 @@ extension ConnectionShieldIntegrationTests {
         s.bind(("10.1.1.1", 8081)); s.listen(4)
         c, _ = s.accept()
         c.recv(4096)
+        open(sys.argv[2], "w").close()
         while not os.path.exists(sys.argv[1]): time.sleep(0.02)
         c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 6\\r\\n\\r\\nfirst\\n")
         if c.recv(4096): c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 7\\r\\n\\r\\nsecond\\n")
@@ -120,21 +159,21 @@ extension ConnectionShieldIntegrationTests {
         """.write(toFile: script, atomically: true, encoding: .utf8)
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script, go]
+        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script, go, got]
         try server.run()
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         Thread.sleep(forTimeInterval: 0.5)
         let output = world.directory + "/quiet.out"
         let client = try backgroundChild(world, ["quiet", "www.allowed.test", "10.1.1.1", "8081"], output: output)
         defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) } }
-        // Her request judged, and acknowledged by the server's kernel at once; then the shield.
-        Thread.sleep(forTimeInterval: 1.5)
-        try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
+        // Her request judged, and acknowledged by the server's kernel at once (a moment for the
+        // agent to read that); then the change.
+        #expect(eventually(30) { Files.exists(got) }, "her first request never reached the server")
+        Thread.sleep(forTimeInterval: 0.5)
+        try change()
         Thread.sleep(forTimeInterval: 0.5)
         _ = FileManager.default.createFile(atPath: go, contents: nil)
         #expect(AgentWorld.ended(client, within: 40), "her program did not end")
-        let said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-        #expect(said.contains("first answered"), "\(said)")
-        #expect(said.contains("second reset") || said.contains("second closed"), "\(said)")
+        return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
     }
 }

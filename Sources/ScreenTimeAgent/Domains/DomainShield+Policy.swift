@@ -39,12 +39,13 @@ extension DomainShield {
             state.filters = filters
             let voided = state.filterFingerprint != filterFingerprint
             if voided { state.fastPathGeneration += 1 }
-            state.filterFingerprint = filterFingerprint
-            state.lists = lists
-            // The web shields changed: connections passed under the old ones go off the fast path.
-            if let old = state.webFingerprint, old != fingerprint {
+            // The filters changed (their shields, safe search, the services' domains): connections
+            // passed under the old ones go off the fast path, to be judged again.
+            if voided, state.filterFingerprint != nil {
                 state.generation = (state.generation &+ 1) % Firewall.generations
             }
+            state.filterFingerprint = filterFingerprint
+            state.lists = lists
             state.webFingerprint = fingerprint
             return (state.installedRules, state.generation, voided ? state.fastPathGeneration : nil)
         }

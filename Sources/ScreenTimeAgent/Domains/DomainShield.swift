@@ -67,12 +67,13 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var installedRules: InstalledRules?
         var firewallProblem: String?
         var queueProblem: String?
-        /// What the web filters were built from (users, their web shields, the lists), and the
-        /// generation of the PASSED mark: a change makes connections passed before it judged again.
+        /// What the web filters were built from (users, their web shields, the lists); nil
+        /// until the first rebuild, which takes the generation the rules in the kernel have.
         var webFingerprint: Int?
-        /// What the users' filters were made from (`filterFingerprint`), when the DNS fast path's
-        /// table was last voided: a policy published again with none of it changed (a sibling's
-        /// time limit, another user added to the system) leaves the table's entries in force.
+        /// What the users' filters were made from (`filterFingerprint`). A change voids the DNS
+        /// fast path's table and moves the generation of the PASSED mark (connections passed
+        /// before it are judged again); a policy published again with none of it changed (a
+        /// sibling's time limit, another user added to the system) leaves both in force.
         var filterFingerprint: Int?
         var generation: UInt8 = 0
         /// The DNS fast path's generation: moved on with every rebuild of the filters (under
