@@ -2,8 +2,9 @@
 # `make bench`, DNS half: the domain shield measured beside its baselines, in the same run.
 #
 #  1. dnsperf as a filtered child against dnsmasq in a network namespace, with no rules (the
-#     baseline), as someone not filtered with the agent's rules in (what the rules and connection
-#     tracking cost everyone), through the filter (names allowed: each name's first question through the
+#     baseline), with connection tracking alone (what a PC with any stateful firewall has), as
+#     someone not filtered with the agent's rules in (what the rules and connection tracking cost
+#     everyone), through the filter (names allowed: each name's first question through the
 #     agent's queue, the rest through the DNS fast path in the kernel), the same with every
 #     question through the queue (`dnsFastPath` off), and with the agent answering shielded
 #     names itself: queries/s, and latency percentiles from a paced run (dnsperf -v per query).
@@ -126,6 +127,13 @@ echo "== DNS through the domain shield (dnsperf as a child, dnsmasq on loopback,
 start_agent
 throughput $DIR/allowed.txt "no filter" none; base_qps=$result
 latency $DIR/allowed.txt "no filter" none; base_lat=$result
+# The same with connection tracking on (one conntrack rule; what any PC with a stateful firewall,
+# ufw, firewalld or Docker, has): the part of the cost that is tracking her flows, which the
+# agent's connection marks need. Taken out again: the runs below track because of the agent.
+in_ns iptables -A OUTPUT -m conntrack --ctstate INVALID -j DROP
+throughput $DIR/allowed.txt "no filter, flows tracked" none; track_qps=$result
+latency $DIR/allowed.txt "no filter, flows tracked" none; track_lat=$result
+in_ns iptables -D OUTPUT -m conntrack --ctstate INVALID -j DROP
 st authorize --child $KID
 st shield --user $KID --domain blocked.test
 # Someone not filtered (root), with the rules in: what the rules and connection tracking cost
@@ -146,12 +154,13 @@ throughput $DIR/allowed.txt "every question through the queue" queued; queue_qps
 latency $DIR/allowed.txt "every question through the queue" queued; queue_lat=$result
 write_conf ', "dnsRateLimit": 0'
 printf "  %-44s %10s q/s   %s\n" "no filter (baseline)" "$base_qps" "$base_lat"
+printf "  %-44s %10s q/s   %s\n" "no filter, connection tracking on" "$track_qps" "$track_lat"
 printf "  %-44s %10s q/s   %s\n" "someone not filtered, with the agent's rules" "$rules_qps" "$rules_lat"
 printf "  %-44s %10s q/s   %s   (%s)\n" "through the filter, names allowed" "$filt_qps" "$filt_lat" "$filt_share"
 printf "  %-44s %10s q/s   %s\n" "the same, every question through the queue" "$queue_qps" "$queue_lat"
 printf "  %-44s %10s q/s   %s\n" "shielded names, answered by the filter" "$shield_qps" "$shield_lat"
 if [ "$whole" = yes ]; then
-  awk -v a="${filt_qps%% *}" -v q="${queue_qps%% *}" -v b="${base_qps%% *}" -v r="${rules_qps%% *}" 'BEGIN {if (b > 0) printf "  filtered/unfiltered queries/s: %.2f× (every question through the queue: %.2f×); against someone not filtered with the rules in: %.2f×\n", a/b, q/b, (r > 0 ? a/r : 0)}'
+  awk -v a="${filt_qps%% *}" -v q="${queue_qps%% *}" -v b="${base_qps%% *}" -v r="${rules_qps%% *}" -v t="${track_qps%% *}" 'BEGIN {if (b > 0) printf "  filtered/unfiltered queries/s: %.2f× (every question through the queue: %.2f×); against no filter with connection tracking on: %.2f×; against someone not filtered with the rules in: %.2f×\n", a/b, q/b, (t > 0 ? a/t : 0), (r > 0 ? a/r : 0)}'
 else
   echo "  !! NO RATIO: these runs were not whole, so their figures do not measure the filter:"
   for problem in "${problems[@]}"; do echo "  !!   $problem"; done

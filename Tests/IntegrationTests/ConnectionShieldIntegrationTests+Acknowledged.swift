@@ -136,6 +136,52 @@ extension ConnectionShieldIntegrationTests {
         #expect(said.contains("second reset") || said.contains("second closed"), "\(said)")
     }
 
+    /// A stream passed before a shield of its own site, on which only the server sends (a
+    /// download, a radio station): her TCP sends nothing but ACKs, which pass in the kernel, so
+    /// it went on after the shield (found 2026-11-30). It is reset once the shield is in.
+    @Test func aStreamPassedBeforeAShieldOfItsSiteEndsWithTheShield() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        // A server of root's that sends a kilobyte every 50 ms for 20 s after her request.
+        let script = world.directory + "/stream-server.py"
+        try """
+        import socket, time
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("10.1.1.1", 8082)); s.listen(4)
+        c, _ = s.accept()
+        c.recv(4096)
+        try:
+            c.sendall(b"HTTP/1.1 200 OK\\r\\n\\r\\n")
+            for _ in range(400):
+                c.sendall(b"x" * 1000); time.sleep(0.05)
+        except OSError:
+            pass
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script]
+        try server.run()
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        Thread.sleep(forTimeInterval: 0.5)
+        let output = world.directory + "/stream.out"
+        let mark = world.directory + "/stream-shielded"
+        let client = try backgroundChild(
+            world, ["listen", "www.allowed.test", "10.1.1.1", "8082", mark, "15"], output: output)
+        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) } }
+        Thread.sleep(forTimeInterval: 2)
+        try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
+        // The shield is in when the command returns; what was on its way by then is let be.
+        Thread.sleep(forTimeInterval: 1)
+        _ = FileManager.default.createFile(atPath: mark, contents: nil)
+        #expect(AgentWorld.ended(client, within: 40), "her program did not end")
+        let said = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: " ")
+        #expect(said.count == 5 && said[0] == "before" && said[2] == "after", "\(said)")
+        guard said.count == 5 else { return }
+        #expect((Int(said[1]) ?? 0) > 10_000, "the stream did not flow before the shield: \(said)")
+        #expect(said[3] == "0", "the stream went on after the shield: \(said)")
+        #expect(said[4].hasPrefix("reset"), "\(said)")
+    }
+
     /// Her program holds a plain-HTTP connection to allowed.test open across `change`: its request
     /// judged and acknowledged by the server's kernel at once, answered only after the change;
     /// then a second request on the same connection. What her program said of each.

@@ -201,6 +201,25 @@ import Testing
         // A watched flow (its opening passed, not yet acknowledged) keeps coming to the queue.
         #expect(lines.contains("-A screentime -m mark --mark 0x5e0000/0xff0000 -j RETURN"))
         #expect(!lines.contains { $0.contains("-m connmark --mark 0x5e0000") && $0.hasSuffix("-j RETURN") })
+        // A connection passed under another generation sends every segment to the filter chain,
+        // its ACKs too (else a stream passed before a shield went on): after the rules that keep
+        // a verdict's mark and reset a refused one, before the ACKs' return.
+        func passed(_ generation: UInt8) -> String {
+            "0x" + String(firewall.mark(.passed, generation: generation), radix: 16) + "/0xff0000"
+        }
+        let earlier = (1..<Firewall.generations).map {
+            "-A screentime -p tcp -m connmark --mark \(passed($0)) -j screentime-filter"
+        }
+        let earlierAt = earlier.map { lines.firstIndex(of: $0) }
+        #expect(earlierAt.allSatisfy { $0 != nil }, "\(earlier)")
+        #expect(!lines.contains { $0.contains("--mark \(passed(0)) -j screentime-filter") })
+        let refusedReset = lines.firstIndex {
+            $0.hasSuffix("-j REJECT --reject-with tcp-reset") && $0.contains("connmark")
+        }
+        #expect(
+            earlierAt.compactMap { $0 }.allSatisfy {
+                $0 > (refusedReset ?? .max) && $0 < (lines.firstIndex(of: ack) ?? -1)
+            })
         // The rest of each connection's opening goes to the queue, with its standing restored.
         let filterTail = lines.filter { $0.hasPrefix("-A screentime-filter") }.suffix(2)
         #expect(
@@ -226,7 +245,8 @@ import Testing
         // Another generation of PASSED: connections passed before are no longer on the fast path.
         let next = firewall.ruleset(for: .ipv4, owners: [1001...1001], dohAddresses: [], generation: 1)
         #expect(next.contains("-A screentime -p tcp -m connmark --mark 0x570000/0xff0000 -j RETURN"))
-        #expect(!next.contains("0x560000"))
+        #expect(!next.contains("0x560000/0xff0000 -j RETURN"))
+        #expect(next.contains("-A screentime -p tcp -m connmark --mark 0x560000/0xff0000 -j screentime-filter"))
         #expect(firewall.standing(ofMark: 0x0156_0001, generation: 1) == .passedEarlier)
         #expect(firewall.standing(ofMark: 0x0157_0001, generation: 1) == .passed)
         #expect(firewall.standing(ofMark: 0x0154_0001, generation: 1) == .pending)

@@ -11,6 +11,16 @@ extension Firewall {
         }
     }
 
+    /// A standing's mark as the rules write it (value/mask).
+    func markText(_ standing: Standing, generation: UInt8 = 0) -> String {
+        "0x" + String(mark(standing, generation: generation), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
+    }
+
+    /// The PASSED marks of the generations other than `generation`, as the rules write them.
+    func earlierPassedMarks(generation: UInt8) -> [String] {
+        (0..<Self.generations).filter { $0 != generation % Self.generations }.map { markText(.passed, generation: $0) }
+    }
+
     /// How far the connection of a packet the queue holds was judged, from its mark (which the
     /// rules restored from the connection's); nil for none of the agent's marks.
     public func standing(ofMark packetMark: UInt32, generation: UInt8) -> Standing? {

@@ -167,10 +167,6 @@ public struct Firewall: Sendable {
     public var filterChain: String { chain + "-filter" }
     public var inputChain: String { chain + "-in" }
 
-    func markText(_ standing: Standing, generation: UInt8 = 0) -> String {
-        "0x" + String(mark(standing, generation: generation), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
-    }
-
     /// The ruleset `iptables-restore --noflush` is given for one family.
     ///
     /// With `synFastPath`, a SYN without data passes in the kernel unless its destination is in
@@ -265,6 +261,13 @@ public struct Firewall: Sendable {
         // the opening again alone, with no owner to match below) is compared all the same.
         lines.append(
             "-A \(chain) -p tcp -m owner ! --socket-exists -m connmark --mark \(markText(.watched)) -j \(filterChain)")
+        // A connection passed under filters since changed, on which she only acknowledges (a
+        // download, a stream: the server sends, her TCP sends ACKs, which pass below) would be
+        // left streaming: each of its segments goes to the queue, which resets it. (Here, after
+        // the verdict's own mark is kept, or the refusal's repeat would come back to the queue.)
+        for text in earlierPassedMarks(generation: generation) {
+            lines.append("-A \(chain) -p tcp -m connmark --mark \(text) -j \(filterChain)")
+        }
         // A TCP segment with no data and no SYN (an ACK) names nothing: it passes in the kernel
         // and the flow stays unjudged until its first data comes to the queue. "No data" is
         // exact: the IP length is the headers' length, for each TCP header length (no IP

@@ -26,6 +26,9 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
                                   exists, a second request on the same connection
   quiet NAME ADDRESS PORT         a plain-HTTP request naming NAME, its answer waited for (the
                                   server holds it), then a second on the same connection
+  listen NAME ADDRESS PORT MARK SECONDS  a plain-HTTP request naming NAME, then only reading
+                                  (her TCP sends nothing but ACKs) for SECONDS: prints the bytes
+                                  read before and after the file MARK existed, and how it ended
   late NAME ADDRESS PORT READY GO  connect, write "ADDRESS PORT" of its own end to READY; once
                                   the file GO exists, a TLS request naming NAME
 """
@@ -395,6 +398,31 @@ def quiet(name, address, port):
         print("second reset", flush=True)
 
 
+def listen(name, address, port, mark, seconds):
+    sock = connect(address, port, timeout=10)
+    sock.sendall(b"GET /stream HTTP/1.1\r\nHost: %s\r\n\r\n" % name.encode())
+    before = after = 0
+    ended = "timeout"
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        sock.settimeout(max(0.01, end - time.monotonic()))
+        try:
+            data = sock.recv(65536)
+        except ConnectionResetError:
+            ended = "reset"
+            break
+        except socket.timeout:
+            break
+        if not data:
+            ended = "closed"
+            break
+        if os.path.exists(mark):
+            after += len(data)
+        else:
+            before += len(data)
+    print("before %d after %d %s" % (before, after, ended), flush=True)
+
+
 def late(name, address, port, ready, go):
     sock = connect(address, port, timeout=30)
     own = sock.getsockname()
@@ -438,6 +466,8 @@ elif command == "reopen":
     reopen(arguments[0], arguments[1], int(arguments[2]), arguments[3], arguments[4])
 elif command == "quiet":
     quiet(arguments[0], arguments[1], int(arguments[2]))
+elif command == "listen":
+    listen(arguments[0], arguments[1], int(arguments[2]), arguments[3], float(arguments[4]))
 elif command == "late":
     late(arguments[0], arguments[1], int(arguments[2]), arguments[3], arguments[4])
 elif command == "keepalive":
