@@ -136,6 +136,23 @@ extension ConnectionShieldIntegrationTests {
         #expect(said.contains("second reset") || said.contains("second closed"), "\(said)")
     }
 
+    /// A connection kept idle through eight changes of the filters: the PASSED mark's generation
+    /// came round to its own again, and her next request, to a site shielded by the last change,
+    /// passed unjudged (found 2026-11-30). Before a generation is used again, the connections
+    /// still marked with it are refused.
+    @Test func aConnectionIdleUntilItsGenerationComesRoundAgainIsRefused() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let said = try quietConnection(world) {
+            for index in 1..<Int(Firewall.generations) {
+                try guardian(world, "shield", "--user", world.child, "--domain", "other\(index).test")
+            }
+            try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
+        }
+        #expect(!said.contains("second answered"), "\(said)")
+        #expect(said.contains("reset") || said.contains("second closed"), "\(said)")
+    }
+
     /// A stream passed before a shield of its own site, on which only the server sends (a
     /// download, a radio station): her TCP sends nothing but ACKs, which pass in the kernel, so
     /// it went on after the shield (found 2026-11-30). It is reset once the shield is in.

@@ -107,6 +107,16 @@ struct PacketLogTests {
         try marks.setMark(
             source: [127, 0, 0, 1], sourcePort: client, destination: [127, 0, 0, 1], destinationPort: server,
             value: 0x0012_0000, mask: 0x00FF_0000)
+        // Listed by its mark (the kernel's dump, filtered by it), and only by its own. (Named by
+        // the first packet conntrack saw: the server's, when tracking began after the handshake.)
+        let ours = [(client, server), (server, client)].map { from, to in
+            ConnectionMarks.Flow(
+                transport: 6, source: [127, 0, 0, 1], sourcePort: from, destination: [127, 0, 0, 1], destinationPort: to
+            )
+        }
+        let listed = try marks.flows(marked: 0x0012_0000, mask: 0x00FF_0000)
+        #expect(listed.contains { ours.contains($0) }, "\(listed)")
+        #expect(try marks.flows(marked: 0x0013_0000, mask: 0x00FF_0000).allSatisfy { !ours.contains($0) })
         FileManager.default.createFile(atPath: directory + "/reply", contents: nil)
         func counted() throws -> Int {
             let listing = try ChildProcess.run(

@@ -21,7 +21,7 @@ public final class ConnectionMarks: Sendable {
     /// those of `value`, keeping its other bits. Throws when there is no such connection.
     public func setMark(
         source: some Collection<UInt8>, sourcePort: UInt16, destination: some Collection<UInt8>,
-        destinationPort: UInt16, value: UInt32, mask: UInt32
+        destinationPort: UInt16, value: UInt32, mask: UInt32, protocolNumber transport: UInt8 = 6
     ) throws(SystemError) {
         let (from, to) = (Array(source), Array(destination))
         guard from.count == to.count, from.count == 4 || from.count == 16 else {
@@ -40,7 +40,7 @@ public final class ConnectionMarks: Sendable {
                 NetfilterNetlink.attribute(
                     nested: tupleProtocol,
                     [
-                        NetfilterNetlink.attribute(protocolNumber, [6]),
+                        NetfilterNetlink.attribute(protocolNumber, [transport]),
                         NetfilterNetlink.attribute(bigEndian: protocolSourcePort, sourcePort),
                         NetfilterNetlink.attribute(bigEndian: protocolDestinationPort, destinationPort),
                     ]),
@@ -65,9 +65,97 @@ public final class ConnectionMarks: Sendable {
             }
         }
     }
+
+    /// A tracked connection, named by its first packet: its transport (6 TCP, 17 UDP), addresses
+    /// (4 or 16 bytes) and ports.
+    public struct Flow: Hashable, Sendable {
+        public var transport: UInt8
+        public var source: [UInt8]
+        public var sourcePort: UInt16
+        public var destination: [UInt8]
+        public var destinationPort: UInt16
+
+        public init(
+            transport: UInt8, source: [UInt8], sourcePort: UInt16, destination: [UInt8], destinationPort: UInt16
+        ) {
+            self.transport = transport
+            self.source = source
+            self.sourcePort = sourcePort
+            self.destination = destination
+            self.destinationPort = destinationPort
+        }
+    }
+
+    /// The connections of both families whose mark has `value` in its bits `mask` (the kernel
+    /// filters its dump by them). At most `limit`; those that are not TCP or UDP are left out.
+    public func flows(marked value: UInt32, mask: UInt32, limit: Int = 1 << 20) throws(SystemError) -> [Flow] {
+        try socket.withLock { state throws(SystemError) -> [Flow] in
+            state.sequence &+= 1
+            let sequence = state.sequence
+            let message = NetfilterNetlink.message(
+                subsystem: NetfilterNetlink.subsystemConntrack, command: commandGet,
+                flags: NetfilterNetlink.flagRequest | flagDump, sequence: sequence, family: UInt8(AF_UNSPEC),
+                [
+                    NetfilterNetlink.attribute(bigEndian: markType, value & mask),
+                    NetfilterNetlink.attribute(bigEndian: markMaskType, mask),
+                ])
+            let sent = message.withUnsafeBytes { Glibc.send(state.descriptor, $0.baseAddress, $0.count, 0) }
+            guard sent == message.count else { throw SystemError.call("send(the connections' dump)", errno) }
+            var found: [Flow] = []
+            var buffer = [UInt8](repeating: 0, count: 1 << 16)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(state.descriptor, $0.baseAddress, $0.count, 0) }
+                guard count >= 0 else { throw SystemError.call("recv(the connections' dump)", errno) }
+                var at = 0
+                while at + 16 <= count {
+                    let length = Int(UInt32(littleEndianBytes: buffer[at..<at + 4]))
+                    guard length >= 16, at + length <= count else { break }
+                    let type = UInt16(littleEndianBytes: buffer[at + 4..<at + 6])
+                    let mine = UInt32(littleEndianBytes: buffer[at + 8..<at + 12]) == sequence
+                    defer { at += (length + 3) & ~3 }
+                    guard mine else { continue }
+                    if type == messageDone { return found }
+                    if type == NetfilterNetlink.messageError {
+                        let error =
+                            length >= 20 ? -Int32(bitPattern: UInt32(littleEndianBytes: buffer[at + 16..<at + 20])) : 0
+                        if error == 0 { return found }
+                        throw SystemError(
+                            .netlink, "the connections could not be listed: \(String(cString: strerror(error)))",
+                            errno: error)
+                    }
+                    // The connection's message: its nfgenmsg (4 bytes), then its attributes.
+                    guard length >= 20, let flow = Self.flow(buffer[at + 20..<at + length]) else { continue }
+                    if found.count < limit { found.append(flow) }
+                }
+            }
+        }
+    }
+
+    /// The first packet's tuple of a connection's message (its attributes).
+    static func flow(_ attributes: ArraySlice<UInt8>) -> Flow? {
+        guard let tuple = NetfilterNetlink.attributes(attributes)[tupleOriginal] else { return nil }
+        let parts = NetfilterNetlink.attributes(tuple)
+        guard let ip = parts[tupleIP].map(NetfilterNetlink.attributes),
+            let transport = parts[tupleProtocol].map(NetfilterNetlink.attributes),
+            let number = transport[protocolNumber]?.first, number == 6 || number == 17,
+            let sourcePort = transport[protocolSourcePort], sourcePort.count == 2,
+            let destinationPort = transport[protocolDestinationPort], destinationPort.count == 2,
+            let source = ip[ipv4Source] ?? ip[ipv6Source], let destination = ip[ipv4Destination] ?? ip[ipv6Destination],
+            source.count == destination.count, source.count == 4 || source.count == 16
+        else { return nil }
+        func port(_ bytes: ArraySlice<UInt8>) -> UInt16 {
+            UInt16(bytes[bytes.startIndex]) << 8 | UInt16(bytes[bytes.startIndex + 1])
+        }
+        return Flow(
+            transport: number, source: Array(source), sourcePort: port(sourcePort), destination: Array(destination),
+            destinationPort: port(destinationPort))
+    }
 }
 
 // linux/netfilter/nfnetlink_conntrack.h
+private let commandGet: UInt16 = 1  // IPCTNL_MSG_CT_GET
+private let flagDump: UInt16 = 0x300  // NLM_F_ROOT | NLM_F_MATCH
+private let messageDone: UInt16 = 3  // NLMSG_DONE
 private let commandNew: UInt16 = 0  // IPCTNL_MSG_CT_NEW
 private let tupleOriginal: UInt16 = 1  // CTA_TUPLE_ORIG
 private let markType: UInt16 = 8  // CTA_MARK

@@ -33,6 +33,12 @@ extension DomainShield {
         // What the fast path's table let pass was judged under the filters going now.
         takeFastPathHits()
         let filterFingerprint = Self.filterFingerprint(snapshot, lists: lists, web: fingerprint)
+        // (Only rebuilds change the fingerprint and the generation, one at a time.)
+        let next = state.withLock { state in
+            state.filterFingerprint.map { $0 != filterFingerprint } == true
+                ? (state.generation &+ 1) % Firewall.generations : nil
+        }
+        if let next { retireConnections(passedUnder: next) }
         let (installed, generation, fastPathGeneration) = state.withLock { state -> (InstalledRules?, UInt8, UInt64?) in
             if let inherited, state.webFingerprint == nil { state.generation = inherited }
             state.snapshot = snapshot
@@ -130,6 +136,41 @@ extension DomainShield {
         state.withLock {
             $0.installedRules = problem == nil ? wanted : installed
             $0.firewallProblem = problem
+        }
+    }
+
+    /// Refuses the connections still marked as passed under `generation`, or acknowledged under
+    /// it and never passed (idle since), before it is the rules' again: eight changes of the
+    /// filters on, such a connection would pass unjudged. Its next packet is reset instead.
+    func retireConnections(passedUnder generation: UInt8) {
+        guard let marks else { return }
+        let owned = Firewall.markMask | Firewall.acknowledgedMask
+        let refused = firewall.mark(.refused)
+        let kinds = [
+            (firewall.mark(.passed, generation: generation), Firewall.markMask),
+            (firewall.mark(.watched) | Firewall.acknowledged(generation: generation), owned),
+        ]
+        var retired = 0
+        for (value, mask) in kinds {
+            do {
+                for flow in try marks.flows(marked: value, mask: mask) {
+                    // Gone meanwhile: nothing to refuse.
+                    try? marks.setMark(
+                        source: flow.source, sourcePort: flow.sourcePort, destination: flow.destination,
+                        destinationPort: flow.destinationPort, value: refused, mask: owned,
+                        protocolNumber: flow.transport)
+                    retired += 1
+                }
+            } catch {
+                logger.error(
+                    "the connections passed eight changes of the filters ago could not be listed; they may pass again: \(error.message)"
+                )
+            }
+        }
+        if retired > 0 {
+            logger.info(
+                "connections passed eight changes of the filters ago are refused",
+                metadata: ["connections": "\(retired)"])
         }
     }
 

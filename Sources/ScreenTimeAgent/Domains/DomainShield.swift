@@ -34,6 +34,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// acknowledgement never waits in the queue. Nil where either cannot be had (the server's
     /// packets are then queued, as before).
     let acknowledgements: (log: PacketLog, marks: ConnectionMarks)?
+    /// The kernel's connection marks, to refuse connections of a generation about to come round
+    /// again (nil where ctnetlink cannot be had).
+    let marks: ConnectionMarks?
     let resolvers = SystemResolvers()
     /// The kernel's table of questions judged, asked again without the queue (nil: off by the
     /// configuration, or the kernel would not have it; every question then comes to the queue).
@@ -155,6 +158,7 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         )
         acknowledgements =
             configuration.acknowledgementLog ? try? (PacketLog(group: configuration.dnsQueue), ConnectionMarks()) : nil
+        marks = acknowledgements?.marks ?? (try? ConnectionMarks())
         fastPath = Self.loadFastPath(configuration, logger: logger)
         let metUsage = web.map { MetUsage(web: $0, domains: RegistrableDomains(suffixes: suffixes)) }
         self.metUsage = metUsage
