@@ -199,6 +199,57 @@ extension ConnectionShieldIntegrationTests {
         #expect(said[4].hasPrefix("reset"), "\(said)")
     }
 
+    /// A long poll across a shield (found by the attack on the installed agent): her request is
+    /// acknowledged (its mark WATCHED, with the acknowledgement's generation) and answered only
+    /// after the guardian shields the site, then at full speed. Her ACKs passed in the kernel
+    /// until the agent, reading the server's packets from the log, asked for the connection to
+    /// be refused: 0.95–4 MB got through. Now her first ACK after the shield goes to the queue,
+    /// so the server sends her at most what her receive window takes.
+    @Test func aLongPollAnsweredAfterAShieldGetsNoMoreThanHerWindow() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let (go, got) = (world.directory + "/poll-go", world.directory + "/poll-got")
+        let script = world.directory + "/poll-server.py"
+        try """
+        import os, socket, sys, time
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("10.1.1.1", 8083)); s.listen(4)
+        c, _ = s.accept()
+        c.recv(4096)
+        open(sys.argv[2], "w").close()
+        while not os.path.exists(sys.argv[1]): time.sleep(0.01)
+        end = time.monotonic() + 3
+        try:
+            c.sendall(b"HTTP/1.1 200 OK\\r\\n\\r\\n")
+            while time.monotonic() < end: c.sendall(b"x" * 16384)
+        except OSError:
+            pass
+        """.write(toFile: script, atomically: true, encoding: .utf8)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script, go, got]
+        try server.run()
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        Thread.sleep(forTimeInterval: 0.5)
+        let output = world.directory + "/poll.out"
+        // Her receive buffer 64 KiB (the kernel doubles it): her window stays below 128 KiB.
+        let client = try backgroundChild(
+            world, ["listen", "www.allowed.test", "10.1.1.1", "8083", go, "10", "65536"], output: output)
+        defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) } }
+        #expect(eventually(30) { Files.exists(got) }, "her request never reached the server")
+        Thread.sleep(forTimeInterval: 0.5)
+        try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
+        Thread.sleep(forTimeInterval: 0.5)
+        _ = FileManager.default.createFile(atPath: go, contents: nil)
+        #expect(AgentWorld.ended(client, within: 40), "her program did not end")
+        let said = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: " ")
+        print("a long poll answered after the shield: \(said.joined(separator: " "))")
+        #expect(said.count == 5 && said[0] == "before" && said[2] == "after", "\(said)")
+        guard said.count == 5 else { return }
+        #expect((Int(said[3]) ?? .max) <= 256 << 10, "more than her window after the shield: \(said)")
+        #expect(said[4].hasPrefix("reset"), "\(said)")
+    }
+
     /// Her program holds a plain-HTTP connection to allowed.test open across `change`: its request
     /// judged and acknowledged by the server's kernel at once, answered only after the change;
     /// then a second request on the same connection. What her program said of each.

@@ -325,6 +325,21 @@ import Testing
         #expect(!lines.contains { $0.contains("-m mark --mark 0x5e0000/0xff0000 -j NFQUEUE") })
         // Restored into the packet: the byte alone (a verdict's mark carries no acknowledged bits).
         #expect(lines.contains("-A screentime-filter -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000"))
+        // A watched flow acknowledged under another generation (a long poll answered after a
+        // shield) sends her every segment, ACKs too, to the filter chain; this generation's is
+        // promoted above instead.
+        let earlier = (0..<Firewall.generations).filter { $0 != 2 }.map {
+            "-A screentime -p tcp -m connmark --mark 0x"
+                + String(0x5E_0000 | Firewall.acknowledged(generation: $0), radix: 16)
+                + "/0xfff0000 -j screentime-filter"
+        }
+        #expect(earlier.allSatisfy { lines.contains($0) }, "\(earlier)")
+        #expect(
+            !lines.contains {
+                $0.hasPrefix("-A screentime -p tcp -m connmark --mark 0xa5e0000/0xfff0000 -j screentime-filter")
+            })
+        let firstACK = lines.firstIndex { $0.contains("-m u32") && $0.hasSuffix("-j RETURN") } ?? -1
+        #expect(earlier.compactMap { lines.firstIndex(of: $0) }.allSatisfy { $0 < firstACK })
     }
 
     /// With the DNS fast path, a UDP question its program matches passes in the filter chain,

@@ -16,9 +16,17 @@ extension Firewall {
         "0x" + String(mark(standing, generation: generation), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
     }
 
-    /// The PASSED marks of the generations other than `generation`, as the rules write them.
-    func earlierPassedMarks(generation: UInt8) -> [String] {
-        (0..<Self.generations).filter { $0 != generation % Self.generations }.map { markText(.passed, generation: $0) }
+    /// The marks (value/mask) of connections let go under the generations other than
+    /// `generation`: PASSED; and, with the acknowledgement log, WATCHED with its opening's
+    /// acknowledgement read under one (a long poll: her request acknowledged, its answer held by
+    /// the server until after a shield; the rules turn only the current generation's into PASSED).
+    func earlierGenerations(_ generation: UInt8, acknowledged: Bool) -> [String] {
+        let owned = "/0x" + String(Self.markMask | Self.acknowledgedMask, radix: 16)
+        let others = (0..<Self.generations).filter { $0 != generation % Self.generations }
+        let passed = others.map { markText(.passed, generation: $0) }
+        guard acknowledged else { return passed }
+        return passed
+            + others.map { "0x" + String(mark(.watched) | Self.acknowledged(generation: $0), radix: 16) + owned }
     }
 
     /// How far the connection of a packet the queue holds was judged, from its mark (which the

@@ -265,8 +265,8 @@ public struct Firewall: Sendable {
         // download, a stream: the server sends, her TCP sends ACKs, which pass below) would be
         // left streaming: each of its segments goes to the queue, which resets it. (Here, after
         // the verdict's own mark is kept, or the refusal's repeat would come back to the queue.)
-        for text in earlierPassedMarks(generation: generation) {
-            lines.append("-A \(chain) -p tcp -m connmark --mark \(text) -j \(filterChain)")
+        lines += earlierGenerations(generation, acknowledged: acknowledgementLog != nil).map {
+            "-A \(chain) -p tcp -m connmark --mark \($0) -j \(filterChain)"
         }
         // A TCP segment with no data and no SYN (an ACK) names nothing: it passes in the kernel
         // and the flow stays unjudged until its first data comes to the queue. "No data" is

@@ -26,9 +26,10 @@ spoke), reset (the connection was reset), refused (the connect was refused), clo
                                   exists, a second request on the same connection
   quiet NAME ADDRESS PORT         a plain-HTTP request naming NAME, its answer waited for (the
                                   server holds it), then a second on the same connection
-  listen NAME ADDRESS PORT MARK SECONDS  a plain-HTTP request naming NAME, then only reading
-                                  (her TCP sends nothing but ACKs) for SECONDS: prints the bytes
-                                  read before and after the file MARK existed, and how it ended
+  listen NAME ADDRESS PORT MARK SECONDS [RCVBUF]  a plain-HTTP request naming NAME, then only
+                                  reading (her TCP sends nothing but ACKs) for SECONDS: prints
+                                  the bytes read before and after the file MARK existed, and how
+                                  it ended; RCVBUF: her socket's receive buffer (SO_RCVBUF)
   late NAME ADDRESS PORT READY GO  connect, write "ADDRESS PORT" of its own end to READY; once
                                   the file GO exists, a TLS request naming NAME
 """
@@ -398,8 +399,12 @@ def quiet(name, address, port):
         print("second reset", flush=True)
 
 
-def listen(name, address, port, mark, seconds):
-    sock = connect(address, port, timeout=10)
+def listen(name, address, port, mark, seconds, buffer=None):
+    sock = socket.socket(family(address), socket.SOCK_STREAM)
+    if buffer:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, buffer)
+    sock.settimeout(10)
+    sock.connect((address, port))
     sock.sendall(b"GET /stream HTTP/1.1\r\nHost: %s\r\n\r\n" % name.encode())
     before = after = 0
     ended = "timeout"
@@ -467,7 +472,9 @@ elif command == "reopen":
 elif command == "quiet":
     quiet(arguments[0], arguments[1], int(arguments[2]))
 elif command == "listen":
-    listen(arguments[0], arguments[1], int(arguments[2]), arguments[3], float(arguments[4]))
+    listen(
+        arguments[0], arguments[1], int(arguments[2]), arguments[3], float(arguments[4]),
+        int(arguments[5]) if len(arguments) > 5 else None)
 elif command == "late":
     late(arguments[0], arguments[1], int(arguments[2]), arguments[3], arguments[4])
 elif command == "keepalive":
