@@ -160,26 +160,22 @@ extension ConnectionShieldIntegrationTests {
         let world = try shieldedWorld()
         defer { world.tearDown() }
         // A server of root's that sends a kilobyte every 50 ms for 20 s after her request.
-        let script = world.directory + "/stream-server.py"
-        try """
-        import socket, time
-        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("10.1.1.1", 8082)); s.listen(4)
-        c, _ = s.accept()
-        c.recv(4096)
-        try:
-            c.sendall(b"HTTP/1.1 200 OK\\r\\n\\r\\n")
-            for _ in range(400):
-                c.sendall(b"x" * 1000); time.sleep(0.05)
-        except OSError:
-            pass
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script]
-        try server.run()
+        let server = try serve(
+            world, "stream-server.py",
+            """
+            import socket, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("10.1.1.1", 8082)); s.listen(4)
+            c, _ = s.accept()
+            c.recv(4096)
+            try:
+                c.sendall(b"HTTP/1.1 200 OK\\r\\n\\r\\n")
+                for _ in range(400):
+                    c.sendall(b"x" * 1000); time.sleep(0.05)
+            except OSError:
+                pass
+            """, [])
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
-        Thread.sleep(forTimeInterval: 0.5)
         let output = world.directory + "/stream.out"
         let mark = world.directory + "/stream-shielded"
         let client = try backgroundChild(
@@ -191,12 +187,10 @@ extension ConnectionShieldIntegrationTests {
         Thread.sleep(forTimeInterval: 1)
         _ = FileManager.default.createFile(atPath: mark, contents: nil)
         #expect(AgentWorld.ended(client, within: 40), "her program did not end")
-        let said = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: " ")
-        #expect(said.count == 5 && said[0] == "before" && said[2] == "after", "\(said)")
-        guard said.count == 5 else { return }
-        #expect((Int(said[1]) ?? 0) > 10_000, "the stream did not flow before the shield: \(said)")
-        #expect(said[3] == "0", "the stream went on after the shield: \(said)")
-        #expect(said[4].hasPrefix("reset"), "\(said)")
+        let said = try #require(listened(output))
+        #expect(said.before > 10_000, "the stream did not flow before the shield: \(said)")
+        #expect(said.after == 0, "the stream went on after the shield: \(said)")
+        #expect(said.ended == "reset", "\(said)")
     }
 
     /// A long poll across a shield (found by the attack on the installed agent): her request is
@@ -209,28 +203,24 @@ extension ConnectionShieldIntegrationTests {
         let world = try shieldedWorld()
         defer { world.tearDown() }
         let (go, got) = (world.directory + "/poll-go", world.directory + "/poll-got")
-        let script = world.directory + "/poll-server.py"
-        try """
-        import os, socket, sys, time
-        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("10.1.1.1", 8083)); s.listen(4)
-        c, _ = s.accept()
-        c.recv(4096)
-        open(sys.argv[2], "w").close()
-        while not os.path.exists(sys.argv[1]): time.sleep(0.01)
-        end = time.monotonic() + 3
-        try:
-            c.sendall(b"HTTP/1.1 200 OK\\r\\n\\r\\n")
-            while time.monotonic() < end: c.sendall(b"x" * 16384)
-        except OSError:
-            pass
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script, go, got]
-        try server.run()
+        let server = try serve(
+            world, "poll-server.py",
+            """
+            import os, socket, sys, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("10.1.1.1", 8083)); s.listen(4)
+            c, _ = s.accept()
+            c.recv(4096)
+            open(sys.argv[2], "w").close()
+            while not os.path.exists(sys.argv[1]): time.sleep(0.01)
+            end = time.monotonic() + 3
+            try:
+                c.sendall(b"HTTP/1.1 200 OK\\r\\n\\r\\n")
+                while time.monotonic() < end: c.sendall(b"x" * 16384)
+            except OSError:
+                pass
+            """, [go, got])
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
-        Thread.sleep(forTimeInterval: 0.5)
         let output = world.directory + "/poll.out"
         // Her receive buffer 64 KiB (the kernel doubles it): her window stays below 128 KiB.
         let client = try backgroundChild(
@@ -242,12 +232,10 @@ extension ConnectionShieldIntegrationTests {
         Thread.sleep(forTimeInterval: 0.5)
         _ = FileManager.default.createFile(atPath: go, contents: nil)
         #expect(AgentWorld.ended(client, within: 40), "her program did not end")
-        let said = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: " ")
-        print("a long poll answered after the shield: \(said.joined(separator: " "))")
-        #expect(said.count == 5 && said[0] == "before" && said[2] == "after", "\(said)")
-        guard said.count == 5 else { return }
-        #expect((Int(said[3]) ?? .max) <= 256 << 10, "more than her window after the shield: \(said)")
-        #expect(said[4].hasPrefix("reset"), "\(said)")
+        let said = try #require(listened(output))
+        print("a long poll answered after the shield: \(said)")
+        #expect(said.after <= 256 << 10, "more than her window after the shield: \(said)")
+        #expect(said.ended == "reset", "\(said)")
     }
 
     /// Her program holds a plain-HTTP connection to allowed.test open across `change`: its request
@@ -258,25 +246,21 @@ extension ConnectionShieldIntegrationTests {
         // once it has the first.
         let go = world.directory + "/quiet-go"
         let got = world.directory + "/quiet-got"
-        let script = world.directory + "/quiet-server.py"
-        try """
-        import os, socket, sys, time
-        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("10.1.1.1", 8081)); s.listen(4)
-        c, _ = s.accept()
-        c.recv(4096)
-        open(sys.argv[2], "w").close()
-        while not os.path.exists(sys.argv[1]): time.sleep(0.02)
-        c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 6\\r\\n\\r\\nfirst\\n")
-        if c.recv(4096): c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 7\\r\\n\\r\\nsecond\\n")
-        time.sleep(5)
-        """.write(toFile: script, atomically: true, encoding: .utf8)
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script, go, got]
-        try server.run()
+        let server = try serve(
+            world, "quiet-server.py",
+            """
+            import os, socket, sys, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("10.1.1.1", 8081)); s.listen(4)
+            c, _ = s.accept()
+            c.recv(4096)
+            open(sys.argv[2], "w").close()
+            while not os.path.exists(sys.argv[1]): time.sleep(0.02)
+            c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 6\\r\\n\\r\\nfirst\\n")
+            if c.recv(4096): c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 7\\r\\n\\r\\nsecond\\n")
+            time.sleep(5)
+            """, [go, got])
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
-        Thread.sleep(forTimeInterval: 0.5)
         let output = world.directory + "/quiet.out"
         let client = try backgroundChild(world, ["quiet", "www.allowed.test", "10.1.1.1", "8081"], output: output)
         defer { if client.isRunning { kill(client.processIdentifier, SIGKILL) } }
@@ -289,5 +273,28 @@ extension ConnectionShieldIntegrationTests {
         _ = FileManager.default.createFile(atPath: go, contents: nil)
         #expect(AgentWorld.ended(client, within: 40), "her program did not end")
         return (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+    }
+
+    /// Starts `code` (Python) as root in the world's network namespace, written to `name` in its
+    /// directory, with `arguments`; after half a second for it to listen.
+    func serve(_ world: AgentWorld, _ name: String, _ code: String, _ arguments: [String]) throws -> Process {
+        let script = world.directory + "/" + name
+        try code.write(toFile: script, atomically: true, encoding: .utf8)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        server.arguments = ["netns", "exec", world.namespace ?? "", "/usr/bin/python3", script] + arguments
+        try server.run()
+        Thread.sleep(forTimeInterval: 0.5)
+        return server
+    }
+
+    /// What web-child.py's `listen` printed in `output`: the bytes before and after its mark, and
+    /// how it ended; nil when it printed anything else.
+    func listened(_ output: String) -> (before: Int, after: Int, ended: String)? {
+        let words = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(whereSeparator: \.isWhitespace)
+        guard words.count == 5, words[0] == "before", words[2] == "after", let before = Int(words[1]),
+            let after = Int(words[3])
+        else { return nil }
+        return (before, after, String(words[4]))
     }
 }

@@ -557,10 +557,11 @@ struct ShieldIntegrationTests {
         let huge = try world.launch(as: world.child, game, [home + "/count-huge"])
         #expect(eventually(60) { world.isFrozen(huge) }, "her game was never held")
         let cut = String(repeating: "Q", count: 120) + " is shielded"
-        // Up to 30 s for each window: in a full run, with six root tests and the release build
-        // beside it on two cores, 8 s was once not enough to start GTK (fresh runs 20 and 26).
+        // Up to 60 s for each window: in a full run, with six root tests and the release build
+        // beside it on two cores, 8 s was once not enough to start GTK (fresh runs 20 and 26), and
+        // 30 s not enough for the second window here (fresh run 120).
         #expect(
-            eventually(30) { window(desktop, titled: cut) != nil },
+            eventually(60) { window(desktop, titled: cut) != nil },
             "no shield with the name cut short; the agent said:\n\(world.agentLog())")
         let stopped = try #require(
             try run("/usr/bin/pgrep", ["-u", world.child, "-f", "screentime-shield"]).stdout.split(separator: "\n")
@@ -569,7 +570,9 @@ struct ShieldIntegrationTests {
         // Another shielded app: its shield shows, and the stopped window is ended.
         let counter = try world.launch(as: world.child, world.counter, [home + "/count"])
         #expect(eventually(5) { world.isFrozen(counter) })
-        #expect(eventually(30) { window(desktop, titled: "Counter Game is shielded") != nil })
+        #expect(
+            eventually(60) { window(desktop, titled: "Counter Game is shielded") != nil },
+            "no shield for the next app; the agent said:\n\(world.agentLog())")
         // Ended: gone, or a zombie its launcher has yet to reap.
         #expect(
             eventually(30) { kill(stopped, 0) != 0 || world.processState(stopped) == "Z" },

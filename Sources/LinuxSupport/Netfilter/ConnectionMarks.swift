@@ -105,7 +105,11 @@ public final class ConnectionMarks: Sendable {
             var buffer = [UInt8](repeating: 0, count: 1 << 16)
             while true {
                 let count = buffer.withUnsafeMutableBytes { recv(state.descriptor, $0.baseAddress, $0.count, 0) }
-                guard count >= 0 else { throw SystemError.call("recv(the connections' dump)", errno) }
+                guard count > 0 else {
+                    throw count == 0
+                        ? SystemError(.netlink, "an empty answer while listing the connections")
+                        : SystemError.call("recv(the connections' dump)", errno)
+                }
                 var at = 0
                 while at + 16 <= count {
                     let length = Int(UInt32(littleEndianBytes: buffer[at..<at + 4]))
