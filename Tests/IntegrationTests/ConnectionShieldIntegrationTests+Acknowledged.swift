@@ -203,23 +203,16 @@ extension ConnectionShieldIntegrationTests {
         let world = try shieldedWorld()
         defer { world.tearDown() }
         let (go, got) = (world.directory + "/poll-go", world.directory + "/poll-got")
-        let server = try serve(
-            world, "poll-server.py",
-            """
-            import os, socket, sys, time
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("10.1.1.1", 8083)); s.listen(4)
-            c, _ = s.accept()
-            c.recv(4096)
-            open(sys.argv[2], "w").close()
-            while not os.path.exists(sys.argv[1]): time.sleep(0.01)
-            end = time.monotonic() + 3
-            try:
-                c.sendall(b"HTTP/1.1 200 OK\\r\\n\\r\\n")
-                while time.monotonic() < end: c.sendall(b"x" * 16384)
-            except OSError:
-                pass
-            """, [go, got])
+        let server = try holdingServer(
+            world, "poll-server.py", port: 8083, go: go, got: got,
+            answer: """
+                end = time.monotonic() + 3
+                try:
+                    c.sendall(b"HTTP/1.1 200 OK\\r\\n\\r\\n")
+                    while time.monotonic() < end: c.sendall(b"x" * 16384)
+                except OSError:
+                    pass
+                """)
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         let output = world.directory + "/poll.out"
         // Her receive buffer 64 KiB (the kernel doubles it): her window stays below 128 KiB.
@@ -246,20 +239,13 @@ extension ConnectionShieldIntegrationTests {
         // once it has the first.
         let go = world.directory + "/quiet-go"
         let got = world.directory + "/quiet-got"
-        let server = try serve(
-            world, "quiet-server.py",
-            """
-            import os, socket, sys, time
-            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(("10.1.1.1", 8081)); s.listen(4)
-            c, _ = s.accept()
-            c.recv(4096)
-            open(sys.argv[2], "w").close()
-            while not os.path.exists(sys.argv[1]): time.sleep(0.02)
-            c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 6\\r\\n\\r\\nfirst\\n")
-            if c.recv(4096): c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 7\\r\\n\\r\\nsecond\\n")
-            time.sleep(5)
-            """, [go, got])
+        let server = try holdingServer(
+            world, "quiet-server.py", port: 8081, go: go, got: got,
+            answer: """
+                c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 6\\r\\n\\r\\nfirst\\n")
+                if c.recv(4096): c.sendall(b"HTTP/1.1 200 OK\\r\\nContent-Length: 7\\r\\n\\r\\nsecond\\n")
+                time.sleep(5)
+                """)
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         let output = world.directory + "/quiet.out"
         let client = try backgroundChild(world, ["quiet", "www.allowed.test", "10.1.1.1", "8081"], output: output)
@@ -286,6 +272,25 @@ extension ConnectionShieldIntegrationTests {
         try server.run()
         Thread.sleep(forTimeInterval: 0.5)
         return server
+    }
+
+    /// A server of root's on 10.1.1.1:`port` that takes her request, makes the file `got`, waits
+    /// for the file `go`, then runs `answer` (Python, its connection in `c`).
+    func holdingServer(
+        _ world: AgentWorld, _ name: String, port: Int, go: String, got: String, answer: String
+    ) throws -> Process {
+        try serve(
+            world, name,
+            """
+            import os, socket, sys, time
+            s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("10.1.1.1", \(port))); s.listen(4)
+            c, _ = s.accept()
+            c.recv(4096)
+            open(sys.argv[2], "w").close()
+            while not os.path.exists(sys.argv[1]): time.sleep(0.01)
+
+            """ + answer, [go, got])
     }
 
     /// What web-child.py's `listen` printed in `output`: the bytes before and after its mark, and
