@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """The servers a child connects to in the connection-judging tests, in the test's network
 namespace: HTTPS on 443 (any name, a self-signed certificate), plain HTTP on 80, a service that
-names nothing on 2222 (it speaks first, as SSH does), and a UDP echo on 4433. Every server
-answers a line that says which it is, so a client can tell "answered" from "reset"; HTTPS's
-`/where` adds the address the client reached.
+names nothing on 2222 (it speaks first, as SSH does), a UDP echo on 4433, and a sink on 4444
+that accepts every connection and holds it, reading nothing. Every server but the sink answers a
+line that says which it is, so a client can tell "answered" from "reset"; HTTPS's `/where` adds
+the address the client reached.
 
 usage: web-server.py CERT KEY READY-FILE
 """
 import asyncio
 import os
+import resource
 import socket
 import ssl
 import sys
@@ -121,6 +123,21 @@ def banner(connection):
     connection.sendall(b"echo " + line)
 
 
+def hold(sockets):
+    """Accepts and keeps every connection, reading nothing: a flood's target that costs this
+    process nothing per connection, so the HTTPS loop beside it stays free for the clients the
+    test then measures (behind a flood on 443 itself, a whole run's load slowed that loop past
+    its 10 s handshake timeout: CI of stop 59, fresh run 121)."""
+    held = []
+
+    def accept_loop(listener):
+        while True:
+            held.append(listener.accept()[0])
+
+    for listener in sockets:
+        threading.Thread(target=accept_loop, args=(listener,), daemon=True).start()
+
+
 def udp_echo(sock):
     while True:
         data, peer = sock.recvfrom(65536)
@@ -130,6 +147,9 @@ def udp_echo(sock):
 serve_https(listeners(443))
 serve(listeners(80), http)
 serve(listeners(2222), banner)
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+hold(listeners(4444))
 for s in listeners(4433, socket.SOCK_DGRAM):
     threading.Thread(target=udp_echo, args=(s,), daemon=True).start()
 with open(ready, "w") as f:
