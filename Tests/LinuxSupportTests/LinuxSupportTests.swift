@@ -85,6 +85,50 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         #expect(whole.problems.isEmpty)
     }
 
+    /// Her entries' programs not found in their time (a loaded machine) are where the read
+    /// before found them: fresh run 121 saw her game known by her entry at one read and unknown at the next,
+    /// thawed and held again every few seconds. With no read before, late is not found.
+    @Test func herProgramsFoundLateAreWhereTheReadBeforeFoundThem() throws {
+        let fixture = try Fixture()
+        try fixture.write("home/own-game", "#!/bin/sh\n")
+        let game = fixture.root + "/home/own-game"
+        #expect(chmod(game, 0o755) == 0)
+        try fixture.write(
+            "home/.local/share/applications/org.child.Own.desktop",
+            "[Desktop Entry]\nType=Application\nName=Own\nExec=\(game)\nCategories=Game;\n")
+        let own = ApplicationIdentity.desktopEntry("org.child.Own")
+        func read(_ time: Duration) -> ApplicationCatalogue {
+            ApplicationCatalogue(home: fixture.root + "/home", systemDataDirectories: [], userTime: time)
+        }
+        let evidence = ProcessEvidence(executablePath: realpath(game, nil).map { String(cString: $0) })
+        let fresh = read(.seconds(10))
+        let found = fresh.locateUserPrograms()
+        #expect(found.late == 0 && found.located[game] == evidence.executablePath, "\(found)")
+        #expect(fresh.index(hashes: ExecutableHashes(), userPrograms: found).identities(of: evidence).contains(own))
+        // Her time runs out after her entries are read, before her programs are found.
+        let late = read(.seconds(10))
+        #expect(late.entry(id: "org.child.Own") != nil)
+        let kept = late.locateUserPrograms(before: found, time: .zero)
+        #expect(kept.late == 1 && kept.located == found.located, "\(kept)")
+        #expect(late.index(hashes: ExecutableHashes(), userPrograms: kept).identities(of: evidence).contains(own))
+        let none = late.locateUserPrograms(time: .zero)
+        #expect(none.late == 1 && none.located.isEmpty)
+        #expect(!late.index(hashes: ExecutableHashes(), userPrograms: none).identities(of: evidence).contains(own))
+        // Her time out before her entry is read: the entry read before is taken as it was.
+        let unread = read(.zero)
+        #expect(unread.userLate && unread.entry(id: "org.child.Own") == nil)
+        let carried = ApplicationCatalogue(
+            home: fixture.root + "/home", systemDataDirectories: [], userTime: .zero, before: fresh.usersEntries)
+        #expect(carried.entry(id: "org.child.Own")?.entry.categories == ["Game"])
+        #expect(
+            carried.index(hashes: ExecutableHashes(), userPrograms: found).identities(of: evidence).contains(own))
+        // Read in time, what was read before adds nothing: an entry she removed is gone.
+        #expect(unlink(fixture.root + "/home/.local/share/applications/org.child.Own.desktop") == 0)
+        let removed = ApplicationCatalogue(
+            home: fixture.root + "/home", systemDataDirectories: [], before: fresh.usersEntries)
+        #expect(!removed.userLate && removed.entry(id: "org.child.Own") == nil)
+    }
+
     /// Finding 2 of the hardening issue: a child's copy of a shielded app's entry with
     /// Hidden=true, NoDisplay=true or other categories changes nothing a shield relies on.
     @Test func aUsersCopyOfAnEntryCannotUnlistOrRecategoriseIt() throws {

@@ -52,12 +52,20 @@ public struct ApplicationCatalogue: Sendable {
     public let additions: [String: Entry]
     /// What could not be read, in words (a FIFO planted as an entry, a file too large, a limit).
     public let problems: [String]
-    /// When the user's time is up: their entries' programs are found on the path until then.
-    let userDeadline: ContinuousClock.Instant?
+
+    /// Whether the user's time ran out before all of their entries were read.
+    public let userLate: Bool
+
+    /// The user's own entries read.
+    public var usersEntries: [Entry] { entries.values.filter(\.isUsers) + additions.values }
 
     /// Reads the entries for a user with this home (nil: the system's only); the user's own are
-    /// read for `userTime` at most, after the system's.
-    public init(home: String?, systemDataDirectories: [String], userTime: Duration = .seconds(1)) {
+    /// read for `userTime` at most, after the system's. Past it, those of the user's entries read
+    /// `before` (the last read's `usersEntries`) that were not reached now are taken as they were
+    /// (a loaded machine must not make her app unknown at one read and known at the next).
+    public init(
+        home: String?, systemDataDirectories: [String], userTime: Duration = .seconds(1), before: [Entry] = []
+    ) {
         var reader = EntryReader()
         var entries: [String: Entry] = [:]
         var deleted: Set<String> = []
@@ -78,9 +86,8 @@ public struct ApplicationCatalogue: Sendable {
             }
         }
         var additions: [String: Entry] = [:]
-        userDeadline = home == nil ? nil : .now + userTime
         if let home {
-            reader.deadline = userDeadline
+            reader.deadline = .now + userTime
             for directory in Self.userDataDirectories {
                 let applications = directory + "/applications"
                 for (relative, bytes) in reader.files(below: applications, userOwned: true, home: home) {
@@ -105,9 +112,20 @@ public struct ApplicationCatalogue: Sendable {
                 }
             }
         }
+        let late = home != nil && reader.problems.contains { $0.hasSuffix("out of time") }
+        if late {
+            for item in before where item.isUsers && additions[item.entry.id]?.isUsers != true {
+                if entries[item.entry.id]?.isUsers == false {
+                    additions[item.entry.id] = item
+                } else if entries[item.entry.id] == nil {
+                    entries[item.entry.id] = item
+                }
+            }
+        }
         self.entries = entries
         self.additions = additions
         self.problems = reader.problems
+        userLate = late
     }
 
     /// The applications a person would see in a menu, by name.
@@ -254,20 +272,16 @@ extension ApplicationCatalogue {
     /// links resolved. The system's programs are hashed (so a copy is known by its content); the
     /// user's own are known by path only — hashing files a child controls would let it make every
     /// policy change slow, and a copy of a system program is found by the system's hash anyway.
-    /// An entry whose program is missing is still indexed by ID and categories.
-    /// The user's entries' programs are found within the user's time (a chain of links can make
-    /// each `realpath` slow), each distinct one once; past it, such an entry keeps its ID only.
-    public func index(hashes: ExecutableHashes) -> ApplicationIndex {
+    /// An entry whose program is missing is still indexed by ID and categories. The user's
+    /// entries' programs are `userPrograms` (`locateUserPrograms`).
+    public func index(hashes: ExecutableHashes, userPrograms: UserPrograms? = nil) -> ApplicationIndex {
+        let users = userPrograms ?? locateUserPrograms()
         let items =
             entries.values.sorted { $0.entry.id < $1.entry.id } + additions.values.sorted { $0.entry.id < $1.entry.id }
         var located: [String: String?] = [:]
-        var late = false
-        func locate(_ program: String, users: Bool) -> String? {
+        func locate(_ program: String, users isUsers: Bool) -> String? {
+            if isUsers { return users.located[program] }
             if let known = located[program] { return known }
-            if users, late || userDeadline.map({ .now >= $0 }) == true {
-                late = true
-                return nil
-            }
             let found = Self.locate(program)
             located[program] = found
             return found
@@ -286,6 +300,46 @@ extension ApplicationCatalogue {
                     }
                 )
             })
+    }
+
+    /// Where the user's entries' programs were found, by what the entries name.
+    public struct UserPrograms: Sendable, Equatable {
+        public var located: [String: String] = [:]
+        /// Programs the user's time ran out before (those found by the read `before` kept where
+        /// they were found then).
+        public var late = 0
+
+        public init(located: [String: String] = [:], late: Int = 0) {
+            self.located = located
+            self.late = late
+        }
+    }
+
+    /// The user's entries' programs found on the program path within `time` (a chain of links can
+    /// make each `realpath` slow), each distinct one once, before any of the system's is hashed.
+    /// (Time of their own, not what is left of the entries' second: a loaded machine parsing her
+    /// 300,000-character entry used it all, and her program was never found.) Past it, a program
+    /// is where the read `before` found it (a loaded machine must not make a program known by her
+    /// entry unknown at one read and known at the next, her app thawed and held again at each),
+    /// or not found.
+    public func locateUserPrograms(
+        before: UserPrograms = UserPrograms(), time: Duration = .milliseconds(500)
+    ) -> UserPrograms {
+        let deadline = ContinuousClock.now + time
+        var result = UserPrograms()
+        let named = Set(
+            (entries.values.filter(\.isUsers) + additions.values).flatMap {
+                [$0.entry.program, $0.entry.tryExec].compactMap { $0 }
+            })
+        for program in named.sorted() {
+            if .now >= deadline {
+                result.late += 1
+                if let earlier = before.located[program] { result.located[program] = earlier }
+                continue
+            }
+            if let found = Self.locate(program) { result.located[program] = found }
+        }
+        return result
     }
 
     /// A program's real path: as given when absolute, else the first match on the program path.

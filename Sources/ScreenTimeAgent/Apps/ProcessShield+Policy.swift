@@ -15,12 +15,15 @@ extension ProcessShield {
     package func apply(_ snapshot: PolicySnapshot) { apply(snapshot, reconciling: false) }
 
     /// `snapshot` nil: the one in force, again (a user's applications read late are in).
-    func apply(_ given: PolicySnapshot?, reconciling: Bool) {
+    /// `reading`: each user's applications read again (not when a read that came late is what
+    /// the rules are made again for: reading again at once, late again on a loaded machine, made
+    /// them again every two seconds for as long as the load lasted).
+    func apply(_ given: PolicySnapshot?, reconciling: Bool, reading: Bool = true) {
         applying.withLock { _ in
             let previous = currentPolicy()
             let snapshot = given ?? previous.snapshot
             let learnedBefore = learned.withLock { $0 }
-            var next = makePolicy(snapshot, previous: previous, learned: learnedBefore)
+            var next = makePolicy(snapshot, previous: previous, learned: learnedBefore, reading: reading)
             let batch = judges.makeBatch()
             let records = reconciling ? (try? database.frozenProcesses()) ?? [] : []
             // What code runs in the programs that may pass a lock, read now (off the table's lock:
@@ -82,7 +85,8 @@ extension ProcessShield {
     /// not answer keeps the last index), the filter, whether only installed programs run, and
     /// the programs the gate marks.
     func makePolicy(
-        _ snapshot: PolicySnapshot, previous: AppPolicy, learned learnedNow: [String: LearnedProgram]
+        _ snapshot: PolicySnapshot, previous: AppPolicy, learned learnedNow: [String: LearnedProgram],
+        reading: Bool = true
     )
         -> AppPolicy
     {
@@ -92,7 +96,8 @@ extension ProcessShield {
         let services =
             snapshot.users.isEmpty ? [:] : ServiceFiles.load(configuration.servicesDirectory).categoriesByApplication
         for (uid, user) in snapshot.users {
-            let index = readIndex(user)
+            let kept = reading ? nil : indexes.withLock { $0[uid]?.index }
+            let index = kept ?? readIndex(user)
             let filter = ApplicationFilter(policy: user.policy, index: index, minter: minter, services: services)
             var groups = user.subordinateGIDs
             for gid in user.groups { groups.insert(gid...gid) }
@@ -142,7 +147,7 @@ extension ProcessShield {
     /// in force until the read is done; then the rules are made again with it.
     func readIndex(_ user: PolicySnapshot.User) -> ApplicationIndex {
         // Whether the read is still waited for (else, when done, it asks for the rules again).
-        let box = Mutex<(index: ApplicationIndex?, waited: Bool)>((nil, true))
+        let box = Mutex<(read: KeptIndex?, waited: Bool)>((nil, true))
         let serial = indexReads.add(1, ordering: .relaxed).newValue
         let done = DispatchSemaphore(value: 0)
         let home = user.home
@@ -151,11 +156,19 @@ extension ProcessShield {
         let logger = logger
         Threads.start("screentime.catalogue") { [weak self] in
             let started = ContinuousClock.now
-            let catalogue = ApplicationCatalogue(home: home, systemDataDirectories: directories)
+            let before = self?.indexes.withLock { $0[user.uid] }
+            let catalogue = ApplicationCatalogue(
+                home: home, systemDataDirectories: directories, before: before?.entries ?? [])
             for problem in catalogue.problems.prefix(5) {
                 logger.notice("a desktop entry was not read", metadata: ["user": "\(user.name)", "why": "\(problem)"])
             }
-            let index = catalogue.index(hashes: hashes)
+            let programs = catalogue.locateUserPrograms(before: before?.programs ?? ApplicationCatalogue.UserPrograms())
+            if programs.late > 0 {
+                logger.notice(
+                    "the user's time ran out before some of their entries' programs were found; those found before stay",
+                    metadata: ["user": "\(user.name)", "programs": "\(programs.late)"])
+            }
+            let index = catalogue.index(hashes: hashes, userPrograms: programs)
             logger.debug(
                 "applications read",
                 metadata: [
@@ -163,15 +176,16 @@ extension ProcessShield {
                     "took": "\(ContinuousClock.now - started)",
                 ])
             let waited = box.withLock { box in
-                box.index = index
+                box.read = KeptIndex(
+                    serial: serial, index: index, entries: catalogue.usersEntries, programs: programs)
                 return box.waited
             }
             done.signal()
-            guard !waited, let self, store(index, of: user.uid, serial: serial) else { return }
+            guard !waited, let self, store(box.withLock({ $0.read }), of: user.uid) else { return }
             logger.notice(
                 "the applications of a user were read late; the rules are made again",
                 metadata: ["user": "\(user.name)"])
-            DispatchQueue.global().async { self.apply(nil, reconciling: false) }
+            DispatchQueue.global().async { self.apply(nil, reconciling: false, reading: false) }
         }
         // With no index read before (an authorization, the agent's start), nothing of the user's
         // would be known: waited for longer (the user's own entries are read for a second at most;
@@ -180,11 +194,11 @@ extension ProcessShield {
         _ = done.wait(timeout: .now() + (known ? 2 : 15))
         let read = box.withLock { box in
             box.waited = false
-            return box.index
+            return box.read
         }
-        if let index = read {
-            store(index, of: user.uid, serial: serial)
-            return index
+        if let read {
+            store(read, of: user.uid)
+            return read.index
         }
         logger.error(
             "the applications of a user could not be read in time; the last ones read stay in force until they are",
@@ -194,10 +208,11 @@ extension ProcessShield {
 
     /// Keeps a user's index unless a later read is already kept; returns whether it was kept.
     @discardableResult
-    func store(_ index: ApplicationIndex, of uid: UInt32, serial: UInt64) -> Bool {
-        indexes.withLock { indexes in
-            if let kept = indexes[uid], kept.serial > serial { return false }
-            indexes[uid] = (serial, index)
+    func store(_ read: KeptIndex?, of uid: UInt32) -> Bool {
+        guard let read else { return false }
+        return indexes.withLock { indexes in
+            if let kept = indexes[uid], kept.serial > read.serial { return false }
+            indexes[uid] = read
             return true
         }
     }

@@ -60,7 +60,15 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     let learned = Mutex<[String: LearnedProgram]>([:])
     /// The last index read for each user: a catalogue that could not be read in time keeps it.
     /// With the serial of the read that made it: a late read never replaces a later one.
-    let indexes = Mutex<[UInt32: (serial: UInt64, index: ApplicationIndex)]>([:])
+    /// With what of the user's own was read (a read running out of the user's time keeps it).
+    let indexes = Mutex<[UInt32: KeptIndex]>([:])
+
+    struct KeptIndex {
+        var serial: UInt64
+        var index: ApplicationIndex
+        var entries: [ApplicationCatalogue.Entry] = []
+        var programs = ApplicationCatalogue.UserPrograms()
+    }
     let indexReads = Atomic<UInt64>(0)
     let status = Mutex(StatusState())
     let restopSignal: AsyncStream<Void>
