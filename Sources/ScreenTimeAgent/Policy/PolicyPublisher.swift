@@ -48,8 +48,12 @@ package final class PolicyPublisher: Sendable {
 
     /// Reads the policy, publishes it to every consumer, and returns it once all applied it. A
     /// database that cannot be read leaves the last snapshot in force (and is logged loudly).
+    /// `unlessSubordinatesSame`: not when every authorized user's subordinate ids are what the
+    /// snapshot in force has (the files changed for other users: each publication reads every
+    /// child's applications again, and a machine whose accounts change often — the tests' — was
+    /// made to read them every few seconds).
     @discardableResult
-    package func publish() -> PolicySnapshot {
+    package func publish(unlessSubordinatesSame: Bool = false) -> PolicySnapshot {
         publishing.withLock { generation in
             let snapshot: PolicySnapshot
             do {
@@ -58,12 +62,21 @@ package final class PolicyPublisher: Sendable {
                 logger.critical("cannot read the policy; the last one stays in force", metadata: ["error": "\(error)"])
                 return latest.withLock { $0 }
             }
+            let inForce = latest.withLock { $0 }
+            if unlessSubordinatesSame, Self.subordinates(of: snapshot) == Self.subordinates(of: inForce) {
+                return inForce
+            }
             generation = snapshot.generation
             for problem in snapshot.problems { logger.warning("\(problem)") }
             latest.withLock { $0 = snapshot }
             for consumer in consumers.withLock({ $0 }) { consumer.apply(snapshot) }
             return snapshot
         }
+    }
+
+    /// Each user's uids and subordinate groups.
+    static func subordinates(of snapshot: PolicySnapshot) -> [UInt32: [UIDRanges]] {
+        snapshot.users.mapValues { [$0.uids, $0.subordinateGIDs] }
     }
 
     private func read(generation: UInt64) throws -> PolicySnapshot {

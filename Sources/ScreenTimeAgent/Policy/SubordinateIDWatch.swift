@@ -3,8 +3,9 @@ import LinuxSupport
 import Logging
 public import ServiceLifecycle
 
-/// Publishes the policy again when `/etc/subuid` or `/etc/subgid` change: a subordinate range
-/// given to a child later (`usermod --add-subuids`) is the child from that moment.
+/// Publishes the policy again when `/etc/subuid` or `/etc/subgid` change an authorized user's
+/// ranges: a subordinate range given to a child later (`usermod --add-subuids`) is the child from
+/// that moment.
 public final class SubordinateIDWatch: Service, Sendable {
     private let publisher: PolicyPublisher
     private let files: [String]
@@ -30,8 +31,11 @@ public final class SubordinateIDWatch: Service, Sendable {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 Threads.start("screentime.subids") { [self] in
                     try? watch.run { [self] in
-                        logger.notice("subordinate ids changed; the policy is published again")
-                        publisher.publish()
+                        let before = PolicyPublisher.subordinates(of: publisher.current)
+                        let now = publisher.publish(unlessSubordinatesSame: true)
+                        if PolicyPublisher.subordinates(of: now) != before {
+                            logger.notice("a user's subordinate ids changed; the policy was published again")
+                        }
                     }
                     done.resume()
                 }
