@@ -50,6 +50,26 @@ func system(_ program: String, _ arguments: String..., input: String? = nil) thr
     return result
 }
 
+/// `system` for the shadow tools (useradd, usermod, groupadd, chpasswd): one that found the
+/// account files locked by another test's is run again, for up to 10 s.
+@discardableResult
+func accounts(_ program: String, _ arguments: String..., input: String? = nil) throws -> CommandResult {
+    try accounts(program, arguments, input: input)
+}
+
+@discardableResult
+func accounts(_ program: String, _ arguments: [String], input: String? = nil) throws -> CommandResult {
+    var result = try run(program, arguments, input: input)
+    for _ in 0..<100 where result.status != 0 && result.stderr.contains("cannot lock") {
+        usleep(100_000)
+        result = try run(program, arguments, input: input)
+    }
+    guard result.status == 0 else {
+        throw WorldError("\(program) \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")
+    }
+    return result
+}
+
 struct WorldError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -192,14 +212,14 @@ final class AgentWorld {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path + "/Fixtures/counter.c"
         try system("/usr/bin/cc", "-O1", "-o", counter, source)
         try installDesktopEntry(id: "org.example.Counter", name: "Counter Game", exec: "\(counter) %f")
-        try system("/usr/sbin/groupadd", guardianGroup)
+        try accounts("/usr/sbin/groupadd", guardianGroup)
         madeGroups.append(guardianGroup)
         for user in [guardian, child, bystander] {
-            try system("/usr/sbin/useradd", "-M", "-N", "-s", "/bin/sh", user)
+            try accounts("/usr/sbin/useradd", "-M", "-N", "-s", "/bin/sh", user)
             madeUsers.append(user)
         }
-        try system("/usr/sbin/usermod", "-aG", guardianGroup, guardian)
-        try system("/usr/sbin/chpasswd", input: "\(guardian):\(guardianPassword)\n")
+        try accounts("/usr/sbin/usermod", "-aG", guardianGroup, guardian)
+        try accounts("/usr/sbin/chpasswd", input: "\(guardian):\(guardianPassword)\n")
         try "auth required pam_unix.so\naccount required pam_unix.so\n".write(
             toFile: "/etc/pam.d/\(pamService)", atomically: true, encoding: .utf8)
         // Browser policies into the world's own directory, unless a test asks for the real ones.
@@ -268,10 +288,9 @@ final class AgentWorld {
     func makeUser(_ name: String, groups: [String] = [], uid: UInt32? = nil) throws -> String {
         let user = "\(name)\(id)"
         let arguments = ["-M", "-N", "-s", "/bin/sh"] + (uid.map { ["-u", "\($0)"] } ?? []) + [user]
-        let made = try run("/usr/sbin/useradd", arguments)
-        guard made.status == 0 else { throw WorldError("useradd \(arguments) failed: \(made.stderr)") }
+        try accounts("/usr/sbin/useradd", arguments)
         madeUsers.append(user)
-        for group in groups { try system("/usr/sbin/usermod", "-aG", group, user) }
+        for group in groups { try accounts("/usr/sbin/usermod", "-aG", group, user) }
         return user
     }
 

@@ -501,7 +501,7 @@ struct ConnectionShieldIntegrationTests {
         // (which holds them, reading nothing), then a whole hello to its HTTPS server: the agent's
         // part alone is measured. (Flooded itself, the server's one loop fell behind its own 10 s
         // handshake timeout under a whole run's load: CI of stop 59, fresh run 121.)
-        let flood = try child(world, "flood", "10.1.1.1", "4444", "10000", "www.allowed.test", "3000", "443")
+        let flood = try child(world, "flood", "10.1.1.1", "9444", "10000", "www.allowed.test", "3000", "443")
         let lines = flood.split(separator: "\n").map(String.init)
         let counters = try world.inNetwork(as: nil, "/usr/sbin/iptables", ["-w", "-vnL"]).stdout
         #expect(

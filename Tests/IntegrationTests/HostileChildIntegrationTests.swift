@@ -944,7 +944,7 @@ struct HostileChildIntegrationTests {
         #expect(allowed.stdout.contains("10.1.1.1"), "\(allowed.stdout)")
         // A new range, watched for: in the rules within moments.
         let added = "\(range.upperBound + 100_001)-\(range.upperBound + 110_000)"
-        try system("/usr/sbin/usermod", "--add-subuids", added, world.child)
+        try accounts("/usr/sbin/usermod", "--add-subuids", added, world.child)
         #expect(eventually(5) { (try? world.firewallRules().contains { $0.contains(added) }) ?? false })
     }
 

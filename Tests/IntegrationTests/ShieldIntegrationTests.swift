@@ -562,7 +562,7 @@ struct ShieldIntegrationTests {
         // 30 s not enough for the second window here (fresh run 120).
         #expect(
             eventually(60) { window(desktop, titled: cut) != nil },
-            "no shield with the name cut short; the agent said:\n\(world.agentLog())")
+            "no shield with the name cut short; the agent said:\n\(world.agentLog(naming: nil, last: 100))")
         let stopped = try #require(
             try run("/usr/bin/pgrep", ["-u", world.child, "-f", "screentime-shield"]).stdout.split(separator: "\n")
                 .first.flatMap { Int32($0) })
@@ -572,7 +572,7 @@ struct ShieldIntegrationTests {
         #expect(eventually(5) { world.isFrozen(counter) })
         #expect(
             eventually(60) { window(desktop, titled: "Counter Game is shielded") != nil },
-            "no shield for the next app; the agent said:\n\(world.agentLog())")
+            "no shield for the next app; the agent said:\n\(world.agentLog(naming: nil, last: 100))")
         // Ended: gone, or a zombie its launcher has yet to reap.
         #expect(
             eventually(30) { kill(stopped, 0) != 0 || world.processState(stopped) == "Z" },

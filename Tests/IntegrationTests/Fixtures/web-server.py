@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The servers a child connects to in the connection-judging tests, in the test's network
 namespace: HTTPS on 443 (any name, a self-signed certificate), plain HTTP on 80, a service that
-names nothing on 2222 (it speaks first, as SSH does), a UDP echo on 4433, and a sink on 4444
+names nothing on 2222 (it speaks first, as SSH does), a UDP echo on 4433, and a sink on 9444
 that accepts every connection and holds it, reading nothing. Every server but the sink answers a
 line that says which it is, so a client can tell "answered" from "reset"; HTTPS's `/where` adds
 the address the client reached.
@@ -149,7 +149,7 @@ serve(listeners(80), http)
 serve(listeners(2222), banner)
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-hold(listeners(4444))
+hold(listeners(9444))
 for s in listeners(4433, socket.SOCK_DGRAM):
     threading.Thread(target=udp_echo, args=(s,), daemon=True).start()
 with open(ready, "w") as f:
