@@ -122,6 +122,9 @@ private func entry(_ name: String, _ categories: String = "", extra: String = ""
         #expect(carried.entry(id: "org.child.Own")?.entry.categories == ["Game"])
         #expect(
             carried.index(hashes: ExecutableHashes(), userPrograms: found).identities(of: evidence).contains(own))
+        // What a read keeps for the next is bounded: her entries' texts up to the bytes given.
+        #expect(fresh.usersEntries(upTo: 1 << 20).map(\.entry.id) == ["org.child.Own"])
+        #expect(fresh.usersEntries(upTo: 16).isEmpty)
         // Read in time, what was read before adds nothing: an entry she removed is gone.
         #expect(unlink(fixture.root + "/home/.local/share/applications/org.child.Own.desktop") == 0)
         let removed = ApplicationCatalogue(

@@ -59,6 +59,23 @@ public struct ApplicationCatalogue: Sendable {
     /// The user's own entries read.
     public var usersEntries: [Entry] { entries.values.filter(\.isUsers) + additions.values }
 
+    /// The user's own entries read, by ID, as many as fit in `bytes` of their texts: what a read
+    /// keeps for the next to take when that one runs late (kept all day, so a child's sixteen
+    /// megabytes of entries do not stay with them).
+    public func usersEntries(upTo bytes: Int) -> [Entry] {
+        var left = bytes
+        var kept: [Entry] = []
+        for item in usersEntries.sorted(by: { $0.entry.id < $1.entry.id }) {
+            let entry = item.entry
+            left -= item.path.utf8.count + entry.id.utf8.count + entry.name.utf8.count + entry.type.utf8.count
+            left -= (entry.exec?.utf8.count ?? 0) + (entry.tryExec?.utf8.count ?? 0) + (entry.icon?.utf8.count ?? 0)
+            left -= entry.categories.reduce(0) { $0 + $1.utf8.count }
+            if left < 0 { break }
+            kept.append(item)
+        }
+        return kept
+    }
+
     /// Reads the entries for a user with this home (nil: the system's only); the user's own are
     /// read for `userTime` at most, after the system's. Past it, those of the user's entries read
     /// `before` (the last read's `usersEntries`) that were not reached now are taken as they were

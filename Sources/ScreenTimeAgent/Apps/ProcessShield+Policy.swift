@@ -177,7 +177,8 @@ extension ProcessShield {
                 ])
             let waited = box.withLock { box in
                 box.read = KeptIndex(
-                    serial: serial, index: index, entries: catalogue.usersEntries, programs: programs)
+                    serial: serial, index: index, entries: catalogue.usersEntries(upTo: 256 << 10),
+                    programs: programs)
                 return box.waited
             }
             done.signal()
