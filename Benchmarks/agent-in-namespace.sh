@@ -1,6 +1,6 @@
 # Sourced by the benchmarks that run the agent in a network namespace of their own, with a test
 # child: sets NS, KID, DIR, QUEUE, CHAIN (from the prefix $1), the helpers in_ns, as_kid,
-# write_config, start_agent, start_with_resolver, stop_agent and st, and a cleanup on exit that
+# write_config, start_agent, start_with_resolver, start_tls_server, stop_agent and st, and a cleanup on exit that
 # removes all of it.
 # BIN must be set; the caller writes $DIR/conf.json (write_config, or its own) before start_agent.
 prefix=${1:?agent-in-namespace.sh PREFIX}
@@ -53,4 +53,20 @@ start_with_resolver() {
   for i in $(seq 1 200); do echo "host$i.allowed.test A"; done > $DIR/allowed.txt
   start_agent
   st authorize --child $KID
+}
+# The connection benchmarks' set-up: 10.1.1.1 in the namespace with a TLS server on 443 (openssl
+# s_server, a certificate of its own), and the agent's configuration with the acknowledgement
+# log; the agent is not started.
+start_tls_server() {
+  ip -n $NS addr add 10.1.1.1/32 dev lo
+  cat > $DIR/conf.json <<JSON
+{"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
+ "dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "browserPolicies": "", "focusSocket": "",
+ "acknowledgementLog": true}
+JSON
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=bench -days 1 \
+    -keyout $DIR/key.pem -out $DIR/cert.pem 2>/dev/null
+  in_ns setsid openssl s_server -quiet -accept 10.1.1.1:443 -cert $DIR/cert.pem -key $DIR/key.pem -www \
+    </dev/null >/dev/null 2>&1 &
+  sleep 0.5
 }

@@ -14,17 +14,7 @@ if [ "$(id -u)" -ne 0 ]; then echo "connection profile skipped: needs root"; exi
 command -v perf >/dev/null || { echo "connection profile skipped: no perf (Debian's linux-perf)"; exit 0; }
 COUNT=${COUNT:-3000}
 . "$HERE/agent-in-namespace.sh" stq
-ip -n $NS addr add 10.1.1.1/32 dev lo
-cat > $DIR/conf.json <<JSON
-{"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
- "dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "browserPolicies": "", "focusSocket": "",
- "acknowledgementLog": true}
-JSON
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=bench -days 1 \
-  -keyout $DIR/key.pem -out $DIR/cert.pem 2>/dev/null
-in_ns setsid openssl s_server -quiet -accept 10.1.1.1:443 -cert $DIR/cert.pem -key $DIR/key.pem -www \
-  </dev/null >/dev/null 2>&1 &
-sleep 0.5
+start_tls_server
 start_agent
 st authorize --child $KID
 st shield --user $KID --domain blocked.test

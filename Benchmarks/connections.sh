@@ -24,18 +24,8 @@ if [ "$(id -u)" -ne 0 ]; then echo "connection benchmark skipped: needs root"; e
 
 RUNS=${RUNS:-3}; COUNT=${COUNT:-2000}
 . "$HERE/agent-in-namespace.sh" stc
-ip -n $NS addr add 10.1.1.1/32 dev lo
-cat > $DIR/conf.json <<JSON
-{"guardianGroup": "root", "categoriesDirectory": "$DIR/categories", "bypassList": "$DIR/none.list",
- "dnsQueue": $QUEUE, "firewallChain": "$CHAIN", "browserPolicies": "", "focusSocket": "",
- "acknowledgementLog": true}
-JSON
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=bench -days 1 \
-  -keyout $DIR/key.pem -out $DIR/cert.pem 2>/dev/null
+start_tls_server
 in_ns iperf3 -s -D -B 10.1.1.1 -p 5201 --logfile $DIR/iperf.log
-in_ns setsid openssl s_server -quiet -accept 10.1.1.1:443 -cert $DIR/cert.pem -key $DIR/key.pem -www \
-  </dev/null >/dev/null 2>&1 &
-sleep 0.5
 HELLO=$HERE/../Tests/ScreenTimeCoreTests/Fixtures/ClientHellos/curl.bin
 
 bulk() { as_kid iperf3 -c 10.1.1.1 -p 5201 -R -t 5 -J | /usr/bin/python3 -c \
