@@ -110,6 +110,7 @@ public struct ApplicationCatalogue: Sendable {
                 for (relative, bytes) in reader.files(below: applications, userOwned: true, home: home) {
                     // Parsing counts in the user's time too.
                     if reader.outOfTime {
+                        reader.stoppedForTime = true
                         reader.problems.append("\(home)/\(applications): stopped reading at \(relative): out of time")
                         break
                     }
@@ -129,9 +130,8 @@ public struct ApplicationCatalogue: Sendable {
                 }
             }
         }
-        let late = home != nil && reader.problems.contains { $0.hasSuffix("out of time") }
-        if late {
-            for item in before where item.isUsers && additions[item.entry.id]?.isUsers != true {
+        if reader.stoppedForTime {
+            for item in before where item.isUsers && additions[item.entry.id] == nil {
                 if entries[item.entry.id]?.isUsers == false {
                     additions[item.entry.id] = item
                 } else if entries[item.entry.id] == nil {
@@ -142,7 +142,7 @@ public struct ApplicationCatalogue: Sendable {
         self.entries = entries
         self.additions = additions
         self.problems = reader.problems
-        userLate = late
+        userLate = reader.stoppedForTime
     }
 
     /// The applications a person would see in a menu, by name.
@@ -174,6 +174,8 @@ private struct EntryReader {
     var deadline: ContinuousClock.Instant?
 
     var outOfTime: Bool { deadline.map { .now >= $0 } ?? false }
+    /// Whether reading stopped, at some point, because the time was up.
+    var stoppedForTime = false
 
     /// The files below `directory`: for a user-owned one, `directory` is relative to `home` and
     /// reached from it without following any link.
@@ -215,7 +217,10 @@ private struct EntryReader {
             var listed = 0
             while let item = readdir(stream) {
                 listed += 1
-                if listed & 255 == 0, outOfTime { return stop(stream, &problems, files) }
+                if listed & 255 == 0, outOfTime {
+                    stoppedForTime = true
+                    return stop(stream, &problems, files)
+                }
                 let entryName = withUnsafeBytes(of: item.pointee.d_name) { raw in
                     String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
                 }
@@ -233,7 +238,10 @@ private struct EntryReader {
                     let child = Self.openDirectory(entryName, below: dirfd(stream), followingLinks: !userOwned)
                     if child >= 0 { pending.append((child, path, depth + 1)) }
                 } else if entryName.hasSuffix(".desktop") {
-                    if outOfTime { return stop(stream, &problems, files) }
+                    if outOfTime {
+                        stoppedForTime = true
+                        return stop(stream, &problems, files)
+                    }
                     guard files < ApplicationCatalogue.maximumFiles, bytes < ApplicationCatalogue.maximumBytes else {
                         problems.append("\(name): stopped reading at \(files) entries, \(bytes) bytes")
                         closedir(stream)
@@ -344,10 +352,7 @@ extension ApplicationCatalogue {
     ) -> UserPrograms {
         let deadline = ContinuousClock.now + time
         var result = UserPrograms()
-        let named = Set(
-            (entries.values.filter(\.isUsers) + additions.values).flatMap {
-                [$0.entry.program, $0.entry.tryExec].compactMap { $0 }
-            })
+        let named = Set(usersEntries.flatMap { [$0.entry.program, $0.entry.tryExec].compactMap { $0 } })
         for program in named.sorted() {
             if .now >= deadline {
                 result.late += 1

@@ -66,8 +66,8 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
     struct KeptIndex {
         var serial: UInt64
         var index: ApplicationIndex
-        var entries: [ApplicationCatalogue.Entry] = []
-        var programs = ApplicationCatalogue.UserPrograms()
+        var entries: [ApplicationCatalogue.Entry]
+        var programs: ApplicationCatalogue.UserPrograms
     }
     let indexReads = Atomic<UInt64>(0)
     let status = Mutex(StatusState())

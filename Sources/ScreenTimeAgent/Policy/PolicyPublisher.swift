@@ -75,7 +75,7 @@ package final class PolicyPublisher: Sendable {
     }
 
     /// Each user's uids and subordinate groups.
-    static func subordinates(of snapshot: PolicySnapshot) -> [UInt32: [UIDRanges]] {
+    private static func subordinates(of snapshot: PolicySnapshot) -> [UInt32: [UIDRanges]] {
         snapshot.users.mapValues { [$0.uids, $0.subordinateGIDs] }
     }
 

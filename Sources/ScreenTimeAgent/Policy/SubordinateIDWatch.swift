@@ -31,9 +31,8 @@ public final class SubordinateIDWatch: Service, Sendable {
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 Threads.start("screentime.subids") { [self] in
                     try? watch.run { [self] in
-                        let before = PolicyPublisher.subordinates(of: publisher.current)
-                        let now = publisher.publish(unlessSubordinatesSame: true)
-                        if PolicyPublisher.subordinates(of: now) != before {
+                        let before = publisher.current.generation
+                        if publisher.publish(unlessSubordinatesSame: true).generation != before {
                             logger.notice("a user's subordinate ids changed; the policy was published again")
                         }
                     }
