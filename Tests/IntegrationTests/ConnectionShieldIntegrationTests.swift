@@ -82,7 +82,8 @@ struct ConnectionShieldIntegrationTests {
                 let refused = try curl(
                     world, as: world.child, "--resolve", "\(name):443:\(address)", "https://\(name)/")
                 #expect(refused.status != 0 && !refused.body.contains("https"), "\(name) via \(address): \(refused)")
-                #expect(refused.seconds < 2, "\(name): \(refused.seconds) s: a reset, not a timeout")
+                // A reset, not a timeout (curl's 28 at its --max-time), however loaded the machine.
+                #expect(refused.status != 28, "\(name): \(refused.seconds) s: a reset, not a timeout")
             }
             for name in ["www.allowed.test", "mail.other.test", "other.test"] {
                 let allowed = try curl(
@@ -203,7 +204,6 @@ struct ConnectionShieldIntegrationTests {
         for (name, address) in [("other.test", "10.2.2.3"), ("www.allowed.test", "10.2.2.2")] {
             let refused = try curl(world, as: world.child, "--resolve", "\(name):443:\(address)", "https://\(name)/")
             #expect(refused.status == 7, "\(name) at \(address): refused at the SYN: \(refused)")
-            #expect(refused.seconds < 2)
         }
         // No hello at all: the nameless service on the same address, and a UDP datagram.
         #expect(try child(world, "connect", "10.2.2.2", "2222") == "refused")

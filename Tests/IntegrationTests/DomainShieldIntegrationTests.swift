@@ -62,8 +62,8 @@ struct DomainShieldIntegrationTests {
             for name in ["blocked.test", "www.blocked.test", "deep.sub.BLOCKED.test", "example-games.test"] {
                 let lookup = try dig(world, as: world.child, name, server: server, tcp: tcp)
                 #expect(lookup.status == "NXDOMAIN", "\(name) via \(server) tcp=\(tcp): \(lookup.output)")
-                // Answered by the filter, not dropped: dig waited nowhere near its 3 s timeout.
-                #expect(lookup.seconds < 1.5, "\(name) took \(lookup.seconds) s")
+                // (Answered by the filter, not dropped: with one try, a dropped question has no
+                // status at all. How soon is the benchmarks' to say, not a test's.)
             }
             let allowed = try dig(world, as: world.child, "allowed.test", server: server, tcp: tcp)
             #expect(allowed.status == "NOERROR" && allowed.addresses == ["10.1.1.1"], "\(allowed.output)")
@@ -478,7 +478,7 @@ struct DomainShieldIntegrationTests {
         try guardian(world, "shield", "--user", world.child, "--domain", "allowed.test")
         let counted = try passedInTheKernel()
         let shielded = try ask()
-        #expect(shielded.status == "NXDOMAIN" && shielded.seconds < 1.5, "\(shielded.output)")
+        #expect(shielded.status == "NXDOMAIN", "\(shielded.output)")
         #expect(try passedInTheKernel() == counted)
         // Every lookup of hers is in the report: those judged in the queue, and those passed in
         // the kernel (counted when the guardian's change voided their entries, or when the name
