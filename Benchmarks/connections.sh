@@ -12,7 +12,9 @@
 #     pairs of the child's time minus the other's. The child's connections have the agent judge
 #     each opening (the hello through the queue; a SYN only when it goes to an address in the
 #     kernel set of those learned for shielded names; the server's acknowledgement of the hello
-#     copied to the log, not queued); then as before the log (the acknowledgement through the
+#     copied to the log, not queued); then the floor of a hello judged in the kernel (her TLS
+#     connections let go, unjudged, by a rule where her hello would go to the queue: a
+#     measurement, not a ruleset); then as before the log (the acknowledgement through the
 #     queue too); then as before the kernel set as well (every SYN through the queue too: the
 #     set's rules taken out).
 #
@@ -50,6 +52,7 @@ connects() {
 field() { awk -v n="$1" '{print $n}'; }
 line_of() { grep "^$1 " | sed "s/^$1 //"; }
 plain=(); judged=(); base_lat=(); judged_lat=(); judged_diff=(); ack_lat=(); ack_diff=(); syn_lat=(); syn_diff=()
+floor_lat=(); floor_diff=()
 start_agent
 for _ in $(seq 1 $RUNS); do
   plain+=("$(bulk)")
@@ -58,6 +61,20 @@ for _ in $(seq 1 $RUNS); do
   judged+=("$(bulk)")
   out=$(connects)
   base_lat+=("$(line_of A <<<"$out")"); judged_lat+=("$(line_of B <<<"$out")"); judged_diff+=("$(line_of B-A <<<"$out")")
+  # The floor of a hello judged in the kernel (a measurement, not a ruleset: nothing is judged):
+  # her TLS connections marked PASSED and let go by two rules put just where her rules would send
+  # the hello to the filter chain, so that it walks every rule before that but makes no trip.
+  passed=$(in_ns iptables -w -S $CHAIN | grep -- '-p tcp -m connmark --mark .* -j RETURN' | head -1 |
+    sed 's/.*--mark \([^/ ]*\).*/\1/')
+  # (Her rule to the filter chain for the rest of her traffic: with a limit, or, with none, alone.)
+  n=$(in_ns iptables -w -S $CHAIN | grep '^-A' | grep -n -E -- "--uid-owner $KIDUID (-m limit .*)?-j $CHAIN-filter" |
+    grep -v -- '--dport' | head -1 | cut -d: -f1)
+  for target in RETURN "CONNMARK --set-xmark $passed/0xfff0000"; do
+    in_ns iptables -w -I $CHAIN "$n" -p tcp -m tcp --dport 443 -m owner --uid-owner $KIDUID -j $target
+  done
+  out=$(connects)
+  floor_lat+=("$(line_of B <<<"$out")"); floor_diff+=("$(line_of B-A <<<"$out")")
+  in_ns iptables -w -D $CHAIN "$n"; in_ns iptables -w -D $CHAIN "$n"
   # The same, with the server's acknowledgement of the hello through the queue as well, as before
   # the log: the agent's rule that copies it to the log turned back into the two that queue it.
   rules=$(in_ns iptables -w -S $CHAIN-in | grep '^-A')
@@ -88,6 +105,7 @@ echo "== short TLS connections, $COUNT pairs one after another per run (connect 
 for i in $(seq 0 $((RUNS - 1))); do
   printf "  run %d %-38s %s\n" $((i + 1)) "not filtered (baseline)" "${base_lat[$i]}"
   printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered: hello judged" "${judged_lat[$i]}" "${judged_diff[$i]}"
+  printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "the hello let go in the kernel (floor)" "${floor_lat[$i]}" "${floor_diff[$i]}"
   printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered, acknowledgement queued too" "${ack_lat[$i]}" "${ack_diff[$i]}"
   printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered, and every SYN queued too" "${syn_lat[$i]}" "${syn_diff[$i]}"
 done
@@ -99,6 +117,8 @@ printf "  medians of the runs: p50 %s → %s µs, p99 %s → %s µs, %s → %s c
 printf "  added by the filter, the median over pairs (median of the runs): %+d µs\n" "$dm"
 am=$(printf "%s\n" "${ack_diff[@]}" | field 2 | tr -d + | median)
 sm=$(printf "%s\n" "${syn_diff[@]}" | field 2 | tr -d + | median)
+fm=$(printf "%s\n" "${floor_diff[@]}" | field 2 | tr -d + | median)
+printf "  her hello let go by a rule where it would go to the queue (the floor of a hello judged in the kernel): %+d µs\n" "$fm"
 printf "  the server's acknowledgement through the queue too (no log): %+d µs\n" "$am"
 printf "  and every SYN through the queue too (no kernel set): %+d µs\n" "$sm"
 judged_count=$(grep -c "connection refused" $DIR/agent.log || true)
