@@ -271,33 +271,24 @@ extension DomainShield {
         }
         let key = EventKey(uid: uid, domain: shown, reason: verdict.reason, category: verdict.category)
         let now = Date()
-        let wasEmpty = events.withLock { buffer in
-            let wasEmpty = buffer.counts.isEmpty
-            if let entry = buffer.counts[key] {
-                buffer.counts[key] = (entry.first, now, entry.count + 1)
-            } else if buffer.counts.count < EventBuffer.capacity {
-                buffer.counts[key] = (now, now, 1)
-            } else {
-                buffer.dropped += 1
-            }
-            return wasEmpty
-        }
-        if wasEmpty { flushContinuation.yield() }
+        if events.withLock({ $0.count(key, at: now) }) { flushContinuation.yield() }
     }
 
     /// Writes the counted events to the database.
     func flushEvents() {
+        // Only users still filtered have counts here (see `EventBuffer`): a revocation deletes a
+        // user's events, and lookups counted just before it must not bring them back.
         let (counts, dropped) = events.withLock { buffer in
-            defer { buffer = EventBuffer() }
+            defer {
+                buffer.counts = [:]
+                buffer.dropped = 0
+            }
             return (buffer.counts, buffer.dropped)
         }
         guard !counts.isEmpty else { return }
-        // Only for users still filtered: a revocation deletes a user's events, and lookups
-        // counted just before it must not bring them back.
-        let filtered = state.withLock { Set($0.filters.keys) }
         var records: [StateDatabase.ShieldEvent] = []
         var names: [String: TokenName] = [:]
-        for (key, value) in counts where filtered.contains(key.uid) {
+        for (key, value) in counts {
             let token = minter.token(for: key.domain).base64
             names[token] = TokenName(kind: .domain, identity: key.domain.ascii, displayName: key.domain.unicode)
             records.append(

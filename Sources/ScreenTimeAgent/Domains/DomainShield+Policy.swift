@@ -43,6 +43,7 @@ extension DomainShield {
             if let inherited, state.webFingerprint == nil { state.generation = inherited }
             state.snapshot = snapshot
             state.filters = filters
+            events.withLock { $0.keep(only: Set(filters.keys)) }
             let voided = state.filterFingerprint != filterFingerprint
             if voided { state.fastPathGeneration += 1 }
             // The filters changed (their shields, safe search, the services' domains): connections

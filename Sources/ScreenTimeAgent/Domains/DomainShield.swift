@@ -131,10 +131,35 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
         var category: ActivityCategoryToken?
     }
 
+    /// Shielded names met and not yet written, and whose they may be: the users filtered now,
+    /// changed with the filters, under the same lock as the counts. A revocation takes its user's
+    /// counts at once, and a count its judge made before it is not taken after: written later,
+    /// once the user was authorized again, they would come back.
     struct EventBuffer {
         var counts: [EventKey: (first: Date, last: Date, count: Int)] = [:]
         var dropped = 0
+        var filtered: Set<UInt32> = []
         static let capacity = 10_000
+
+        mutating func keep(only users: Set<UInt32>) {
+            filtered = users
+            counts = counts.filter { users.contains($0.key.uid) }
+        }
+
+        /// Counts a name met at `now` for a user filtered now (else nothing); whether the buffer
+        /// was empty before (its first count starts a batch).
+        mutating func count(_ key: EventKey, at now: Date) -> Bool {
+            let wasEmpty = counts.isEmpty
+            guard filtered.contains(key.uid) else { return false }
+            if let entry = counts[key] {
+                counts[key] = (entry.first, now, entry.count + 1)
+            } else if counts.count < Self.capacity {
+                counts[key] = (now, now, 1)
+            } else {
+                dropped += 1
+            }
+            return wasEmpty
+        }
     }
 
     /// - Parameters:
