@@ -446,6 +446,7 @@ import Testing
         let event = StateDatabase.ShieldEvent(
             uid: 1234, kind: .domain, token: "t", reason: "domain", category: nil, first: Date(), last: Date(), count: 2
         )
+        try reopened.save(Self.approved(99))
         try reopened.record(
             [
                 event,
@@ -461,7 +462,29 @@ import Testing
         #expect(try reopened.stores(uid: 1234).collection.stores.isEmpty)
         #expect(try reopened.shieldEvents(uid: 1234, kind: .domain, limit: 10).isEmpty)
         #expect(try reopened.shieldEvents(uid: 99, kind: .domain, limit: 10).count == 1, "only the revoked user's")
-        #expect(try reopened.authorizations().map(\.status) == [.denied])
+        #expect(try reopened.authorizations().map(\.status) == [.denied, .approved])
+        // Counted before the revocation, written after it: not kept (nor for someone never
+        // authorized, nor forgotten).
+        try reopened.record([event], names: [:])
+        try reopened.forget(uid: 99)
+        try reopened.record(
+            [
+                StateDatabase.ShieldEvent(
+                    uid: 99, kind: .domain, token: "v", reason: "filter", category: nil, first: Date(), last: Date(),
+                    count: 1),
+                StateDatabase.ShieldEvent(
+                    uid: 7, kind: .domain, token: "w", reason: "domain", category: nil, first: Date(), last: Date(),
+                    count: 1),
+            ], names: [:])
+        for uid: UInt32 in [1234, 99, 7] {
+            #expect(try reopened.shieldEvents(uid: uid, kind: .domain, limit: 10).isEmpty, "uid \(uid)")
+        }
+    }
+
+    static func approved(_ uid: UInt32) -> StateDatabase.Authorization {
+        StateDatabase.Authorization(
+            uid: uid, userName: "user\(uid)", member: .child, status: .approved, showNamesToChild: false,
+            changedAt: Date(), changedByUID: 0)
     }
 
     @Test func tokenNamesAreFoundInBatches() throws {
@@ -502,6 +525,7 @@ import Testing
                 uid: uid, kind: .domain, token: "t\(index)", reason: "domain", category: nil, first: date, last: date,
                 count: 1)
         }
+        for uid: UInt32 in [1, 2, 3] { try database.save(StateDatabaseTests.approved(uid)) }
         try database.record([event(1, 0, at: old), event(1, 1, at: now), event(2, 2, at: old)], names: [:])
         try database.recordShieldChanges(
             frozen: [], thawed: [],

@@ -17,7 +17,10 @@ extension StateDatabase {
         var count: Int
     }
 
-    /// Appends events and the names of their tokens, in one transaction.
+    /// Appends events and the names of their tokens, in one transaction: each only while its
+    /// user is authorized. A revocation deletes a user's events in a transaction of its own; a
+    /// batch counted before it and written after it would otherwise bring them back (written in
+    /// the moment between the revocation and the filters it takes away).
     func record(_ events: [ShieldEvent], names: [String: TokenName]) throws {
         guard !events.isEmpty else { return }
         defer { pruneIfDue() }
@@ -26,11 +29,12 @@ extension StateDatabase {
                 try db.execute(
                     sql: """
                         INSERT INTO shieldEvent (uid, kind, token, reason, category, first, last, count)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        SELECT ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (
+                            SELECT 1 FROM "authorization" WHERE uid = ? AND status = ?)
                         """,
                     arguments: [
                         Int64(event.uid), event.kind.rawValue, event.token, event.reason, event.category, event.first,
-                        event.last, event.count,
+                        event.last, event.count, Int64(event.uid), AuthorizationStatus.approved.rawValue,
                     ])
             }
             try Self.remember(names, in: db)
