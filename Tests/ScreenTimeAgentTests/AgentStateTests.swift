@@ -475,10 +475,11 @@ import Testing
                 StateDatabase.ShieldEvent(
                     uid: 7, kind: .domain, token: "w", reason: "domain", category: nil, first: Date(), last: Date(),
                     count: 1),
-            ], names: [:])
+            ], names: ["w": TokenName(kind: .domain, identity: "secret.example", displayName: "secret.example")])
         for uid: UInt32 in [1234, 99, 7] {
             #expect(try reopened.shieldEvents(uid: uid, kind: .domain, limit: 10).isEmpty, "uid \(uid)")
         }
+        #expect(try reopened.tokenNames(["w"]).isEmpty, "the name of a lookup not kept")
     }
 
     static func approved(_ uid: UInt32) -> StateDatabase.Authorization {

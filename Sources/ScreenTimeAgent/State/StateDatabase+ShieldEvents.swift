@@ -20,11 +20,13 @@ extension StateDatabase {
     /// Appends events and the names of their tokens, in one transaction: each only while its
     /// user is authorized. A revocation deletes a user's events in a transaction of its own; a
     /// batch counted before it and written after it would otherwise bring them back (written in
-    /// the moment between the revocation and the filters it takes away).
+    /// the moment between the revocation and the filters it takes away). A name is kept only for
+    /// an event kept: a revoked child's lookup leaves not even its domain behind.
     func record(_ events: [ShieldEvent], names: [String: TokenName]) throws {
         guard !events.isEmpty else { return }
         defer { pruneIfDue() }
         try queue.write { db in
+            var kept: Set<String> = []
             for event in events {
                 try db.execute(
                     sql: """
@@ -36,8 +38,9 @@ extension StateDatabase {
                         Int64(event.uid), event.kind.rawValue, event.token, event.reason, event.category, event.first,
                         event.last, event.count, Int64(event.uid), AuthorizationStatus.approved.rawValue,
                     ])
+                if db.changesCount > 0 { kept.insert(event.token) }
             }
-            try Self.remember(names, in: db)
+            try Self.remember(names.filter { kept.contains($0.key) }, in: db)
         }
     }
 
