@@ -69,12 +69,16 @@ for _ in $(seq 1 $RUNS); do
   # (Her rule to the filter chain for the rest of her traffic: with a limit, or, with none, alone.)
   n=$(in_ns iptables -w -S $CHAIN | grep '^-A' | grep -n -E -- "--uid-owner $KIDUID (-m limit .*)?-j $CHAIN-filter" |
     grep -v -- '--dport' | head -1 | cut -d: -f1)
-  for target in RETURN "CONNMARK --set-xmark $passed/0xfff0000"; do
-    in_ns iptables -w -I $CHAIN "$n" -p tcp -m tcp --dport 443 -m owner --uid-owner $KIDUID -j $target
-  done
-  out=$(connects)
-  floor_lat+=("$(line_of B <<<"$out")"); floor_diff+=("$(line_of B-A <<<"$out")")
-  in_ns iptables -w -D $CHAIN "$n"; in_ns iptables -w -D $CHAIN "$n"
+  if [ -n "$n" ] && [ -n "$passed" ]; then
+    for target in RETURN "CONNMARK --set-xmark $passed/0xfff0000"; do
+      in_ns iptables -w -I $CHAIN "$n" -p tcp -m tcp --dport 443 -m owner --uid-owner $KIDUID -j $target
+    done
+    out=$(connects)
+    floor_lat+=("$(line_of B <<<"$out")"); floor_diff+=("$(line_of B-A <<<"$out")")
+    in_ns iptables -w -D $CHAIN "$n"; in_ns iptables -w -D $CHAIN "$n"
+  else
+    floor_lat+=("(not measured: her rule to the filter chain or the PASSED rule not found)"); floor_diff+=("p50 +0 µs")
+  fi
   # The same, with the server's acknowledgement of the hello through the queue as well, as before
   # the log: the agent's rule that copies it to the log turned back into the two that queue it.
   rules=$(in_ns iptables -w -S $CHAIN-in | grep '^-A')
