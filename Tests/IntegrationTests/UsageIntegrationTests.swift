@@ -466,6 +466,67 @@ struct UsageIntegrationTests {
         #expect(log.utf8.count < 2_000_000, "the agent's log: \(log.utf8.count) bytes")
     }
 
+    /// A notice (a shielded site's) takes the focus where the window manager gives it. The time
+    /// in front of it counts to the app that was in front before it, not to the shield window: a
+    /// child who looks up shielded names on purpose keeps none of a limited app's time off its
+    /// limit (2026-11-30, before the mend: 18.8 s of 48.5 s counted to her game, 33.3 s to the
+    /// shield window).
+    @Test func aNoticeInFrontCountsAsTheAppInFrontBeforeIt() throws {
+        let world = try world()
+        defer { world.tearDown() }
+        var desktop = try XDesktop(world: world, user: world.child)
+        defer { desktop.stop() }
+        let sites = ["one.test", "two.test", "three.test"]
+        for site in sites {
+            let shielded = try world.cli(as: world.guardian, "shield", "--user", world.child, "--domain", site)
+            #expect(shielded.status == 0, "\(shielded.stderr)")
+        }
+        try desktop.open(as: world.child, "/usr/bin/xterm", ["-class", "ChildTerm", "-e", "/bin/sleep", "600"])
+        #expect(eventually(30) { desktop.window("ChildTerm") != nil })
+        try desktop.activate("ChildTerm")
+        try desktop.input()
+        #expect(try eventually(15) { try world.status(of: world.child).sessions?.first?.inFrontName == "Terminal" })
+        let before = try report(world)
+        let start = Date()
+        var focused = 0
+        var inFront: [String] = []
+        for site in sites {
+            // As the child: a shielded name, looked up on purpose.
+            let looked = try world.command(
+                as: world.child, "/usr/bin/dig", ["+tries=1", "+time=2", "@127.0.0.1", "www.\(site)", "A"])
+            #expect(looked.stdout.contains("NXDOMAIN"), "\(site): \(looked.stdout)")
+            var notice: String?
+            guard
+                eventually(
+                    20,
+                    {
+                        notice = desktop.shown(["--name", "^\(site) is shielded$"]); return notice != nil
+                    }),
+                let notice
+            else {
+                Issue.record("no notice for \(site)")
+                continue
+            }
+            // Only a notice the window manager made active says anything.
+            if eventually(3, { (try? desktop.runXdotool(["getactivewindow"]))?.stdout.hasPrefix(notice) == true }) {
+                focused += 1
+                Thread.sleep(forTimeInterval: 1)
+                inFront.append((try world.status(of: world.child).sessions?.first?.inFrontName) ?? "nothing")
+            }
+            // It closes by itself.
+            #expect(eventually(15) { desktop.shown(["--name", "^\(site) is shielded$"]) == nil })
+        }
+        let after = try report(world)
+        let elapsed = Date().timeIntervalSince(start)
+        #expect(focused >= 2, "openbox made \(focused) notices of \(sites.count) active: nothing was tried")
+        #expect(inFront.allSatisfy { $0 == "Terminal" }, "in front while a notice was active: \(inFront)")
+        let terminal = seconds(after, "org.example.Terminal") - seconds(before, "org.example.Terminal")
+        let shieldWindow = after.applications.filter { $0.name == "Screen Time (shield window)" }.map(\.seconds)
+            .reduce(0, +)
+        #expect(terminal > elapsed - 2, "the terminal counted \(terminal) s of \(elapsed) s")
+        #expect(shieldWindow < 1, "the shield window counted \(shieldWindow) s")
+    }
+
     @Test func windowsWhoseProcessHidesStillCount() throws {
         let world = try world()
         defer { world.tearDown() }

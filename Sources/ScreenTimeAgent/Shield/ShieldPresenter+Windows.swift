@@ -38,7 +38,9 @@ extension ShieldPresenter {
     func start(
         _ content: ShieldWindowContent, as uid: UInt32, environment session: [String: String], key: String
     ) -> SessionProgram? {
-        guard let started = program.start(as: uid, session: session, key: key) else { return nil }
+        // One that closes by itself is a notice: its time in front is what was in front before it.
+        guard let started = program.start(as: uid, session: session, key: key, notice: content.closesAfter != nil)
+        else { return nil }
         // What it shows is a line the pipe holds whole (names and texts are bounded), written
         // without waiting: a window that does not read cannot hold the agent.
         let line = Array((try? JSONEncoder().encode(content)) ?? Data())
@@ -70,6 +72,7 @@ extension ShieldPresenter {
 
     /// A window's thread ended: it is no longer counted.
     func ended(_ window: OpenWindow) {
+        program.ended(window.program)
         state.withLock { _ = $0.alive.removeValue(forKey: window.pid) }
     }
 

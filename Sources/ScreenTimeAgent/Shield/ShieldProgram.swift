@@ -9,6 +9,8 @@ struct ShieldProgram: Sendable {
     private let launcher: ProgramLauncher?
     private let users: any Accounts
     private let logger: Logger
+    /// The notices among the windows it started (shared by its copies).
+    let notices = NoticeWindows()
 
     init(path: String, launcher: ProgramLauncher?, users: any Accounts = UserDirectory(), logger: Logger) {
         self.path = path
@@ -33,8 +35,11 @@ struct ShieldProgram: Sendable {
     var exists: Bool { Files.exists(path) }
 
     /// Started as `uid` in the session whose environment is `session` (`key` names it in the log);
-    /// nil when it cannot be (logged).
-    func start(as uid: UInt32, session: [String: String], key: String, arguments: [String] = []) -> SessionProgram? {
+    /// nil when it cannot be (logged). `notice`: a window that closes by itself (see
+    /// `NoticeWindows`), until `ended` is told.
+    func start(
+        as uid: UInt32, session: [String: String], key: String, arguments: [String] = [], notice: Bool = false
+    ) -> SessionProgram? {
         guard let client = launcher?.client else {
             logger.warning("no launcher: the shield window cannot be shown")
             return nil
@@ -50,11 +55,13 @@ struct ShieldProgram: Sendable {
         do {
             // What it says on standard error goes to the agent's log (GTK's warnings, a display
             // that cannot be opened).
-            return try SessionProgram.start(request, through: client) { said in
+            let started = try SessionProgram.start(request, through: client) { said in
                 logger.notice(
                     "the shield window said",
                     metadata: ["session": "\(key)", "stderr": "\(ExtensionHost.printable(said))"])
             }
+            if notice { notices.started(started.pid) }
+            return started
         } catch {
             logger.error("cannot show the shield window", metadata: ["session": "\(key)", "error": "\(error.message)"])
             return nil
@@ -64,6 +71,9 @@ struct ShieldProgram: Sendable {
     /// Ends a program it started, at once (the launcher, which started it, kills it: its pid is not
     /// anyone else's until it is reaped).
     func stop(_ program: SessionProgram) { launcher?.client?.stop(program.pid) }
+
+    /// A program it started has ended (its output hung up and its pid is about to be reaped).
+    func ended(_ program: SessionProgram) { notices.ended(program.pid) }
 
     /// The session's variables, with the account's own and what makes the window quick.
     static func environment(_ session: [String: String], account: UserAccount) -> [String: String] {

@@ -54,6 +54,7 @@ extension UsageTracker {
         let now = SuspendingClock.now
         let owner = state.withLock { $0.sessions[key]?.owner }
         let applications = applications(key, pids: pids)
+        let notice = pids.contains { $0.map(isNotice) ?? false }
         logger.debug(
             "in front",
             metadata: [
@@ -66,6 +67,7 @@ extension UsageTracker {
             if onlyIfStill, state.sessions[key]?.frontPIDs != pids { return false }
             if let unless, unless() { return false }
             state.sessions[key]?.frontPIDs = pids
+            if !notice { state.sessions[key]?.beforeNotice = applications }
             // The same applications as counting now: nothing to change.
             if let front = state.sessions[key]?.front,
                 front.applications.map(\.token) == applications.map(\.token)
@@ -111,7 +113,13 @@ extension UsageTracker {
         }
         var unidentified = false
         var lookedOverTCP = false
+        var notices: [Int32] = []
         for pid in pids {
+            // A notice the agent started counts as what was in front before it.
+            if let pid, isNotice(pid) {
+                notices.append(pid)
+                continue
+            }
             guard let pid, !foreign else {
                 unidentified = true
                 // A window whose client the server cannot name: one connected over TCP (a server
@@ -163,6 +171,16 @@ extension UsageTracker {
             }
         }
         if unidentified, let owner, let application = unidentifiedApplication(owner: owner) { add([application]) }
+        if !notices.isEmpty {
+            let before = state.withLock { $0.sessions[key]?.beforeNotice ?? [] }
+            // Nothing before it (a session just found): the notice's own time, as the shield window's.
+            add(before.isEmpty ? notices.flatMap { processes.foregroundApplications(pid: $0) } : before)
+        }
         return applications
+    }
+
+    /// Whether the process `pid` is a notice the agent started (see `NoticeWindows`).
+    func isNotice(_ pid: Int32) -> Bool {
+        relays?.notices.contains(pid) ?? false
     }
 }

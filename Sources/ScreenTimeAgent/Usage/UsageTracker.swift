@@ -133,6 +133,9 @@ public final class UsageTracker: Service, PolicyConsumer, Sendable {
         /// What the last focus reading found in front (kept while idle): every application its
         /// process can be taken for.
         var focused: [ForegroundApplication] = []
+        /// What was last in front with no notice among it: what the time in front of a notice
+        /// counts to (see `NoticeWindows`).
+        var beforeNotice: [ForegroundApplication] = []
         var front: Front?
         var stop: StopSignal
         var interrupt: (@Sendable () -> Void)?
