@@ -49,4 +49,37 @@ extension ShieldIntegrationTests {
             })
         #expect(asks.map(\.webDomain) == ["filtered.test"] && asks.first?.state == .pending, "\(asks)")
     }
+
+    /// A program of hers that traced a notice from its start (before the window's own prctl,
+    /// while the dynamic loader ran) made it run her game, and the usage tracker counted the game
+    /// as what was in front before the notice: 120 s of play, 0 s counted against a one-minute
+    /// limit (the attack on the notices' mend, 2026-11-30, attached at the first try). The
+    /// windows run with a primary group not hers: the kernel refuses her the trace from the
+    /// window's first moment.
+    @Test func noWindowIsHersToTraceNotEvenAsItStarts() throws {
+        let (world, desktop) = try session()
+        defer {
+            desktop.stop()
+            world.tearDown()
+        }
+        try shield(world, "--domain", "traced.test")
+        let tracer = try world.compile("windowtrace")
+        let output = world.directory + "/windowtrace.out"
+        _ = try world.launch(as: world.child, tracer, ["40"], output: output)
+        Thread.sleep(forTimeInterval: 0.3)
+        _ = try run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(world.child)", "--regid=users", "--init-groups", "--", "/usr/bin/dig", "+tries=1",
+                "+time=1", "@127.0.0.1", "www.traced.test", "A",
+            ])
+        var said = ""
+        #expect(
+            eventually(45) {
+                said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                return !said.isEmpty
+            })
+        #expect(said.hasPrefix("refused"), "her tracer: \(said)")
+        #expect(window(desktop, titled: "traced.test is shielded") != nil || !said.hasPrefix("none"))
+    }
 }

@@ -45,10 +45,18 @@ struct ShieldProgram: Sendable {
             return nil
         }
         guard let account = try? users.user(uid: uid) else { return nil }
-        let groups = Array(users.groupIDs(of: account).filter { $0 != 0 && $0 != account.gid }.prefix(60))
+        // Her uid, her groups, but a primary group that is not hers (see `windowGID`).
+        var groups = Array(users.groupIDs(of: account).filter { $0 != 0 && $0 != account.gid }.prefix(59))
+        if account.gid != 0 { groups.append(account.gid) }
+        let gid = account.gid == Self.windowGID ? account.gid : Self.windowGID
+        if gid == account.gid {
+            logger.warning(
+                "the user's primary group is the window's own: her programs may trace her windows",
+                metadata: ["uid": "\(uid)"])
+        }
         let request = LaunchRequest(
             kind: .session, program: path, arguments: arguments,
-            environment: Self.environment(session, account: account), directory: "/", uid: uid, gid: account.gid,
+            environment: Self.environment(session, account: account), directory: "/", uid: uid, gid: gid,
             groups: groups, network: .inherit,
             limits: .init(memoryBytes: 4 << 30, openFiles: 1024, wallSeconds: 6 * 3600), descriptors: [0, 1, 2])
         let logger = logger
@@ -67,6 +75,15 @@ struct ShieldProgram: Sendable {
             return nil
         }
     }
+
+    /// The primary group (real, effective and saved) the windows run with: `nogroup`, no person's.
+    /// The kernel lets a process trace another, or read its memory and environment, only when its
+    /// real uid and gid are the other's uids and gids: with a gid she cannot take, no program of
+    /// hers can, from the window's first instruction on. (Its own `PR_SET_DUMPABLE` came after the
+    /// dynamic loader: a program of hers that attached in that moment turned a notice into her
+    /// game, which the usage tracker then counted as what was in front before the notice.) Her
+    /// own primary group is among its groups, so what she may read it may read.
+    static let windowGID: UInt32 = 65_534
 
     /// Ends a program it started, at once (the launcher, which started it, kills it: its pid is not
     /// anyone else's until it is reaped).

@@ -179,8 +179,9 @@ extension UsageTracker {
         return applications
     }
 
-    /// Whether the process `pid` is a notice the agent started (see `NoticeWindows`).
+    /// Whether the process `pid` is a notice the agent started (see `NoticeWindows`), still
+    /// running the shield window's own file (not another program it was made to run).
     func isNotice(_ pid: Int32) -> Bool {
-        relays?.notices.contains(pid) ?? false
+        (relays?.notices.contains(pid) ?? false) && processes.isShieldWindow(pid: pid)
     }
 }
