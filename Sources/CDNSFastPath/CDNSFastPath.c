@@ -18,6 +18,7 @@ struct dns_fast_path {
     struct bpf_object *object;
     int names;
     int generation;
+    int hellos;
 };
 
 // libbpf's own messages: its warnings go to the agent's standard error (the journal), its
@@ -32,7 +33,8 @@ static int pin_path(char *buffer, size_t size, const char *directory, const char
     return written < 0 || (size_t)written >= size ? -ENAMETOOLONG : 0;
 }
 
-static const char *const programs[] = {"question", "answer"};
+static const char *const programs[] = {"question", "answer", "hello"};
+#define PROGRAMS (int)(sizeof(programs) / sizeof(programs[0]))
 
 int dns_fast_path_open(const char *directory, struct dns_fast_path **out, const char **stage) {
     *out = NULL;
@@ -60,7 +62,8 @@ int dns_fast_path_open(const char *directory, struct dns_fast_path **out, const 
     *stage = "find the tables";
     path->names = bpf_object__find_map_fd_by_name(path->object, "names");
     path->generation = bpf_object__find_map_fd_by_name(path->object, "generation");
-    if (path->names < 0 || path->generation < 0) {
+    path->hellos = bpf_object__find_map_fd_by_name(path->object, "hellos");
+    if (path->names < 0 || path->generation < 0 || path->hellos < 0) {
         error = -ENOENT;
         goto failed;
     }
@@ -87,7 +90,7 @@ void dns_fast_path_unmount(const char *directory) {
 
 int dns_fast_path_pin(struct dns_fast_path *path, const char *directory) {
     dns_fast_path_unpin(directory);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < PROGRAMS; i++) {
         char pin[4096];
         int error = pin_path(pin, sizeof(pin), directory, programs[i]);
         struct bpf_program *program = bpf_object__find_program_by_name(path->object, programs[i]);
@@ -102,7 +105,7 @@ int dns_fast_path_pin(struct dns_fast_path *path, const char *directory) {
 }
 
 void dns_fast_path_unpin(const char *directory) {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < PROGRAMS; i++) {
         char pin[4096];
         if (pin_path(pin, sizeof(pin), directory, programs[i]) == 0) unlink(pin);
     }
@@ -181,6 +184,38 @@ int dns_fast_path_run(
     if (bpf_prog_test_run_opts(bpf_program__fd(program), &options) < 0) return -errno;
     *result = options.retval;
     return 0;
+}
+
+int hello_fast_path_put(
+    struct dns_fast_path *path, const struct hello_fast_path_key *key, __u64 expires, __u64 generation,
+    __u64 *replaced_hits) {
+    struct dns_fast_path_value value = {0};
+    *replaced_hits = 0;
+    if (bpf_map_lookup_elem(path->hellos, key, &value) == 0) *replaced_hits = value.hits;
+    value.expires = expires;
+    value.generation = generation;
+    value.hits = 0;
+    return bpf_map_update_elem(path->hellos, key, &value, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int hello_fast_path_remove(struct dns_fast_path *path, const struct hello_fast_path_key *key, __u64 *hits) {
+    struct dns_fast_path_value value = {0};
+    *hits = 0;
+    if (bpf_map_lookup_elem(path->hellos, key, &value) < 0) return errno == ENOENT ? 0 : -errno;
+    *hits = value.hits;
+    return bpf_map_delete_elem(path->hellos, key) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int hello_fast_path_count(struct dns_fast_path *path) {
+    struct hello_fast_path_key key, next;
+    const void *previous = NULL;
+    int count = 0;
+    while (bpf_map_get_next_key(path->hellos, previous, &next) == 0) {
+        key = next;
+        previous = &key;
+        if (++count >= HELLO_FAST_PATH_ENTRIES * 2) break;
+    }
+    return count;
 }
 
 __u64 dns_fast_path_now(void) {

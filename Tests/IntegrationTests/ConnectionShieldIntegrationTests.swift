@@ -777,6 +777,16 @@ struct ConnectionShieldIntegrationTests {
             }
             let same = try resend(world.child, "tls", address, decoy: "allowed.test", real: "allowed.test")
             #expect(same == "served allowed.test", "unchanged, via \(address): \(same)")
+            // Again, now that her hello naming allowed.test to this server is let go in the kernel
+            // (the hello fast path): the decoy goes there, and the rewritten opening sent again
+            // is compared with its copy all the same.
+            let ipv6 = address.contains(":")
+            let inKernel = try hellosPassedInTheKernel(world, ipv6: ipv6)
+            let again = try resend(world.child, "tls", address, decoy: "allowed.test", real: "blocked.test")
+            #expect(again == "reset", "the decoy let go in the kernel, via \(address): \(again)")
+            #expect(
+                try hellosPassedInTheKernel(world, ipv6: ipv6) > inKernel,
+                "the decoy was not let go in the kernel, via \(address): nothing was tried")
             let plain = try resend(world.child, "http", address, decoy: "allowed.test", real: "allowed.test")
             #expect(plain == "answered", "unchanged HTTP, via \(address): \(plain)")
         }

@@ -80,7 +80,7 @@ struct PacketLogTests {
         #expect(throws: SystemError.self) { _ = try PacketLog(group: group) }
         let copies = Mutex<[[UInt8]]>([])
         let reader = Thread {
-            try? log.run { bytes in copies.withLock { $0.append(bytes) } }
+            try? log.run { copy in copies.withLock { $0.append(copy.bytes) } }
         }
         reader.start()
         defer { log.stop() }

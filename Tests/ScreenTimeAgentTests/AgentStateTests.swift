@@ -612,4 +612,50 @@ import Testing
         #expect(kept[program(3).token]?.displayName == "copy3")
         #expect(kept[chess]?.displayName == "Chess", "names of desktop entries are never swept")
     }
+
+    /// With the hello fast path (its program, and the log the server's acknowledgements go to):
+    /// her first data on a flow never marked that the program matches is marked WATCHED, copied to
+    /// the log and let go, after every rule a TCP segment meets before (the SYN fast path's among
+    /// them) and before her rules to the filter chain and its queue. Without the log, or without
+    /// the program, every hello is the queue's.
+    @Test func theHelloFastPathsRulesComeBeforeHerQueueAndOnlyWithTheLog() {
+        let firewall = Firewall(chain: "screentime", queue: 53)
+        let programs = Firewall.DNSFastPathPrograms(
+            question: "/run/screentime/q", answer: "/run/screentime/a", hello: "/run/screentime/h")
+        for family in Firewall.Family.allCases {
+            let lines = firewall.ruleset(
+                for: family, owners: [1001...1001, 1005...1006], dohAddresses: [], synFastPath: true,
+                acknowledgementLog: 54, dnsFastPath: programs
+            ).split(separator: "\n").map(String.init)
+            let watched = "0x5e0000/0xfff0000"
+            let matched = lines.enumerated().filter { $0.element.contains("--object-pinned /run/screentime/h") }
+            #expect(
+                matched.map(\.element)
+                    == ["1001", "1005-1006"].map {
+                        "-A screentime -m owner --uid-owner \($0) -p tcp -m connmark --mark 0x0/0xfff0000 -m bpf "
+                            + "--object-pinned /run/screentime/h -m limit --limit 2000/sec --limit-burst 10000 "
+                            + "-j MARK --set-xmark \(watched)"
+                    }, "\(matched)")
+            let after = [
+                "-A screentime -p tcp -m mark --mark \(watched) -j NFLOG --nflog-group 54 --nflog-threshold 1",
+                "-A screentime -p tcp -m mark --mark \(watched) -j CONNMARK --save-mark --nfmask 0xfff0000 --ctmask 0xfff0000",
+                "-A screentime -p tcp -m mark --mark \(watched) -j ACCEPT",
+            ]
+            let last = matched.last?.offset ?? -1
+            #expect(Array(lines[(last + 1)..<min(last + 4, lines.count)]) == after)
+            let synFastPath = lines.lastIndex { $0.contains("--match-set") } ?? Int.max
+            let queued = lines.firstIndex {
+                $0.contains("--uid-owner 1001 -m limit") && $0.hasSuffix("-j screentime-filter")
+            }
+            #expect((matched.first?.offset ?? -1) > synFastPath && queued.map { $0 > last + 3 } == true)
+            // Only with the log (where the copy goes) and the program.
+            let withoutLog = firewall.ruleset(
+                for: family, owners: [1001...1001], dohAddresses: [], synFastPath: true, dnsFastPath: programs)
+            #expect(!withoutLog.contains("/run/screentime/h") && !withoutLog.contains("-j MARK"))
+            let withoutProgram = firewall.ruleset(
+                for: family, owners: [1001...1001], dohAddresses: [], synFastPath: true, acknowledgementLog: 54,
+                dnsFastPath: Firewall.DNSFastPathPrograms(question: "/run/screentime/q", answer: "/run/screentime/a"))
+            #expect(!withoutProgram.contains("-j MARK"))
+        }
+    }
 }

@@ -181,4 +181,147 @@ judged_again:
     return 0;
 }
 
+// The hello fast path: `hello` matches a filtered user's first data segment of a TCP connection
+// (in OUTPUT, on a flow the agent never marked) when it is one whole TLS ClientHello and nothing
+// else, naming one server, and the table lets that user send that very name to that very server.
+// Like a question, an entry is put only after the agent passed such a hello through the queue,
+// and is void past its expiry and at any change of a filter (the same generation). What the
+// rules do with a match: mark the flow WATCHED, copy the hello to the agent's log, let it go.
+// The agent judges the copy as it judges a queued hello, and the flow goes on as a watched one
+// (her next data is compared with this hello until the server acknowledges it).
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, HELLO_FAST_PATH_ENTRIES);
+    __type(key, struct hello_fast_path_key);
+    __type(value, struct dns_fast_path_value);
+} hellos SEC(".maps");
+
+/// The most extensions a hello may have here (Chromium sends about 18), and the most protocols
+/// its ALPN may name: a hello with more goes to the queue.
+#define HELLO_EXTENSIONS_MAX 32
+#define HELLO_PROTOCOLS_MAX 12
+
+static __always_inline int load_u16(struct __sk_buff *skb, __u32 at, __u32 *value) {
+    __u8 bytes[2];
+    if (bpf_skb_load_bytes(skb, at, bytes, 2) < 0) return -1;
+    *value = (__u32)bytes[0] << 8 | bytes[1];
+    return 0;
+}
+
+/// Whether the ALPN extension's body (`at`, `length` bytes) is what the agent reads as one: a
+/// list whose length is the rest, of non-empty protocol names that fill it exactly.
+static __always_inline int alpn_is_readable(struct __sk_buff *skb, __u32 at, __u32 length) {
+    __u32 list;
+    if (length < 2 || load_u16(skb, at, &list) < 0 || list != length - 2) return 0;
+    __u32 end = at + length;
+    at += 2;
+    for (int i = 0; i < HELLO_PROTOCOLS_MAX; i++) {
+        if (at == end) return 1;
+        __u8 size;
+        if (bpf_skb_load_bytes(skb, at, &size, 1) < 0 || size == 0) return 0;
+        at += 1 + size;
+        if (at > end) return 0;
+    }
+    return at == end;
+}
+
+SEC("socket")
+int hello(struct __sk_buff *skb) {
+    // (A packet the kernel splits into segments after, segmentation offload, is read whole here:
+    // TCP's segments carry the same bytes in order, and a hello of 1,800 bytes, with
+    // post-quantum key shares, is sent so on a real network; never in more than a few.)
+    if (skb->gso_segs > 16) return 0;
+    struct hello_fast_path_key key = {};
+    __u8 first;
+    if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0) return 0;
+    __u32 tcp, total;
+    if ((first >> 4) == 4) {
+        __u8 header[20];
+        if (bpf_skb_load_bytes(skb, 0, header, 20) < 0 || header[9] != IPPROTO_TCP) return 0;
+        // Not a fragment.
+        if (((header[6] << 8 | header[7]) & 0x3FFF) != 0) return 0;
+        tcp = (first & 0x0F) * 4;
+        if (tcp < 20) return 0;
+        total = header[2] << 8 | header[3];
+        key.family = 4;
+        __builtin_memcpy(key.address, header + 16, 4);
+    } else if ((first >> 4) == 6) {
+        __u8 header[40];
+        if (bpf_skb_load_bytes(skb, 0, header, 40) < 0 || header[6] != IPPROTO_TCP) return 0;
+        tcp = 40;
+        total = 40 + (header[4] << 8 | header[5]);
+        key.family = 6;
+        __builtin_memcpy(key.address, header + 24, 16);
+    } else {
+        return 0;
+    }
+    if (total != skb->len) return 0;
+    __u8 segment[20];
+    if (bpf_skb_load_bytes(skb, tcp, segment, 20) < 0) return 0;
+    key.port = segment[2] << 8 | segment[3];
+    // ACK, PSH at most: no SYN (Fast Open), FIN, RST or urgent data.
+    __u8 flags = segment[13] & 0x3F;
+    if (flags != 0x10 && flags != 0x18) return 0;
+    __u32 offset = (segment[12] >> 4) * 4;
+    if (offset < 20) return 0;
+    __u32 start = tcp + offset;
+    if (start + 9 > total) return 0;
+    // One handshake record holding one ClientHello, ending where the segment ends.
+    __u8 record[9];
+    if (bpf_skb_load_bytes(skb, start, record, 9) < 0) return 0;
+    __u32 record_length = record[3] << 8 | record[4];
+    __u32 body = (__u32)record[6] << 16 | record[7] << 8 | record[8];
+    if (record[0] != 0x16 || record[1] != 3 || record[2] > 4 || record_length == 0 || start + 5 + record_length != total
+        || record[5] != 1 || body < 38 || body + 4 != record_length)
+        return 0;
+    __u32 end = total;
+    // Its fixed fields: the version, the random, the session id, the cipher suites, compression.
+    __u32 at = start + 9 + 2 + 32;
+    __u8 session;
+    if (bpf_skb_load_bytes(skb, at, &session, 1) < 0 || session > 32) return 0;
+    at += 1 + session;
+    __u32 suites;
+    if (load_u16(skb, at, &suites) < 0 || suites < 2 || (suites & 1)) return 0;
+    at += 2 + suites;
+    __u8 compression;
+    if (bpf_skb_load_bytes(skb, at, &compression, 1) < 0 || compression < 1) return 0;
+    at += 1 + compression;
+    // The extensions, which fill the rest; one server name among them.
+    __u32 extensions;
+    if (load_u16(skb, at, &extensions) < 0 || at + 2 + extensions != end) return 0;
+    at += 2;
+    int named = 0;
+    for (int i = 0; i < HELLO_EXTENSIONS_MAX; i++) {
+        if (at == end) break;
+        __u32 type, length;
+        if (at + 4 > end || load_u16(skb, at, &type) < 0 || load_u16(skb, at + 2, &length) < 0) return 0;
+        at += 4;
+        if (at + length > end) return 0;
+        if (type == 0) {
+            // One list holding one host_name, non-empty, that the table can hold.
+            __u32 list, size;
+            __u8 kind;
+            if (named || load_u16(skb, at, &list) < 0 || list + 2 != length
+                || bpf_skb_load_bytes(skb, at + 2, &kind, 1) < 0 || kind != 0 || load_u16(skb, at + 3, &size) < 0
+                || size + 3 != list || size < 1 || size > HELLO_FAST_PATH_NAME_MAX)
+                return 0;
+            if (bpf_skb_load_bytes(skb, at + 5, key.name, size) < 0) return 0;
+            key.length = size;
+            named = 1;
+        } else if (type == 16) {
+            if (!alpn_is_readable(skb, at, length)) return 0;
+        }
+        at += length;
+    }
+    if (at != end || !named) return 0;
+    key.uid = bpf_get_socket_uid(skb);
+    struct dns_fast_path_value *value = bpf_map_lookup_elem(&hellos, &key);
+    if (!value) return 0;
+    __u32 zero = 0;
+    __u64 *current = bpf_map_lookup_elem(&generation, &zero);
+    if (!current || value->generation != *current || bpf_ktime_get_ns() >= value->expires) return 0;
+    __sync_fetch_and_add(&value->hits, 1);
+    return 1;
+}
+
 char LICENSE[] SEC("license") = "GPL";

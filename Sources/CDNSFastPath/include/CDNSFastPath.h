@@ -22,8 +22,8 @@ void dns_fast_path_close(struct dns_fast_path *path, const char *directory);
 /// programs and table stay loaded).
 void dns_fast_path_unmount(const char *directory);
 
-/// Pins the programs in `directory` (the file system `dns_fast_path_open` mounted) as `question`
-/// and `answer`, for iptables to find. Needs no capability. Returns 0 or a negative errno.
+/// Pins the programs in `directory` (the file system `dns_fast_path_open` mounted) as `question`,
+/// `answer` and `hello`, for iptables to find. Needs no capability. Returns 0 or a negative errno.
 int dns_fast_path_pin(struct dns_fast_path *path, const char *directory);
 
 /// Removes the pins (a rule made meanwhile holds its program itself).
@@ -50,13 +50,25 @@ int dns_fast_path_take_hits(
 /// The number of entries in the table now (expired ones included), or a negative errno.
 int dns_fast_path_count(struct dns_fast_path *path);
 
-/// Runs the program `name` (`question` or `answer`) on `packet` (an Ethernet frame: the program
+/// Runs the program `name` (`question`, `answer` or `hello`) on `packet` (an Ethernet frame: the program
 /// sees it from its IP header on, as from iptables, with a socket of uid 0) through the kernel's
 /// test run, and gives what it returned: 1, a match. With `segment_size`, the packet is one sent
 /// in segments of that size (UDP_SEGMENT). For the tests. Returns 0 or a negative errno.
 int dns_fast_path_run(
     struct dns_fast_path *path, const char *name, const void *packet, __u32 length, __u32 segment_size,
     __u32 *result);
+
+/// Puts an entry in the hello table (replacing one), giving the hits of the one it replaced.
+/// Returns 0 or a negative errno.
+int hello_fast_path_put(
+    struct dns_fast_path *path, const struct hello_fast_path_key *key, __u64 expires, __u64 generation,
+    __u64 *replaced_hits);
+
+/// Removes an entry of the hello table, giving its hits (0 for none).
+int hello_fast_path_remove(struct dns_fast_path *path, const struct hello_fast_path_key *key, __u64 *hits);
+
+/// The number of entries in the hello table now (expired ones included), or a negative errno.
+int hello_fast_path_count(struct dns_fast_path *path);
 
 /// CLOCK_MONOTONIC in nanoseconds, the kernel side's clock (bpf_ktime_get_ns).
 __u64 dns_fast_path_now(void);

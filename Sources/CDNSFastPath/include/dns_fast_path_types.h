@@ -31,4 +31,24 @@ struct dns_fast_path_value {
     __u64 hits;
 };
 
+/// The longest TLS server name (SNI, as sent) the hello table holds; a longer one always goes to
+/// the queue.
+#define HELLO_FAST_PATH_NAME_MAX 128
+/// The entries the hello table holds: the least recently used goes first.
+#define HELLO_FAST_PATH_ENTRIES 8192
+
+/// A TLS hello a user may send in the kernel: the socket's uid, the server's address and port,
+/// the one server name exactly as sent (its case included), zeros after it.
+struct hello_fast_path_key {
+    __u32 uid;
+    /// 4 or 6.
+    __u8 family;
+    __u8 length;
+    /// The server's port, in host order.
+    __u16 port;
+    /// The server's address (IPv4 in the first four bytes, zeros after).
+    __u8 address[16];
+    __u8 name[HELLO_FAST_PATH_NAME_MAX];
+};
+
 #endif

@@ -50,7 +50,8 @@ public final class DNSFastPath: Sendable {
     /// Where the programs are pinned while `pinned` runs: the one that matches a question the
     /// table lets pass (OUTPUT), and the one that matches an answer it lets pass (INPUT).
     public var programs: Firewall.DNSFastPathPrograms {
-        Firewall.DNSFastPathPrograms(question: directory + "/question", answer: directory + "/answer")
+        Firewall.DNSFastPathPrograms(
+            question: directory + "/question", answer: directory + "/answer", hello: directory + "/hello")
     }
 
     /// Runs `body` (the rules' install) with the programs pinned at `programs`, then unpins them.
@@ -207,7 +208,7 @@ public final class DNSFastPath: Sendable {
         return taken.hits
     }
 
-    /// Runs the kernel side's `question` or `answer` program on an Ethernet frame, as the kernel's
+    /// Runs the kernel side's `question`, `answer` or `hello` program on an Ethernet frame, as the kernel's
     /// test run does (the program sees it from its IP header on, with a socket of uid 0), and says
     /// whether it matched. For the tests.
     /// With `segmentSize`, the frame is one sent in segments of that size (UDP_SEGMENT).
@@ -220,6 +221,78 @@ public final class DNSFastPath: Sendable {
         return result != 0
     }
 
+    // MARK: hellos
+
+    /// The longest server name the hello table holds.
+    public static let longestServerName = Int(HELLO_FAST_PATH_NAME_MAX)
+
+    /// A TLS hello, as the kernel side keys it: the sender's uid, the server's address and port,
+    /// the one server name exactly as sent.
+    public struct Hello: Hashable, Sendable {
+        public var uid: UInt32
+        /// 4 or 16 bytes.
+        public var address: [UInt8]
+        public var port: UInt16
+        public var name: [UInt8]
+
+        public init(uid: UInt32, address: [UInt8], port: UInt16, name: [UInt8]) {
+            self.uid = uid
+            self.address = address
+            self.port = port
+            self.name = name
+        }
+
+        /// Whether the kernel side can hold it: an address of 4 or 16 bytes, a name of 1 to
+        /// `longestServerName` bytes.
+        public var fits: Bool {
+            (address.count == 4 || address.count == 16) && !name.isEmpty && name.count <= DNSFastPath.longestServerName
+        }
+
+        fileprivate var key: hello_fast_path_key {
+            var key = hello_fast_path_key()
+            key.uid = uid
+            key.family = address.count == 4 ? 4 : 6
+            key.length = UInt8(clamping: name.count)
+            key.port = port
+            withUnsafeMutableBytes(of: &key.address) { buffer in
+                for (index, byte) in address.prefix(16).enumerated() { buffer[index] = byte }
+            }
+            withUnsafeMutableBytes(of: &key.name) { buffer in
+                for (index, byte) in name.prefix(DNSFastPath.longestServerName).enumerated() { buffer[index] = byte }
+            }
+            return key
+        }
+    }
+
+    /// Lets `hello` be sent in the kernel for `seconds` under `generation` (see the `hello`
+    /// program). Returns the hellos the entry it replaced had passed, 0 for none.
+    @discardableResult
+    public func allow(_ hello: Hello, seconds: Double, generation: UInt64) throws(SystemError) -> UInt64 {
+        guard hello.fits else {
+            throw SystemError(
+                .systemCall, "the hello table holds server names of 1 to \(Self.longestServerName) bytes")
+        }
+        let expires = dns_fast_path_now() &+ UInt64(max(0, min(seconds, 86_400)) * 1e9)
+        var key = hello.key
+        var hits: UInt64 = 0
+        let result = hello_fast_path_put(path, &key, expires, generation, &hits)
+        guard result == 0 else { throw SystemError.call("the hello table", -result) }
+        return hits
+    }
+
+    /// Takes `hello` off the table; returns the hellos it had passed.
+    @discardableResult
+    public func remove(_ hello: Hello) throws(SystemError) -> UInt64 {
+        var key = hello.key
+        var hits: UInt64 = 0
+        let result = hello_fast_path_remove(path, &key, &hits)
+        guard result == 0 else { throw SystemError.call("the hello table", -result) }
+        return hits
+    }
+
+    /// The entries in the hello table now, the void ones included.
+    public var helloCount: Int { max(0, Int(hello_fast_path_count(path))) }
+
     /// The entries in the table now, the void ones included (what the least-recently-used
     /// eviction has not taken yet).
     public var count: Int { max(0, Int(dns_fast_path_count(path))) }
@@ -230,10 +303,13 @@ extension Firewall {
     public struct DNSFastPathPrograms: Equatable, Sendable {
         public var question: String
         public var answer: String
+        /// The hello fast path's program (nil: every hello comes to the queue).
+        public var hello: String?
 
-        public init(question: String, answer: String) {
+        public init(question: String, answer: String, hello: String? = nil) {
             self.question = question
             self.answer = answer
+            self.hello = hello
         }
     }
 }

@@ -57,36 +57,96 @@ public final class PacketLog: @unchecked Sendable {
         }
     }
 
-    /// Reads the copies and hands each (the packet from its IP header on) to `handler` until
-    /// `stop()`; call it on a thread of its own.
-    public func run(_ handler: ([UInt8]) -> Void) throws(SystemError) {
-        try NetfilterNetlink.read(
-            descriptor, what: "netfilter log \(group)", stop: stopSignal, overruns: overrunCount
-        ) { buffer, count in
-            for payload in Self.payloads(buffer[0..<count]) {
-                receivedCount.add(1, ordering: .relaxed)
-                handler(Array(payload))
+    /// A logged packet: its bytes from the IP header on, whether it was logged on its way out of
+    /// this machine's programs (OUTPUT) rather than in, and the uid of its socket (the kernel's
+    /// word, as the owner match has it), if it has one.
+    public struct Copy: Sendable {
+        public var bytes: [UInt8]
+        public var outgoing: Bool
+        public var uid: UInt32?
+
+        public init(bytes: [UInt8], outgoing: Bool, uid: UInt32?) {
+            self.bytes = bytes
+            self.outgoing = outgoing
+            self.uid = uid
+        }
+    }
+
+    /// Held while copies are read and handled: by `run`'s thread, or by another thread that must
+    /// see every copy logged so far (`drain`). Copies are handled one at a time, in the order the
+    /// kernel logged them.
+    private let reading = Mutex(())
+
+    /// Reads the copies and hands each to `handler` until `stop()`; call it on a thread of its own.
+    public func run(_ handler: (Copy) -> Void) throws(SystemError) {
+        var fds = [
+            pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopSignal.fd, events: Int16(POLLIN), revents: 0),
+        ]
+        while !stopSignal.isRaised {
+            _ = try systemCall("poll(netfilter log \(group))") { poll(&fds, 2, -1) }
+            if fds[1].revents != 0 { break }
+            try drain(handler)
+        }
+    }
+
+    /// Reads and hands to `handler` every copy the kernel has logged so far, without waiting for
+    /// more; from any thread (one at a time with `run`'s).
+    public func drain(_ handler: (Copy) -> Void) throws(SystemError) {
+        try reading.withLock { _ throws(SystemError) in
+            var buffer = [UInt8](repeating: 0, count: 0x20000)
+            while true {
+                let count = retryingInterrupts {
+                    buffer.withUnsafeMutableBytes {
+                        recv(descriptor, $0.baseAddress, $0.count, screentime_msg_dontwait())
+                    }
+                }
+                if count < 0 {
+                    let error = errno
+                    if error == EAGAIN || error == EWOULDBLOCK { return }
+                    if error == ENOBUFS {
+                        overrunCount.add(1, ordering: .relaxed)
+                        continue
+                    }
+                    throw SystemError.call("recv(netfilter log \(group))", error)
+                }
+                for copy in Self.copies(buffer[0..<count]) {
+                    receivedCount.add(1, ordering: .relaxed)
+                    handler(copy)
+                }
             }
         }
     }
 
-    /// The logged packets in what one read gave: each netlink message of the log's packet type,
-    /// its payload attribute. Anything else, or cut short, is passed over.
-    static func payloads(_ bytes: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
-        var found: [ArraySlice<UInt8>] = []
+    /// The logged packets in what one read gave: each netlink message of the log's packet type
+    /// with a payload attribute. Anything else, or cut short, is passed over.
+    static func copies(_ bytes: ArraySlice<UInt8>) -> [Copy] {
+        var found: [Copy] = []
         var at = bytes.startIndex
         while at + 16 <= bytes.endIndex {
             let length = Int(UInt32(littleEndianBytes: bytes[at..<at + 4]))
             guard length >= 16, at + length <= bytes.endIndex else { break }
             let type = UInt16(littleEndianBytes: bytes[at + 4..<at + 6])
-            if type == NetfilterNetlink.subsystemLog << 8 | messagePacket, length >= 20,
-                let payload = NetfilterNetlink.attributes(bytes[at + 20..<at + length])[attributePayload]
-            {
-                found.append(payload)
+            if type == NetfilterNetlink.subsystemLog << 8 | messagePacket, length >= 20 {
+                let attributes = NetfilterNetlink.attributes(bytes[at + 20..<at + length])
+                if let payload = attributes[attributePayload] {
+                    // struct nfulnl_msg_packet_hdr: __be16 hw_protocol, __u8 hook, __u8 pad.
+                    let header = attributes[attributePacketHeader]
+                    let hook = header.flatMap { $0.count >= 3 ? $0[$0.startIndex + 2] : nil }
+                    let uid = attributes[attributeUID].flatMap {
+                        $0.count == 4 ? UInt32(littleEndianBytes: $0).byteSwapped : nil
+                    }
+                    found.append(Copy(bytes: Array(payload), outgoing: hook == hookLocalOut, uid: uid))
+                }
             }
             at += (length + 3) & ~3
         }
         return found
+    }
+
+    /// The payloads alone (see `copies`).
+    static func payloads(_ bytes: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        copies(bytes).map { $0.bytes[...] }
     }
 
     /// Makes `run()` return; safe from any thread.
@@ -103,3 +163,6 @@ private let configThreshold: UInt16 = 4  // NFULA_CFG_QTHRESH
 private let commandBind: UInt8 = 1  // NFULNL_CFG_CMD_BIND
 private let copyPacket: UInt8 = 2  // NFULNL_COPY_PACKET
 private let attributePayload: UInt16 = 9  // NFULA_PAYLOAD
+private let attributePacketHeader: UInt16 = 1  // NFULA_PACKET_HDR
+private let attributeUID: UInt16 = 11  // NFULA_UID, __be32
+private let hookLocalOut: UInt8 = 3  // NF_INET_LOCAL_OUT

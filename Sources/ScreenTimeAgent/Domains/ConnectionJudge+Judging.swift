@@ -352,6 +352,20 @@ extension ConnectionJudge {
     /// The refusals counted for a user since the agent started, by kind.
     func refusals(of owner: UInt32) -> [String: Int] { state.withLock { $0.refused[owner] ?? [:] } }
 
+    /// The opening judged on the flow `packet` (hers, to the server) is part of, while it is
+    /// watched.
+    func opening(of packet: DNSPacket) -> [UInt8]? {
+        guard let source = LearnedAddresses.Address(packet.source),
+            let destination = LearnedAddresses.Address(packet.destination)
+        else { return nil }
+        let key = FlowKey(
+            source: source, destination: destination,
+            ports: UInt32(packet.sourcePort) << 16 | UInt32(packet.destinationPort))
+        return state.withLock { state in
+            state.flows[key].flatMap { $0.passedUnder != nil && !$0.released ? $0.opening : nil }
+        }
+    }
+
     /// Flows whose openings are being gathered, for status and tests.
     var gathering: Int { state.withLock { $0.flows.count } }
 }

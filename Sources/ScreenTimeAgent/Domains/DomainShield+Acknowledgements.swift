@@ -13,7 +13,7 @@ extension DomainShield {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Threads.start("screentime.acks") { [self] in
                 do {
-                    try acknowledgements.log.run { bytes in judgeLoggedAcknowledgement(bytes) }
+                    try acknowledgements.log.run { copy in judgeLogged(copy) }
                 } catch {
                     logger.error("reading the acknowledgement log failed", metadata: ["error": "\(error)"])
                 }
@@ -51,5 +51,97 @@ extension DomainShield {
         }
         // Counted and told as a queued one's would be.
         if case .refuse = decision { _ = verdict(decision, mark: 0, owner: owner, generation: generation) }
+    }
+}
+
+// Hellos the kernel let go: a copy of each comes to the same log, ahead of the server's answer.
+extension DomainShield {
+    /// A copy from the log: her hello the kernel let go (on its way out), or the server's packet
+    /// on a watched flow.
+    func judgeLogged(_ copy: PacketLog.Copy) {
+        if copy.outgoing {
+            judgeLoggedHello(copy)
+        } else {
+            judgeLoggedAcknowledgement(copy.bytes)
+        }
+    }
+
+    /// Every copy logged so far, judged now, before a packet of a watched flow is: her next data
+    /// can reach the queue before the log's thread has read the copy of the hello the kernel let
+    /// go on that flow, and would find no flow. (The copy is logged before the hello leaves, so
+    /// it is there to read.)
+    func drainLog() {
+        guard let acknowledgements else { return }
+        do {
+            try acknowledgements.log.drain { copy in judgeLogged(copy) }
+        } catch {
+            logger.error("reading the acknowledgement log failed", metadata: ["error": "\(error.message)"])
+        }
+    }
+
+    /// A copy of a hello the kernel let go (`hello` in the kernel's table: a name the agent
+    /// passed to her for that server under the filters in force): judged as a queued one is,
+    /// the flow kept as watched and the name noted for usage. When the agent would not pass it
+    /// (its filters or what it learned of the address changed since the entry was made, or the
+    /// copy is not what it reads as a hello), the flow's refusal is asked in the kernel: the
+    /// hello reached the server, and nothing of hers after it does. A flow the agent cannot name
+    /// a user for is refused too.
+    func judgeLoggedHello(_ copy: PacketLog.Copy) {
+        guard let parsed = try? DNSPacket(parsing: copy.bytes), parsed.transport == .tcp else { return }
+        let found = copy.uid.flatMap { sender in
+            state.withLock { state in
+                state.snapshot.owner(ofKernelUID: sender).flatMap { owner in
+                    state.filters[owner].map {
+                        (owner, $0, state.installedRules?.generation ?? 0, state.fastPathGeneration)
+                    }
+                }
+            }
+        }
+        var decision = ConnectionJudge.Decision.refuse(
+            ConnectionJudge.Refusal(kind: "lost", reason: "a hello the kernel passed for no filtered user"))
+        if let (owner, filter, generation, fastPathGeneration) = found {
+            decision = connections.judge(
+                parsed, bytes: copy.bytes, owner: owner, standing: nil, filter: filter, generation: generation)
+            if decision == .watch, let sender = copy.uid {
+                // In use: the entry holds on.
+                offerHello(parsed, uid: sender, generation: fastPathGeneration)
+                return
+            }
+            if case .refuse = decision {
+            } else {
+                decision = .refuse(
+                    ConnectionJudge.Refusal(
+                        kind: "unreadable", reason: "a hello the kernel passed that the agent does not read as one"))
+            }
+            _ = verdict(decision, mark: 0, owner: owner, generation: generation)
+        }
+        do {
+            try acknowledgements?.marks.setMark(
+                source: parsed.source, sourcePort: parsed.sourcePort, destination: parsed.destination,
+                destinationPort: parsed.destinationPort, value: Firewall.refusalAsked, mask: Firewall.acknowledgedMask)
+        } catch {
+            logger.debug("a refused hello's flow was not marked", metadata: ["error": "\(error.message)"])
+        }
+    }
+
+    /// How long a hello's entry holds (unless a filter changes first): the agent judges each copy
+    /// all the same, and a name in use is put again at each.
+    static let helloLifetime: Double = 30
+
+    /// After the agent passed a TLS hello naming one server: the same hello (her uid, that
+    /// server's address and port, that name byte for byte) is let go in the kernel from now on,
+    /// for `helloLifetime` or until the next change of a filter.
+    func offerHello(_ packet: DNSPacket, uid: UInt32, generation: UInt64) {
+        guard let fastPath, acknowledgements != nil, let opening = connections.opening(of: packet),
+            case .read(let hello) = TLSClientHello.read(opening[...]), hello.serverNames.count == 1
+        else { return }
+        let entry = DNSFastPath.Hello(
+            uid: uid, address: Array(packet.destination), port: packet.destinationPort, name: hello.serverNames[0])
+        guard entry.fits else { return }
+        do {
+            try fastPath.allow(entry, seconds: Self.helloLifetime, generation: generation)
+        } catch {
+            logger.debug("not on the hello fast path", metadata: ["error": "\(error.message)"])
+        }
     }
 }

@@ -20,6 +20,7 @@ extension DomainShield {
                     owner: nil, generation: generation)
             }
             guard standing == .watched else { return judgeReply(packet) }
+            drainLog()
             let (decision, owner) = connections.acknowledgement(
                 try? DNSPacket(parsing: packet.bytes), generation: generation)
             return verdict(decision, mark: packet.mark, owner: owner, generation: generation)
@@ -29,15 +30,18 @@ extension DomainShield {
             // again alone): compared with the opening judged, as any other.
             let generation = state.withLock { $0.installedRules?.generation ?? 0 }
             guard firewall.standing(ofMark: packet.mark, generation: generation) == .watched else { return .drop }
+            drainLog()
             let (decision, owner) = connections.unowned(
                 try? DNSPacket(parsing: packet.bytes), generation: generation)
             return verdict(decision, mark: packet.mark, owner: owner, generation: generation)
         }
         // The sender's uid may be a subordinate one: the filter is its owner's.
         guard
-            let (uid, filter, generation) = state.withLock({ state in
+            let (uid, filter, generation, fastPathGeneration) = state.withLock({ state in
                 state.snapshot.owner(ofKernelUID: sender).flatMap { owner in
-                    state.filters[owner].map { (owner, $0, state.installedRules?.generation ?? 0) }
+                    state.filters[owner].map {
+                        (owner, $0, state.installedRules?.generation ?? 0, state.fastPathGeneration)
+                    }
                 }
             })
         else {
@@ -54,11 +58,15 @@ extension DomainShield {
             guard standing == nil || standing == .dns else { return .drop }
             return judgeQuery(parsed, uid: uid, filter: filter)
         }
+        // A watched flow's data: the copy of a hello the kernel let go on it is judged first.
+        if standing == .watched { drainLog() }
         let decision = connections.judge(
             parsed, bytes: packet.bytes, owner: uid, standing: standing, filter: filter, generation: generation)
         if case .refuse(let refusal) = decision, refusal.answeredWithPage, let parsed {
             sendBlockPage(answering: parsed, refusal: refusal, uid: uid)
         }
+        // A hello passed: the same is let go in the kernel from now on.
+        if decision == .watch, let parsed { offerHello(parsed, uid: sender, generation: fastPathGeneration) }
         return verdict(decision, mark: packet.mark, owner: uid, generation: generation)
     }
 

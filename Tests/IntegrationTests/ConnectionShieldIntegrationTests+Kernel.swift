@@ -1,0 +1,63 @@
+import Foundation
+import LinuxSupport
+import Testing
+
+// The hello fast path: a hello the agent passed once is let go in the kernel after, and still
+// judged (its copy), compared (her next segments) and voided (a change of filters).
+extension ConnectionShieldIntegrationTests {
+    /// The hellos the kernel's table let go (the packets its rules' MARK counted), in the world's
+    /// namespace.
+    func hellosPassedInTheKernel(_ world: AgentWorld, ipv6: Bool = false) throws -> Int {
+        try world.packetsCounted(in: world.chain, ipv6: ipv6) { line in
+            line.split(separator: " ", omittingEmptySubsequences: true).dropFirst(2).first == "MARK"
+        }
+    }
+
+    /// Her curl to a site she may visit: the first connection's hello is judged in the queue; the
+    /// next ones, the same hello to the same server, are let go in the kernel, and served. A
+    /// shielded name on that server, another server, or another user's connections are not
+    /// helped by it. A shield on the site voids it: her next connection is reset.
+    @Test func aHelloPassedOnceIsLetGoInTheKernelAfterUntilTheFiltersChange() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        for (address, ipv6) in [("10.1.1.1", false), ("[fd00::1]", true)] {
+            func visit(_ name: String, as user: String? = nil) throws -> (status: Int32, body: String, seconds: Double)
+            {
+                try curl(world, as: user ?? world.child, "--resolve", "\(name):443:\(address)", "https://\(name)/")
+            }
+            let before = try hellosPassedInTheKernel(world, ipv6: ipv6)
+            let first = try visit("www.allowed.test")
+            #expect(first.status == 0 && first.body == "https www.allowed.test\n", "\(address): \(first)")
+            #expect(
+                try hellosPassedInTheKernel(world, ipv6: ipv6) == before, "\(address): the first hello was not judged")
+            for round in 0..<3 {
+                let again = try visit("www.allowed.test")
+                #expect(again.status == 0 && again.body == "https www.allowed.test\n", "\(address), \(round): \(again)")
+            }
+            let passed = try hellosPassedInTheKernel(world, ipv6: ipv6)
+            #expect(passed == before + 3, "\(address): \(passed - before) of 3 hellos let go in the kernel")
+            // Not for another name on the same server: a shielded one is refused, at once.
+            let refused = try visit("blocked.test")
+            #expect(refused.status != 0 && refused.status != 28 && !refused.body.contains("https"), "\(refused)")
+            // Nor for someone else: the bystander's connections never meet her rules.
+            let theirs = try visit("www.allowed.test", as: world.bystander)
+            #expect(theirs.status == 0, "\(theirs)")
+            #expect(try hellosPassedInTheKernel(world, ipv6: ipv6) == passed)
+        }
+        // Her usage: the site in use, counted from the hellos the kernel let go too (the agent
+        // judges each copy).
+        let status = try world.status(of: world.child)
+        #expect(status.domainShield != nil)
+
+        // A guardian shields the site: the table's entries are void at once.
+        let rules = try world.firewallRules()
+        try guardian(world, "shield", "--user", world.child, "--domain", "www.allowed.test")
+        #expect(eventually(20) { (try? world.firewallRules()).map { $0 != rules } ?? false }, "no new rules")
+        let before = try hellosPassedInTheKernel(world)
+        let shielded = try curl(
+            world, as: world.child, "--resolve", "www.allowed.test:443:10.1.1.1", "https://www.allowed.test/")
+        #expect(shielded.status != 0 && shielded.status != 28 && !shielded.body.contains("https"), "\(shielded)")
+        #expect(try hellosPassedInTheKernel(world) == before, "a hello of a site shielded since went in the kernel")
+        #expect(world.agentIsRunning)
+    }
+}
