@@ -111,24 +111,50 @@ void dns_fast_path_unpin(const char *directory) {
     }
 }
 
-int dns_fast_path_put(
-    struct dns_fast_path *path, const struct dns_fast_path_key *key, __u64 expires, __u64 generation,
-    __u64 *replaced_hits) {
+// An entry of either table (names or hellos: the same value), its hits given back.
+static int table_put(int table, const void *key, __u64 expires, __u64 generation, __u64 *replaced_hits) {
     struct dns_fast_path_value value = {0};
     *replaced_hits = 0;
-    if (bpf_map_lookup_elem(path->names, key, &value) == 0) *replaced_hits = value.hits;
+    if (bpf_map_lookup_elem(table, key, &value) == 0) *replaced_hits = value.hits;
     value.expires = expires;
     value.generation = generation;
     value.hits = 0;
-    return bpf_map_update_elem(path->names, key, &value, BPF_ANY) < 0 ? -errno : 0;
+    return bpf_map_update_elem(table, key, &value, BPF_ANY) < 0 ? -errno : 0;
+}
+
+static int table_remove(int table, const void *key, __u64 *hits) {
+    struct dns_fast_path_value value = {0};
+    *hits = 0;
+    if (bpf_map_lookup_elem(table, key, &value) < 0) return errno == ENOENT ? 0 : -errno;
+    *hits = value.hits;
+    return bpf_map_delete_elem(table, key) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+// The entries of a table whose keys are at most `size` bytes, up to `limit`.
+static int table_count(int table, size_t size, int limit) {
+    unsigned char key[sizeof(struct hello_fast_path_key) > sizeof(struct dns_fast_path_key)
+                          ? sizeof(struct hello_fast_path_key)
+                          : sizeof(struct dns_fast_path_key)],
+        next[sizeof(key)];
+    if (size > sizeof(key)) return -EINVAL;
+    const void *previous = NULL;
+    int count = 0;
+    while (bpf_map_get_next_key(table, previous, next) == 0) {
+        memcpy(key, next, size);
+        previous = key;
+        if (++count >= limit) break;
+    }
+    return count;
+}
+
+int dns_fast_path_put(
+    struct dns_fast_path *path, const struct dns_fast_path_key *key, __u64 expires, __u64 generation,
+    __u64 *replaced_hits) {
+    return table_put(path->names, key, expires, generation, replaced_hits);
 }
 
 int dns_fast_path_remove(struct dns_fast_path *path, const struct dns_fast_path_key *key, __u64 *hits) {
-    struct dns_fast_path_value value = {0};
-    *hits = 0;
-    if (bpf_map_lookup_elem(path->names, key, &value) < 0) return errno == ENOENT ? 0 : -errno;
-    *hits = value.hits;
-    return bpf_map_delete_elem(path->names, key) < 0 && errno != ENOENT ? -errno : 0;
+    return table_remove(path->names, key, hits);
 }
 
 int dns_fast_path_set_generation(struct dns_fast_path *path, __u64 generation) {
@@ -157,15 +183,7 @@ int dns_fast_path_take_hits(
 }
 
 int dns_fast_path_count(struct dns_fast_path *path) {
-    struct dns_fast_path_key key, next;
-    const void *previous = NULL;
-    int count = 0;
-    while (bpf_map_get_next_key(path->names, previous, &next) == 0) {
-        key = next;
-        previous = &key;
-        if (++count >= DNS_FAST_PATH_ENTRIES * 2) break;
-    }
-    return count;
+    return table_count(path->names, sizeof(struct dns_fast_path_key), DNS_FAST_PATH_ENTRIES * 2);
 }
 
 int dns_fast_path_run(
@@ -189,33 +207,15 @@ int dns_fast_path_run(
 int hello_fast_path_put(
     struct dns_fast_path *path, const struct hello_fast_path_key *key, __u64 expires, __u64 generation,
     __u64 *replaced_hits) {
-    struct dns_fast_path_value value = {0};
-    *replaced_hits = 0;
-    if (bpf_map_lookup_elem(path->hellos, key, &value) == 0) *replaced_hits = value.hits;
-    value.expires = expires;
-    value.generation = generation;
-    value.hits = 0;
-    return bpf_map_update_elem(path->hellos, key, &value, BPF_ANY) < 0 ? -errno : 0;
+    return table_put(path->hellos, key, expires, generation, replaced_hits);
 }
 
 int hello_fast_path_remove(struct dns_fast_path *path, const struct hello_fast_path_key *key, __u64 *hits) {
-    struct dns_fast_path_value value = {0};
-    *hits = 0;
-    if (bpf_map_lookup_elem(path->hellos, key, &value) < 0) return errno == ENOENT ? 0 : -errno;
-    *hits = value.hits;
-    return bpf_map_delete_elem(path->hellos, key) < 0 && errno != ENOENT ? -errno : 0;
+    return table_remove(path->hellos, key, hits);
 }
 
 int hello_fast_path_count(struct dns_fast_path *path) {
-    struct hello_fast_path_key key, next;
-    const void *previous = NULL;
-    int count = 0;
-    while (bpf_map_get_next_key(path->hellos, previous, &next) == 0) {
-        key = next;
-        previous = &key;
-        if (++count >= HELLO_FAST_PATH_ENTRIES * 2) break;
-    }
-    return count;
+    return table_count(path->hellos, sizeof(struct hello_fast_path_key), HELLO_FAST_PATH_ENTRIES * 2);
 }
 
 __u64 dns_fast_path_now(void) {

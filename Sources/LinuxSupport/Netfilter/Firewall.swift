@@ -39,13 +39,7 @@ import FoundationEssentials
 ///                     -p tcp -m u32 (no data, a SYN) -m multiport ! --dports 53,853
 ///                        -m set ! --match-set CHAIN-sh4|6 dst -j RETURN   (the SYN fast path: only
 ///                                 a SYN to an address learned for a shielded name comes to the queue)
-///                     per filtered uid range R, with the hello fast path:
-///                     -m owner --uid-owner R -p tcp -m connmark --mark 0/M -m bpf --object-pinned
-///                        HELLO -m limit --limit C/sec -j MARK --set-xmark WATCHED/M   (one whole TLS
-///                        hello the kernel's table lets her send to that server; `DNSFastPath`)
-///                     -p tcp -m mark --mark WATCHED/M -j NFLOG --nflog-group G   (its copy, judged
-///                                                               by the agent as a queued one)
-///                     -p tcp -m mark --mark WATCHED/M -j CONNMARK --save-mark, then -j ACCEPT
+///                     (the hello fast path, per R: `helloRules`)
 ///                     per filtered uid range R (a user, its subordinate uids):
 ///                     -m owner --uid-owner R -p tcp --dport 53 -m limit --limit L/sec -j CHAIN-filter
 ///                     -m owner --uid-owner R -p tcp --dport 53 -j DROP
@@ -301,23 +295,8 @@ public struct Firewall: Sendable {
             }
         }
         let connectionLimit = Self.limit(connectionRateLimit)
-        // The hello fast path: her first data on a flow never marked, when it is one whole TLS
-        // hello the kernel's table lets her send to that server (`DNSFastPath`'s `hello`), is
-        // let go here, its flow WATCHED and a copy in the log the server's acknowledgements go
-        // to, where the agent judges it as it would a queued one. The packet's mark carries the
-        // match through the three rules after (a verdict's WATCHED returned above).
-        if let hello = dnsFastPath?.hello, let group = acknowledgementLog {
-            let watched = "0x" + String(mark(.watched), radix: 16) + "/\(ownedText)"
-            for owner in Self.ranges(owners) {
-                lines.append(
-                    "-A \(chain) -m owner --uid-owner \(owner) -p tcp -m connmark --mark 0x0/\(ownedText) "
-                        + "-m bpf --object-pinned \(hello) \(connectionLimit)-j MARK --set-xmark \(watched)")
-            }
-            lines.append(
-                "-A \(chain) -p tcp -m mark --mark \(watched) -j NFLOG --nflog-group \(group) --nflog-threshold 1")
-            lines.append("-A \(chain) -p tcp -m mark --mark \(watched) \(save)")
-            lines.append("-A \(chain) -p tcp -m mark --mark \(watched) -j ACCEPT")
-        }
+        lines += helloRules(
+            owners: owners, program: dnsFastPath?.hello, log: acknowledgementLog, limit: connectionLimit)
         for owner in Self.ranges(owners) {
             let match = "-A \(chain) -m owner --uid-owner \(owner)"
             lines.append("\(match) -p tcp -m tcp --dport 53 \(limit)-j \(filterChain)")
