@@ -48,6 +48,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             "a question the agent judged (a name allowed, answered with its addresses alone) is asked again in the kernel, without the queue, for 30 s or until the next change of a filter (each answer is still read there); `false` sends every question and answer to the queue (for comparison)"
         ),
         (
+            "helloFastPath", "true",
+            "a TLS hello the agent passed (her uid, the server, the name byte for byte) is let go in the kernel after, for 30 s or until the next change of a filter, its copy judged from the log (needs `dnsFastPath` and `acknowledgementLog`); `false` sends every hello to the queue (for comparison)"
+        ),
+        (
             "execGate", "true",
             "ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec)"
         ),
@@ -123,6 +127,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var execGate = true
     public var acknowledgementLog = true
     public var dnsFastPath = true
+    public var helloFastPath = true
     public var connectionMark: UInt8 = 83
     public var dnsRateLimit = 200
     public var connectionRateLimit = 2000
@@ -147,7 +152,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
-        case acknowledgementLog, dnsFastPath
+        case acknowledgementLog, dnsFastPath, helloFastPath
         case browserPolicies, idleTimeout, logindBus, focusSocket, suspendCommand, webUser
         case webProgram, webStateDirectory, servicesDirectory
     }
@@ -229,6 +234,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         acknowledgementLog =
             try container.decodeIfPresent(Bool.self, forKey: .acknowledgementLog) ?? defaults.acknowledgementLog
         dnsFastPath = try container.decodeIfPresent(Bool.self, forKey: .dnsFastPath) ?? defaults.dnsFastPath
+        helloFastPath = try container.decodeIfPresent(Bool.self, forKey: .helloFastPath) ?? defaults.helloFastPath
         extensionUser = try container.decodeIfPresent(String.self, forKey: .extensionUser) ?? defaults.extensionUser
         webUser = try container.decodeIfPresent(String.self, forKey: .webUser) ?? defaults.webUser
         webProgram = try container.decodeIfPresent(String.self, forKey: .webProgram) ?? defaults.webProgram

@@ -60,4 +60,21 @@ extension ConnectionShieldIntegrationTests {
         #expect(try hellosPassedInTheKernel(world) == before, "a hello of a site shielded since went in the kernel")
         #expect(world.agentIsRunning)
     }
+
+    /// `helloFastPath: false`: every hello of hers goes to the queue, as before, and no rule of
+    /// the hello fast path is installed.
+    @Test func withoutTheHelloFastPathEveryHelloIsQueued() throws {
+        let world = try AgentWorld(network: true, configuration: ["helloFastPath": "false"])
+        defer { world.tearDown() }
+        try world.startWebServers()
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        for _ in 0..<3 {
+            let visited = try curl(
+                world, as: world.child, "--resolve", "www.allowed.test:443:10.1.1.1", "https://www.allowed.test/")
+            #expect(visited.status == 0 && visited.body == "https www.allowed.test\n", "\(visited)")
+        }
+        #expect(try world.firewallRules().allSatisfy { !$0.contains("-j MARK") })
+        #expect(try hellosPassedInTheKernel(world) == 0)
+    }
 }

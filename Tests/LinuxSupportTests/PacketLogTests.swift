@@ -69,6 +69,10 @@ struct PacketLogTests {
         try iptables(
             "-A", chain, "-p", "tcp", "--sport", "\(server)", "-j", "NFLOG", "--nflog-group", "\(group)",
             "--nflog-threshold", "1")
+        // The client's data, copied on its way out (as the hello fast path copies her hello).
+        try iptables(
+            "-A", chain + "-out", "-p", "tcp", "--dport", "\(server)", "-m", "length", "--length", "53:65535", "-j",
+            "NFLOG", "--nflog-group", "\(group)", "--nflog-threshold", "1")
         try iptables(
             "-A", chain + "-out", "-p", "tcp", "--dport", "\(server)", "-m", "connmark", "--mark", "0x120000/0xff0000",
             "-j", "RETURN")
@@ -79,8 +83,15 @@ struct PacketLogTests {
         // The group is this log's: a second reader is refused, clearly.
         #expect(throws: SystemError.self) { _ = try PacketLog(group: group) }
         let copies = Mutex<[[UInt8]]>([])
+        let outgoing = Mutex<[PacketLog.Copy]>([])
         let reader = Thread {
-            try? log.run { copy in copies.withLock { $0.append(copy.bytes) } }
+            try? log.run { copy in
+                if copy.outgoing {
+                    outgoing.withLock { $0.append(copy) }
+                } else {
+                    copies.withLock { $0.append(copy.bytes) }
+                }
+            }
         }
         reader.start()
         defer { log.stop() }
@@ -132,6 +143,12 @@ struct PacketLogTests {
             if seen == 0 { Thread.sleep(forTimeInterval: 0.01) }
         }
         #expect(seen >= 1, "the client's packet did not carry the mark set")
+        // The client's "ping" was copied on its way out, with its socket's uid (root's here).
+        let ping = Array("ping".utf8)
+        for _ in 0..<300 where outgoing.withLock({ $0.isEmpty }) { Thread.sleep(forTimeInterval: 0.01) }
+        let out = outgoing.withLock { $0 }
+        #expect(out.contains { $0.bytes.suffix(4).elementsEqual(ping) && $0.uid == 0 }, "\(out.map(\.uid))")
+        #expect(copies.withLock { $0 }.allSatisfy { !$0.suffix(4).elementsEqual(ping) })
         // A connection that is not there: a clear error, nothing made.
         #expect(throws: SystemError.self) {
             try marks.setMark(
@@ -159,5 +176,18 @@ struct PacketLogTests {
         #expect(PacketLog.payloads(ArraySlice(other + good)).map(Array.init) == [packet])
         #expect(PacketLog.payloads(ArraySlice(good.dropLast(3))).isEmpty)
         #expect(PacketLog.payloads(ArraySlice(good + [1, 2, 3])).map(Array.init) == [packet])
+        // Which way it went (the hook in its header: 3, OUTPUT) and its socket's uid.
+        let sent = message(
+            type: 4 << 8,
+            [
+                NetfilterNetlink.attribute(1, [8, 0, 3, 0]), NetfilterNetlink.attribute(9, packet),
+                NetfilterNetlink.attribute(11, [0, 0, 0x03, 0xE9]),
+            ])
+        let received = message(
+            type: 4 << 8, [NetfilterNetlink.attribute(1, [8, 0, 1, 0]), NetfilterNetlink.attribute(9, packet)])
+        let read = PacketLog.copies(ArraySlice(sent + received))
+        #expect(
+            read.map(\.outgoing) == [true, false] && read.map(\.uid) == [1001, nil]
+                && read.allSatisfy { $0.bytes == packet })
     }
 }

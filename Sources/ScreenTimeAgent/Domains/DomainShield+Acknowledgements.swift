@@ -124,6 +124,13 @@ extension DomainShield {
         }
     }
 
+    /// The fast path's programs as the rules use them: the hello's only with `helloFastPath`.
+    var fastPathPrograms: Firewall.DNSFastPathPrograms? {
+        guard var programs = fastPath?.programs else { return nil }
+        if !configuration.helloFastPath { programs.hello = nil }
+        return programs
+    }
+
     /// How long a hello's entry holds (unless a filter changes first): the agent judges each copy
     /// all the same, and a name in use is put again at each.
     static let helloLifetime: Double = 30
@@ -132,7 +139,8 @@ extension DomainShield {
     /// server's address and port, that name byte for byte) is let go in the kernel from now on,
     /// for `helloLifetime` or until the next change of a filter.
     func offerHello(_ packet: DNSPacket, uid: UInt32, generation: UInt64) {
-        guard let fastPath, acknowledgements != nil, let opening = connections.opening(of: packet),
+        guard let fastPath, configuration.helloFastPath, acknowledgements != nil,
+            let opening = connections.opening(of: packet),
             case .read(let hello) = TLSClientHello.read(opening[...]), hello.serverNames.count == 1
         else { return }
         let entry = DNSFastPath.Hello(

@@ -72,7 +72,7 @@ extension DomainShield {
             owners: snapshot.allUIDRanges, dohAddresses: lists.bypassAddresses, generation: generation,
             synFastPath: connections.shieldedSets != nil,
             acknowledgementLog: acknowledgements.map { _ in configuration.dnsQueue },
-            dnsFastPath: fastPath?.programs)
+            dnsFastPath: fastPathPrograms)
         connections.keep(owners: Set(snapshot.users.keys))
         shadows.keep(owners: Set(snapshot.users.keys))
         // Safe search in the browsers too, as strict as any child's.
@@ -109,6 +109,8 @@ extension DomainShield {
                     if let fastPath, wanted.dnsFastPath != nil {
                         // Pinned for iptables-restore, which finds the programs by their paths.
                         try fastPath.pinned { programs throws(SystemError) in
+                            var programs = programs
+                            programs.hello = wanted.dnsFastPath?.hello
                             try firewall.install(
                                 owners: wanted.owners, dohAddresses: wanted.dohAddresses, generation: wanted.generation,
                                 synFastPath: wanted.synFastPath, acknowledgementLog: wanted.acknowledgementLog,
