@@ -77,4 +77,47 @@ extension ConnectionShieldIntegrationTests {
         #expect(try world.firewallRules().allSatisfy { !$0.contains("-j MARK") })
         #expect(try hellosPassedInTheKernel(world) == 0)
     }
+
+    /// Her hello sent with `sendfile` from a file she rewrites right after: the kernel's rules
+    /// read the decoy (a name let go in the kernel), and her pages held the real hello, naming a
+    /// shielded host, when they were sent; the server answered it (the attack on the installed
+    /// agent, 2026-11-30: 3 of 5 tries over loopback, 6 of 6 behind a slow link). The rules now copy
+    /// such a packet's bytes out of her pages before the hello is read.
+    @Test func aHelloSentFromAFileSheRewritesIsTheHelloJudged() throws {
+        let world = try shieldedWorld()
+        defer { world.tearDown() }
+        let directory = try world.childDirectory()
+        for (address, ipv6) in [("10.1.1.1", false), ("fd00::1", true)] {
+            // A server that reads each connection a moment after accepting it (root's).
+            let ready = world.directory + "/slow-\(ipv6 ? 6 : 4).ready"
+            try system(
+                "/bin/sh", "-c",
+                "setsid /usr/sbin/ip netns exec \(world.namespace ?? "") /usr/bin/python3 "
+                    + "\(AgentWorld.fixture("hellofile.py")) serve \(address) 8443 \(world.directory)/web.crt "
+                    + "\(world.directory)/web.key \(ready) > /dev/null 2>&1 < /dev/null &")
+            #expect(eventually(10) { Files.exists(ready) }, "the slow server did not start")
+            let named = address.contains(":") ? "[\(address)]" : address
+            // Her hello naming allowed.test to this server, passed once: let go in the kernel after.
+            let warm = try curl(
+                world, as: world.child, "--resolve", "allowed.test:8443:\(named)", "https://allowed.test:8443/")
+            #expect(warm.status == 0 && warm.body == "https allowed.test\n", "\(warm)")
+            let before = try hellosPassedInTheKernel(world, ipv6: ipv6)
+            let result = try world.inNetwork(
+                as: world.child, "/usr/bin/python3",
+                [AgentWorld.fixture("hellofile.py"), address, "8443", "blocked.test", "allowed.test", "8", directory])
+            let tries = result.stdout.split(separator: "\n").map(String.init)
+            print("her tries via \(address): \(tries)")
+            #expect(tries.count == 8, "\(result.stdout) \(result.stderr)")
+            #expect(!tries.contains { $0.contains("blocked.test") }, "via \(address): \(tries)")
+            let passed = try hellosPassedInTheKernel(world, ipv6: ipv6)
+            #expect(passed > before, "via \(address): no decoy was let go in the kernel, nothing was tried")
+            // Through the queue (a decoy naming a host never passed before), as it always held.
+            let queued = try world.inNetwork(
+                as: world.child, "/usr/bin/python3",
+                [AgentWorld.fixture("hellofile.py"), address, "8443", "blocked.test", "alloweb.test", "4", directory])
+            #expect(!queued.stdout.contains("blocked.test"), "through the queue, via \(address): \(queued.stdout)")
+            #expect(queued.stdout.split(separator: "\n").count == 4, "\(queued.stdout) \(queued.stderr)")
+        }
+        #expect(world.agentIsRunning)
+    }
 }

@@ -656,6 +656,19 @@ import Testing
                 for: family, owners: [1001...1001], dohAddresses: [], synFastPath: true, acknowledgementLog: 54,
                 dnsFastPath: Firewall.DNSFastPathPrograms(question: "/run/screentime/q", answer: "/run/screentime/a"))
             #expect(!withoutProgram.contains("-j MARK"))
+            // Before them, in the mangle table: her packets that could hold a whole hello, on a
+            // flow never marked, have their bytes copied out of her pages (checksum filled).
+            let least = family == .ipv4 ? 87 : 107
+            #expect(
+                firewall.helloRuleset(for: family, owners: [1001...1001, 1005...1006], hello: true)
+                    == "*mangle\n:screentime-hello - [0:0]\n"
+                    + ["1001", "1005-1006"].map {
+                        "-A screentime-hello -m owner --uid-owner \($0) -p tcp -m connmark --mark 0x0/0xfff0000 "
+                            + "-m length --length \(least):65535 -j CHECKSUM --checksum-fill\n"
+                    }.joined() + "COMMIT\n")
+            #expect(
+                firewall.helloRuleset(for: family, owners: [1001...1001], hello: false)
+                    == "*mangle\n:screentime-hello - [0:0]\nCOMMIT\n")
         }
     }
 }

@@ -227,10 +227,12 @@ static __always_inline int alpn_is_readable(struct __sk_buff *skb, __u32 at, __u
 
 SEC("socket")
 int hello(struct __sk_buff *skb) {
-    // (A packet the kernel splits into segments after, segmentation offload, is read whole here:
-    // TCP's segments carry the same bytes in order, and a hello of 1,800 bytes, with
-    // post-quantum key shares, is sent so on a real network; never in more than a few.)
-    if (skb->gso_segs > 16) return 0;
+    // One packet as it leaves, not one the kernel splits into segments after (segmentation
+    // offload): the agent's rules copy a hello's bytes out of the sender's pages before this runs
+    // (`CHECKSUM --checksum-fill` in the mangle table), which the kernel does not do for those,
+    // and a hello sent with `sendfile` from a file she rewrites at once was otherwise read here
+    // as one name and sent as another (the attack on the installed agent, 2026-11-30).
+    if (skb->gso_segs > 1 || skb->gso_size != 0) return 0;
     struct hello_fast_path_key key = {};
     __u8 first;
     if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0) return 0;

@@ -21,4 +21,30 @@ extension Firewall {
         lines.append("-A \(chain) -p tcp -m mark --mark \(watched) -j ACCEPT")
         return lines
     }
+
+    /// The mangle table's chain of the hello fast path (jumped to first from its OUTPUT).
+    public var helloChain: String { chain + "-hello" }
+
+    /// The mangle table's part, which runs before the filter table's: each packet of hers long
+    /// enough to hold a whole hello, on a flow never marked, has its checksum filled in, which
+    /// copies its bytes out of any page it shares (a file sent with `sendfile`, a buffer of hers)
+    /// into the packet: what the `hello` program reads after, and the copy the agent judges, are
+    /// then what is sent. (A hello sent from a file she rewrote at once was read as one name and
+    /// sent as another: the attack on the installed agent, 2026-11-30.) Empty without the hello
+    /// fast path.
+    public func helloRuleset(for family: Family, owners: [ClosedRange<UInt32>], hello: Bool) -> String {
+        var lines = ["*mangle", ":\(helloChain) - [0:0]"]
+        if hello {
+            let owned = "0x" + String(Self.markMask | Self.acknowledgedMask, radix: 16)
+            // The IP and TCP headers, and the least a ClientHello is (record, handshake, fields).
+            let least = (family == .ipv4 ? 20 : 40) + 20 + 47
+            for owner in Self.ranges(owners) {
+                lines.append(
+                    "-A \(helloChain) -m owner --uid-owner \(owner) -p tcp -m connmark --mark 0x0/\(owned) "
+                        + "-m length --length \(least):65535 -j CHECKSUM --checksum-fill")
+            }
+        }
+        lines.append("COMMIT")
+        return lines.joined(separator: "\n") + "\n"
+    }
 }

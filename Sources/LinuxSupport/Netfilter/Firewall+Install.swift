@@ -14,6 +14,15 @@ extension Firewall {
         acknowledgementLog: UInt16? = nil, dnsFastPath: DNSFastPathPrograms? = nil
     ) throws(SystemError) {
         for family in Family.allCases {
+            // The hello fast path's part in the mangle table first (empty without it): the filter
+            // table's rules let a hello go only once its bytes are the packet's own.
+            try run(
+                family.command + "-restore", ["-w", "--noflush"],
+                input: helloRuleset(
+                    for: family, owners: owners, hello: dnsFastPath?.hello != nil && acknowledgementLog != nil))
+            if (try? run(family.command, ["-w", "-t", "mangle", "-C", "OUTPUT", "-j", helloChain])) == nil {
+                try run(family.command, ["-w", "-t", "mangle", "-I", "OUTPUT", "1", "-j", helloChain])
+            }
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
                 input: ruleset(
@@ -57,6 +66,17 @@ extension Firewall {
                     } catch {
                         failures.append(error.message)
                     }
+                }
+            }
+        }
+        for family in Family.allCases {
+            while (try? run(family.command, ["-w", "-t", "mangle", "-D", "OUTPUT", "-j", helloChain])) != nil {}
+            for action in ["-F", "-X"]
+            where (try? run(family.command, ["-w", "-t", "mangle", "-n", "-L", helloChain])) != nil {
+                do {
+                    try run(family.command, ["-w", "-t", "mangle", action, helloChain])
+                } catch {
+                    failures.append(error.message)
                 }
             }
         }
