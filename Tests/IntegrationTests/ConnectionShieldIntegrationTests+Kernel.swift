@@ -18,7 +18,7 @@ extension ConnectionShieldIntegrationTests {
     /// shielded name on that server, another server, or another user's connections are not
     /// helped by it. A shield on the site voids it: her next connection is reset.
     @Test func aHelloPassedOnceIsLetGoInTheKernelAfterUntilTheFiltersChange() throws {
-        let world = try shieldedWorld()
+        let world = try shieldedWorld(configuration: ["helloFastPath": "true"])
         defer { world.tearDown() }
         for (address, ipv6) in [("10.1.1.1", false), ("[fd00::1]", true)] {
             func visit(_ name: String, as user: String? = nil) throws -> (status: Int32, body: String, seconds: Double)
@@ -61,10 +61,10 @@ extension ConnectionShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
-    /// `helloFastPath: false`: every hello of hers goes to the queue, as before, and no rule of
-    /// the hello fast path is installed.
-    @Test func withoutTheHelloFastPathEveryHelloIsQueued() throws {
-        let world = try AgentWorld(network: true, configuration: ["helloFastPath": "false"])
+    /// By default (`helloFastPath` off, experimental: see the threat model) every hello of hers
+    /// goes to the queue, and no rule of the hello fast path is installed.
+    @Test func byDefaultEveryHelloIsQueued() throws {
+        let world = try AgentWorld(network: true)
         defer { world.tearDown() }
         try world.startWebServers()
         try guardian(world, "authorize", "--child", world.child)
@@ -75,6 +75,8 @@ extension ConnectionShieldIntegrationTests {
             #expect(visited.status == 0 && visited.body == "https www.allowed.test\n", "\(visited)")
         }
         #expect(try world.firewallRules().allSatisfy { !$0.contains("-j MARK") })
+        let mangle = try world.inNetwork(as: nil, "/usr/sbin/iptables", ["-w", "-t", "mangle", "-S"]).stdout
+        #expect(!mangle.contains("CHECKSUM"), "\(mangle)")
         #expect(try hellosPassedInTheKernel(world) == 0)
     }
 
@@ -84,7 +86,7 @@ extension ConnectionShieldIntegrationTests {
     /// agent, 2026-11-30: 3 of 5 tries over loopback, 6 of 6 behind a slow link). The rules now copy
     /// such a packet's bytes out of her pages before the hello is read.
     @Test func aHelloSentFromAFileSheRewritesIsTheHelloJudged() throws {
-        let world = try shieldedWorld()
+        let world = try shieldedWorld(configuration: ["helloFastPath": "true"])
         defer { world.tearDown() }
         let directory = try world.childDirectory()
         for (address, ipv6) in [("10.1.1.1", false), ("fd00::1", true)] {

@@ -23,8 +23,8 @@ struct ConnectionShieldIntegrationTests {
     }
 
     /// A world whose child has `blocked.test` and `play.other.test` shielded, with web servers.
-    func shieldedWorld() throws -> AgentWorld {
-        let world = try AgentWorld(network: true)
+    func shieldedWorld(configuration: [String: String] = [:]) throws -> AgentWorld {
+        let world = try AgentWorld(network: true, configuration: configuration)
         do {
             try world.startWebServers()
             try guardian(world, "authorize", "--child", world.child)
@@ -757,7 +757,7 @@ struct ConnectionShieldIntegrationTests {
     /// path; the child's is reset, and her unchanged retransmission is served.
     @Test(arguments: ["sendfile", "zerocopy"])
     func anOpeningSentAgainFromRewrittenPagesIsRefused(how: String) throws {
-        let world = try shieldedWorld()
+        let world = try shieldedWorld(configuration: ["helloFastPath": "true"])
         defer { world.tearDown() }
         let routed = try RoutedServers(world)
         defer { routed.tearDown() }

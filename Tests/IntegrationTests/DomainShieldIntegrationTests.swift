@@ -399,10 +399,7 @@ struct DomainShieldIntegrationTests {
         defer { world.tearDown() }
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
-        // The question's program and the answer's (and her hello's, per range of her uids: the
-        // hello fast path).
-        let programs = try world.firewallRules().filter { $0.contains("-m bpf --object-pinned") }
-        #expect(programs.filter { !$0.contains("-j MARK") }.count == 2 && programs.count > 2, "\(programs)")
+        #expect(try world.firewallRules().filter { $0.contains("-m bpf --object-pinned") }.count == 2)
         func passedInTheKernel() throws -> [Int] { try fastPathCounts(world) }
         // Her lookups of the name, each counted in the report however it went.
         var asked = 0
@@ -678,8 +675,7 @@ struct DomainShieldIntegrationTests {
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
         func inTheKernel(ipv6: Bool) -> () throws -> [Int] { { try fastPathCounts(world, ipv6: ipv6) } }
-        let programs = try world.firewallRules(ipv6: true).filter { $0.contains("-m bpf --object-pinned") }
-        #expect(programs.filter { !$0.contains("-j MARK") }.count == 2 && programs.count > 2, "\(programs)")
+        #expect(try world.firewallRules(ipv6: true).filter { $0.contains("-m bpf --object-pinned") }.count == 2)
         // Over IPv6: judged once, then in the kernel, both ways.
         var onFastPath = false
         for _ in 0..<5 where !onFastPath {
