@@ -111,27 +111,35 @@ enum NetfilterNetlink {
         while !stop.isRaised {
             _ = try systemCall("poll(\(what))") { poll(&fds, 2, -1) }
             if fds[1].revents != 0 { break }
-            while !stop.isRaised {
-                let count = retryingInterrupts {
-                    buffer.withUnsafeMutableBytes {
-                        recv(descriptor, $0.baseAddress, $0.count, screentime_msg_dontwait())
-                    }
-                }
-                if count < 0 {
-                    let error = errno
-                    if error == EAGAIN || error == EWOULDBLOCK {
-                        drained()
-                        break
-                    }
-                    if error == ENOBUFS {
-                        overruns.add(1, ordering: .relaxed)
-                        continue
-                    }
-                    throw SystemError.call("recv(\(what))", error)
-                }
-                handle(&buffer, count)
+            if try receiveAvailable(descriptor, what: what, buffer: &buffer, overruns: overruns, stop: stop, handle) {
+                drained()
             }
         }
+    }
+
+    /// Receives what the socket holds now, without waiting, each read handed to `handle`, until
+    /// nothing is left (returns true) or `stop` is raised (false); a read lost because the
+    /// socket's buffer was full (ENOBUFS) is counted in `overruns`.
+    static func receiveAvailable(
+        _ descriptor: Int32, what: String, buffer: inout [UInt8], overruns: borrowing Atomic<Int>,
+        stop: StopSignal? = nil, _ handle: (inout [UInt8], Int) -> Void
+    ) throws(SystemError) -> Bool {
+        while stop?.isRaised != true {
+            let count = retryingInterrupts {
+                buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, screentime_msg_dontwait()) }
+            }
+            if count < 0 {
+                let error = errno
+                if error == EAGAIN || error == EWOULDBLOCK { return true }
+                if error == ENOBUFS {
+                    overruns.add(1, ordering: .relaxed)
+                    continue
+                }
+                throw SystemError.call("recv(\(what))", error)
+            }
+            handle(&buffer, count)
+        }
+        return false
     }
 
     /// The attributes of a message's body (after its `nfgenmsg`), by type (flags cleared); a

@@ -72,10 +72,10 @@ public final class PacketLog: @unchecked Sendable {
         }
     }
 
-    /// Held while copies are read and handled: by `run`'s thread, or by another thread that must
-    /// see every copy logged so far (`drain`). Copies are handled one at a time, in the order the
-    /// kernel logged them.
-    private let reading = Mutex(())
+    /// The receive buffer, held while copies are read and handled: by `run`'s thread, or by
+    /// another thread that must see every copy logged so far (`drain`). Copies are handled one at
+    /// a time, in the order the kernel logged them.
+    private let reading = Mutex([UInt8](repeating: 0, count: 0x20000))
 
     /// Reads the copies and hands each to `handler` until `stop()`; call it on a thread of its own.
     public func run(_ handler: (Copy) -> Void) throws(SystemError) {
@@ -93,23 +93,10 @@ public final class PacketLog: @unchecked Sendable {
     /// Reads and hands to `handler` every copy the kernel has logged so far, without waiting for
     /// more; from any thread (one at a time with `run`'s).
     public func drain(_ handler: (Copy) -> Void) throws(SystemError) {
-        try reading.withLock { _ throws(SystemError) in
-            var buffer = [UInt8](repeating: 0, count: 0x20000)
-            while true {
-                let count = retryingInterrupts {
-                    buffer.withUnsafeMutableBytes {
-                        recv(descriptor, $0.baseAddress, $0.count, screentime_msg_dontwait())
-                    }
-                }
-                if count < 0 {
-                    let error = errno
-                    if error == EAGAIN || error == EWOULDBLOCK { return }
-                    if error == ENOBUFS {
-                        overrunCount.add(1, ordering: .relaxed)
-                        continue
-                    }
-                    throw SystemError.call("recv(netfilter log \(group))", error)
-                }
+        try reading.withLock { buffer throws(SystemError) in
+            _ = try NetfilterNetlink.receiveAvailable(
+                descriptor, what: "netfilter log \(group)", buffer: &buffer, overruns: overrunCount
+            ) { buffer, count in
                 for copy in Self.copies(buffer[0..<count]) {
                     receivedCount.add(1, ordering: .relaxed)
                     handler(copy)
@@ -142,11 +129,6 @@ public final class PacketLog: @unchecked Sendable {
             at += (length + 3) & ~3
         }
         return found
-    }
-
-    /// The payloads alone (see `copies`).
-    static func payloads(_ bytes: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
-        copies(bytes).map { $0.bytes[...] }
     }
 
     /// Makes `run()` return; safe from any thread.

@@ -69,9 +69,10 @@ extension DomainShield {
     /// Every copy logged so far, judged now, before a packet of a watched flow is: her next data
     /// can reach the queue before the log's thread has read the copy of the hello the kernel let
     /// go on that flow, and would find no flow. (The copy is logged before the hello leaves, so
-    /// it is there to read.)
+    /// it is there to read.) Nothing to do without the hello fast path: no copy but the server's
+    /// comes then.
     func drainLog() {
-        guard let acknowledgements else { return }
+        guard configuration.helloFastPath, let acknowledgements else { return }
         do {
             try acknowledgements.log.drain { copy in judgeLogged(copy) }
         } catch {
@@ -102,13 +103,13 @@ extension DomainShield {
         if let (owner, filter, generation, fastPathGeneration) = found {
             decision = connections.judge(
                 parsed, bytes: copy.bytes, owner: owner, standing: nil, filter: filter, generation: generation)
-            if decision == .watch, let sender = copy.uid {
+            switch decision {
+            case .watch:
                 // In use: the entry holds on.
-                offerHello(parsed, uid: sender, generation: fastPathGeneration)
+                if let sender = copy.uid { offerHello(parsed, uid: sender, generation: fastPathGeneration) }
                 return
-            }
-            if case .refuse = decision {
-            } else {
+            case .refuse: break
+            default:
                 decision = .refuse(
                     ConnectionJudge.Refusal(
                         kind: "unreadable", reason: "a hello the kernel passed that the agent does not read as one"))

@@ -7,7 +7,9 @@ lets TCP send the segment again, rebuilt from them. Run as the child.
   resend.py HOW KIND ADDRESS PORT DECOY REAL [close]
 
   HOW     sendfile (the decoy from a file of hers, rewritten in place) or zerocopy (MSG_ZEROCOPY
-          from a buffer of hers, rewritten after the send)
+          from a buffer of hers, rewritten after the send); or sendfile-at-once: no TTL 1, the
+          file rewritten right after the call, so that the first sending itself carries the real
+          name if the pages leave (or are read by the server) after the rewrite
   KIND    tls (a real TLS client naming REAL, which reads the answer through the connection) or
           http (a request head naming REAL in Host)
   DECOY, REAL  host names of the same length
@@ -67,8 +69,15 @@ if opening.count(real.encode()) != 1:
     sys.exit("the real name is not once in the opening")
 first = opening.replace(real.encode(), decoy.encode())
 
-hop_limit(1)
-if how == "sendfile":
+if how != "sendfile-at-once":
+    hop_limit(1)
+if how == "sendfile-at-once":
+    with tempfile.TemporaryFile() as page:
+        page.write(first)
+        page.flush()
+        sent = os.sendfile(sock.fileno(), page.fileno(), 0, len(first))
+        os.pwrite(page.fileno(), opening, 0)
+elif how == "sendfile":
     with tempfile.TemporaryFile() as page:
         page.write(first)
         page.flush()
