@@ -70,22 +70,23 @@ import Testing
         let limits = ClientLimits(perClient: 3, headDeadline: .seconds(30), bodyDeadline: .seconds(30))
         let server = try await DashboardServer(agent: agent, limits: limits)
         let held = try (0..<3).map { _ in try connect(server.port) }
+        // (The waits are long only for a loaded machine: each ends as soon as what it waits for is so.)
         // This PC's programs are known by their account: root's, here, from any address.
-        #expect(await eventually(5) { limits.count("this PC, uid 0") == 3 })
+        #expect(await eventually(20) { limits.count("this PC, uid 0") == 3 })
         // A fourth, from another of this PC's addresses: the same device.
         let fourth = try connect(server.port, from: "127.0.0.3")
-        #expect(await closedByServer(fourth, within: 5), "the fourth connection of one device stayed open")
+        #expect(await closedByServer(fourth, within: 20), "the fourth connection of one device stayed open")
         close(fourth)
         // Another account's program is another device, served meanwhile.
         let other = try await server.request("GET", "/signin", as: 65_534)
         #expect(other.status == 200, "\(other.body)")
         // One of the three closed: the device may open another.
         close(held[0])
-        #expect(await eventually(5) { limits.count("this PC, uid 0") == 2 })
+        #expect(await eventually(20) { limits.count("this PC, uid 0") == 2 })
         let again = try await server.request("GET", "/signin")
         #expect(again.status == 200)
         for fd in held.dropFirst() { close(fd) }
-        #expect(await eventually(5) { limits.count("this PC, uid 0") == 0 })
+        #expect(await eventually(20) { limits.count("this PC, uid 0") == 0 })
         await server.stop()
     }
 
