@@ -57,7 +57,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ),
         (
             "connectionMark", "83",
-            "the byte (1–244) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next eleven values mark their other connections as pending, refused, passed (eight generations) and watched; bits 24–27 that a watched connection's opening was acknowledged"
+            "the byte (1–243) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next twelve values mark their other connections as pending, refused, passed (eight generations), watched and watched by the kernel; bits 24–27 that a watched connection's opening was acknowledged"
         ),
         (
             "dnsRateLimit", "200",
@@ -282,9 +282,9 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             )
         }
         if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
-            guard let byte = UInt8(exactly: mark), (1...244).contains(byte) else {
+            guard let byte = UInt8(exactly: mark), (1...243).contains(byte) else {
                 throw AgentError.configuration(
-                    "'connectionMark' is from 1 to 244 (the next eleven values mark judged connections), not \(mark)")
+                    "'connectionMark' is from 1 to 243 (the next twelve values mark judged connections), not \(mark)")
             }
             connectionMark = byte
         }

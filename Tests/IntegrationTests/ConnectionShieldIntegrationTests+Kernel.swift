@@ -84,14 +84,7 @@ extension ConnectionShieldIntegrationTests {
         let world = try shieldedWorld(configuration: ["helloFastPath": "true"])
         defer { world.tearDown() }
         for (address, ipv6) in [("10.1.1.1", false), ("fd00::1", true)] {
-            // A server that reads each connection a moment after accepting it (root's).
-            let ready = world.directory + "/slow-\(ipv6 ? 6 : 4).ready"
-            try system(
-                "/bin/sh", "-c",
-                "setsid /usr/sbin/ip netns exec \(world.namespace ?? "") /usr/bin/python3 "
-                    + "\(AgentWorld.fixture("slow-tls-server.py")) \(address) 8443 \(world.directory)/web.crt "
-                    + "\(world.directory)/web.key \(ready) > /dev/null 2>&1 < /dev/null &")
-            #expect(eventually(10) { Files.exists(ready) }, "the slow server did not start")
+            try startSlowServer(world, address: address)
             let named = address.contains(":") ? "[\(address)]" : address
             // Her hello naming allowed.test to this server, passed once: let go in the kernel after.
             let warm = try curl(
@@ -117,6 +110,69 @@ extension ConnectionShieldIntegrationTests {
             // Through the queue (a decoy naming a host never passed before), as it always held.
             let queued = try attempts(4, decoy: "alloweb.test")
             #expect(!queued.contains { $0.contains("blocked.test") }, "through the queue, via \(address): \(queued)")
+        }
+        #expect(world.agentIsRunning)
+    }
+
+    /// A TLS server on `address`:8443 that reads each connection a moment after accepting it
+    /// (root's, `slow-tls-server.py`), as a busy server or one behind a slow link does.
+    func startSlowServer(_ world: AgentWorld, address: String) throws {
+        let ready = world.directory + "/slow-\(address.contains(":") ? 6 : 4).ready"
+        try system(
+            "/bin/sh", "-c",
+            "setsid /usr/sbin/ip netns exec \(world.namespace ?? "") /usr/bin/python3 "
+                + "\(AgentWorld.fixture("slow-tls-server.py")) \(address) 8443 \(world.directory)/web.crt "
+                + "\(world.directory)/web.key \(ready) > /dev/null 2>&1 < /dev/null &")
+        #expect(eventually(10) { Files.exists(ready) }, "the slow server did not start")
+    }
+
+    /// An acknowledgement the agent reads late never passes another connection than its own
+    /// (`stale-ack.py`): she floods hellos so that the agent falls behind on its log, resets a
+    /// connection whose hello the server acknowledged, opens the next on the same ports with a
+    /// decoy hello the kernel lets go, which a lossy link loses (a drop rule here), and lets TCP
+    /// send it again from a file she rewrote to name a shielded host. The attack on the installed
+    /// agent got `blocked.test` served 7 times of 11 when the agent made a flow PASSED by its
+    /// ports; now only the server's acknowledgement of the very hello the kernel let go does.
+    @Test func anAcknowledgementReadLateNeverPassesTheNextConnectionOnItsPorts() throws {
+        let world = try shieldedWorld(configuration: ["helloFastPath": "true"])
+        defer { world.tearDown() }
+        for (address, ipv6) in [("10.1.1.1", false), ("fd00::1", true)] {
+            try startSlowServer(world, address: address)
+            let named = address.contains(":") ? "[\(address)]" : address
+            for name in ["allowed.test", "www.allowed.test"] {
+                let warm = try curl(
+                    world, as: world.child, "--resolve", "\(name):8443:\(named)", "https://\(name):8443/")
+                #expect(warm.status == 0 && warm.body == "https \(name)\n", "\(warm)")
+            }
+            // The lossy link: every segment carrying the decoy's name (as a hello holds it, after
+            // its length) is lost, after the rules that judge it.
+            let tables = ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables"
+            let lossy = [
+                "POSTROUTING", "-p", "tcp", "--dport", "8443", "-m", "string", "--algo", "bm", "--hex-string",
+                "|000c|allowed.test", "-j", "DROP",
+            ]
+            #expect(try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-A"] + lossy).status == 0)
+            let before = try hellosPassedInTheKernel(world, ipv6: ipv6)
+            let tries = try (0..<6).map { _ in
+                try world.inNetwork(
+                    as: world.child, "/usr/bin/python3",
+                    [
+                        AgentWorld.fixture("stale-ack.py"), address, "8443", "www.allowed.test", "allowed.test",
+                        "blocked.test", "200",
+                    ]
+                ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            print("her tries via \(address): \(tries)")
+            #expect(!tries.contains { $0.contains("blocked.test") }, "via \(address): \(tries)")
+            // What the attack needs happened: hellos let go in the kernel, decoys lost.
+            let passed = try hellosPassedInTheKernel(world, ipv6: ipv6)
+            #expect(passed > before + 6, "via \(address): \(passed - before) hellos let go in the kernel")
+            let mangle = try world.inNetwork(
+                as: nil, tables, ["-w", "-t", "mangle", "-L", "POSTROUTING", "-v", "-x", "-n"])
+            let lost = mangle.stdout.split(separator: "\n").filter { $0.contains("DROP") }
+                .compactMap { Int($0.split(separator: " ").first ?? "") }.reduce(0, +)
+            #expect(lost >= 6, "via \(address): \(lost) decoys lost\n\(mangle.stdout)")
+            _ = try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-D"] + lossy)
         }
         #expect(world.agentIsRunning)
     }

@@ -60,6 +60,70 @@ struct HelloFastPathTests {
         return Array(repeating: 0, count: 12) + word(ipv6 ? 0x86DD : 0x0800) + ip + tcp
     }
 
+    /// A server's segment from `server`:443 back to 127.0.0.1:`clientPort` (or over IPv6
+    /// loopback), acknowledging `acknowledgement`, with `flags` (ACK by default).
+    static func reply(
+        acknowledging acknowledgement: UInt32, ipv6: Bool = false, server: [UInt8] = [127, 0, 0, 1],
+        clientPort: Int = 40_000, flags: UInt8 = 0x10
+    ) -> [UInt8] {
+        let ack = withUnsafeBytes(of: acknowledgement.bigEndian) { Array($0) }
+        let tcp = word(443) + word(clientPort) + [0, 0, 0, 1] + ack + [0x50, flags] + word(512) + [0, 0, 0, 0]
+        let loopback6 = Array(repeating: UInt8(0), count: 15) + [1]
+        let ip =
+            ipv6
+            ? [0x60, 0, 0, 0] + word(tcp.count) + [6, 64] + loopback6 + loopback6
+            : [0x45, 0] + word(20 + tcp.count) + [0, 0, 0x40, 0, 64, 6, 0, 0] + server + [127, 0, 0, 1]
+        return Array(repeating: 0, count: 12) + word(ipv6 ? 0x86DD : 0x0800) + ip + tcp
+    }
+
+    /// `acknowledged` (in INPUT) matches the server's acknowledgement of the whole of a hello
+    /// `hello` let go, on that very connection, once, under the generation it was let go under;
+    /// nothing else. (The segments `frame` makes start at sequence number 1.)
+    @Test func theServersAcknowledgementOfAHelloTheKernelLetGoIsMatchedAndNothingElse() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hello-acked-\(getpid())").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = try DNSFastPath(directory: directory)
+        let end = UInt32(1 + Self.hello.count)
+        #expect(try !path.matches("acknowledged", frame: Self.reply(acknowledging: end)), "no hello let go")
+        let loopback6 = Array(repeating: UInt8(0), count: 15) + [1]
+        for address in [[127, 0, 0, 1], loopback6] {
+            try path.allow(
+                DNSFastPath.Hello(uid: 0, address: address, port: 443, name: Array("www.allowed.test".utf8)),
+                seconds: 30, generation: 0)
+        }
+        for ipv6 in [false, true] {
+            #expect(try path.matches("hello", frame: Self.frame(Self.hello, ipv6: ipv6)))
+            let refused: [(String, [UInt8])] = [
+                ("short of the hello's end", Self.reply(acknowledging: end - 1, ipv6: ipv6)),
+                ("before it", Self.reply(acknowledging: 1, ipv6: ipv6)),
+                ("half the sequence space on", Self.reply(acknowledging: end &+ 0x8000_0000, ipv6: ipv6)),
+                ("with RST", Self.reply(acknowledging: end, ipv6: ipv6, flags: 0x14)),
+                ("a SYN-ACK", Self.reply(acknowledging: end, ipv6: ipv6, flags: 0x12)),
+                ("without ACK", Self.reply(acknowledging: end, ipv6: ipv6, flags: 0x08)),
+                ("another connection's", Self.reply(acknowledging: end, ipv6: ipv6, clientPort: 40_001)),
+            ]
+            for (what, frame) in refused {
+                #expect(try !path.matches("acknowledged", frame: frame), "\(what), IPv6 \(ipv6)")
+            }
+            #expect(try !path.matches("acknowledged", frame: Self.reply(acknowledging: end, server: [127, 0, 0, 2])))
+            #expect(try path.matches("acknowledged", frame: Self.reply(acknowledging: end + 700, ipv6: ipv6)))
+            #expect(try !path.matches("acknowledged", frame: Self.reply(acknowledging: end, ipv6: ipv6)), "twice")
+        }
+        // A filter changed between the hello and its acknowledgement: no match (the flow stays
+        // watched, her data compared in the queue).
+        #expect(try path.matches("hello", frame: Self.frame(Self.hello)))
+        try path.setGeneration(1)
+        #expect(try !path.matches("acknowledged", frame: Self.reply(acknowledging: end)))
+        // A hello the queue judges (not let go here) leaves nothing to match.
+        #expect(try !path.matches("hello", frame: Self.frame(Self.hello)))
+        #expect(try !path.matches("acknowledged", frame: Self.reply(acknowledging: end)))
+        let programs = try path.pinned { programs throws(SystemError) in
+            #expect(programs.acknowledged.map { FileManager.default.fileExists(atPath: $0) } == true)
+            return programs
+        }
+        #expect(programs.acknowledged == directory + "/acknowledged")
+    }
+
     @Test func theKernelPassesOneWholeHelloTheTableHoldsAndNothingElse() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hello-fast-path-\(getpid())")
             .path

@@ -613,21 +613,52 @@ import Testing
         #expect(kept[chess]?.displayName == "Chess", "names of desktop entries are never swept")
     }
 
-    /// With the hello fast path (its program, and the log the server's acknowledgements go to):
-    /// her first data on a flow never marked that the program matches is marked WATCHED, copied to
-    /// the log and let go, after every rule a TCP segment meets before (the SYN fast path's among
-    /// them) and before her rules to the filter chain and its queue. Without the log, or without
-    /// the program, every hello is the queue's.
+    /// With the hello fast path (its programs, and the log the server's acknowledgements go to):
+    /// her first data on a flow never marked that the program matches is marked watched by the
+    /// kernel (a value of its own, not WATCHED), copied to the log and let go, after every rule a
+    /// TCP segment meets before (the SYN fast path's among them) and before her rules to the
+    /// filter chain and its queue. In INPUT, only the server's acknowledgement of the hello makes
+    /// such a flow PASSED; the acknowledged bits never do, and a refusal asked does. Without the
+    /// log, or without the program, every hello is the queue's.
     @Test func theHelloFastPathsRulesComeBeforeHerQueueAndOnlyWithTheLog() {
         let firewall = Firewall(chain: "screentime", queue: 53)
         let programs = Firewall.DNSFastPathPrograms(
-            question: "/run/screentime/q", answer: "/run/screentime/a", hello: "/run/screentime/h")
+            question: "/run/screentime/q", answer: "/run/screentime/a", hello: "/run/screentime/h",
+            acknowledged: "/run/screentime/k")
         for family in Firewall.Family.allCases {
             let lines = firewall.ruleset(
                 for: family, owners: [1001...1001, 1005...1006], dohAddresses: [], synFastPath: true,
                 acknowledgementLog: 54, dnsFastPath: programs
             ).split(separator: "\n").map(String.init)
-            let watched = "0x5e0000/0xfff0000"
+            let watched = "0x5f0000/0xfff0000"
+            #expect(firewall.kernelWatchedMark == 0x5f_0000 && firewall.mark(.watched) == 0x5e_0000)
+            #expect(firewall.standing(ofMark: 0x5f_0000, generation: 0) == .watched)
+            // The server's acknowledgement of the hello: PASSED (of generation 0), after the copy
+            // is logged; the acknowledged bits promote WATCHED only.
+            let input = lines.filter { $0.hasPrefix("-A screentime-in ") }
+            let reply = "-A screentime-in -p tcp -m conntrack --ctdir REPLY -m connmark --mark 0x5f0000/0xff0000"
+            let logged = input.firstIndex(of: "\(reply) -j NFLOG --nflog-group 54 --nflog-threshold 1")
+            let promoted = input.firstIndex(
+                of: "\(reply) -m bpf --object-pinned /run/screentime/k -j CONNMARK --set-xmark 0x560000/0xfff0000")
+            #expect(logged != nil && promoted.map { $0 == logged! + 1 } == true, "\(input)")
+            #expect(!lines.contains { $0.contains("--mark 0x\(String(0x5f_0000 | 0x0800_0000, radix: 16))") })
+            // A refusal asked for (by ports) turns it REFUSED; a refused hello's, PASSED too.
+            for chain in ["screentime", "screentime-in"] {
+                let refusals = ["0x15f0000", "0x25f0000", "0x2560000"].map {
+                    "-A \(chain) -p tcp -m connmark --mark \($0)/0xfff0000 -j CONNMARK --set-xmark 0x550000/0xfff0000"
+                }
+                let at = refusals.map { lines.firstIndex(of: $0) }
+                let passedReturn = lines.firstIndex {
+                    $0.hasPrefix("-A \(chain) ") && $0.contains("--mark 0x560000/0xff0000 -j")
+                }
+                #expect(
+                    at.allSatisfy { $0 != nil && $0! < (passedReturn ?? Int.max) },
+                    "\(chain): \(at) \(passedReturn ?? -1)")
+            }
+            #expect(
+                lines.contains(
+                    "-A screentime -p tcp -m owner ! --socket-exists -m connmark --mark 0x5f0000/0xff0000 -j screentime-filter"
+                ))
             let matched = lines.enumerated().filter { $0.element.contains("--object-pinned /run/screentime/h") }
             #expect(
                 matched.map(\.element)

@@ -186,15 +186,27 @@ judged_again:
 // else, naming one server, and the table lets that user send that very name to that very server.
 // Like a question, an entry is put only after the agent passed such a hello through the queue,
 // and is void past its expiry and at any change of a filter (the same generation). What the
-// rules do with a match: mark the flow WATCHED, copy the hello to the agent's log, let it go.
-// The agent judges the copy as it judges a queued hello, and the flow goes on as a watched one
-// (her next data is compared with this hello until the server acknowledges it).
+// rules do with a match: mark the flow watched by the kernel (a value of its own), copy the hello
+// to the agent's log, let it go. The agent judges the copy as it judges a queued hello, and her
+// next data is compared with this hello until the server acknowledges it: `acknowledged`
+// matches (in INPUT) the server's packet on that very connection whose acknowledgement reaches
+// the hello's end, and the rules make the flow PASSED on it. Not the agent, by the flow's
+// addresses and ports: such a write, read late, lands on whatever connection holds them then (a
+// child's attack on the installed agent, 2026-12-01: an acknowledgement of a connection she reset
+// passed the next one on the same ports, whose decoy hello the kernel had let go).
 struct {
     __uint(type, BPF_MAP_TYPE_LRU_HASH);
     __uint(max_entries, HELLO_FAST_PATH_ENTRIES);
     __type(key, struct hello_fast_path_key);
     __type(value, struct dns_fast_path_value);
 } hellos SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, HELLO_FLOWS_ENTRIES);
+    __type(key, struct hello_flow_key);
+    __type(value, struct hello_flow_value);
+} hello_flows SEC(".maps");
 
 /// The most extensions a hello may have here (Chromium sends about 18), and the most protocols
 /// its ALPN may name: a hello with more goes to the queue.
@@ -234,6 +246,7 @@ int hello(struct __sk_buff *skb) {
     // as one name and sent as another (the attack on the installed agent, 2026-11-30).
     if (skb->gso_segs > 1 || skb->gso_size != 0) return 0;
     struct hello_fast_path_key key = {};
+    struct hello_flow_key flow = {};
     __u8 first;
     if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0) return 0;
     __u32 tcp, total;
@@ -247,6 +260,7 @@ int hello(struct __sk_buff *skb) {
         total = header[2] << 8 | header[3];
         key.family = 4;
         __builtin_memcpy(key.address, header + 16, 4);
+        __builtin_memcpy(flow.client, header + 12, 4);
     } else if ((first >> 4) == 6) {
         __u8 header[40];
         if (bpf_skb_load_bytes(skb, 0, header, 40) < 0 || header[6] != IPPROTO_TCP) return 0;
@@ -254,6 +268,7 @@ int hello(struct __sk_buff *skb) {
         total = 40 + (header[4] << 8 | header[5]);
         key.family = 6;
         __builtin_memcpy(key.address, header + 24, 16);
+        __builtin_memcpy(flow.client, header + 8, 16);
     } else {
         return 0;
     }
@@ -322,7 +337,64 @@ int hello(struct __sk_buff *skb) {
     __u32 zero = 0;
     __u64 *current = bpf_map_lookup_elem(&generation, &zero);
     if (!current || value->generation != *current || bpf_ktime_get_ns() >= value->expires) return 0;
+    // Its connection, and the sequence number the server's acknowledgement must reach.
+    flow.family = key.family;
+    __builtin_memcpy(flow.server, key.address, 16);
+    flow.client_port = segment[0] << 8 | segment[1];
+    flow.server_port = key.port;
+    struct hello_flow_value sent = {.generation = *current};
+    sent.end = ((__u32)segment[4] << 24 | (__u32)segment[5] << 16 | (__u32)segment[6] << 8 | segment[7])
+               + (total - start);
+    if (bpf_map_update_elem(&hello_flows, &flow, &sent, BPF_ANY) < 0) return 0;
     __sync_fetch_and_add(&value->hits, 1);
+    return 1;
+}
+
+/// A server's packet (in INPUT) on a connection whose hello `hello` let go, that acknowledges the
+/// whole hello, under the generation it was let go under: the connection's entry goes, and the
+/// rules make the flow PASSED. Anything else does not match (the flow stays watched: her data is
+/// compared in the queue, whose verdict then takes it on).
+SEC("socket")
+int acknowledged(struct __sk_buff *skb) {
+    struct hello_flow_key flow = {};
+    __u8 first;
+    if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0) return 0;
+    __u32 tcp;
+    if ((first >> 4) == 4) {
+        __u8 header[20];
+        if (bpf_skb_load_bytes(skb, 0, header, 20) < 0 || header[9] != IPPROTO_TCP) return 0;
+        if (((header[6] << 8 | header[7]) & 0x3FFF) != 0) return 0;
+        tcp = (first & 0x0F) * 4;
+        if (tcp < 20) return 0;
+        flow.family = 4;
+        __builtin_memcpy(flow.server, header + 12, 4);
+        __builtin_memcpy(flow.client, header + 16, 4);
+    } else if ((first >> 4) == 6) {
+        __u8 header[40];
+        if (bpf_skb_load_bytes(skb, 0, header, 40) < 0 || header[6] != IPPROTO_TCP) return 0;
+        tcp = 40;
+        flow.family = 6;
+        __builtin_memcpy(flow.server, header + 8, 16);
+        __builtin_memcpy(flow.client, header + 24, 16);
+    } else {
+        return 0;
+    }
+    __u8 segment[20];
+    if (bpf_skb_load_bytes(skb, tcp, segment, 20) < 0) return 0;
+    // An acknowledgement: ACK, and no SYN or RST.
+    if ((segment[13] & 0x10) == 0 || (segment[13] & 0x06) != 0) return 0;
+    flow.server_port = segment[0] << 8 | segment[1];
+    flow.client_port = segment[2] << 8 | segment[3];
+    struct hello_flow_value *sent = bpf_map_lookup_elem(&hello_flows, &flow);
+    if (!sent) return 0;
+    __u32 zero = 0;
+    __u64 *current = bpf_map_lookup_elem(&generation, &zero);
+    if (!current || sent->generation != *current) return 0;
+    __u32 acknowledgement =
+        (__u32)segment[8] << 24 | (__u32)segment[9] << 16 | (__u32)segment[10] << 8 | segment[11];
+    // At or past the hello's end (in sequence space: less than half of it on).
+    if (acknowledgement - sent->end >= 0x80000000u) return 0;
+    bpf_map_delete_elem(&hello_flows, &flow);
     return 1;
 }
 

@@ -51,4 +51,29 @@ struct hello_fast_path_key {
     __u8 name[HELLO_FAST_PATH_NAME_MAX];
 };
 
+/// The connections whose hello the kernel let go, the most it keeps (the least recently used goes
+/// first: a connection whose server never acknowledged its hello then stays watched).
+#define HELLO_FLOWS_ENTRIES 16384
+
+/// A connection whose hello the kernel let go: its addresses and ports (host order), its side
+/// (client: hers) and the server's.
+struct hello_flow_key {
+    /// 4 or 6.
+    __u8 family;
+    __u8 zero;
+    __u16 client_port;
+    __u16 server_port;
+    __u16 zero2;
+    __u8 client[16];
+    __u8 server[16];
+};
+
+struct hello_flow_value {
+    /// The hello table's generation it was let go under.
+    __u64 generation;
+    /// The sequence number just past the hello: the server's acknowledgement of it reaches it.
+    __u32 end;
+    __u32 zero;
+};
+
 #endif

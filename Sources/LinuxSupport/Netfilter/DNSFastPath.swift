@@ -51,7 +51,8 @@ public final class DNSFastPath: Sendable {
     /// table lets pass (OUTPUT), and the one that matches an answer it lets pass (INPUT).
     public var programs: Firewall.DNSFastPathPrograms {
         Firewall.DNSFastPathPrograms(
-            question: directory + "/question", answer: directory + "/answer", hello: directory + "/hello")
+            question: directory + "/question", answer: directory + "/answer", hello: directory + "/hello",
+            acknowledged: directory + "/acknowledged")
     }
 
     /// Runs `body` (the rules' install) with the programs pinned at `programs`, then unpins them.
@@ -208,7 +209,7 @@ public final class DNSFastPath: Sendable {
         return taken.hits
     }
 
-    /// Runs the kernel side's `question`, `answer` or `hello` program on an Ethernet frame, as the kernel's
+    /// Runs the kernel side's `question`, `answer`, `hello` or `acknowledged` program on an Ethernet frame, as the kernel's
     /// test run does (the program sees it from its IP header on, with a socket of uid 0), and says
     /// whether it matched. For the tests.
     /// With `segmentSize`, the frame is one sent in segments of that size (UDP_SEGMENT).
@@ -305,11 +306,14 @@ extension Firewall {
         public var answer: String
         /// The hello fast path's program (nil: every hello comes to the queue).
         public var hello: String?
+        /// Its other half, which matches the server's acknowledgement of a hello it let go.
+        public var acknowledged: String?
 
-        public init(question: String, answer: String, hello: String? = nil) {
+        public init(question: String, answer: String, hello: String? = nil, acknowledged: String? = nil) {
             self.question = question
             self.answer = answer
             self.hello = hello
+            self.acknowledged = acknowledged
         }
     }
 }

@@ -11,6 +11,19 @@ extension Firewall {
         }
     }
 
+    /// The mark's value of a connection whose hello the hello fast path let go in the kernel
+    /// (`helloRules`): watched as WATCHED is (the agent reads it as `.watched`), but never made
+    /// PASSED by the acknowledged bits, which are written by addresses and ports and, read late,
+    /// land on whatever connection holds them then. Its server's acknowledgement of that very
+    /// hello makes it PASSED in the kernel; a verdict of the agent on one of its packets makes it
+    /// WATCHED.
+    public var kernelWatchedMark: UInt32 { mark &+ (0x04_0000 &+ UInt32(Self.generations) << 16) }
+
+    /// The same as a rule writes it (value/mask).
+    var kernelWatchedText: String {
+        "0x" + String(kernelWatchedMark, radix: 16) + "/0x" + String(Self.markMask, radix: 16)
+    }
+
     /// A standing's mark as the rules write it (value/mask).
     func markText(_ standing: Standing, generation: UInt8 = 0) -> String {
         "0x" + String(mark(standing, generation: generation), radix: 16) + "/0x" + String(Self.markMask, radix: 16)
@@ -34,6 +47,7 @@ extension Firewall {
     public func standing(ofMark packetMark: UInt32, generation: UInt8) -> Standing? {
         let value = packetMark & Self.markMask
         for standing in [Standing.dns, .pending, .refused, .watched] where mark(standing) == value { return standing }
+        if value == kernelWatchedMark { return .watched }
         for earlier in 0..<Self.generations where mark(.passed, generation: earlier) == value {
             return earlier == generation % Self.generations ? .passed : .passedEarlier
         }

@@ -8,7 +8,7 @@ import FoundationEssentials
 /// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default;
 /// `M` is the byte of the connection mark the agent owns, bits 16–23: DNS is the configured
 /// value, PENDING and REFUSED the next two, PASSED one of the eight after them, by generation,
-/// and WATCHED the one after those):
+/// WATCHED the one after those, and the hello fast path's kernel-watched the next):
 ///
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
@@ -65,6 +65,9 @@ import FoundationEssentials
 ///                     R -m connmark --mark WATCHED/M -j NFLOG --nflog-group G   (a copy of the
 ///                        server's acknowledgement of a judged opening; the agent marks the flow.
 ///                        Without the log: -j CONNMARK --restore-mark, then -j NFQUEUE, a verdict)
+///                     (the hello fast path: R -m connmark --mark KWATCHED/M -j NFLOG --nflog-group G,
+///                        then -m bpf --object-pinned ACKNOWLEDGED -j CONNMARK --set-xmark PASSED:
+///                        the server's acknowledgement of the hello the kernel let go; `helloRules`)
 ///                     R -m connmark --mark PENDING/M -m u32 (no data) -j RETURN
 ///                     R -m connmark --mark PENDING/M -j CONNMARK --restore-mark
 ///                     R -m mark --mark PENDING/M -j NFQUEUE --queue-num N   (what the server sends
@@ -142,6 +145,13 @@ public struct Firewall: Sendable {
     /// Written by name as the acknowledged bits are, so a late one that finds a new connection
     /// on the same ports (loopback reuses a closed connection's ports at once) resets nothing.
     public static let refusalAsked: UInt32 = 0x0100_0000
+    /// The value that asks for the refusal of a connection whose hello the kernel let go and the
+    /// agent, reading its copy, would not pass: REFUSED at its next packet where they meet the
+    /// kernel's watched mark or PASSED of the rules' generation (the server's acknowledgement may
+    /// have passed it in the kernel before the agent read the copy). Only the hello's judge
+    /// writes it; a late one that finds a new connection of hers on the same ports resets it,
+    /// and passes nothing.
+    public static let helloRefusalAsked: UInt32 = 0x0200_0000
     /// DNS packets per second each filtered uid range may send to the queue (bursts of five times
     /// that, at most `highestRateLimit`); 0: no limit.
     public let rateLimit: Int
@@ -151,7 +161,7 @@ public struct Firewall: Sendable {
     /// Where iptables, ip6tables and their -restore are looked for.
     public let toolDirectories: [String]
 
-    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 244; the next eleven values
+    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 243; the next twelve values
     ///   mark the other connections' verdicts.
     public init(
         chain: String, queue: UInt16, mark: UInt8 = 0x53, rateLimit: Int = 200, connectionRateLimit: Int = 2000,
@@ -203,9 +213,10 @@ public struct Firewall: Sendable {
                 + "/\(ownedText)"
         }
         // And one whose refusal the agent asked for: REFUSED, either way.
-        let promote = [
+        var promote = [
             turn(Self.acknowledged(generation: generation), into: .passed), turn(Self.refusalAsked, into: .refused),
         ]
+        if acknowledgementLog != nil, dnsFastPath?.hello != nil { promote += helloRefusals(generation: generation) }
         // A QUIC client packet, on any port and at any point of a flow: a long header with both
         // high bits (RTP, the other UDP protocols of calls and games, start 0b10) and a version,
         // in a datagram of at least 1,200 bytes. Checked in the kernel, before the fast path.
@@ -260,8 +271,10 @@ public struct Firewall: Sendable {
         lines.append("-A \(chain) -p udp -m connmark --mark \(markText(.refused)) -j REJECT")
         // A watched flow's segment that no socket sends (her process closed it at once: TCP sends
         // the opening again alone, with no owner to match below) is compared all the same.
-        lines.append(
-            "-A \(chain) -p tcp -m owner ! --socket-exists -m connmark --mark \(markText(.watched)) -j \(filterChain)")
+        for watched in [markText(.watched), kernelWatchedText] {
+            lines.append(
+                "-A \(chain) -p tcp -m owner ! --socket-exists -m connmark --mark \(watched) -j \(filterChain)")
+        }
         // A connection passed under filters since changed, on which she only acknowledges (a
         // download, a stream: the server sends, her TCP sends ACKs, which pass below) would be
         // left streaming: each of its segments goes to the queue, which resets it. (Here, after
@@ -335,65 +348,9 @@ public struct Firewall: Sendable {
         lines.append("-A \(filterChain) -p udp -m udp --dport 443 -j REJECT")
         lines.append("-A \(filterChain) -j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)")
         lines.append("-A \(filterChain) \(queue)")
-        // A watched flow's packets from the server: the agent waits for the acknowledgement of the
-        // opening it judged, then marks the flow through NF_REPEAT (passed or refused).
-        // (Only the reply direction: over loopback the client's own packets come in here too.)
-        let reply = "-p tcp -m conntrack --ctdir REPLY"
-        // Every rule of the input chain is for a flow the agent marked.
-        lines.append("-A \(inputChain) \(unmarked) -j RETURN")
-        // A reply the kernel's table lets pass (addresses of a name the agent judged): next, before
-        // the rules for TCP, which it would pass one by one, and before the limits: it costs the
-        // agent nothing.
-        let dnsMark = "-m connmark --mark \(markText(.dns))"
-        if let programs = dnsFastPath {
-            lines.append(
-                "-A \(inputChain) -p udp -m udp --sport 53 \(dnsMark) -m bpf --object-pinned \(programs.answer) -j ACCEPT"
-            )
-        }
-        if acknowledgementLog != nil { lines += promote.map { "-A \(inputChain) \($0)" } }
-        for text in [passed, markText(.refused)] {
-            lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) \(save)")
-            lines.append("-A \(inputChain) \(reply) -m mark --mark \(text) -j RETURN")
-        }
-        let restore = "-j CONNMARK --restore-mark --nfmask \(mask) --ctmask \(mask)"
-        if let group = acknowledgementLog {
-            lines.append(
-                "-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) -j NFLOG --nflog-group \(group) "
-                    + "--nflog-threshold 1")
-        } else {
-            lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.watched)) \(restore)")
-            lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.watched)) \(queue)")
-        }
-        // A pending flow's packets from the server: what it sends before her opening is all here
-        // and judged (a server that speaks first, to a shared address) is dropped by the agent.
-        // Those without data (its SYN-ACK, its ACKs) pass here, by the same exact-length match.
-        for words in 5...15 {
-            let noData = Self.noData(family, tcpWords: words, flags: nil)
-            lines.append(
-                "-A \(inputChain) \(reply) -m connmark --mark \(markText(.pending)) -m u32 --u32 \"\(noData)\" -j RETURN"
-            )
-        }
-        lines.append("-A \(inputChain) \(reply) -m connmark --mark \(markText(.pending)) \(restore)")
-        lines.append("-A \(inputChain) \(reply) -m mark --mark \(markText(.pending)) \(queue)")
-        // Replies come to the queue only as far as judging needs: a server of the child's that
-        // answers one question 80,000 times a second costs the agent what a few thousand cost.
-        // Per flow (a socket's questions to a server) no more than its user may ask, then per
-        // server five times that.
-        let perFlow = min(rateLimit, 1_000_000)
-        let perServer = min(rateLimit * 5, 1_000_000)
-        // No limit on the questions (0): none on the answers either.
-        let limits =
-            rateLimit == 0 ? [] : [(perFlow, "srcip,srcport,dstip,dstport", "dnsf"), (perServer, "srcip", "dnss")]
-        for (rate, mode, name) in limits {
-            for transport in ["udp", "tcp"] {
-                lines.append(
-                    "-A \(inputChain) -p \(transport) -m \(transport) --sport 53 \(dnsMark) -m hashlimit "
-                        + "--hashlimit-above \(rate)/sec --hashlimit-burst \(rate * 5) --hashlimit-mode \(mode) "
-                        + "--hashlimit-name \(chain.prefix(10))-\(name) -j DROP")
-            }
-        }
-        lines.append("-A \(inputChain) -p udp -m udp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
-        lines.append("-A \(inputChain) -p tcp -m tcp --sport 53 -m connmark --mark \(markText(.dns)) \(queue)")
+        lines += inputRules(
+            family: family, generation: generation, promote: promote, acknowledgementLog: acknowledgementLog,
+            dnsFastPath: dnsFastPath)
         lines.append("COMMIT")
         return lines.joined(separator: "\n") + "\n"
     }

@@ -119,7 +119,8 @@ extension DomainShield {
         do {
             try acknowledgements?.marks.setMark(
                 source: parsed.source, sourcePort: parsed.sourcePort, destination: parsed.destination,
-                destinationPort: parsed.destinationPort, value: Firewall.refusalAsked, mask: Firewall.acknowledgedMask)
+                destinationPort: parsed.destinationPort, value: Firewall.helloRefusalAsked,
+                mask: Firewall.acknowledgedMask)
         } catch {
             logger.debug("a refused hello's flow was not marked", metadata: ["error": "\(error.message)"])
         }
@@ -128,7 +129,10 @@ extension DomainShield {
     /// The fast path's programs as the rules use them: the hello's only with `helloFastPath`.
     var fastPathPrograms: Firewall.DNSFastPathPrograms? {
         guard var programs = fastPath?.programs else { return nil }
-        if !configuration.helloFastPath { programs.hello = nil }
+        if !configuration.helloFastPath {
+            programs.hello = nil
+            programs.acknowledged = nil
+        }
         return programs
     }
 
