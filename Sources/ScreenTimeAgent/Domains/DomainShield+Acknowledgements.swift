@@ -42,10 +42,17 @@ extension DomainShield {
                 logger.debug("a watched flow's mark was not set", metadata: ["error": "\(error.message)"])
             }
         }
+        // A flow whose hello's copy the agent refused: its refusal is asked again as that one was,
+        // which a flow the server's acknowledgement passed in the kernel heeds too (a refusal
+        // asked as any other would take the place of that one before her next packet met it).
+        let refusedHello = refusedHellos.withLock {
+            $0.contains(Self.flow(packet.destination, packet.destinationPort, packet.source, packet.sourcePort))
+        }
         let (decision, owner) = connections.acknowledgement(packet, generation: generation) { decision in
             switch decision {
             case .pass: mark(Firewall.acknowledged(generation: generation), Firewall.acknowledgedMask)
-            case .refuse: mark(Firewall.refusalAsked, Firewall.acknowledgedMask)
+            case .refuse:
+                mark(refusedHello ? Firewall.helloRefusalAsked : Firewall.refusalAsked, Firewall.acknowledgedMask)
             default: break
             }
         }
@@ -116,6 +123,10 @@ extension DomainShield {
             }
             _ = verdict(decision, mark: 0, owner: owner, generation: generation)
         }
+        refusedHellos.withLock { refused in
+            refused.append(Self.flow(parsed.source, parsed.sourcePort, parsed.destination, parsed.destinationPort))
+            if refused.count > Self.refusedHellosKept { refused.removeFirst() }
+        }
         do {
             try acknowledgements?.marks.setMark(
                 source: parsed.source, sourcePort: parsed.sourcePort, destination: parsed.destination,
@@ -124,6 +135,17 @@ extension DomainShield {
         } catch {
             logger.debug("a refused hello's flow was not marked", metadata: ["error": "\(error.message)"])
         }
+    }
+
+    /// How many flows of refused hellos are kept (`refusedHellos`).
+    static let refusedHellosKept = 64
+
+    /// A flow's addresses and ports as `refusedHellos` holds them (its client's first).
+    static func flow(
+        _ client: ArraySlice<UInt8>, _ clientPort: UInt16, _ server: ArraySlice<UInt8>, _ serverPort: UInt16
+    ) -> [UInt8] {
+        Array(client) + [UInt8(clientPort >> 8), UInt8(clientPort & 0xFF)] + Array(server)
+            + [UInt8(serverPort >> 8), UInt8(serverPort & 0xFF)]
     }
 
     /// The fast path's programs as the rules use them: the hello's only with `helloFastPath`.

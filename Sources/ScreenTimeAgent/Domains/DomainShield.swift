@@ -52,6 +52,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// What each shielded name met lately is counted under, and when the shield presenter was
     /// last told of it (see `note`); emptied when the policy changes.
     let notedNames = Mutex<[NotedKey: Noted]>([:])
+    /// The flows (client's address and port, server's) of the last hellos the kernel let go whose
+    /// copies the agent refused (see `judgeLoggedAcknowledgement`).
+    let refusedHellos = Mutex<[[UInt8]]>([])
     static let tellingSpacing: Duration = .seconds(1)
     private let flushSignal: AsyncStream<Void>
     /// Told of each shielded name a filtered user looked up (the shield window's notice).
