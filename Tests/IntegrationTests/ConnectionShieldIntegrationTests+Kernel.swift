@@ -176,4 +176,49 @@ extension ConnectionShieldIntegrationTests {
         }
         #expect(world.agentIsRunning)
     }
+
+    /// Her hello split in three records, the first sent as TCP Fast Open data on a SYN the link
+    /// loses, the middle one a whole hello naming an allowed host, the first's pending flow pushed
+    /// out of the agent's table before it (`tfo-prefix.py`; the attack on the installed agent,
+    /// 2026-12-01: `blocked.test` served 24 of 24 tries with a lossy link, 10 of 14 with none, the
+    /// hello fast path on or off). The SYN sent again cleared the flow's mark, and the first record
+    /// sent again was accepted without one: the middle record was then judged as the start of a
+    /// stream. Now a SYN leaves a pending flow's mark, and a segment sent again is answered with
+    /// PENDING; the middle record meets the lost flow's mark and is refused.
+    @Test(arguments: [false, true])
+    func aHelloWhoseStartWentOnASYNSentAgainIsJudgedWhole(helloFastPath: Bool) throws {
+        let world = try shieldedWorld(configuration: ["helloFastPath": "\(helloFastPath)"])
+        defer { world.tearDown() }
+        for (address, ipv6) in [("10.1.1.1", false), ("fd00::1", true)] {
+            try startSlowServer(world, address: address)
+            let named = address.contains(":") ? "[\(address)]" : address
+            let warm = try curl(
+                world, as: world.child, "--resolve", "allowed.test:8443:\(named)", "https://allowed.test:8443/")
+            #expect(warm.status == 0 && warm.body == "https allowed.test\n", "\(warm)")
+            // The lossy link: a SYN carrying data is lost.
+            let tables = ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables"
+            let lossy = [
+                "POSTROUTING", "-p", "tcp", "--dport", "8443", "--tcp-flags", "SYN,ACK", "SYN", "-m", "length",
+                "--length", ipv6 ? "120:65535" : "100:65535", "-j", "DROP",
+            ]
+            #expect(try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-A"] + lossy).status == 0)
+            let tries = try (0..<3).map { _ in
+                try world.inNetwork(
+                    as: world.child, "/usr/bin/python3",
+                    [AgentWorld.fixture("tfo-prefix.py"), address, "8443", "allowed.test", "blocked.test", "300"]
+                ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            print("her tries via \(address), hello fast path \(helloFastPath): \(tries)")
+            #expect(!tries.contains { $0.contains("blocked.test") }, "via \(address): \(tries)")
+            // What the attack needs happened: her SYNs carrying data were lost, and sent again.
+            let mangle = try world.inNetwork(
+                as: nil, tables, ["-w", "-t", "mangle", "-L", "POSTROUTING", "-v", "-x", "-n"])
+            let lost = mangle.stdout.split(separator: "\n").filter { $0.contains("DROP") }
+                .compactMap { Int($0.split(separator: " ").first ?? "") }.reduce(0, +)
+            #expect(lost >= 3, "via \(address): \(lost) SYNs lost\n\(mangle.stdout)")
+            #expect(!tries.contains("lost"), "via \(address): \(tries)")
+            _ = try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-D"] + lossy)
+        }
+        #expect(world.agentIsRunning)
+    }
 }

@@ -105,19 +105,21 @@ struct HostileChildIntegrationTests {
     @Test func guardiansFindASlotWhileOthersHoldTheirs() throws {
         let world = try AgentWorld()
         defer { world.tearDown() }
-        var holders: [Int32] = []
+        // Every user made first: on a loaded machine making one takes seconds, and the holders'
+        // connections end 10 s after their first byte (the agent's deadline).
+        let users = try (0..<6).map { try world.makeUser("sth\($0)") }
+        let late = try world.makeUser("stlate")
         // Six other users hold four connections each: 24, all that non-guardians may have.
-        for index in 0..<6 {
-            let user = try world.makeUser("sth\(index)")
-            let output = world.directory + "/hold\(index).out"
-            holders.append(
-                try world.launch(
-                    as: user, "/usr/bin/python3",
-                    [AgentWorld.fixture("trickle.py"), world.socket, "4", "1", "8"], output: output))
+        let outputs = users.indices.map { world.directory + "/hold\($0).out" }
+        let holders = try zip(users, outputs).map { user, output in
+            try world.launch(
+                as: user, "/usr/bin/python3", [AgentWorld.fixture("trickle.py"), world.socket, "4", "1", "8"],
+                output: output)
+        }
+        for output in outputs {
             #expect(eventually { lines(output).contains("open 4") }, "\(lines(output))")
         }
         // A seventh is turned away: the rest is kept for guardians.
-        let late = try world.makeUser("stlate")
         #expect(try world.cli(as: late, "ping").status == 75)
         #expect(try world.cli(as: world.guardian, "ping").status == 0)
         #expect(try world.cli(as: nil, "status", "--user", world.child).status == 0)

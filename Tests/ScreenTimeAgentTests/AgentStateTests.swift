@@ -154,7 +154,8 @@ import Testing
         // A SYN clears the agent's byte first: a new connection on a reused flow's ports is judged.
         #expect(
             lines[7]
-                == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/0xff0000")
+                == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -m connmark ! --mark 0x540000/0xff0000 -j CONNMARK --set-xmark 0x0/0xff0000"
+        )
         // Someone else's question on a UDP flow a filtered user's question marked takes the mark
         // off (her answer is not queued and dropped), after the users' rules, which her own
         // questions never leave: a reply to one of hers always finds the flow marked.
@@ -303,7 +304,8 @@ import Testing
         let promote = "-p tcp -m connmark --mark 0xa5e0000/0xfff0000 -j CONNMARK --set-xmark 0x580000/0xfff0000"
         #expect(
             lines[6]
-                == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/0xfff0000")
+                == "-A screentime -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -m connmark ! --mark 0x540000/0xff0000 -j CONNMARK --set-xmark 0x0/0xfff0000"
+        )
         // A refusal asked for (0x1 in the same bits) makes a watched flow REFUSED, and nothing else.
         let demote = "-p tcp -m connmark --mark 0x15e0000/0xfff0000 -j CONNMARK --set-xmark 0x550000/0xfff0000"
         #expect(lines[7] == "-A screentime " + promote)

@@ -15,7 +15,9 @@ import FoundationEssentials
 ///     CHAIN           per range R' of uids not filtered (the ranges between the filtered ones):
 ///                     -m connmark --mark 0/M -m owner --uid-owner R' -j RETURN   (someone not
 ///                                       filtered, on a flow the agent never marked: nothing here)
-///                     -p tcp --syn -j CONNMARK --set-xmark 0/M   (a new connection on a reused flow)
+///                     -p tcp --syn -m connmark ! --mark PENDING/M -j CONNMARK --set-xmark 0/M
+///                                       (a new connection on a reused flow; a pending one's SYN
+///                                        sent again keeps its mark)
 ///                     -p tcp -m connmark --mark PASSED/M -j RETURN   (a judged TCP flow)
 ///                     per filtered uid range R, for every packet:
 ///                     -p udp -m length (a 1,200-byte payload) -m owner R -m u32 (a QUIC long
@@ -233,8 +235,13 @@ public struct Firewall: Sendable {
         for others in Self.ranges(Self.others(than: owners)) {
             lines.append("-A \(chain) \(unmarked) -m owner --uid-owner \(others) -j RETURN")
         }
+        // But not a pending flow's: a SYN sent again after one that carried data (TCP Fast Open)
+        // the link lost is the same connection, its data gathered already (a child's attack,
+        // 2026-12-01: the mark gone, her data after was judged as a stream's start). A new
+        // connection on a pending flow's ports meets the agent's gathered bytes, and is refused.
         lines.append(
-            "-A \(chain) -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CONNMARK --set-xmark 0x0/\(ownedText)")
+            "-A \(chain) -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -m connmark ! --mark \(markText(.pending)) "
+                + "-j CONNMARK --set-xmark 0x0/\(ownedText)")
         if acknowledgementLog != nil { lines += promote.map { "-A \(chain) \($0)" } }
         // The fast path first for TCP, the bulk of what a judged flow sends.
         lines.append("-A \(chain) -p tcp -m connmark --mark \(passed) -j RETURN")

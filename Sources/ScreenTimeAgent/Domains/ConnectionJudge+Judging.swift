@@ -93,9 +93,13 @@ extension ConnectionJudge {
         }
         guard let gathered else { return .drop }
         if !gathered.appended {
+            // Sent again, and the same: still pending, its mark put back if it went (a SYN sent
+            // again after one with Fast Open data cleared it, and a plain accept left the flow
+            // unmarked: her next segment was judged as the start of a stream, the attack of
+            // 2026-12-01).
             return gathered.opening.isEmpty
                 ? .refuse(Refusal(kind: "resent", reason: "a segment sent again that differs from the one judged"))
-                : .accept
+                : standing == .pending ? .accept : .pending
         }
         var opening = gathered.opening
         if opening.isEmpty {
