@@ -48,8 +48,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             "a question the agent judged (a name allowed, answered with its addresses alone) is asked again in the kernel, without the queue, for 30 s or until the next change of a filter (each answer is still read there); `false` sends every question and answer to the queue (for comparison)"
         ),
         (
-            "helloFastPath", "false",
-            "experimental, not safe yet: a TLS hello the agent passed (her uid, the server, the name byte for byte) is let go in the kernel after, for 30 s or until the next change of a filter, its copy judged from the log (needs `dnsFastPath` and `acknowledgementLog`); an attack gets a shielded site through it (see the threat model), so every hello goes to the queue unless this is `true`"
+            "helloFastPath", "true",
+            "a TLS hello the agent passed (her uid, the server, the name byte for byte) is let go in the kernel after, for 30 s or until the next change of a filter, its copy judged from the log and the flow passed on the server's acknowledgement of that very hello (needs `dnsFastPath` and `acknowledgementLog`); `false` sends every hello to the queue (for comparison)"
         ),
         (
             "execGate", "true",
@@ -127,7 +127,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var execGate = true
     public var acknowledgementLog = true
     public var dnsFastPath = true
-    public var helloFastPath = false
+    public var helloFastPath = true
     public var connectionMark: UInt8 = 83
     public var dnsRateLimit = 200
     public var connectionRateLimit = 2000

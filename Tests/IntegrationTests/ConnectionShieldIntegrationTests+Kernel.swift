@@ -16,9 +16,9 @@ extension ConnectionShieldIntegrationTests {
     /// Her curl to a site she may visit: the first connection's hello is judged in the queue; the
     /// next ones, the same hello to the same server, are let go in the kernel, and served. A
     /// shielded name on that server, another server, or another user's connections are not
-    /// helped by it. A shield on the site voids it: her next connection is reset.
+    /// helped by it. A shield on the site voids it: her next connection is reset. (By default.)
     @Test func aHelloPassedOnceIsLetGoInTheKernelAfterUntilTheFiltersChange() throws {
-        let world = try shieldedWorld(configuration: ["helloFastPath": "true"])
+        let world = try shieldedWorld()
         defer { world.tearDown() }
         for (address, ipv6) in [("10.1.1.1", false), ("[fd00::1]", true)] {
             func visit(_ name: String, as user: String? = nil) throws -> (status: Int32, body: String, seconds: Double)
@@ -56,10 +56,10 @@ extension ConnectionShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
-    /// By default (`helloFastPath` off, experimental: see the threat model) every hello of hers
-    /// goes to the queue, and no rule of the hello fast path is installed.
-    @Test func byDefaultEveryHelloIsQueued() throws {
-        let world = try AgentWorld(network: true)
+    /// With `helloFastPath` off every hello of hers goes to the queue, and no rule of the hello
+    /// fast path is installed.
+    @Test func withTheHelloFastPathOffEveryHelloIsQueued() throws {
+        let world = try AgentWorld(network: true, configuration: ["helloFastPath": "false"])
         defer { world.tearDown() }
         try world.startWebServers()
         try guardian(world, "authorize", "--child", world.child)

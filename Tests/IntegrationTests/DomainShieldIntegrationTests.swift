@@ -399,7 +399,9 @@ struct DomainShieldIntegrationTests {
         defer { world.tearDown() }
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
-        #expect(try world.firewallRules().filter { $0.contains("-m bpf --object-pinned") }.count == 2)
+        #expect(
+            try world.firewallRules().filter { $0.contains("-p udp") && $0.contains("-m bpf --object-pinned") }.count
+                == 2)
         func passedInTheKernel() throws -> [Int] { try fastPathCounts(world) }
         // Her lookups of the name, each counted in the report however it went.
         var asked = 0
@@ -675,7 +677,10 @@ struct DomainShieldIntegrationTests {
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
         func inTheKernel(ipv6: Bool) -> () throws -> [Int] { { try fastPathCounts(world, ipv6: ipv6) } }
-        #expect(try world.firewallRules(ipv6: true).filter { $0.contains("-m bpf --object-pinned") }.count == 2)
+        #expect(
+            try world.firewallRules(ipv6: true).filter {
+                $0.contains("-p udp") && $0.contains("-m bpf --object-pinned")
+            }.count == 2)
         // Over IPv6: judged once, then in the kernel, both ways.
         var onFastPath = false
         for _ in 0..<5 where !onFastPath {
