@@ -126,6 +126,27 @@ extension ConnectionShieldIntegrationTests {
         #expect(eventually(10) { Files.exists(ready) }, "the slow server did not start")
     }
 
+    /// Her tries of an attack fixture (run as the child with `arguments`) over a lossy link: root's
+    /// rule (`dropping`, after the chain's name) in the world's mangle POSTROUTING, after the
+    /// rules that judge her packets. Gives what each try printed and the packets the link lost.
+    func tries(
+        _ world: AgentWorld, _ count: Int, ipv6: Bool, dropping rule: [String], _ arguments: [String]
+    ) throws -> (printed: [String], lost: Int) {
+        let tables = ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables"
+        let lossy = ["POSTROUTING"] + rule + ["-j", "DROP"]
+        #expect(try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-A"] + lossy).status == 0)
+        defer { _ = try? world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-D"] + lossy) }
+        let printed = try (0..<count).map { _ in
+            try world.inNetwork(as: world.child, "/usr/bin/python3", arguments).stdout
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        let mangle = try world.inNetwork(
+            as: nil, tables, ["-w", "-t", "mangle", "-L", "POSTROUTING", "-v", "-x", "-n"])
+        let lost = mangle.stdout.split(separator: "\n").filter { $0.contains("DROP") }
+            .compactMap { Int($0.split(separator: " ").first ?? "") }.reduce(0, +)
+        return (printed, lost)
+    }
+
     /// An acknowledgement the agent reads late never passes another connection than its own
     /// (`stale-ack.py`): she floods hellos so that the agent falls behind on its log, resets a
     /// connection whose hello the server acknowledged, opens the next on the same ports with a
@@ -146,33 +167,23 @@ extension ConnectionShieldIntegrationTests {
             }
             // The lossy link: every segment carrying the decoy's name (as a hello holds it, after
             // its length) is lost, after the rules that judge it.
-            let tables = ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables"
-            let lossy = [
-                "POSTROUTING", "-p", "tcp", "--dport", "8443", "-m", "string", "--algo", "bm", "--hex-string",
-                "|000c|allowed.test", "-j", "DROP",
-            ]
-            #expect(try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-A"] + lossy).status == 0)
             let before = try hellosPassedInTheKernel(world, ipv6: ipv6)
-            let tries = try (0..<6).map { _ in
-                try world.inNetwork(
-                    as: world.child, "/usr/bin/python3",
-                    [
-                        AgentWorld.fixture("stale-ack.py"), address, "8443", "www.allowed.test", "allowed.test",
-                        "blocked.test", "200",
-                    ]
-                ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-            print("her tries via \(address): \(tries)")
-            #expect(!tries.contains { $0.contains("blocked.test") }, "via \(address): \(tries)")
+            let (printed, lost) = try tries(
+                world, 6, ipv6: ipv6,
+                dropping: [
+                    "-p", "tcp", "--dport", "8443", "-m", "string", "--algo", "bm", "--hex-string",
+                    "|000c|allowed.test",
+                ],
+                [
+                    AgentWorld.fixture("stale-ack.py"), address, "8443", "www.allowed.test", "allowed.test",
+                    "blocked.test", "200",
+                ])
+            print("her tries via \(address): \(printed)")
+            #expect(!printed.contains { $0.contains("blocked.test") }, "via \(address): \(printed)")
             // What the attack needs happened: hellos let go in the kernel, decoys lost.
             let passed = try hellosPassedInTheKernel(world, ipv6: ipv6)
             #expect(passed > before + 6, "via \(address): \(passed - before) hellos let go in the kernel")
-            let mangle = try world.inNetwork(
-                as: nil, tables, ["-w", "-t", "mangle", "-L", "POSTROUTING", "-v", "-x", "-n"])
-            let lost = mangle.stdout.split(separator: "\n").filter { $0.contains("DROP") }
-                .compactMap { Int($0.split(separator: " ").first ?? "") }.reduce(0, +)
-            #expect(lost >= 6, "via \(address): \(lost) decoys lost\n\(mangle.stdout)")
-            _ = try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-D"] + lossy)
+            #expect(lost >= 6, "via \(address): \(lost) decoys lost")
         }
         #expect(world.agentIsRunning)
     }
@@ -196,28 +207,17 @@ extension ConnectionShieldIntegrationTests {
                 world, as: world.child, "--resolve", "allowed.test:8443:\(named)", "https://allowed.test:8443/")
             #expect(warm.status == 0 && warm.body == "https allowed.test\n", "\(warm)")
             // The lossy link: a SYN carrying data is lost.
-            let tables = ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables"
-            let lossy = [
-                "POSTROUTING", "-p", "tcp", "--dport", "8443", "--tcp-flags", "SYN,ACK", "SYN", "-m", "length",
-                "--length", ipv6 ? "120:65535" : "100:65535", "-j", "DROP",
-            ]
-            #expect(try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-A"] + lossy).status == 0)
-            let tries = try (0..<3).map { _ in
-                try world.inNetwork(
-                    as: world.child, "/usr/bin/python3",
-                    [AgentWorld.fixture("tfo-prefix.py"), address, "8443", "allowed.test", "blocked.test", "300"]
-                ).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-            print("her tries via \(address), hello fast path \(helloFastPath): \(tries)")
-            #expect(!tries.contains { $0.contains("blocked.test") }, "via \(address): \(tries)")
+            let (printed, lost) = try tries(
+                world, 3, ipv6: ipv6,
+                dropping: [
+                    "-p", "tcp", "--dport", "8443", "--tcp-flags", "SYN,ACK", "SYN", "-m", "length", "--length",
+                    ipv6 ? "120:65535" : "100:65535",
+                ],
+                [AgentWorld.fixture("tfo-prefix.py"), address, "8443", "allowed.test", "blocked.test", "300"])
+            print("her tries via \(address), hello fast path \(helloFastPath): \(printed)")
+            #expect(!printed.contains { $0.contains("blocked.test") }, "via \(address): \(printed)")
             // What the attack needs happened: her SYNs carrying data were lost, and sent again.
-            let mangle = try world.inNetwork(
-                as: nil, tables, ["-w", "-t", "mangle", "-L", "POSTROUTING", "-v", "-x", "-n"])
-            let lost = mangle.stdout.split(separator: "\n").filter { $0.contains("DROP") }
-                .compactMap { Int($0.split(separator: " ").first ?? "") }.reduce(0, +)
-            #expect(lost >= 3, "via \(address): \(lost) SYNs lost\n\(mangle.stdout)")
-            #expect(!tries.contains("lost"), "via \(address): \(tries)")
-            _ = try world.inNetwork(as: nil, tables, ["-w", "-t", "mangle", "-D"] + lossy)
+            #expect(lost >= 3 && !printed.contains("lost"), "via \(address): \(lost) SYNs lost, \(printed)")
         }
         #expect(world.agentIsRunning)
     }

@@ -237,6 +237,38 @@ static __always_inline int alpn_is_readable(struct __sk_buff *skb, __u32 at, __u
     return at == end;
 }
 
+/// A TCP segment in a packet that starts at its IP header: IPv4 (any header length, not a
+/// fragment) or IPv6 (TCP the first next header). Gives the TCP header's offset, or -1 for
+/// anything else, and fills in the family (4 or 6), the addresses (IPv4's in the first four
+/// bytes) and the IP packet's whole length.
+static __always_inline int tcp_segment(
+    struct __sk_buff *skb, __u8 *family, __u8 source[16], __u8 destination[16], __u32 *total) {
+    __u8 first;
+    if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0) return -1;
+    if ((first >> 4) == 4) {
+        __u8 header[20];
+        if (bpf_skb_load_bytes(skb, 0, header, 20) < 0 || header[9] != IPPROTO_TCP) return -1;
+        if (((header[6] << 8 | header[7]) & 0x3FFF) != 0) return -1;
+        __u32 tcp = (first & 0x0F) * 4;
+        if (tcp < 20) return -1;
+        *family = 4;
+        *total = header[2] << 8 | header[3];
+        __builtin_memcpy(source, header + 12, 4);
+        __builtin_memcpy(destination, header + 16, 4);
+        return tcp;
+    }
+    if ((first >> 4) == 6) {
+        __u8 header[40];
+        if (bpf_skb_load_bytes(skb, 0, header, 40) < 0 || header[6] != IPPROTO_TCP) return -1;
+        *family = 6;
+        *total = 40 + (header[4] << 8 | header[5]);
+        __builtin_memcpy(source, header + 8, 16);
+        __builtin_memcpy(destination, header + 24, 16);
+        return 40;
+    }
+    return -1;
+}
+
 SEC("socket")
 int hello(struct __sk_buff *skb) {
     // One packet as it leaves, not one the kernel splits into segments after (segmentation
@@ -247,31 +279,9 @@ int hello(struct __sk_buff *skb) {
     if (skb->gso_segs > 1 || skb->gso_size != 0) return 0;
     struct hello_fast_path_key key = {};
     struct hello_flow_key flow = {};
-    __u8 first;
-    if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0) return 0;
-    __u32 tcp, total;
-    if ((first >> 4) == 4) {
-        __u8 header[20];
-        if (bpf_skb_load_bytes(skb, 0, header, 20) < 0 || header[9] != IPPROTO_TCP) return 0;
-        // Not a fragment.
-        if (((header[6] << 8 | header[7]) & 0x3FFF) != 0) return 0;
-        tcp = (first & 0x0F) * 4;
-        if (tcp < 20) return 0;
-        total = header[2] << 8 | header[3];
-        key.family = 4;
-        __builtin_memcpy(key.address, header + 16, 4);
-        __builtin_memcpy(flow.client, header + 12, 4);
-    } else if ((first >> 4) == 6) {
-        __u8 header[40];
-        if (bpf_skb_load_bytes(skb, 0, header, 40) < 0 || header[6] != IPPROTO_TCP) return 0;
-        tcp = 40;
-        total = 40 + (header[4] << 8 | header[5]);
-        key.family = 6;
-        __builtin_memcpy(key.address, header + 24, 16);
-        __builtin_memcpy(flow.client, header + 8, 16);
-    } else {
-        return 0;
-    }
+    __u32 total;
+    int tcp = tcp_segment(skb, &key.family, flow.client, key.address, &total);
+    if (tcp < 0) return 0;
     if (total != skb->len) return 0;
     __u8 segment[20];
     if (bpf_skb_load_bytes(skb, tcp, segment, 20) < 0) return 0;
@@ -357,28 +367,9 @@ int hello(struct __sk_buff *skb) {
 SEC("socket")
 int acknowledged(struct __sk_buff *skb) {
     struct hello_flow_key flow = {};
-    __u8 first;
-    if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0) return 0;
-    __u32 tcp;
-    if ((first >> 4) == 4) {
-        __u8 header[20];
-        if (bpf_skb_load_bytes(skb, 0, header, 20) < 0 || header[9] != IPPROTO_TCP) return 0;
-        if (((header[6] << 8 | header[7]) & 0x3FFF) != 0) return 0;
-        tcp = (first & 0x0F) * 4;
-        if (tcp < 20) return 0;
-        flow.family = 4;
-        __builtin_memcpy(flow.server, header + 12, 4);
-        __builtin_memcpy(flow.client, header + 16, 4);
-    } else if ((first >> 4) == 6) {
-        __u8 header[40];
-        if (bpf_skb_load_bytes(skb, 0, header, 40) < 0 || header[6] != IPPROTO_TCP) return 0;
-        tcp = 40;
-        flow.family = 6;
-        __builtin_memcpy(flow.server, header + 8, 16);
-        __builtin_memcpy(flow.client, header + 24, 16);
-    } else {
-        return 0;
-    }
+    __u32 total;
+    int tcp = tcp_segment(skb, &flow.family, flow.server, flow.client, &total);
+    if (tcp < 0) return 0;
     __u8 segment[20];
     if (bpf_skb_load_bytes(skb, tcp, segment, 20) < 0) return 0;
     // An acknowledgement: ACK, and no SYN or RST.

@@ -24,10 +24,11 @@ answered; plain HTTP does not say the name), reset, closed or timeout.
 import mmap
 import os
 import socket
-import ssl
 import sys
 import tempfile
 import time
+
+from tlsclient import MemoryClient
 
 how, kind, address, port, decoy, real = sys.argv[1:7]
 close_early = sys.argv[7:8] == ["close"]
@@ -51,18 +52,10 @@ def hop_limit(value):
         sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, value)
 
 
-tls = None
+client = None
 if kind == "tls":
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-    tls = context.wrap_bio(incoming, outgoing, server_hostname=real)
-    try:
-        tls.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    opening = outgoing.read()
+    client = MemoryClient(real)
+    opening = client.hello
 else:
     opening = b"GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % real.encode()
 if opening.count(real.encode()) != 1:
@@ -112,42 +105,16 @@ if sent != len(first):
 
 
 def outcome():
+    if client is not None:
+        return client.outcome(sock)
     try:
-        if tls is None:
-            data = sock.recv(4096)
-            return "answered" if data else "closed"
-        while True:
-            try:
-                tls.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                data = outgoing.read()
-                if data:
-                    sock.sendall(data)
-                chunk = sock.recv(65536)
-                if not chunk:
-                    return "closed"
-                incoming.write(chunk)
-        sock.sendall(outgoing.read())
-        tls.write(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % real.encode())
-        sock.sendall(outgoing.read())
-        answer = b""
-        while b"\n" not in answer.split(b"\r\n\r\n", 1)[-1] or b"\r\n\r\n" not in answer:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            incoming.write(chunk)
-            try:
-                answer += tls.read(65536)
-            except ssl.SSLWantReadError:
-                pass
-        body = answer.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
-        return ("served " + body.split()[-1]) if body.startswith("https") else "closed"
+        data = sock.recv(4096)
+        return "answered" if data else "closed"
     except (ConnectionResetError, BrokenPipeError):
         return "reset"
     except socket.timeout:
         return "timeout"
-    except (ssl.SSLError, OSError) as error:
+    except OSError as error:
         return "reset" if "reset" in str(error).lower() else "error:%s" % error
 
 

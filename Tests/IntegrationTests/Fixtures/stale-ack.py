@@ -18,31 +18,18 @@ timeout or error:WHY.
 """
 import os
 import socket
-import ssl
 import struct
 import sys
 import tempfile
 import time
+
+from tlsclient import MemoryClient, unacknowledged
 
 address, port, name, decoy, real, flood = sys.argv[1:7]
 port, flood = int(port), int(flood)
 if len(decoy) != len(real):
     sys.exit("the decoy and the real name must have the same length")
 family = socket.AF_INET6 if ":" in address else socket.AF_INET
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-context.check_hostname = False
-context.verify_mode = ssl.CERT_NONE
-
-
-def client(host):
-    """A TLS client naming `host` through memory: (its object, its buffers, its hello)."""
-    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-    tls = context.wrap_bio(incoming, outgoing, server_hostname=host)
-    try:
-        tls.do_handshake()
-    except ssl.SSLWantReadError:
-        pass
-    return tls, incoming, outgoing, outgoing.read()
 
 
 def connected(local_port=0):
@@ -55,13 +42,7 @@ def connected(local_port=0):
     return sock
 
 
-def unacknowledged(sock):
-    # struct tcp_info: eight one-byte fields, then rto, ato, snd_mss, rcv_mss, unacked.
-    info = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
-    return struct.unpack_from("I", info, 24)[0]
-
-
-named = client(name)[3]
+named = MemoryClient(name).hello
 # 1. The flood: every connection opened first, then every hello sent in one go.
 crowd = [connected() for _ in range(flood)]
 for sock in crowd:
@@ -77,7 +58,8 @@ first.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 first.close()
 # 3. B on A's ports: the decoy from a file, rewritten at once.
 sock = connected(local_port)
-tls, incoming, outgoing, opening = client(real)
+real_client = MemoryClient(real)
+opening = real_client.hello
 if opening.count(real.encode()) != 1:
     sys.exit("the real name is not once in the hello")
 with tempfile.TemporaryFile() as page:
@@ -88,45 +70,6 @@ with tempfile.TemporaryFile() as page:
     if sent != len(opening):
         sys.exit("sent %d of %d bytes" % (sent, len(opening)))
     time.sleep(1.5)  # its sending again goes while the file is open
-
-
-def outcome():
-    try:
-        while True:
-            try:
-                tls.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                data = outgoing.read()
-                if data:
-                    sock.sendall(data)
-                chunk = sock.recv(65536)
-                if not chunk:
-                    return "closed"
-                incoming.write(chunk)
-        sock.sendall(outgoing.read())
-        tls.write(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % real.encode())
-        sock.sendall(outgoing.read())
-        answer = b""
-        while b"\r\n\r\n" not in answer or b"\n" not in answer.split(b"\r\n\r\n", 1)[-1]:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            incoming.write(chunk)
-            try:
-                answer += tls.read(65536)
-            except ssl.SSLWantReadError:
-                pass
-        body = answer.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
-        return ("served " + body.split()[-1]) if body.startswith("https") else "closed"
-    except (ConnectionResetError, BrokenPipeError):
-        return "reset"
-    except socket.timeout:
-        return "timeout"
-    except (ssl.SSLError, OSError) as error:
-        return "reset" if "reset" in str(error).lower() else "error:%s" % error
-
-
-print(outcome())
+print(real_client.outcome(sock))
 for each in crowd:
     each.close()

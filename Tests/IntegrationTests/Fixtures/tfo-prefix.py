@@ -18,10 +18,11 @@ timeout, lost (the first record was never acknowledged) or error:WHY.
 """
 import resource
 import socket
-import ssl
 import struct
 import sys
 import time
+
+from tlsclient import MemoryClient, unacknowledged
 
 address, port, allowed, real, count = sys.argv[1:6]
 port, count = int(port), int(count)
@@ -47,11 +48,6 @@ def plain_hello(name):
     return b"\x01" + len(body).to_bytes(3, "big") + body
 
 
-def unacknowledged(sock):
-    # struct tcp_info: eight one-byte fields, then rto, ato, snd_mss, rcv_mss, unacked.
-    return struct.unpack_from("I", sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104), 24)[0]
-
-
 def acknowledged(sock, seconds=5):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -63,17 +59,8 @@ def acknowledged(sock, seconds=5):
 
 inner = plain_hello(allowed)
 middle = record(inner)
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-context.check_hostname = False
-context.verify_mode = ssl.CERT_NONE
-context.set_alpn_protocols([inner.decode("ascii")])
-incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-tls = context.wrap_bio(incoming, outgoing, server_hostname=real)
-try:
-    tls.do_handshake()
-except ssl.SSLWantReadError:
-    pass
-whole = outgoing.read()
+client = MemoryClient(real, alpn=[inner.decode("ascii")])
+whole = client.hello
 if whole[0] != 0x16 or len(whole) != 5 + int.from_bytes(whole[3:5], "big"):
     sys.exit("OpenSSL's hello is not one record")
 message = whole[5:]
@@ -112,39 +99,9 @@ def outcome():
         acknowledged(sock)
         time.sleep(0.05)
         sock.send(rest)
-        while True:
-            try:
-                tls.do_handshake()
-                break
-            except ssl.SSLWantReadError:
-                data = outgoing.read()
-                if data:
-                    sock.sendall(data)
-                chunk = sock.recv(65536)
-                if not chunk:
-                    return "closed"
-                incoming.write(chunk)
-        sock.sendall(outgoing.read())
-        tls.write(b"GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % real.encode())
-        sock.sendall(outgoing.read())
-        answer = b""
-        while b"\r\n\r\n" not in answer or b"\n" not in answer.split(b"\r\n\r\n", 1)[-1]:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            incoming.write(chunk)
-            try:
-                answer += tls.read(65536)
-            except ssl.SSLWantReadError:
-                pass
-        body = answer.split(b"\r\n\r\n", 1)[-1].decode(errors="replace").strip()
-        return ("served " + body.split()[-1]) if body.startswith("https") else "closed"
-    except (ConnectionResetError, BrokenPipeError):
-        return "reset"
-    except socket.timeout:
-        return "timeout"
-    except (ssl.SSLError, OSError) as error:
+    except OSError as error:
         return "reset" if "reset" in str(error).lower() else "error:%s" % error
+    return client.outcome(sock)
 
 
 print(outcome())
