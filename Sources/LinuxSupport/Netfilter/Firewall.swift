@@ -35,7 +35,7 @@ import FoundationEssentials
 ///                                                                  the flow)
 ///                     -m connmark --mark REFUSED/M -j REJECT  (TCP but its own reset: a reset;
 ///                                                              UDP: ICMP port unreachable)
-///                     -p tcp -m owner ! --socket-exists -m connmark --mark WATCHED/M -j CHAIN-filter
+///                     -p tcp -m owner ! --socket-exists -m connmark --mark WATCHED/M (KWATCHED, PENDING) -j CHAIN-filter
 ///                                                (a watched flow's segment sent by a closed socket)
 ///                     -p tcp -m u32 (no data, no SYN: an ACK) -j RETURN   (judged at its data)
 ///                     -p tcp -m u32 (no data, a SYN) -m multiport ! --dports 53,853
@@ -278,7 +278,9 @@ public struct Firewall: Sendable {
         lines.append("-A \(chain) -p udp -m connmark --mark \(markText(.refused)) -j REJECT")
         // A watched flow's segment that no socket sends (her process closed it at once: TCP sends
         // the opening again alone, with no owner to match below) is compared all the same.
-        for watched in [markText(.watched), kernelWatchedText] {
+        // And a pending one's: the rest of an opening sent after she closed the socket (her
+        // pacing rate cut: the attack of 2026-12-01) is dropped there, no user to judge it for.
+        for watched in [markText(.watched), kernelWatchedText, markText(.pending)] {
             lines.append(
                 "-A \(chain) -p tcp -m owner ! --socket-exists -m connmark --mark \(watched) -j \(filterChain)")
         }

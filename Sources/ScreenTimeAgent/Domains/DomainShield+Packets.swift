@@ -27,7 +27,9 @@ extension DomainShield {
         }
         guard let sender = packet.uid else {
             // A segment of a watched flow whose socket its process closed (TCP sends the opening
-            // again alone): compared with the opening judged, as any other.
+            // again alone): compared with the opening judged, as any other. A pending flow's (the
+            // rest of an opening sent after the socket was closed) is dropped: no user to judge
+            // it for, and its start was not all of it.
             let generation = state.withLock { $0.installedRules?.generation ?? 0 }
             guard firewall.standing(ofMark: packet.mark, generation: generation) == .watched else { return .drop }
             drainLog()
