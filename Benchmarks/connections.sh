@@ -99,8 +99,9 @@ for _ in $(seq 1 $RUNS); do
   # The same, with the server's acknowledgement of the hello through the queue as well, as before
   # the log: the agent's rule that copies it to the log turned back into the two that queue it.
   rules=$(in_ns iptables -w -S $CHAIN-in | grep '^-A')
-  n=$(grep -n -- '-j NFLOG' <<<"$rules" | cut -d: -f1)
-  watched=$(grep -- '-j NFLOG' <<<"$rules" | sed 's/^-A [^ ]* //; s/ -j NFLOG.*//')
+  # (The first: a queued opening's; the hello fast path's, after it, is the kernel's to pass.)
+  n=$(grep -n -- '-j NFLOG' <<<"$rules" | head -1 | cut -d: -f1)
+  watched=$(grep -- '-j NFLOG' <<<"$rules" | head -1 | sed 's/^-A [^ ]* //; s/ -j NFLOG.*//')
   if [ -n "$n" ]; then
     in_ns iptables -w -R $CHAIN-in "$n" $watched -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000
     in_ns iptables -w -I $CHAIN-in $((n + 1)) ${watched/-m connmark/-m mark} -j NFQUEUE --queue-num $QUEUE

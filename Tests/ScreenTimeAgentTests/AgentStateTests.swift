@@ -180,7 +180,14 @@ import Testing
                 })
         // …but a UDP datagram longer than a frame (sent in segments) is judged, segment by segment.
         #expect(lines[18] == "-A screentime -m length --length 0:1500 -m connmark --mark 0x560000/0xff0000 -j RETURN")
-        #expect(lines[19] == "-A screentime -m conntrack --ctdir REPLY -j RETURN")
+        // What a server of this machine sends back leaves: over loopback, and a TCP connection's
+        // only where a SYN from outside opened it (conntrack's direction alone can be turned).
+        #expect(
+            Array(lines[19...21]) == [
+                "-A screentime -o lo -m conntrack --ctdir REPLY -j RETURN",
+                "-A screentime -p tcp -m connmark --mark 0x600000/0xff0000 -m conntrack --ctdir REPLY -j RETURN",
+                "-A screentime ! -p tcp -m conntrack --ctdir REPLY -j RETURN",
+            ])
         // An ACK without data is never queued: exactly the headers' length, no SYN. It returns
         // from the main chain, ahead of the users' rules for all but their UDP questions (whose
         // last one drops what is left).
@@ -228,10 +235,14 @@ import Testing
                 "-A screentime-filter -j CONNMARK --restore-mark --nfmask 0xff0000 --ctmask 0xff0000",
                 "-A screentime-filter -j NFQUEUE --queue-num 53",
             ])
-        // The input chain's rules are all for flows the agent marked: the others leave first.
+        // The input chain's rules are all for flows the agent marked: the others leave first,
+        // after a TCP connection opened from outside (not over loopback) is marked so.
         #expect(
-            lines.first { $0.hasPrefix("-A screentime-in ") }
-                == "-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN")
+            Array(lines.filter { $0.hasPrefix("-A screentime-in ") }.prefix(3)) == [
+                "-A screentime-in ! -i lo -p tcp -m tcp --syn -m conntrack --ctstate NEW -j CONNMARK --set-xmark 0x600000/0xff0000",
+                "-A screentime-in -m connmark --mark 0x600000/0xff0000 -j RETURN",
+                "-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN",
+            ])
         // The server's packets of a watched flow come too, and its verdict is kept on the flow.
         #expect(
             Array(lines.filter { $0.hasPrefix("-A screentime-in -p tcp") }.prefix(6)) == [
@@ -312,7 +323,7 @@ import Testing
         #expect(lines[8] == "-A screentime " + demote)
         #expect(lines[9] == "-A screentime -p tcp -m connmark --mark 0x580000/0xff0000 -j RETURN")
         #expect(
-            Array(lines.filter { $0.hasPrefix("-A screentime-in") }.prefix(3)) == [
+            Array(lines.filter { $0.hasPrefix("-A screentime-in") }.dropFirst(2).prefix(3)) == [
                 "-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN", "-A screentime-in " + promote,
                 "-A screentime-in " + demote,
             ])
@@ -372,7 +383,7 @@ import Testing
             // Right after the exit of the flows never marked, ahead of the rules for TCP it would
             // otherwise pass one by one.
             #expect(
-                lines.filter { $0.hasPrefix("-A screentime-in ") }.prefix(2)
+                lines.filter { $0.hasPrefix("-A screentime-in ") }.dropFirst(2).prefix(2)
                     == ["-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN", answer])
             #expect(lines.filter { $0.contains("-m bpf") } == [question, answer])
             #expect(!firewall.ruleset(for: family, owners: [1001...1001], dohAddresses: []).contains("-m bpf"))

@@ -24,6 +24,17 @@ extension Firewall {
         "0x" + String(kernelWatchedMark, radix: 16) + "/0x" + String(Self.markMask, radix: 16)
     }
 
+    /// The mark's value of a TCP connection opened from outside (a SYN that came in, not over
+    /// loopback): what a server of this machine sends back on it is an answer, not a place its
+    /// user goes, and leaves unjudged. Conntrack's direction alone does not say so: a server's
+    /// packet that comes after a flow's entry went makes a new one with the server's side as its
+    /// original direction (`nf_conntrack_tcp_loose`), and her packets on it went out as a reply,
+    /// unjudged (a child's attack on the installed agent, 2026-12-01).
+    public var inboundMark: UInt32 { mark &+ (0x05_0000 &+ UInt32(Self.generations) << 16) }
+
+    /// The same as a rule writes it (value/mask).
+    var inboundText: String { "0x" + String(inboundMark, radix: 16) + "/0x" + String(Self.markMask, radix: 16) }
+
     /// A standing's mark as the rules write it (value/mask).
     func markText(_ standing: Standing, generation: UInt8 = 0) -> String {
         "0x" + String(mark(standing, generation: generation), radix: 16) + "/0x" + String(Self.markMask, radix: 16)

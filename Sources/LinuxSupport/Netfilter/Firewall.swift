@@ -8,7 +8,8 @@ import FoundationEssentials
 /// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default;
 /// `M` is the byte of the connection mark the agent owns, bits 16–23: DNS is the configured
 /// value, PENDING and REFUSED the next two, PASSED one of the eight after them, by generation,
-/// WATCHED the one after those, and the hello fast path's kernel-watched the next):
+/// WATCHED the one after those, the hello fast path's kernel-watched the next, and INBOUND, a
+/// connection opened from outside, the last):
 ///
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
@@ -28,7 +29,9 @@ import FoundationEssentials
 ///                     -m length --length 0:1500 -m connmark --mark PASSED/M -j RETURN
 ///                                                (a judged flow: never queued, but for a UDP
 ///                                                 datagram sent in segments, UDP_SEGMENT)
-///                     -m conntrack --ctdir REPLY -j RETURN    (what a local server sends back)
+///                     -o lo -m conntrack --ctdir REPLY -j RETURN   (what a local server sends back:
+///                     -p tcp -m connmark --mark INBOUND/M -m conntrack --ctdir REPLY -j RETURN
+///                     ! -p tcp -m conntrack --ctdir REPLY -j RETURN    TCP only if opened from outside)
 ///                     -m mark --mark V/M -j CONNMARK --save-mark  (V = PASSED, PENDING, REFUSED,
 ///                     -m mark --mark PASSED|PENDING|WATCHED/M -j RETURN   WATCHED: a verdict come
 ///                                                                  back through NF_REPEAT, kept by
@@ -59,7 +62,9 @@ import FoundationEssentials
 ///                     -p udp --dport 443 -j REJECT          (QUIC: browsers fall back to TCP)
 ///                     -j CONNMARK --restore-mark            (the queue sees how far it was judged)
 ///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
-///     CHAIN-in        -m connmark --mark 0/M -j RETURN        (a flow the agent never marked)
+///     CHAIN-in        ! -i lo -p tcp --syn -m conntrack --ctstate NEW -j CONNMARK --set-xmark INBOUND/M
+///                     -m connmark --mark INBOUND/M -j RETURN   (a connection opened from outside)
+///                     -m connmark --mark 0/M -j RETURN        (a flow the agent never marked)
 ///                     -p udp --sport 53 -m connmark --mark DNS/M -m bpf --object-pinned ANSWER
 ///                        -j ACCEPT                (the fast path: addresses of a name in the table)
 ///                     (R = -p tcp -m conntrack --ctdir REPLY: the server's packets)
@@ -163,8 +168,8 @@ public struct Firewall: Sendable {
     /// Where iptables, ip6tables and their -restore are looked for.
     public let toolDirectories: [String]
 
-    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 243; the next twelve values
-    ///   mark the other connections' verdicts.
+    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 242; the next thirteen values
+    ///   mark the other connections' verdicts, and those opened from outside.
     public init(
         chain: String, queue: UInt16, mark: UInt8 = 0x53, rateLimit: Int = 200, connectionRateLimit: Int = 2000,
         toolDirectories: [String] = ["/usr/sbin", "/sbin", "/usr/bin"]
@@ -263,7 +268,11 @@ public struct Firewall: Sendable {
         // kernel rule above reads only its first segment, so it comes to the queue, which is given
         // each segment apart, even on a flow passed before (through the user's rules below).
         lines.append("-A \(chain) -m length --length 0:1500 -m connmark --mark \(passed) -j RETURN")
-        lines.append("-A \(chain) -m conntrack --ctdir REPLY -j RETURN")
+        // What a server of this machine sends back: over loopback, anything's; else a TCP
+        // connection's only where a SYN from outside opened it (`inboundMark`); any other protocol's.
+        lines.append("-A \(chain) -o lo -m conntrack --ctdir REPLY -j RETURN")
+        lines.append("-A \(chain) -p tcp -m connmark --mark \(inboundText) -m conntrack --ctdir REPLY -j RETURN")
+        lines.append("-A \(chain) ! -p tcp -m conntrack --ctdir REPLY -j RETURN")
         for text in [passed, markText(.pending), markText(.refused), markText(.watched)] {
             lines.append("-A \(chain) -m mark --mark \(text) \(save)")
         }
