@@ -412,13 +412,19 @@ final class AgentWorld {
     /// Runs a program in the world's network namespace (the host's when it has none), as a user
     /// (nil: root).
     func inNetwork(as user: String?, _ program: String, _ arguments: [String]) throws -> CommandResult {
+        let command = inNetworkCommand(as: user, program, arguments)
+        return try run(
+            command[0], Array(command.dropFirst()), environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
+    }
+
+    /// The command `inNetwork` runs (for a test that runs it on a thread of its own).
+    func inNetworkCommand(as user: String?, _ program: String, _ arguments: [String]) -> [String] {
         var command = [program] + arguments
         if let user {
             command = ["/usr/bin/setpriv", "--reuid=\(user)", "--regid=users", "--init-groups", "--"] + command
         }
         if let namespace { command = ["/usr/sbin/ip", "netns", "exec", namespace] + command }
-        return try run(
-            command[0], Array(command.dropFirst()), environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"])
+        return command
     }
 
     /// The agent's rules in the world's namespace, as `iptables -S` (or `ip6tables -S`) prints them.

@@ -84,12 +84,8 @@ extension ConnectionShieldIntegrationTests {
         let world = try shieldedWorld(configuration: ["helloFastPath": "true"])
         defer { world.tearDown() }
         for (address, ipv6) in [("10.1.1.1", false), ("fd00::1", true)] {
-            try startSlowServer(world, address: address)
-            let named = address.contains(":") ? "[\(address)]" : address
             // Her hello naming allowed.test to this server, passed once: let go in the kernel after.
-            let warm = try curl(
-                world, as: world.child, "--resolve", "allowed.test:8443:\(named)", "https://allowed.test:8443/")
-            #expect(warm.status == 0 && warm.body == "https allowed.test\n", "\(warm)")
+            try startSlowServer(world, address: address, warming: ["allowed.test"])
             let before = try hellosPassedInTheKernel(world, ipv6: ipv6)
             func attempts(_ count: Int, decoy: String) throws -> [String] {
                 try (0..<count).map { _ in
@@ -116,6 +112,20 @@ extension ConnectionShieldIntegrationTests {
 
     /// A TLS server on `address`:8443 that reads each connection a moment after accepting it
     /// (root's, `slow-tls-server.py`), as a busy server or one behind a slow link does.
+    /// `startSlowServer`, then her curl to it naming each of `names`, each served: hellos the
+    /// kernel lets go from then on. Gives the address as a URL holds it.
+    @discardableResult
+    func startSlowServer(_ world: AgentWorld, address: String, warming names: [String]) throws -> String {
+        try startSlowServer(world, address: address)
+        let named = address.contains(":") ? "[\(address)]" : address
+        for name in names {
+            let warm = try curl(
+                world, as: world.child, "--resolve", "\(name):8443:\(named)", "https://\(name):8443/")
+            #expect(warm.status == 0 && warm.body == "https \(name)\n", "\(warm)")
+        }
+        return named
+    }
+
     func startSlowServer(_ world: AgentWorld, address: String) throws {
         let ready = world.directory + "/slow-\(address.contains(":") ? 6 : 4).ready"
         try system(
@@ -158,13 +168,7 @@ extension ConnectionShieldIntegrationTests {
         let world = try shieldedWorld(configuration: ["helloFastPath": "true"])
         defer { world.tearDown() }
         for (address, ipv6) in [("10.1.1.1", false), ("fd00::1", true)] {
-            try startSlowServer(world, address: address)
-            let named = address.contains(":") ? "[\(address)]" : address
-            for name in ["allowed.test", "www.allowed.test"] {
-                let warm = try curl(
-                    world, as: world.child, "--resolve", "\(name):8443:\(named)", "https://\(name):8443/")
-                #expect(warm.status == 0 && warm.body == "https \(name)\n", "\(warm)")
-            }
+            try startSlowServer(world, address: address, warming: ["allowed.test", "www.allowed.test"])
             // The lossy link: every segment carrying the decoy's name (as a hello holds it, after
             // its length) is lost, after the rules that judge it.
             let before = try hellosPassedInTheKernel(world, ipv6: ipv6)
@@ -201,11 +205,7 @@ extension ConnectionShieldIntegrationTests {
         let world = try shieldedWorld(configuration: ["helloFastPath": "\(helloFastPath)"])
         defer { world.tearDown() }
         for (address, ipv6) in [("10.1.1.1", false), ("fd00::1", true)] {
-            try startSlowServer(world, address: address)
-            let named = address.contains(":") ? "[\(address)]" : address
-            let warm = try curl(
-                world, as: world.child, "--resolve", "allowed.test:8443:\(named)", "https://allowed.test:8443/")
-            #expect(warm.status == 0 && warm.body == "https allowed.test\n", "\(warm)")
+            try startSlowServer(world, address: address, warming: ["allowed.test"])
             // The lossy link: a SYN carrying data is lost.
             let (printed, lost) = try tries(
                 world, 3, ipv6: ipv6,

@@ -30,15 +30,14 @@ extension ConnectionShieldIntegrationTests {
             final class Printed: @unchecked Sendable { var text = "" }
             let printed = Printed()
             let done = DispatchSemaphore(value: 0)
-            // (Her program in the world's namespace, as `inNetwork` runs it, on a thread of its own.)
-            let command = [
-                "netns", "exec", world.namespace ?? "", "/usr/bin/setpriv", "--reuid=\(world.child)", "--regid=users",
-                "--init-groups", "--", "/usr/bin/python3", AgentWorld.fixture("reversed.py"), address, "8081",
-                "blocked.test", "3",
-            ]
+            let command = world.inNetworkCommand(
+                as: world.child, "/usr/bin/python3",
+                [AgentWorld.fixture("reversed.py"), address, "8081", "blocked.test", "3"])
             Thread {
                 printed.text =
-                    (try? run("/usr/sbin/ip", command, environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"]))?
+                    (try? run(
+                        command[0], Array(command.dropFirst()),
+                        environment: ["PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"]))?
                     .stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? "could not run"
                 done.signal()
             }.start()

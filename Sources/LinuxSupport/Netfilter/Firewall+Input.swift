@@ -18,13 +18,13 @@ extension Firewall {
         // opening it judged, then marks the flow through NF_REPEAT (passed or refused).
         // (Only the reply direction: over loopback the client's own packets come in here too.)
         let reply = "-p tcp -m conntrack --ctdir REPLY"
-        // Every rule of the input chain is for a flow the agent marked.
         // A TCP connection opened from outside, not over loopback, is marked so (`inboundMark`):
         // what a server of this machine sends on it leaves as a reply; nothing here concerns it.
         rules.append(
             "-A \(inputChain) ! -i lo -p tcp -m tcp --syn -m conntrack --ctstate NEW -j CONNMARK --set-xmark "
                 + "0x\(String(inboundMark, radix: 16))/\(ownedText)")
         rules.append("-A \(inputChain) -m connmark --mark \(inboundText) -j RETURN")
+        // Every other rule of the input chain is for a flow the agent marked.
         rules.append("-A \(inputChain) \(unmarked) -j RETURN")
         // A reply the kernel's table lets pass (addresses of a name the agent judged): next, before
         // the rules for TCP, which it would pass one by one, and before the limits: it costs the

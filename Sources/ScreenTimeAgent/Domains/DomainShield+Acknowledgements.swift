@@ -42,16 +42,17 @@ extension DomainShield {
                 logger.debug("a watched flow's mark was not set", metadata: ["error": "\(error.message)"])
             }
         }
-        // A flow whose hello's copy the agent refused: its refusal is asked again as that one was,
-        // which a flow the server's acknowledgement passed in the kernel heeds too (a refusal
-        // asked as any other would take the place of that one before her next packet met it).
-        let refusedHello = refusedHellos.withLock {
-            $0.contains(Self.flow(packet.destination, packet.destinationPort, packet.source, packet.sourcePort))
-        }
         let (decision, owner) = connections.acknowledgement(packet, generation: generation) { decision in
             switch decision {
             case .pass: mark(Firewall.acknowledged(generation: generation), Firewall.acknowledgedMask)
             case .refuse:
+                // A flow whose hello's copy the agent refused: its refusal is asked again as that
+                // one was, which a flow the server's acknowledgement passed in the kernel heeds too
+                // (a refusal asked as any other would take the place of that one before her next
+                // packet met it). Looked up only here, not for every copy.
+                let refusedHello = self.refusedHellos.withLock {
+                    $0.contains(Self.flow(packet.destination, packet.destinationPort, packet.source, packet.sourcePort))
+                }
                 mark(refusedHello ? Firewall.helloRefusalAsked : Firewall.refusalAsked, Firewall.acknowledgedMask)
             default: break
             }
