@@ -57,7 +57,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         ),
         (
             "connectionMark", "83",
-            "the byte (1–242) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next thirteen values mark their other connections as pending, refused, passed (eight generations), watched and watched by the kernel, and TCP connections opened from outside; bits 24–27 that a watched connection's opening was acknowledged"
+            "the byte (1–241) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next thirteen values mark their other connections as pending, refused, passed (eight generations), watched and watched by the kernel, and TCP connections opened from outside, and the one after them (as a packet's mark) the DNS the fast path lets go untracked; bits 24–27 that a watched connection's opening was acknowledged"
         ),
         (
             "dnsRateLimit", "200",
@@ -282,9 +282,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             )
         }
         if let mark = try container.decodeIfPresent(Int.self, forKey: .connectionMark) {
-            guard let byte = UInt8(exactly: mark), (1...242).contains(byte) else {
+            guard let byte = UInt8(exactly: mark), (1...241).contains(byte) else {
                 throw AgentError.configuration(
-                    "'connectionMark' is from 1 to 242 (the next thirteen values mark judged connections), not \(mark)")
+                    "'connectionMark' is from 1 to 241 (the next fourteen values mark judged connections and untracked DNS), not \(mark)"
+                )
             }
             connectionMark = byte
         }

@@ -428,16 +428,20 @@ final class AgentWorld {
     }
 
     /// The agent's rules in the world's namespace, as `iptables -S` (or `ip6tables -S`) prints them.
-    func firewallRules(ipv6: Bool = false) throws -> [String] {
-        let listing = try inNetwork(as: nil, ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables", ["-w", "-S"])
+    func firewallRules(table: String = "filter", ipv6: Bool = false) throws -> [String] {
+        let listing = try inNetwork(
+            as: nil, ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables", ["-w", "-t", table, "-S"])
         return listing.stdout.split(separator: "\n").map(String.init).filter { $0.contains(chain) }
     }
 
     /// The packets the rules of `chain` that `matching` picks (by their line in `iptables -L -v
     /// -n`) counted, in the world's namespace.
-    func packetsCounted(in chain: String, ipv6: Bool = false, _ matching: (Substring) -> Bool) throws -> Int {
+    func packetsCounted(
+        in chain: String, table: String = "filter", ipv6: Bool = false, _ matching: (Substring) -> Bool
+    ) throws -> Int {
         let listing = try inNetwork(
-            as: nil, ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables", ["-w", "-L", chain, "-v", "-x", "-n"])
+            as: nil, ipv6 ? "/usr/sbin/ip6tables" : "/usr/sbin/iptables",
+            ["-w", "-t", table, "-L", chain, "-v", "-x", "-n"])
         return listing.stdout.split(separator: "\n").dropFirst(2).filter(matching)
             .compactMap { Int($0.split(separator: " ").first ?? "") }.reduce(0, +)
     }

@@ -399,9 +399,15 @@ struct DomainShieldIntegrationTests {
         defer { world.tearDown() }
         try guardian(world, "authorize", "--child", world.child)
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
-        #expect(
-            try world.firewallRules().filter { $0.contains("-p udp") && $0.contains("-m bpf --object-pinned") }.count
-                == 2)
+        // Her questions (her uid, her subordinate ones), a resolver's answers on loopback, and
+        // answers from elsewhere, let go untracked in the raw table; nothing of the fast path in
+        // the filter table.
+        let raw = try world.firewallRules(table: "raw").filter {
+            $0.contains("-p udp") && $0.contains("-m bpf --object-pinned")
+        }
+        #expect(raw.filter { $0.contains("--dport 53 -m owner") }.count >= 1, "\(raw)")
+        #expect(raw.filter { $0.contains("--sport 53") }.count == 2, "\(raw)")
+        #expect(try !world.firewallRules().contains { $0.contains("-p udp") && $0.contains("-m bpf") })
         func passedInTheKernel() throws -> [Int] { try fastPathCounts(world) }
         // Her lookups of the name, each counted in the report however it went.
         var asked = 0
@@ -641,12 +647,15 @@ struct DomainShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 
-    /// The packets the DNS fast path passed in the kernel so far: questions (the filter chain's
-    /// `bpf` rule) and answers (the input chain's).
+    /// The packets the DNS fast path let go untracked in the kernel so far: questions (the raw
+    /// table's `bpf` rules for port 53) and answers (its rules for answers, from a resolver on
+    /// loopback or from elsewhere).
     func fastPathCounts(_ world: AgentWorld, ipv6: Bool = false) throws -> [Int] {
-        [
-            try world.packetsCounted(in: world.chain + "-filter", ipv6: ipv6) { $0.contains("bpf") },
-            try world.packetsCounted(in: world.chain + "-in", ipv6: ipv6) { $0.contains("bpf") },
+        let raw = world.chain + "-raw"
+        return [
+            try world.packetsCounted(in: raw, table: "raw", ipv6: ipv6) { $0.contains("bpf") && $0.contains("dpt:53") },
+            try world.packetsCounted(in: raw, table: "raw", ipv6: ipv6) { $0.contains("bpf") && $0.contains("spt:53") }
+                + world.packetsCounted(in: world.chain + "-rawin", table: "raw", ipv6: ipv6) { $0.contains("bpf") },
         ]
     }
 
@@ -678,8 +687,8 @@ struct DomainShieldIntegrationTests {
         try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
         func inTheKernel(ipv6: Bool) -> () throws -> [Int] { { try fastPathCounts(world, ipv6: ipv6) } }
         #expect(
-            try world.firewallRules(ipv6: true).filter {
-                $0.contains("-p udp") && $0.contains("-m bpf --object-pinned")
+            try world.firewallRules(table: "raw", ipv6: true).filter {
+                $0.contains("-p udp") && $0.contains("-m bpf --object-pinned") && $0.contains("--sport 53")
             }.count == 2)
         // Over IPv6: judged once, then in the kernel, both ways.
         var onFastPath = false

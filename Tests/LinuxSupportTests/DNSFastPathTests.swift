@@ -94,16 +94,33 @@ struct DNSFastPathTests {
             #expect(try !path.matches("answer", frame: answered))
 
             try path.allow(allowed, seconds: 30, generation: 0)
+            #expect(try !path.matches("answer", frame: answered), "an answer to no question it let go")
             #expect(try path.matches("question", frame: asked))
             #expect(try path.matches("question", frame: Self.frame(Self.question("www.allowed.test", edns: true))))
             #expect(try path.matches("question", frame: Self.frame(Self.question("www.allowed.test"), ipv6: true)))
+            // The answer to that very question: on its flow, with its id, once.
+            #expect(
+                try !path.matches(
+                    "answer",
+                    frame: Self.frame(
+                        Self.reply("www.allowed.test", answers: [Self.address()]), sourcePort: 53, port: 40_001)))
+            var otherID = Self.reply("www.allowed.test", answers: [Self.address()])
+            otherID[1] ^= 1
+            #expect(try !path.matches("answer", frame: Self.frame(otherID, sourcePort: 53, port: 40_000)))
+            #expect(
+                try !path.matches(
+                    "answer",
+                    frame: Self.frame(
+                        Self.reply("www.allowed.test", answers: [Self.address()]), sourcePort: 5353, port: 40_000)))
             #expect(try path.matches("answer", frame: answered))
+            #expect(try !path.matches("answer", frame: answered), "the same answer twice")
             #expect(
                 try path.matches(
                     "answer",
                     frame: Self.frame(
                         Self.reply("www.allowed.test", answers: [Self.address(), Self.address(1, 9)], edns: true),
                         ipv6: true, sourcePort: 53, port: 40_000)))
+            #expect(try path.matches("question", frame: asked))
             // Byte for byte: another case, type, name, or a question with more in it, is the
             // queue's.
             for other in [
@@ -124,6 +141,7 @@ struct DNSFastPathTests {
             // passed, whatever its first message (an EDNS record of the first may span the rest).
             #expect(try !path.matches("question", frame: asked, segmentSize: 40))
             #expect(try !path.matches("answer", frame: answered, segmentSize: 40))
+            #expect(try path.matches("answer", frame: answered))
             #expect(try path.matches("question", frame: asked))
 
             // Counted: the three questions passed since it was made, told once.
@@ -133,17 +151,20 @@ struct DNSFastPathTests {
 
             // An alias in an answer: not passed, and the name is off the table for questions too.
             let aliased = Self.reply("www.allowed.test", answers: [Self.alias("cdn.blocked.test"), Self.address()])
+            #expect(try path.matches("question", frame: asked))
             #expect(try !path.matches("answer", frame: Self.frame(aliased, sourcePort: 53, port: 40_000)))
             #expect(try !path.matches("question", frame: asked))
             #expect(try !path.matches("answer", frame: answered))
             // So is an error, after the name was allowed again.
             try path.allow(allowed, seconds: 30, generation: 0)
             let failed = Self.reply("www.allowed.test", flags: 0x8182, answers: [Self.address()])
+            #expect(try path.matches("question", frame: asked))
             #expect(try !path.matches("answer", frame: Self.frame(failed, sourcePort: 53, port: 40_000)))
             #expect(try !path.matches("question", frame: asked))
             // And a truncated reply.
             try path.allow(allowed, seconds: 30, generation: 0)
             let truncated = Self.reply("www.allowed.test", flags: 0x8380, answers: [Self.address()])
+            #expect(try path.matches("question", frame: asked))
             #expect(try !path.matches("answer", frame: Self.frame(truncated, sourcePort: 53, port: 40_000)))
             #expect(try !path.matches("question", frame: asked))
 

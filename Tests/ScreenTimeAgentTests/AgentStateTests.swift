@@ -355,38 +355,57 @@ import Testing
         #expect(earlier.compactMap { lines.firstIndex(of: $0) }.allSatisfy { $0 < firstACK })
     }
 
-    /// With the DNS fast path, a UDP question its program matches passes in the filter chain,
-    /// after the user's limit and with its flow marked DNS (so its answer is read), and before
-    /// the queue; an answer its program matches passes in the input chain before the limits and
-    /// the queue (first of the input chain's after its exit). TCP DNS is the queue's, as before;
-    /// without it, no `bpf` rule at all.
-    @Test func theDNSFastPathsRulesComeAfterTheLimitAndBeforeTheQueue() {
+    /// With the DNS fast path, a UDP question its program matches is let go untracked in the raw
+    /// table, after the user's limit there, and so is the answer its program matches (from a
+    /// resolver on loopback as it leaves, from elsewhere as it comes in); the filter table's
+    /// chains accept both at their first rules, and drop an answer that starts a flow of its own
+    /// (one the program did not pass). Nothing of the fast path is in the filter table's DNS
+    /// rules, which queue as before; without it, no raw rule and none of the above.
+    @Test func theDNSFastPathLetsGoUntrackedOnlyWhatItsProgramsMatch() {
         let firewall = Firewall(chain: "screentime", queue: 53)
         let programs = Firewall.DNSFastPathPrograms(question: "/run/screentime/q", answer: "/run/screentime/a")
         for family in Firewall.Family.allCases {
+            let raw = firewall.untrackedRuleset(for: family, owners: [1001...1001, 1005...1006], programs: programs)
+                .split(separator: "\n").map(String.init)
+            let limit = "-m limit --limit 200/sec --limit-burst 1000 "
+            #expect(
+                raw == [
+                    "*raw", ":screentime-raw - [0:0]", ":screentime-rawin - [0:0]", ":screentime-fast - [0:0]",
+                    "-A screentime-raw -p udp -m udp --dport 53 -m owner --uid-owner 1001 \(limit)"
+                        + "-m bpf --object-pinned /run/screentime/q -j screentime-fast",
+                    "-A screentime-raw -p udp -m udp --dport 53 -m owner --uid-owner 1005-1006 \(limit)"
+                        + "-m bpf --object-pinned /run/screentime/q -j screentime-fast",
+                    "-A screentime-raw -o lo -p udp -m udp --sport 53 -m bpf --object-pinned /run/screentime/a "
+                        + "-j screentime-fast",
+                    "-A screentime-rawin ! -i lo -p udp -m udp --sport 53 -m bpf --object-pinned /run/screentime/a "
+                        + "-j CT --notrack",
+                    "-A screentime-fast -j MARK --set-xmark 0x610000/0xff0000", "-A screentime-fast -j CT --notrack",
+                    "-A screentime-fast -j ACCEPT", "COMMIT",
+                ])
+            #expect(
+                firewall.untrackedRuleset(for: family, owners: [1001...1001], programs: nil)
+                    == "*raw\n:screentime-raw - [0:0]\n:screentime-rawin - [0:0]\n:screentime-fast - [0:0]\nCOMMIT\n")
             let lines = firewall.ruleset(for: family, owners: [1001...1001], dohAddresses: [], dnsFastPath: programs)
                 .split(separator: "\n").map(String.init)
-            let question =
-                "-A screentime-filter -p udp -m udp --dport 53 -m bpf --object-pinned /run/screentime/q -j ACCEPT"
-            let answer =
-                "-A screentime-in -p udp -m udp --sport 53 -m connmark --mark 0x530000/0xff0000 -m bpf --object-pinned /run/screentime/a -j ACCEPT"
-            let marked = lines.firstIndex(
-                of: "-A screentime-filter -p udp -m udp --dport 53 -j CONNMARK --set-xmark 0x530000/0xff0000")
-            let passed = lines.firstIndex(of: question)
-            let queued = lines.firstIndex(of: "-A screentime-filter -p udp -m udp --dport 53 -j NFQUEUE --queue-num 53")
-            #expect(marked != nil && passed != nil && queued != nil && marked! < passed! && passed! < queued!)
-            let answered = lines.firstIndex(of: answer)
-            let limited = lines.firstIndex {
-                $0.hasPrefix("-A screentime-in -p udp -m udp --sport 53") && $0.contains("hashlimit")
-            }
-            #expect(answered != nil && limited != nil && answered! < limited!)
-            // Right after the exit of the flows never marked, ahead of the rules for TCP it would
-            // otherwise pass one by one.
+            let main = lines.filter { $0.hasPrefix("-A screentime ") }
+            let input = lines.filter { $0.hasPrefix("-A screentime-in ") }
+            #expect(main.first == "-A screentime -m mark --mark 0x610000/0xff0000 -j ACCEPT")
             #expect(
-                lines.filter { $0.hasPrefix("-A screentime-in ") }.dropFirst(2).prefix(2)
-                    == ["-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN", answer])
-            #expect(lines.filter { $0.contains("-m bpf") } == [question, answer])
-            #expect(!firewall.ruleset(for: family, owners: [1001...1001], dohAddresses: []).contains("-m bpf"))
+                input.prefix(2) == [
+                    "-A screentime-in -m mark --mark 0x610000/0xff0000 -j ACCEPT",
+                    "-A screentime-in -p udp -m udp --sport 53 -m conntrack --ctstate UNTRACKED -j ACCEPT",
+                ])
+            // Before the exit of the flows never marked, which such an answer's flow is.
+            let dropped = input.firstIndex(
+                of: "-A screentime-in -p udp -m udp --sport 53 ! --dport 53 -m conntrack --ctstate NEW "
+                    + "-m connmark --mark 0x0/0xff0000 -j DROP")
+            let unmarked = input.firstIndex(of: "-A screentime-in -m connmark --mark 0x0/0xff0000 -j RETURN")
+            #expect(dropped != nil && unmarked != nil && dropped! < unmarked!)
+            #expect(!lines.contains { $0.contains("-m bpf") && $0.contains("53") })
+            #expect(lines.contains("-A screentime-filter -p udp -m udp --dport 53 -j NFQUEUE --queue-num 53"))
+            let without = firewall.ruleset(for: family, owners: [1001...1001], dohAddresses: [])
+            #expect(!without.contains("-m bpf") && !without.contains("0x610000") && !without.contains("UNTRACKED"))
+            #expect(!without.contains("--ctstate NEW -j DROP"))
         }
     }
 }

@@ -1,8 +1,10 @@
 // The DNS fast path: two socket-filter programs the agent's rules run through iptables' `bpf`
-// match (xt_bpf). `question` matches a filtered user's UDP question (in OUTPUT: the packet starts
-// at its IP header) that the table lets her ask in the kernel; `answer` matches a reply (in
-// INPUT) to a name the table lets pass, when its answers are nothing but addresses of that very
-// name. Anything else does not match, and goes to the queue as before. Built by `make bpf`
+// match (xt_bpf), in the raw table, before connection tracking. `question` matches a filtered
+// user's UDP question (in OUTPUT: the packet starts at its IP header) that the table lets her ask
+// in the kernel, and notes its flow and id; `answer` matches the reply to such a question (in
+// PREROUTING, or in OUTPUT from a resolver on loopback) when it answers a name the table lets
+// pass with nothing but addresses of that very name. What they match is let go untracked; anything
+// else does not match, and is tracked and goes to the queue as before. Built by `make bpf`
 // (clang -target bpf) into ../include/dns_fast_path_object.h, which is committed.
 //
 // What passes here was judged by the agent first: it puts a question in the table only after it
@@ -31,6 +33,14 @@ struct {
     __type(key, __u32);
     __type(value, __u64);
 } generation SEC(".maps");
+
+/// The questions let go untracked, until their answer comes (or the least recently used goes).
+struct {
+    __uint(type, BPF_MAP_TYPE_LRU_HASH);
+    __uint(max_entries, DNS_QUESTIONS_ENTRIES);
+    __type(key, struct dns_question_key);
+    __type(value, __u64);
+} questions SEC(".maps");
 
 struct dns_header {
     __u16 id, flags, questions, answers, authorities, additionals;
@@ -119,6 +129,32 @@ static __always_inline struct dns_fast_path_value *in_force(struct dns_fast_path
     return value;
 }
 
+/// The flow and id of a question (`answer` 0: her side is the source) or of its answer (1: her
+/// side is the destination), in a packet starting at its IP header whose message starts at
+/// `offset` (`payload_offset`, which took IPv4 or IPv6 and UDP). 0, or -1.
+static __always_inline int read_flow(
+    struct __sk_buff *skb, int offset, __u16 id, int answer, struct dns_question_key *key) {
+    __u8 first, ports[4];
+    if (bpf_skb_load_bytes(skb, 0, &first, 1) < 0 || bpf_skb_load_bytes(skb, offset - 8, ports, 4) < 0) return -1;
+    __u16 source = ports[0] << 8 | ports[1], destination = ports[2] << 8 | ports[3];
+    key->family = first >> 4;
+    key->id = id;
+    key->client_port = answer ? destination : source;
+    key->server_port = answer ? source : destination;
+    if (key->family == 4) {
+        __u8 addresses[8];
+        if (bpf_skb_load_bytes(skb, 12, addresses, 8) < 0) return -1;
+        __builtin_memcpy(key->client, addresses + (answer ? 4 : 0), 4);
+        __builtin_memcpy(key->server, addresses + (answer ? 0 : 4), 4);
+        return 0;
+    }
+    __u8 addresses[32];
+    if (bpf_skb_load_bytes(skb, 8, addresses, 32) < 0) return -1;
+    __builtin_memcpy(key->client, addresses + (answer ? 16 : 0), 16);
+    __builtin_memcpy(key->server, addresses + (answer ? 0 : 16), 16);
+    return 0;
+}
+
 SEC("socket")
 int question(struct __sk_buff *skb) {
     int offset = payload_offset(skb);
@@ -138,6 +174,12 @@ int question(struct __sk_buff *skb) {
     // Its answers must pass too, or the agent would find the reply to a question it never saw.
     key.uid = DNS_FAST_PATH_ANSWERS_UID;
     if (!in_force(&key)) return 0;
+    // Let go untracked: its answer passes only as the answer to this very question (a second
+    // one, or one after the entry went, is tracked as a flow of its own, and dropped).
+    struct dns_question_key flow = {};
+    if (read_flow(skb, offset, header.id, 0, &flow) < 0) return 0;
+    __u64 now = bpf_ktime_get_ns();
+    if (bpf_map_update_elem(&questions, &flow, &now, BPF_ANY) < 0) return 0;
     __sync_fetch_and_add(&asked->hits, 1);
     return 1;
 }
@@ -150,6 +192,9 @@ int answer(struct __sk_buff *skb) {
     if (bpf_skb_load_bytes(skb, offset, &header, sizeof(header)) < 0) return 0;
     // A response (QR 1) to a standard query, with one question: the name it answers.
     if ((bpf_ntohs(header.flags) & 0xF800) != 0x8000 || bpf_ntohs(header.questions) != 1) return 0;
+    // The answer to a question let go here, on its flow, with its id: nothing else passes.
+    struct dns_question_key flow = {};
+    if (read_flow(skb, offset, header.id, 1, &flow) < 0 || !bpf_map_lookup_elem(&questions, &flow)) return 0;
     struct dns_fast_path_key key = {};
     int at = read_question(skb, offset, &key);
     if (at < 0) return 0;
@@ -175,6 +220,8 @@ int answer(struct __sk_buff *skb) {
         at += 12 + length;
     }
     if (end_of_message(skb, at, additionals) < 0) goto judged_again;
+    // Once: the same reply twice is one too many.
+    if (bpf_map_delete_elem(&questions, &flow) < 0) return 0;
     return 1;
 judged_again:
     bpf_map_delete_elem(&names, &key);
@@ -212,25 +259,43 @@ struct {
 /// its ALPN may name: a hello with more goes to the queue.
 #define HELLO_EXTENSIONS_MAX 32
 #define HELLO_PROTOCOLS_MAX 12
+/// The longest hello read here (its record, from its header on); a longer one goes to the queue.
+#define HELLO_BYTES_MAX 2048
 
-static __always_inline int load_u16(struct __sk_buff *skb, __u32 at, __u32 *value) {
-    __u8 bytes[2];
-    if (bpf_skb_load_bytes(skb, at, bytes, 2) < 0) return -1;
-    *value = (__u32)bytes[0] << 8 | bytes[1];
-    return 0;
+/// Where `hello` reads a hello: one read of the packet (each read of a few bytes is a helper call
+/// of its own, and the fields read one by one cost a hello 5.7 µs of the kernel's time, measured
+/// with kernel.bpf_stats_enabled under `Benchmarks/connections.sh`), then parsed in memory. One
+/// per CPU; a run that another run on the same CPU interrupted (a packet sent from a softirq)
+/// finds `runs` moved on and matches nothing: what it read may be the other's.
+struct hello_scratch {
+    __u64 runs;
+    /// Twice what is read: an offset masked below HELLO_BYTES_MAX, plus a few bytes, stays inside.
+    __u8 bytes[HELLO_BYTES_MAX * 2];
+};
+
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, struct hello_scratch);
+} hello_scratch SEC(".maps");
+
+/// The big-endian 16 bits at `at` (below HELLO_BYTES_MAX) of what `hello` read.
+static __always_inline __u32 u16_at(const __u8 *bytes, __u32 at) {
+    at &= HELLO_BYTES_MAX - 1;
+    return (__u32)bytes[at] << 8 | bytes[at + 1];
 }
 
-/// Whether the ALPN extension's body (`at`, `length` bytes) is what the agent reads as one: a
-/// list whose length is the rest, of non-empty protocol names that fill it exactly.
-static __always_inline int alpn_is_readable(struct __sk_buff *skb, __u32 at, __u32 length) {
-    __u32 list;
-    if (length < 2 || load_u16(skb, at, &list) < 0 || list != length - 2) return 0;
+/// Whether the ALPN extension's body (`at`, `length` bytes, within `end`) is what the agent reads
+/// as one: a list whose length is the rest, of non-empty protocol names that fill it exactly.
+static __always_inline int alpn_is_readable(const __u8 *bytes, __u32 at, __u32 length) {
+    if (length < 2 || u16_at(bytes, at) != length - 2) return 0;
     __u32 end = at + length;
     at += 2;
     for (int i = 0; i < HELLO_PROTOCOLS_MAX; i++) {
         if (at == end) return 1;
-        __u8 size;
-        if (bpf_skb_load_bytes(skb, at, &size, 1) < 0 || size == 0) return 0;
+        __u8 size = bytes[at & (HELLO_BYTES_MAX - 1)];
+        if (size == 0) return 0;
         at += 1 + size;
         if (at > end) return 0;
     }
@@ -301,50 +366,71 @@ int hello(struct __sk_buff *skb) {
     if (record[0] != 0x16 || record[1] != 3 || record[2] > 4 || record_length == 0 || start + 5 + record_length != total
         || record[5] != 1 || body < 38 || body + 4 != record_length)
         return 0;
-    __u32 end = total;
+    // The record, read once; offsets below are from its start.
+    __u32 end = total - start;
+    if (end > HELLO_BYTES_MAX) return 0;
+    __u32 zero = 0;
+    struct hello_scratch *scratch = bpf_map_lookup_elem(&hello_scratch, &zero);
+    if (!scratch) return 0;
+    __u64 run = ++scratch->runs;
+    __u8 *bytes = scratch->bytes;
+    // (Each bound tested apart, as the verifier follows them.)
+    __u32 size = end;
+    asm volatile("" : "+r"(size));
+    if (size < 9) return 0;
+    asm volatile("" : "+r"(size));
+    if (size > HELLO_BYTES_MAX) return 0;
+    if (bpf_skb_load_bytes(skb, start, bytes, size) < 0) return 0;
     // Its fixed fields: the version, the random, the session id, the cipher suites, compression.
-    __u32 at = start + 9 + 2 + 32;
-    __u8 session;
-    if (bpf_skb_load_bytes(skb, at, &session, 1) < 0 || session > 32) return 0;
+    __u32 at = 9 + 2 + 32;
+    if (at >= end) return 0;
+    __u8 session = bytes[at];
+    if (session > 32) return 0;
     at += 1 + session;
-    __u32 suites;
-    if (load_u16(skb, at, &suites) < 0 || suites < 2 || (suites & 1)) return 0;
+    if (at + 2 > end) return 0;
+    __u32 suites = u16_at(bytes, at);
+    if (suites < 2 || (suites & 1)) return 0;
     at += 2 + suites;
-    __u8 compression;
-    if (bpf_skb_load_bytes(skb, at, &compression, 1) < 0 || compression < 1) return 0;
+    if (at + 1 > end) return 0;
+    __u8 compression = bytes[at & (HELLO_BYTES_MAX - 1)];
+    if (compression < 1) return 0;
     at += 1 + compression;
     // The extensions, which fill the rest; one server name among them.
-    __u32 extensions;
-    if (load_u16(skb, at, &extensions) < 0 || at + 2 + extensions != end) return 0;
+    if (at + 2 > end || at + 2 + u16_at(bytes, at) != end) return 0;
     at += 2;
     int named = 0;
+    __u32 name_at = 0, name_size = 0;
     for (int i = 0; i < HELLO_EXTENSIONS_MAX; i++) {
         if (at == end) break;
-        __u32 type, length;
-        if (at + 4 > end || load_u16(skb, at, &type) < 0 || load_u16(skb, at + 2, &length) < 0) return 0;
+        if (at + 4 > end) return 0;
+        __u32 type = u16_at(bytes, at), length = u16_at(bytes, at + 2);
         at += 4;
         if (at + length > end) return 0;
         if (type == 0) {
             // One list holding one host_name, non-empty, that the table can hold.
-            __u32 list, size;
-            __u8 kind;
-            if (named || load_u16(skb, at, &list) < 0 || list + 2 != length
-                || bpf_skb_load_bytes(skb, at + 2, &kind, 1) < 0 || kind != 0 || load_u16(skb, at + 3, &size) < 0
-                || size + 3 != list || size < 1 || size > HELLO_FAST_PATH_NAME_MAX)
+            if (named || length < 5) return 0;
+            __u32 list = u16_at(bytes, at), size = u16_at(bytes, at + 3);
+            if (list + 2 != length || bytes[(at + 2) & (HELLO_BYTES_MAX - 1)] != 0 || size + 3 != list || size < 1
+                || size > HELLO_FAST_PATH_NAME_MAX)
                 return 0;
-            if (bpf_skb_load_bytes(skb, at + 5, key.name, size) < 0) return 0;
-            key.length = size;
+            name_at = at + 5;
+            name_size = size;
             named = 1;
         } else if (type == 16) {
-            if (!alpn_is_readable(skb, at, length)) return 0;
+            if (!alpn_is_readable(bytes, at, length)) return 0;
         }
         at += length;
     }
     if (at != end || !named) return 0;
+    // Read whole, by this run alone: the name, from the packet itself.
+    if (scratch->runs != run) return 0;
+    if (name_size < 1 || name_size > HELLO_FAST_PATH_NAME_MAX
+        || bpf_skb_load_bytes(skb, start + name_at, key.name, name_size) < 0)
+        return 0;
+    key.length = name_size;
     key.uid = bpf_get_socket_uid(skb);
     struct dns_fast_path_value *value = bpf_map_lookup_elem(&hellos, &key);
     if (!value) return 0;
-    __u32 zero = 0;
     __u64 *current = bpf_map_lookup_elem(&generation, &zero);
     if (!current || value->generation != *current || bpf_ktime_get_ns() >= value->expires) return 0;
     // Its connection, and the sequence number the server's acknowledgement must reach.

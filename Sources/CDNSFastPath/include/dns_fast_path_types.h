@@ -76,4 +76,22 @@ struct hello_flow_value {
     __u32 zero;
 };
 
+/// The questions the fast path let go untracked and not yet answered, the most it keeps (the least
+/// recently used goes first: its answer, should it come after, is dropped as one to no question,
+/// and the child's resolver asks again).
+#define DNS_QUESTIONS_ENTRIES 8192
+
+/// A question the fast path let go: its flow (host-order ports, her side the client's) and its
+/// message id. Only its answer, on that very flow with that very id, may pass untracked.
+struct dns_question_key {
+    /// 4 or 6.
+    __u8 family;
+    __u8 zero;
+    __u16 id;
+    __u16 client_port;
+    __u16 server_port;
+    __u8 client[16];
+    __u8 server[16];
+};
+
 #endif

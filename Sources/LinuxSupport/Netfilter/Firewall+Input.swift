@@ -18,23 +18,32 @@ extension Firewall {
         // opening it judged, then marks the flow through NF_REPEAT (passed or refused).
         // (Only the reply direction: over loopback the client's own packets come in here too.)
         let reply = "-p tcp -m conntrack --ctdir REPLY"
+        if dnsFastPath != nil {
+            // What the DNS fast path let go untracked in the raw table: a question or answer over
+            // loopback (marked), an answer from elsewhere (untracked; as is one whose tracking
+            // something else turned off, which would pass this chain's end all the same).
+            rules.append("-A \(inputChain) -m mark --mark \(untrackedText) -j ACCEPT")
+            rules.append("-A \(inputChain) -p udp -m udp --sport 53 -m conntrack --ctstate UNTRACKED -j ACCEPT")
+        }
         // A TCP connection opened from outside, not over loopback, is marked so (`inboundMark`):
         // what a server of this machine sends on it leaves as a reply; nothing here concerns it.
         rules.append(
             "-A \(inputChain) ! -i lo -p tcp -m tcp --syn -m conntrack --ctstate NEW -j CONNMARK --set-xmark "
                 + "0x\(String(inboundMark, radix: 16))/\(ownedText)")
         rules.append("-A \(inputChain) -m connmark --mark \(inboundText) -j RETURN")
+        if dnsFastPath != nil {
+            // An answer that starts a flow: one to a question the kernel let go untracked that
+            // the `answer` program did not pass (an alias, a second copy, one after its entry
+            // went), or to no question at all. Never passed unjudged: dropped, and her resolver
+            // asks again, through the queue if the program took the name off its table. (Not the
+            // NXDOMAIN the agent writes over her question, which comes in on the question's own
+            // new flow, marked DNS.)
+            rules.append(
+                "-A \(inputChain) -p udp -m udp --sport 53 ! --dport 53 -m conntrack --ctstate NEW \(unmarked) -j DROP")
+        }
         // Every other rule of the input chain is for a flow the agent marked.
         rules.append("-A \(inputChain) \(unmarked) -j RETURN")
-        // A reply the kernel's table lets pass (addresses of a name the agent judged): next, before
-        // the rules for TCP, which it would pass one by one, and before the limits: it costs the
-        // agent nothing.
         let dnsMark = "-m connmark --mark \(markText(.dns))"
-        if let programs = dnsFastPath {
-            rules.append(
-                "-A \(inputChain) -p udp -m udp --sport 53 \(dnsMark) -m bpf --object-pinned \(programs.answer) -j ACCEPT"
-            )
-        }
         if acknowledgementLog != nil { rules += promote.map { "-A \(inputChain) \($0)" } }
         for text in [passed, markText(.refused)] {
             rules.append("-A \(inputChain) \(reply) -m mark --mark \(text) \(save)")

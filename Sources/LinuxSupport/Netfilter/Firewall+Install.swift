@@ -23,6 +23,14 @@ extension Firewall {
             if (try? run(family.command, ["-w", "-t", "mangle", "-C", "OUTPUT", "-j", helloChain])) == nil {
                 try run(family.command, ["-w", "-t", "mangle", "-I", "OUTPUT", "1", "-j", helloChain])
             }
+            // The DNS fast path's part in the raw table (empty without it).
+            try run(
+                family.command + "-restore", ["-w", "--noflush"],
+                input: untrackedRuleset(for: family, owners: owners, programs: dnsFastPath))
+            for (hook, target) in untrackedJumps
+            where (try? run(family.command, ["-w", "-t", "raw", "-C", hook, "-p", "udp", "-j", target])) == nil {
+                try run(family.command, ["-w", "-t", "raw", "-I", hook, "1", "-p", "udp", "-j", target])
+            }
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
                 input: ruleset(
@@ -77,6 +85,21 @@ extension Firewall {
                     try run(family.command, ["-w", "-t", "mangle", action, helloChain])
                 } catch {
                     failures.append(error.message)
+                }
+            }
+        }
+        for family in Family.allCases {
+            for (hook, target) in untrackedJumps {
+                while (try? run(family.command, ["-w", "-t", "raw", "-D", hook, "-p", "udp", "-j", target])) != nil {}
+            }
+            for action in ["-F", "-X"] {
+                for name in [untrackedChain, untrackedInputChain, untrackingChain]
+                where (try? run(family.command, ["-w", "-t", "raw", "-n", "-L", name])) != nil {
+                    do {
+                        try run(family.command, ["-w", "-t", "raw", action, name])
+                    } catch {
+                        failures.append(error.message)
+                    }
                 }
             }
         }

@@ -8,12 +8,20 @@ import FoundationEssentials
 /// Layout, the same in both families (`CHAIN` is the configured name, `screentime` by default;
 /// `M` is the byte of the connection mark the agent owns, bits 16–23: DNS is the configured
 /// value, PENDING and REFUSED the next two, PASSED one of the eight after them, by generation,
-/// WATCHED the one after those, the hello fast path's kernel-watched the next, and INBOUND, a
-/// connection opened from outside, the last):
+/// WATCHED the one after those, the hello fast path's kernel-watched the next, INBOUND, a
+/// connection opened from outside, after it; and UNTRACKED, the last, a packet's mark only):
 ///
+///     raw OUTPUT      -p udp -j CHAIN-raw                               (first rule)
+///     raw PREROUTING  -p udp -j CHAIN-rawin                             (first rule)
+///     CHAIN-raw       (the DNS fast path, per range R, after its limit: `untrackedRuleset`)
+///                     -p udp --dport 53 -m owner R -m limit -m bpf --object-pinned QUESTION -j CHAIN-fast
+///                     -o lo -p udp --sport 53 -m bpf --object-pinned ANSWER -j CHAIN-fast
+///     CHAIN-rawin     ! -i lo -p udp --sport 53 -m bpf --object-pinned ANSWER -j CT --notrack
+///     CHAIN-fast      -j MARK --set-xmark UNTRACKED/M, -j CT --notrack, -j ACCEPT
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
-///     CHAIN           per range R' of uids not filtered (the ranges between the filtered ones):
+///     CHAIN           -m mark --mark UNTRACKED/M -j ACCEPT   (what the DNS fast path let go)
+///                     per range R' of uids not filtered (the ranges between the filtered ones):
 ///                     -m connmark --mark 0/M -m owner --uid-owner R' -j RETURN   (someone not
 ///                                       filtered, on a flow the agent never marked: nothing here)
 ///                     -p tcp --syn -m connmark ! --mark PENDING/M -j CONNMARK --set-xmark 0/M
@@ -53,8 +61,6 @@ import FoundationEssentials
 ///                     -p udp --dport 53 -m connmark --mark DNS/M -j CONNMARK --set-xmark 0/M
 ///                                   (someone else's question on a flow a child's question left)
 ///     CHAIN-filter    -p udp/tcp --dport 53 -j CONNMARK --set-xmark DNS/M  (its replies are known)
-///                     -p udp --dport 53 -m bpf --object-pinned QUESTION -j ACCEPT   (the DNS fast
-///                        path: a question the kernel's table lets this user ask; `DNSFastPath`)
 ///                     -p udp/tcp --dport 53 -j NFQUEUE --queue-num N   (no --queue-bypass: fail closed)
 ///                     -p tcp --dport 853 -j REJECT --reject-with tcp-reset   (DNS over TLS)
 ///                     -p udp --dport 853 -j REJECT                           (DNS over QUIC)
@@ -62,11 +68,15 @@ import FoundationEssentials
 ///                     -p udp --dport 443 -j REJECT          (QUIC: browsers fall back to TCP)
 ///                     -j CONNMARK --restore-mark            (the queue sees how far it was judged)
 ///                     -j NFQUEUE --queue-num N              (a connection's opening packets)
-///     CHAIN-in        ! -i lo -p tcp --syn -m conntrack --ctstate NEW -j CONNMARK --set-xmark INBOUND/M
+///     CHAIN-in        -m mark --mark UNTRACKED/M -j ACCEPT
+///                     -p udp --sport 53 -m conntrack --ctstate UNTRACKED -j ACCEPT
+///                                               (what the DNS fast path let go, over loopback or not)
+///                     ! -i lo -p tcp --syn -m conntrack --ctstate NEW -j CONNMARK --set-xmark INBOUND/M
 ///                     -m connmark --mark INBOUND/M -j RETURN   (a connection opened from outside)
+///                     -p udp --sport 53 ! --dport 53 -m conntrack --ctstate NEW -m connmark --mark 0/M
+///                        -j DROP   (an answer to a question the DNS fast path let go that its
+///                                   program did not pass)
 ///                     -m connmark --mark 0/M -j RETURN        (a flow the agent never marked)
-///                     -p udp --sport 53 -m connmark --mark DNS/M -m bpf --object-pinned ANSWER
-///                        -j ACCEPT                (the fast path: addresses of a name in the table)
 ///                     (R = -p tcp -m conntrack --ctdir REPLY: the server's packets)
 ///                     R -m mark --mark PASSED|REFUSED/M -j CONNMARK --save-mark, then -j RETURN
 ///                     R -m connmark --mark WATCHED/M -j NFLOG --nflog-group G   (a copy of the
@@ -168,8 +178,9 @@ public struct Firewall: Sendable {
     /// Where iptables, ip6tables and their -restore are looked for.
     public let toolDirectories: [String]
 
-    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 242; the next thirteen values
-    ///   mark the other connections' verdicts, and those opened from outside.
+    /// - Parameter mark: the byte of the DNS connections' mark, 1 to 241; the next thirteen values
+    ///   mark the other connections' verdicts, and those opened from outside, and the one after
+    ///   them the packets the DNS fast path let go untracked.
     public init(
         chain: String, queue: UInt16, mark: UInt8 = 0x53, rateLimit: Int = 200, connectionRateLimit: Int = 2000,
         toolDirectories: [String] = ["/usr/sbin", "/sbin", "/usr/bin"]
@@ -237,6 +248,9 @@ public struct Firewall: Sendable {
         // Nothing below concerns a packet of someone not filtered on a flow the agent never
         // marked: it leaves at once (without this, the rules cost everyone's lookups a third).
         let unmarked = "-m connmark --mark 0x0/\(mask)"
+        // A question of hers, or a loopback resolver's answer to one, the DNS fast path let go
+        // untracked in the raw table (`untrackedRuleset`): nothing here is for it.
+        if dnsFastPath != nil { lines.append("-A \(chain) -m mark --mark \(untrackedText) -j ACCEPT") }
         for others in Self.ranges(Self.others(than: owners)) {
             lines.append("-A \(chain) \(unmarked) -m owner --uid-owner \(others) -j RETURN")
         }
@@ -351,10 +365,6 @@ public struct Firewall: Sendable {
         let queue = "-j NFQUEUE --queue-num \(queue)"
         lines.append("-A \(filterChain) -p udp -m udp --dport 53 -j CONNMARK --set-xmark \(markText(.dns))")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 -j CONNMARK --set-xmark \(markText(.dns))")
-        if let programs = dnsFastPath {
-            lines.append(
-                "-A \(filterChain) -p udp -m udp --dport 53 -m bpf --object-pinned \(programs.question) -j ACCEPT")
-        }
         lines.append("-A \(filterChain) -p udp -m udp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 53 \(queue)")
         lines.append("-A \(filterChain) -p tcp -m tcp --dport 853 -j REJECT --reject-with tcp-reset")
