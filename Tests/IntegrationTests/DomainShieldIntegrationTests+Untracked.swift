@@ -82,6 +82,11 @@ extension DomainShieldIntegrationTests {
                 if after == before.map({ $0 + 1 }) { untracked = true }
             }
             #expect(untracked, "via \(address): no question went untracked: \(world.queueAndCounters())")
+            // The agent's own answer to a shielded question, written over it, comes in on the
+            // question's new flow: not one the input chain drops (the attack on the installed
+            // agent found every such lookup of hers timing out with a rule that did).
+            let shielded = try dig(world, as: world.child, "blocked.test", server: address)
+            #expect(shielded.status == "NXDOMAIN" && shielded.addresses.isEmpty, "via \(address): \(shielded.output)")
         }
         #expect(world.agentIsRunning)
     }

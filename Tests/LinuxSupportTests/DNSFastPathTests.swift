@@ -140,8 +140,12 @@ struct DNSFastPathTests {
             // A datagram sent in segments (UDP_SEGMENT) is seen whole here and split after: never
             // passed, whatever its first message (an EDNS record of the first may span the rest).
             #expect(try !path.matches("question", frame: asked, segmentSize: 40))
+            // An answer in segments to a question let go: not passed, and the question off the
+            // table.
             #expect(try !path.matches("answer", frame: answered, segmentSize: 40))
-            #expect(try path.matches("answer", frame: answered))
+            #expect(try !path.matches("answer", frame: answered))
+            #expect(try !path.matches("question", frame: asked))
+            try path.allow(allowed, seconds: 30, generation: 0)
             #expect(try path.matches("question", frame: asked))
 
             // Counted: the three questions passed since it was made, told once.
@@ -168,12 +172,24 @@ struct DNSFastPathTests {
             #expect(try !path.matches("answer", frame: Self.frame(truncated, sourcePort: 53, port: 40_000)))
             #expect(try !path.matches("question", frame: asked))
 
-            // A new generation voids every entry; one made under it holds.
+            // An answer to another question on the flow, with the id, of one let go: not passed,
+            // and the question off the table.
             try path.allow(allowed, seconds: 30, generation: 0)
-            try path.setGeneration(1)
+            #expect(try path.matches("question", frame: asked))
+            let elsewhere = Self.reply("www.blocked.test", answers: [Self.address()])
+            #expect(try !path.matches("answer", frame: Self.frame(elsewhere, sourcePort: 53, port: 40_000)))
             #expect(try !path.matches("question", frame: asked))
+
+            // A new generation voids every entry, and the questions let go under the last one:
+            // their answers do not pass. One made under it holds.
+            try path.allow(allowed, seconds: 30, generation: 0)
+            #expect(try path.matches("question", frame: asked))
+            try path.setGeneration(1)
             #expect(try !path.matches("answer", frame: answered))
+            #expect(try !path.matches("question", frame: asked))
             try path.allow(allowed, seconds: 30, generation: 1)
+            #expect(try path.matches("question", frame: asked))
+            #expect(try path.matches("answer", frame: answered))
             #expect(try path.matches("question", frame: asked))
             // An entry's time runs out.
             try path.allow(allowed, seconds: 0.2, generation: 1)

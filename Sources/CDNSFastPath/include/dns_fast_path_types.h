@@ -9,12 +9,8 @@
 #define DNS_FAST_PATH_NAME_MAX 128
 /// The entries the table holds: the least recently used goes first (the queue judges it again).
 #define DNS_FAST_PATH_ENTRIES 8192
-/// The uid of a table entry that lets the answers to a name pass (no user asks as it: -1 is no
-/// uid).
-#define DNS_FAST_PATH_ANSWERS_UID 0xFFFFFFFFu
-
-/// A question a user may ask in the kernel (uid, type, name exactly as it was sent, its case
-/// included, zeros after it), or, with DNS_FAST_PATH_ANSWERS_UID, a name whose answers pass.
+/// A question a user may ask in the kernel, and have answered there with addresses of its name
+/// alone: the uid, the type, the name exactly as it was sent (its case included), zeros after it.
 struct dns_fast_path_key {
     __u32 uid;
     __u16 type;

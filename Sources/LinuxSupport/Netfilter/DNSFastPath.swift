@@ -2,9 +2,11 @@ import CDNSFastPath
 import Glibc
 import Synchronization
 
-/// The DNS fast path: a table in the kernel of the questions a filtered user may ask, and the
-/// names whose answers may come back, without a trip through the queue, and the two programs
-/// (iptables' `bpf` match) that read it. See `Sources/CDNSFastPath/bpf/dns-fast-path.bpf.c`.
+/// The DNS fast path: a table in the kernel of the questions a filtered user may ask, and have
+/// answered, without a trip through the queue or connection tracking, and the two programs
+/// (iptables' `bpf` match, in the raw table) that read it: one notes each question it lets go
+/// (its flow and id), the other lets go the answer to that very question, once. See
+/// `Sources/CDNSFastPath/bpf/dns-fast-path.bpf.c` and `Firewall.untrackedRuleset`.
 ///
 /// The agent puts a question in the table only after it judged that very question (the same
 /// user, type and name, byte for byte) and its answer through the queue: a name it allows,
@@ -12,7 +14,7 @@ import Synchronization
 /// half a minute) and while the table's generation is its own; the agent moves the generation
 /// on at every change of a filter, which voids every entry at once. An answer that is anything
 /// but addresses of the question's name (an alias, an error, a truncated reply) takes the name
-/// off the table in the kernel and goes to the queue.
+/// off the table in the kernel and is dropped (her resolver asks again, through the queue).
 ///
 /// The programs are pinned, for iptables-restore to find, only while the rules are installed
 /// (`pinned`), in a bpf file system mounted for the agent alone (`directory`): a rule keeps its
@@ -149,29 +151,18 @@ public final class DNSFastPath: Sendable {
         return (UInt16(type), name)
     }
 
-    /// The uid of the entry that lets a name's answers pass.
-    public static let answersUID = UInt32(DNS_FAST_PATH_ANSWERS_UID)
-
-    /// Lets `question` be asked in the kernel, and its answers pass, for `seconds` under
-    /// `generation`. Returns the questions the entry it replaced had passed (for the usage
-    /// reports), 0 for none.
+    /// Lets `question` be asked in the kernel, and its answer pass there (the answer to that very
+    /// question, nothing but addresses of its name), for `seconds` under `generation`. Returns the
+    /// questions the entry it replaced had passed (for the usage reports), 0 for none.
     @discardableResult
     public func allow(_ question: Question, seconds: Double, generation: UInt64) throws(SystemError) -> UInt64 {
-        guard question.fits, question.uid != Self.answersUID else {
+        guard question.fits else {
             throw SystemError(.systemCall, "the DNS fast path holds names of 1 to \(Self.longestName) bytes, A or AAAA")
         }
         let expires = dns_fast_path_now() &+ UInt64(max(0, min(seconds, 86_400)) * 1e9)
-        var answers = question
-        answers.uid = Self.answersUID
-        // The answers' entry first: a question that passes finds its answers' entry there. It
-        // lasts a few seconds longer, for a reply on its way when the question's runs out.
-        var ignored: UInt64 = 0
-        var answersKey = answers.key
-        var result = dns_fast_path_put(path, &answersKey, expires &+ 5_000_000_000, generation, &ignored)
-        guard result == 0 else { throw SystemError.call("the DNS fast path's table", -result) }
         var key = question.key
         var hits: UInt64 = 0
-        result = dns_fast_path_put(path, &key, expires, generation, &hits)
+        let result = dns_fast_path_put(path, &key, expires, generation, &hits)
         guard result == 0 else { throw SystemError.call("the DNS fast path's table", -result) }
         return hits
     }
@@ -192,8 +183,7 @@ public final class DNSFastPath: Sendable {
         guard result == 0 else { throw SystemError.call("the DNS fast path's generation", -result) }
     }
 
-    /// The questions each entry passed since it was made or last asked, and zero them (the
-    /// answers' entries count none).
+    /// The questions each entry passed since it was made or last asked, and zero them.
     public func takeHits() -> [Question: UInt64] {
         final class Taken { var hits: [Question: UInt64] = [:] }
         let taken = Taken()

@@ -56,7 +56,7 @@ extension DomainShield {
     /// rest.
     func takeFastPathHits() {
         guard let fastPath else { return }
-        for (question, hits) in fastPath.takeHits() where question.uid != DNSFastPath.answersUID {
+        for (question, hits) in fastPath.takeHits() {
             guard let name = Self.name(wire: question.name) else { continue }
             countFastPathLookups(hits, of: name, uid: question.uid)
         }
