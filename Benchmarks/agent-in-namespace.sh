@@ -44,6 +44,32 @@ JSON
 }
 stop_agent() { kill -9 "$(cat $DIR/agent.pid)"; wait "$(cat $DIR/agent.pid)" 2>/dev/null || true; rm -f $DIR/agent.pid; }
 st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }
+# The kernel's time in the agent's fast-path programs while "$@" runs (kernel.bpf_stats_enabled
+# on for it): sets PROGRAM_TIMES to "name: N ns a packet (runs)" for each program that ran, named
+# by the order the agent loads them (the object's: question, answer, hello, acknowledged), from
+# their run_time_ns and run_cnt in /proc/PID/fdinfo. "$@"'s output is kept in PROGRAM_OUTPUT.
+program_times() {
+  local pid names=(question answer hello acknowledged) before=() after=() f i
+  pid=$(cat $DIR/agent.pid)
+  stats() { for f in $(ls /proc/$pid/fdinfo | sort -n); do
+      awk '/^prog_type/ {p=1} /^run_time_ns/ {t=$2} /^run_cnt/ {c=$2} END {if (p) print t + 0, c + 0}' \
+        /proc/$pid/fdinfo/$f 2>/dev/null; done; }
+  mapfile -t before < <(stats)
+  local was; was=$(sysctl -n kernel.bpf_stats_enabled)
+  sysctl -qw kernel.bpf_stats_enabled=1
+  PROGRAM_OUTPUT=$("$@")
+  sysctl -qw kernel.bpf_stats_enabled=$was
+  mapfile -t after < <(stats)
+  local parts=() part
+  for i in "${!after[@]}"; do
+    [ $i -lt ${#names[@]} ] || break
+    part=$(awk -v a="${after[$i]}" -v b="${before[$i]:-0 0}" -v n="${names[$i]}" 'BEGIN {
+      split(a, x, " "); split(b, y, " "); t = x[1] - y[1]; c = x[2] - y[2]
+      if (c > 0) printf "%s: %.0f ns a packet (%d runs)", n, t / c, c}')
+    [ -z "$part" ] || parts+=("$part")
+  done
+  PROGRAM_TIMES=$(IFS=';'; echo "${parts[*]}" | sed 's/;/; /g')
+}
 # The DNS benchmarks' set-up: a dnsmasq on 127.0.0.1 answering *.allowed.test, 200 such names in
 # $DIR/allowed.txt, the agent with no DNS rate limit, and the child authorized.
 start_with_resolver() {

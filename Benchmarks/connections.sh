@@ -54,14 +54,14 @@ connects() {
 field() { awk -v n="$1" '{print $n}'; }
 line_of() { grep "^$1 " | sed "s/^$1 //"; }
 plain=(); judged=(); base_lat=(); judged_lat=(); judged_diff=(); ack_lat=(); ack_diff=(); syn_lat=(); syn_diff=()
-floor_lat=(); floor_diff=(); queue_lat=(); queue_diff=()
+floor_lat=(); floor_diff=(); queue_lat=(); queue_diff=(); programs=()
 start_agent
 for _ in $(seq 1 $RUNS); do
   plain+=("$(bulk)")
   st authorize --child $KID
   st shield --user $KID --domain blocked.test
   judged+=("$(bulk)")
-  out=$(connects)
+  program_times connects; out=$PROGRAM_OUTPUT; programs+=("$PROGRAM_TIMES")
   base_lat+=("$(line_of A <<<"$out")"); judged_lat+=("$(line_of B <<<"$out")"); judged_diff+=("$(line_of B-A <<<"$out")")
   # The floor of a hello judged in the kernel (a measurement, not a ruleset: nothing is judged):
   # her TLS connections marked PASSED and let go by two rules put just where her rules would send
@@ -128,6 +128,7 @@ for i in $(seq 0 $((RUNS - 1))); do
   printf "  run %d %-38s %s\n" $((i + 1)) "not filtered (baseline)" "${base_lat[$i]}"
   printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered: hello judged" "${judged_lat[$i]}" "${judged_diff[$i]}"
   printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "the hello let go in the kernel (floor)" "${floor_lat[$i]}" "${floor_diff[$i]}"
+  printf "  run %d %-38s %s\n" $((i + 1)) "the kernel's programs, hello judged" "${programs[$i]:-n/a}"
   printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered, every hello through the queue" "${queue_lat[$i]}" "${queue_diff[$i]}"
   printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered, acknowledgement queued too" "${ack_lat[$i]}" "${ack_diff[$i]}"
   printf "  run %d %-38s %s  (paired: %s)\n" $((i + 1)) "filtered, and every SYN queued too" "${syn_lat[$i]}" "${syn_diff[$i]}"
