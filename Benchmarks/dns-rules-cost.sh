@@ -25,7 +25,7 @@ for round in 1 2 3; do
   # Her questions judged once each in the queue (the change voided the kernel's table).
   as_kid dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -l 1 -c 4 >/dev/null 2>&1
   full+=("$(rate)")
-  deletes "^-A $CHAIN(-in)? .*-p tcp|^-A $CHAIN -m mark|^-A $CHAIN .*--ctdir REPLY -j RETURN|^-A $CHAIN -m length --length 0:1500" |
+  deletes "^-A $CHAIN(-in)? .*-p tcp|^-A $CHAIN -m mark .*-j (CONNMARK|RETURN)|^-A $CHAIN .*--ctdir REPLY -j RETURN|^-A $CHAIN -m length --length 0:1500" |
     apply
   pruned+=("$(rate)")
   jumps=$(in_ns iptables-save | grep -E "^-A (OUTPUT|INPUT) .*-j $CHAIN")
