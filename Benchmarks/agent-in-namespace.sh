@@ -46,10 +46,10 @@ stop_agent() { kill -9 "$(cat $DIR/agent.pid)"; wait "$(cat $DIR/agent.pid)" 2>/
 st() { SCREENTIME_SOCKET=$DIR/s.sock $BIN/screentime "$@" >/dev/null; }
 # The kernel's time in the agent's fast-path programs while "$@" runs (kernel.bpf_stats_enabled
 # on for it): sets PROGRAM_TIMES to "name: N ns a packet (runs)" for each program that ran, named
-# by the order the agent loads them (the object's: question, answer, hello, acknowledged), from
+# by the order the agent loads them (the object's: question, answer, asked, hello, acknowledged), from
 # their run_time_ns and run_cnt in /proc/PID/fdinfo. "$@"'s output is kept in PROGRAM_OUTPUT.
 program_times() {
-  local pid names=(question answer hello acknowledged) before=() after=() f i
+  local pid names=(question answer asked hello acknowledged) before=() after=() f i
   pid=$(cat $DIR/agent.pid)
   stats() { for f in $(ls /proc/$pid/fdinfo | sort -n); do
       awk '/^prog_type/ {p=1} /^run_time_ns/ {t=$2} /^run_cnt/ {c=$2} END {if (p) print t + 0, c + 0}' \

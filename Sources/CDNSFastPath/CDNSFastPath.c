@@ -33,7 +33,7 @@ static int pin_path(char *buffer, size_t size, const char *directory, const char
     return written < 0 || (size_t)written >= size ? -ENAMETOOLONG : 0;
 }
 
-static const char *const programs[] = {"question", "answer", "hello", "acknowledged"};
+static const char *const programs[] = {"question", "answer", "hello", "acknowledged", "asked"};
 #define PROGRAMS (int)(sizeof(programs) / sizeof(programs[0]))
 
 int dns_fast_path_open(const char *directory, struct dns_fast_path **out, const char **stage) {

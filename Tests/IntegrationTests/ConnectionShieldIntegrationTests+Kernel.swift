@@ -71,7 +71,9 @@ extension ConnectionShieldIntegrationTests {
         }
         #expect(try world.firewallRules().allSatisfy { !$0.contains("-j MARK") })
         let mangle = try world.inNetwork(as: nil, "/usr/sbin/iptables", ["-w", "-t", "mangle", "-S"]).stdout
-        #expect(!mangle.contains("CHECKSUM"), "\(mangle)")
+        // (Her DNS questions' bytes are copied all the same: the DNS fast path's rules.)
+        #expect(
+            !mangle.split(separator: "\n").contains { $0.contains("-p tcp") && $0.contains("CHECKSUM") }, "\(mangle)")
         #expect(try hellosPassedInTheKernel(world) == 0)
     }
 

@@ -91,3 +91,61 @@ extension DomainShieldIntegrationTests {
         #expect(world.agentIsRunning)
     }
 }
+
+extension DomainShieldIntegrationTests {
+    /// Her questions sent with `MSG_ZEROCOPY` from a page another process of hers rewrites at
+    /// once, allowed.test ↔ blocked.test (`zerocopy-questions.py`). The raw table read one name
+    /// and the page was sent later: 52 of 300 blocked.test questions reached her resolver a router
+    /// away, 29 of 200 on loopback (the attack on the installed agent, 2026-12-01). Now the bytes
+    /// are copied into the packet and read again in the mangle table: the resolver (hers, on
+    /// loopback, logging each name) sees blocked.test never, while her allowed questions still go
+    /// through the kernel.
+    @Test func aQuestionRewrittenAfterTheKernelReadItNeverLeaves() throws {
+        let world = try AgentWorld(network: true)
+        defer { world.tearDown() }
+        try guardian(world, "authorize", "--child", world.child)
+        try guardian(world, "shield", "--user", world.child, "--domain", "blocked.test")
+        let log = world.directory + "/names.log"
+        let server = try herServer(
+            world,
+            """
+            import socket, sys
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.bind(("127.0.0.2", 53))
+            out = open(sys.argv[1], "a", buffering=1)
+            while True:
+                q, peer = s.recvfrom(512)
+                end = q.index(0, 12)
+                out.write("%d %r\\n" % (int.from_bytes(q[:2], "big"), q[12:end]))
+                s.sendto(q[:2] + bytes.fromhex("81800001000100000000") + q[12:end + 5]
+                    + bytes.fromhex("c00c000100010000003c00040a010101"), peer)
+            """, log)
+        defer { stop(server) }
+        // Her plain lookups of allowed.test: the name on the fast path.
+        var onFastPath = false
+        for _ in 0..<10 where !onFastPath {
+            let before = try fastPathCounts(world)
+            _ = try dig(world, as: world.child, "allowed.test", server: "127.0.0.2")
+            onFastPath = try fastPathCounts(world)[0] > before[0]
+        }
+        #expect(onFastPath, "\(world.queueAndCounters())")
+        let before = try fastPathCounts(world)
+        let printed = try world.inNetwork(
+            as: world.child, "/usr/bin/python3",
+            [AgentWorld.fixture("zerocopy-questions.py"), "127.0.0.2", "allowed.test", "blocked.test", "300"]
+        ).stdout
+        Thread.sleep(forTimeInterval: 0.5)
+        let names = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        // Hers: the id her page carries (0x4242). The agent's own lookups of a shielded name she
+        // asked for (its addresses, learned to refuse them) have ids of their own.
+        let leaked = names.split(separator: "\n").filter { $0.hasPrefix("16962 ") && $0.contains("blocked") }.count
+        print(
+            "her zerocopy questions: \(printed.trimmingCharacters(in: .whitespacesAndNewlines)); "
+                + "names the resolver saw: \(names.split(separator: "\n").count), blocked.test \(leaked)")
+        #expect(leaked == 0, "blocked.test reached her resolver \(leaked) times")
+        #expect(
+            try fastPathCounts(world)[0] > before[0] + 30,
+            "her questions went through the kernel: \(world.queueAndCounters())")
+        #expect(world.agentIsRunning)
+    }
+}

@@ -363,8 +363,28 @@ import Testing
     /// rules, which queue as before; without it, no raw rule and none of the above.
     @Test func theDNSFastPathLetsGoUntrackedOnlyWhatItsProgramsMatch() {
         let firewall = Firewall(chain: "screentime", queue: 53)
-        let programs = Firewall.DNSFastPathPrograms(question: "/run/screentime/q", answer: "/run/screentime/a")
+        let programs = Firewall.DNSFastPathPrograms(
+            question: "/run/screentime/q", answer: "/run/screentime/a", asked: "/run/screentime/k")
         for family in Firewall.Family.allCases {
+            // A question let go is read again once its bytes are the packet's own (in the mangle
+            // table, which runs after the raw one), and dropped unless it is the one let go.
+            // Each of her questions has its bytes copied into the packet first (what the queue
+            // reads is what leaves), with or without the fast path.
+            let question = "-A screentime-hello -p udp -m udp --dport 53 -m mark --mark 0x610000/0xff0000"
+            let copied =
+                "-A screentime-hello -p udp -m udp --dport 53 -m owner --uid-owner 1001 -j CHECKSUM --checksum-fill"
+            #expect(
+                firewall.helloRuleset(for: family, owners: [1001...1001], hello: false, asked: programs.asked)
+                    == "*mangle\n:screentime-hello - [0:0]\n\(copied)\n"
+                    + "\(question) -m bpf --object-pinned /run/screentime/k -j RETURN\n\(question) -j DROP\nCOMMIT\n")
+            #expect(
+                firewall.helloRuleset(for: family, owners: [1001...1001], hello: false)
+                    == "*mangle\n:screentime-hello - [0:0]\n\(copied)\nCOMMIT\n")
+            // Without that program, no question is let go untracked (answers may be).
+            var unread = programs
+            unread.asked = nil
+            #expect(
+                !firewall.untrackedRuleset(for: family, owners: [1001...1001], programs: unread).contains("--dport 53"))
             let raw = firewall.untrackedRuleset(for: family, owners: [1001...1001, 1005...1006], programs: programs)
                 .split(separator: "\n").map(String.init)
             let limit = "-m limit --limit 200/sec --limit-burst 1000 "
@@ -725,17 +745,21 @@ import Testing
             #expect(!withoutProgram.contains("-j MARK"))
             // Before them, in the mangle table: her packets that could hold a whole hello, on a
             // flow never marked, have their bytes copied out of her pages (checksum filled).
+            // (After her questions' own copy: `theDNSFastPathLetsGoUntrackedOnlyWhatItsProgramsMatch`.)
             let least = family == .ipv4 ? 87 : 107
+            let questions = ["1001", "1005-1006"].map {
+                "-A screentime-hello -p udp -m udp --dport 53 -m owner --uid-owner \($0) -j CHECKSUM --checksum-fill\n"
+            }
             #expect(
                 firewall.helloRuleset(for: family, owners: [1001...1001, 1005...1006], hello: true)
-                    == "*mangle\n:screentime-hello - [0:0]\n"
+                    == "*mangle\n:screentime-hello - [0:0]\n" + questions.joined()
                     + ["1001", "1005-1006"].map {
                         "-A screentime-hello -m owner --uid-owner \($0) -p tcp -m connmark --mark 0x0/0xfff0000 "
                             + "-m length --length \(least):65535 -j CHECKSUM --checksum-fill\n"
                     }.joined() + "COMMIT\n")
             #expect(
                 firewall.helloRuleset(for: family, owners: [1001...1001], hello: false)
-                    == "*mangle\n:screentime-hello - [0:0]\nCOMMIT\n")
+                    == "*mangle\n:screentime-hello - [0:0]\n\(questions[0])COMMIT\n")
         }
     }
 }

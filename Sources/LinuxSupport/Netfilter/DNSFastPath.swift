@@ -54,7 +54,7 @@ public final class DNSFastPath: Sendable {
     public var programs: Firewall.DNSFastPathPrograms {
         Firewall.DNSFastPathPrograms(
             question: directory + "/question", answer: directory + "/answer", hello: directory + "/hello",
-            acknowledged: directory + "/acknowledged")
+            acknowledged: directory + "/acknowledged", asked: directory + "/asked")
     }
 
     /// Runs `body` (the rules' install) with the programs pinned at `programs`, then unpins them.
@@ -298,12 +298,18 @@ extension Firewall {
         public var hello: String?
         /// Its other half, which matches the server's acknowledgement of a hello it let go.
         public var acknowledged: String?
+        /// The one that reads a question `question` let go again once its bytes are the packet's
+        /// own (nil: no question is let go in the kernel, only answers).
+        public var asked: String?
 
-        public init(question: String, answer: String, hello: String? = nil, acknowledged: String? = nil) {
+        public init(
+            question: String, answer: String, hello: String? = nil, acknowledged: String? = nil, asked: String? = nil
+        ) {
             self.question = question
             self.answer = answer
             self.hello = hello
             self.acknowledged = acknowledged
+            self.asked = asked
         }
     }
 }

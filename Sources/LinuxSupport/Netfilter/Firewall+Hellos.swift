@@ -60,10 +60,12 @@ extension Firewall {
     /// copies its bytes out of any page it shares (a file sent with `sendfile`, a buffer of hers)
     /// into the packet: what the `hello` program reads after, and the copy the agent judges, are
     /// then what is sent. (A hello sent from a file she rewrote at once was read as one name and
-    /// sent as another: the attack on the installed agent, 2026-11-30.) Empty without the hello
-    /// fast path.
-    public func helloRuleset(for family: Family, owners: [ClosedRange<UInt32>], hello: Bool) -> String {
-        var lines = ["*mangle", ":\(helloChain) - [0:0]"]
+    /// sent as another: the attack on the installed agent, 2026-11-30.) Without the hello fast
+    /// path, only her questions' (`copiedQuestionRules`).
+    public func helloRuleset(
+        for family: Family, owners: [ClosedRange<UInt32>], hello: Bool, asked: String? = nil
+    ) -> String {
+        var lines = ["*mangle", ":\(helloChain) - [0:0]"] + copiedQuestionRules(owners: owners, asked: asked)
         if hello {
             let owned = "0x" + String(Self.markMask | Self.acknowledgedMask, radix: 16)
             // The IP and TCP headers, and the least a ClientHello is (record, handshake, fields).

@@ -19,7 +19,8 @@ extension Firewall {
             try run(
                 family.command + "-restore", ["-w", "--noflush"],
                 input: helloRuleset(
-                    for: family, owners: owners, hello: dnsFastPath?.hello != nil && acknowledgementLog != nil))
+                    for: family, owners: owners, hello: dnsFastPath?.hello != nil && acknowledgementLog != nil,
+                    asked: dnsFastPath?.asked))
             if (try? run(family.command, ["-w", "-t", "mangle", "-C", "OUTPUT", "-j", helloChain])) == nil {
                 try run(family.command, ["-w", "-t", "mangle", "-I", "OUTPUT", "1", "-j", helloChain])
             }

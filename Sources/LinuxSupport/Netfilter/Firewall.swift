@@ -18,6 +18,13 @@ import FoundationEssentials
 ///                     -o lo -p udp --sport 53 -m bpf --object-pinned ANSWER -j CHAIN-fast
 ///     CHAIN-rawin     ! -i lo -p udp --sport 53 -m bpf --object-pinned ANSWER -j CT --notrack
 ///     CHAIN-fast      -j MARK --set-xmark UNTRACKED/M, -j CT --notrack, -j ACCEPT
+///     mangle OUTPUT   -j CHAIN-hello                                    (first rule)
+///     CHAIN-hello     per R: -p udp --dport 53 -m owner R -j CHECKSUM --checksum-fill   (her
+///                        question's bytes copied into the packet: what is read is what leaves)
+///                     -p udp --dport 53 -m mark --mark UNTRACKED/M -m bpf --object-pinned ASKED
+///                        -j RETURN, then -j DROP   (one the raw table let go, read again:
+///                        `copiedQuestionRules`)
+///                     (the hello fast path's rule: `helloRuleset`)
 ///     OUTPUT          -j CHAIN                                          (first rule)
 ///     INPUT           -j CHAIN-in                                       (first rule)
 ///     CHAIN           -m mark --mark UNTRACKED/M -j ACCEPT   (what the DNS fast path let go)
