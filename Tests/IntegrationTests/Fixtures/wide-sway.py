@@ -33,9 +33,13 @@ def read_message(connection):
 
 if os.path.exists(path):
     os.unlink(path)
+# Listening before the socket is at its name: the agent, finding the name, never meets a socket
+# bound but not yet listening (a refused first connection was the problem it logged, on a loaded
+# machine, and the flood's after it was not).
 server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-server.bind(path)
+server.bind(path + ".new")
 server.listen(16)
+os.rename(path + ".new", path)
 while True:
     connection, _ = server.accept()
     with open(log, "a") as out:
