@@ -192,25 +192,30 @@ static __always_inline __u64 *current_generation(void) {
     return bpf_map_lookup_elem(&generation, &zero);
 }
 
-SEC("socket")
-int question(struct __sk_buff *skb) {
-    struct dns_packet packet = {};
-    if (read_packet(skb, 0, &packet) < 0 || !packet.whole) return 0;
+/// Reads her question (`packet`'s flow, `key`'s type and name) from a packet starting at its IP
+/// header, for `question` and `asked`: a standard query (QR 0, opcode 0), one question the fast
+/// path takes, an EDNS record at most, nothing after, read whole by this run alone. 0, or -1.
+static __always_inline int read_her_question(
+    struct __sk_buff *skb, struct dns_packet *packet, struct dns_fast_path_key *key) {
+    if (read_packet(skb, 0, packet) < 0 || !packet->whole) return -1;
     __u64 run;
-    struct dns_scratch *scratch = read_message(skb, &packet, &run);
-    if (!scratch) return 0;
+    struct dns_scratch *scratch = read_message(skb, packet, &run);
+    if (!scratch) return -1;
     const __u8 *bytes = scratch->bytes;
-    __u32 end = packet.length;
-    // A standard query (QR 0, opcode 0), one question, an EDNS record at most, nothing after.
     __u32 additionals = word_at(bytes, 10);
     if ((word_at(bytes, 2) & 0xF800) != 0 || word_at(bytes, 4) != 1 || word_at(bytes, 6) != 0
         || word_at(bytes, 8) != 0 || additionals > 1)
-        return 0;
+        return -1;
+    __u32 at = read_question(bytes, packet->length, key);
+    if (at == 0 || !ends_after(bytes, at, packet->length, additionals) || scratch->runs != run) return -1;
+    return 0;
+}
+
+SEC("socket")
+int question(struct __sk_buff *skb) {
+    struct dns_packet packet = {};
     struct dns_question_value asked = {};
-    __u32 at = read_question(bytes, end, &asked.asked);
-    if (at == 0 || !ends_after(bytes, at, end, additionals)) return 0;
-    // Read whole, by this run alone.
-    if (scratch->runs != run) return 0;
+    if (read_her_question(skb, &packet, &asked.asked) < 0) return 0;
     asked.asked.uid = bpf_get_socket_uid(skb);
     __u64 *current = current_generation();
     if (!current) return 0;
@@ -289,18 +294,8 @@ judged_again:
 SEC("socket")
 int asked(struct __sk_buff *skb) {
     struct dns_packet packet = {};
-    if (read_packet(skb, 0, &packet) < 0 || !packet.whole) return 0;
-    __u64 run;
-    struct dns_scratch *scratch = read_message(skb, &packet, &run);
-    if (!scratch) return 0;
-    const __u8 *bytes = scratch->bytes;
-    __u32 additionals = word_at(bytes, 10);
-    if ((word_at(bytes, 2) & 0xF800) != 0 || word_at(bytes, 4) != 1 || word_at(bytes, 6) != 0
-        || word_at(bytes, 8) != 0 || additionals > 1)
-        return 0;
     struct dns_fast_path_key key = {};
-    __u32 at = read_question(bytes, packet.length, &key);
-    if (at == 0 || !ends_after(bytes, at, packet.length, additionals) || scratch->runs != run) return 0;
+    if (read_her_question(skb, &packet, &key) < 0) return 0;
     struct dns_question_value *let_go = bpf_map_lookup_elem(&questions, &packet.flow);
     if (!let_go || let_go->asked.type != key.type || let_go->asked.length != key.length) return 0;
     for (int i = 0; i < DNS_FAST_PATH_NAME_MAX; i++)
