@@ -142,18 +142,24 @@ enum NetfilterNetlink {
         return false
     }
 
+    /// Calls `body` with each attribute's type (its flags masked off) and payload, in order, with
+    /// no table made: for a reader that wants only a few of them, each packet.
+    static func forEachAttribute(_ bytes: ArraySlice<UInt8>, _ body: (UInt16, ArraySlice<UInt8>) -> Void) {
+        var at = bytes.startIndex
+        while at + 4 <= bytes.endIndex {
+            let length = Int(bytes[at]) | Int(bytes[at + 1]) << 8
+            let type = (UInt16(bytes[at + 2]) | UInt16(bytes[at + 3]) << 8) & ~(attributeNested | attributeNetByteOrder)
+            guard length >= 4, at + length <= bytes.endIndex else { break }
+            body(type, bytes[at + 4..<at + length])
+            at += (length + 3) & ~3
+        }
+    }
+
     /// The attributes of a message's body (after its `nfgenmsg`), by type (flags cleared); a
     /// length that runs past the end stops the reading.
     static func attributes(_ bytes: ArraySlice<UInt8>) -> [UInt16: ArraySlice<UInt8>] {
         var found: [UInt16: ArraySlice<UInt8>] = [:]
-        var at = bytes.startIndex
-        while at + 4 <= bytes.endIndex {
-            let length = Int(UInt16(littleEndianBytes: bytes[at..<at + 2]))
-            let type = UInt16(littleEndianBytes: bytes[at + 2..<at + 4]) & ~(attributeNested | attributeNetByteOrder)
-            guard length >= 4, at + length <= bytes.endIndex else { break }
-            found[type] = bytes[at + 4..<at + length]
-            at += (length + 3) & ~3
-        }
+        forEachAttribute(bytes) { type, value in found[type] = value }
         return found
     }
 

@@ -115,14 +115,21 @@ public final class PacketLog: @unchecked Sendable {
             guard length >= 16, at + length <= bytes.endIndex else { break }
             let type = UInt16(littleEndianBytes: bytes[at + 4..<at + 6])
             if type == NetfilterNetlink.subsystemLog << 8 | messagePacket, length >= 20 {
-                let attributes = NetfilterNetlink.attributes(bytes[at + 20..<at + length])
-                if let payload = attributes[attributePayload] {
+                // (Walked, not made into a table: this runs for each copy, twice a connection.)
+                var payload: ArraySlice<UInt8>?
+                var hook: UInt8?
+                var uid: UInt32?
+                NetfilterNetlink.forEachAttribute(bytes[at + 20..<at + length]) { type, value in
+                    switch type {
+                    case attributePayload: payload = value
                     // struct nfulnl_msg_packet_hdr: __be16 hw_protocol, __u8 hook, __u8 pad.
-                    let header = attributes[attributePacketHeader]
-                    let hook = header.flatMap { $0.count >= 3 ? $0[$0.startIndex + 2] : nil }
-                    let uid = attributes[attributeUID].flatMap {
-                        $0.count == 4 ? UInt32(littleEndianBytes: $0).byteSwapped : nil
+                    case attributePacketHeader where value.count >= 3: hook = value[value.startIndex + 2]
+                    case attributeUID where value.count == 4:
+                        uid = value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+                    default: break
                     }
+                }
+                if let payload {
                     found.append(Copy(bytes: Array(payload), outgoing: hook == hookLocalOut, uid: uid))
                 }
             }

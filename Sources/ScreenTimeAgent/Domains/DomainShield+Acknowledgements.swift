@@ -160,7 +160,7 @@ extension DomainShield {
     }
 
     /// How long a hello's entry holds (unless a filter changes first): the agent judges each copy
-    /// all the same, and a name in use is put again at each.
+    /// all the same, and a name in use is put again once a third of this has gone.
     static let helloLifetime: Double = 30
 
     /// After the agent passed a TLS hello naming one server: the same hello (her uid, that
@@ -174,10 +174,30 @@ extension DomainShield {
         let entry = DNSFastPath.Hello(
             uid: uid, address: Array(packet.destination), port: packet.destinationPort, name: hello.serverNames[0])
         guard entry.fits else { return }
+        // Put again only once a third of its lifetime has gone since the last put under the same
+        // generation: the kernel's entry holds on meanwhile, and a put is two system calls on
+        // each connection (her tenth connection a second to one server cost the agent as much as
+        // the rest of its judging).
+        let now = ContinuousClock.now
+        let recent = offeredHellos.withLock { offered in
+            if let last = offered[entry], last.generation == generation,
+                now - last.at < .seconds(Self.helloLifetime / 3)
+            {
+                return true
+            }
+            if offered.count >= Self.offeredHellosKept { offered.removeAll(keepingCapacity: true) }
+            offered[entry] = (generation, now)
+            return false
+        }
+        guard !recent else { return }
         do {
             try fastPath.allow(entry, seconds: Self.helloLifetime, generation: generation)
         } catch {
+            offeredHellos.withLock { _ = $0.removeValue(forKey: entry) }
             logger.debug("not on the hello fast path", metadata: ["error": "\(error.message)"])
         }
     }
+
+    /// How many hellos `offeredHellos` keeps before it starts again empty.
+    static let offeredHellosKept = 4_096
 }

@@ -55,6 +55,9 @@ public final class DomainShield: Service, PolicyConsumer, Sendable {
     /// The flows (client's address and port, server's) of the last hellos the kernel let go whose
     /// copies the agent refused (see `judgeLoggedAcknowledgement`).
     let refusedHellos = Mutex<[[UInt8]]>([])
+    /// The hellos put in the kernel's table lately, with the generation and the moment of each
+    /// put (see `offerHello`); at most `offeredHellosKept`.
+    let offeredHellos = Mutex<[DNSFastPath.Hello: (generation: UInt64, at: ContinuousClock.Instant)]>([:])
     static let tellingSpacing: Duration = .seconds(1)
     private let flushSignal: AsyncStream<Void>
     /// Told of each shielded name a filtered user looked up (the shield window's notice).
