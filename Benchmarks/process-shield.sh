@@ -33,6 +33,8 @@ cleanup() {
     [ -d $g/frozen ] && { echo 1 > $g/frozen/cgroup.kill; sleep 0.2; rmdir $g/frozen; rmdir $g; } 2>/dev/null || true
   done
   userdel $KID 2>/dev/null || true
+  # The DNS fast path's bpf file system, which the agent killed above leaves mounted in $DIR.
+  awk -v d="$DIR/" 'index($2, d) == 1 {print $2}' /proc/mounts | xargs -r -n1 umount -l
   rm -rf $DIR
 }
 trap cleanup EXIT

@@ -24,6 +24,8 @@ cleanup() {
   done
   rm -f "/tmp/.X11-unix/X$DISPLAY_NUMBER" "/tmp/.X$DISPLAY_NUMBER-lock"
   userdel $KID 2>/dev/null || true
+  # The DNS fast path's bpf file system, which the agent killed above leaves mounted in $DIR.
+  awk -v d="$DIR/" 'index($2, d) == 1 {print $2}' /proc/mounts | xargs -r -n1 umount -l
   rm -rf $DIR
 }
 trap cleanup EXIT
