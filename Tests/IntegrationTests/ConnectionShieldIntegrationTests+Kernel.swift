@@ -16,7 +16,8 @@ extension ConnectionShieldIntegrationTests {
     /// Her curl to a site she may visit: the first connection's hello is judged in the queue; the
     /// next ones, the same hello to the same server, are let go in the kernel, and served. A
     /// shielded name on that server, another server, or another user's connections are not
-    /// helped by it. A shield on the site voids it: her next connection is reset. (By default.)
+    /// helped by it. Any change of filters voids it, and a hello judged after puts it again; a
+    /// shield on the site voids it: her next connection is reset. (By default.)
     @Test func aHelloPassedOnceIsLetGoInTheKernelAfterUntilTheFiltersChange() throws {
         let world = try shieldedWorld()
         defer { world.tearDown() }
@@ -44,8 +45,23 @@ extension ConnectionShieldIntegrationTests {
             #expect(theirs.status == 0, "\(theirs)")
             #expect(try hellosPassedInTheKernel(world, ipv6: ipv6) == passed)
         }
+        // A change of filters that spares the site voids its entry too, and the first hello
+        // after it, judged in the queue, puts it in the table again (under the new generation:
+        // the agent's memory of its last put, made under the old one, does not hold it back).
+        var rules = try world.firewallRules()
+        try guardian(world, "shield", "--user", world.child, "--domain", "elsewhere.test")
+        #expect(eventually(20) { (try? world.firewallRules()).map { $0 != rules } ?? false }, "no new rules")
+        let beforeChange = try hellosPassedInTheKernel(world)
+        for round in 0..<2 {
+            let spared = try curl(
+                world, as: world.child, "--resolve", "www.allowed.test:443:10.1.1.1", "https://www.allowed.test/")
+            #expect(spared.status == 0 && spared.body == "https www.allowed.test\n", "\(round): \(spared)")
+        }
+        #expect(
+            try hellosPassedInTheKernel(world) == beforeChange + 1,
+            "after a change of filters, the first hello judged in the queue and the second let go in the kernel")
         // A guardian shields the site: the table's entries are void at once.
-        let rules = try world.firewallRules()
+        rules = try world.firewallRules()
         try guardian(world, "shield", "--user", world.child, "--domain", "www.allowed.test")
         #expect(eventually(20) { (try? world.firewallRules()).map { $0 != rules } ?? false }, "no new rules")
         let before = try hellosPassedInTheKernel(world)
