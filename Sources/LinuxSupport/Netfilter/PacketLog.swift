@@ -124,8 +124,7 @@ public final class PacketLog: @unchecked Sendable {
                     case attributePayload: payload = value
                     // struct nfulnl_msg_packet_hdr: __be16 hw_protocol, __u8 hook, __u8 pad.
                     case attributePacketHeader where value.count >= 3: hook = value[value.startIndex + 2]
-                    case attributeUID where value.count == 4:
-                        uid = value.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+                    case attributeUID where value.count == 4: uid = UInt32(littleEndianBytes: value).byteSwapped
                     default: break
                     }
                 }
