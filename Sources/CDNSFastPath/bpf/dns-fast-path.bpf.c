@@ -161,8 +161,11 @@ static __always_inline __u32 read_question(const __u8 *bytes, __u32 end, struct 
         at += count + 1;
     }
     if (length == 0 || 12 + length + 4 > end) return 0;
-    // The key is the name and zeros.
-    for (int i = 0; i < DNS_FAST_PATH_NAME_MAX; i++) key->name[i] = i < length ? bytes[12 + i] : 0;
+    // The key is the name and zeros (the callers' key is zeros already).
+    for (__u32 i = 0; i < DNS_FAST_PATH_NAME_MAX; i++) {
+        if (i >= length) break;
+        key->name[i] = bytes[12 + i];
+    }
     __u32 type = word_at(bytes, 12 + length);
     if (word_at(bytes, 12 + length + 2) != 1 || (type != 1 && type != 28)) return 0;
     key->type = type;
@@ -298,8 +301,12 @@ int asked(struct __sk_buff *skb) {
     if (read_her_question(skb, &packet, &key) < 0) return 0;
     struct dns_question_value *let_go = bpf_map_lookup_elem(&questions, &packet.flow);
     if (!let_go || let_go->asked.type != key.type || let_go->asked.length != key.length) return 0;
-    for (int i = 0; i < DNS_FAST_PATH_NAME_MAX; i++)
+    // (The length read once: the entry is memory others may write. Past it, both are zeros.)
+    __u32 length = key.length;
+    for (__u32 i = 0; i < DNS_FAST_PATH_NAME_MAX; i++) {
+        if (i >= length) break;
         if (let_go->asked.name[i] != key.name[i]) return 0;
+    }
     return 1;
 }
 
