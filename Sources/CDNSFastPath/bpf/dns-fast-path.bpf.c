@@ -301,7 +301,7 @@ int asked(struct __sk_buff *skb) {
     if (read_her_question(skb, &packet, &key) < 0) return 0;
     struct dns_question_value *let_go = bpf_map_lookup_elem(&questions, &packet.flow);
     if (!let_go || let_go->asked.type != key.type || let_go->asked.length != key.length) return 0;
-    // (The length read once: the entry is memory others may write. Past it, both are zeros.)
+    // (Up to the length both have: the names are the same when those bytes are.)
     __u32 length = key.length;
     for (__u32 i = 0; i < DNS_FAST_PATH_NAME_MAX; i++) {
         if (i >= length) break;
