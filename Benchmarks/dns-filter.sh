@@ -14,7 +14,8 @@
 #     through the agent's queue or its fast path, shielded names answered NXDOMAIN. A run that is not whole says
 #     so, loudly, instead of giving a ratio. Then her rate and the rate with no filter in turn,
 #     ROUNDS times (5), each round's ratio and their median: the ratio the goal (≥ 0.9×) is read
-#     from, as the machine's own rate swings between runs.
+#     from, as the machine's own rate swings between runs; and beside each, the whole machine's
+#     busy time a query answered (/proc/stat), which swings less: what the filter adds a query.
 #  2. The default limit, as a browser meets it: a page that looks up 150 names at once (all
 #     answered? how long until the last?), two such pages back to back, and a flood (which the
 #     limit is there to stop).
@@ -55,11 +56,16 @@ queued() {
   { in_ns iptables-save -c; in_ns ip6tables-save -c; } 2>/dev/null |
     awk '/--dport 53/ && /NFQUEUE/ {gsub(/[^0-9:]/, "", $1); split($1, c, ":"); n += c[1]} END {print n + 0}'
 }
-# Questions the DNS fast path passed in the kernel so far (its `bpf` rules' counters).
+# Questions the DNS fast path passed in the kernel so far (the raw table's `bpf` rules' counters:
+# the mangle table's rule reads each of them again, and is not counted).
 fast_passed() {
   { in_ns iptables-save -c; in_ns ip6tables-save -c; } 2>/dev/null |
-    awk '/--dport 53/ && /-m bpf/ {gsub(/[^0-9:]/, "", $1); split($1, c, ":"); n += c[1]} END {print n + 0}'
+    awk '/^\*/ {table = $1} table == "*raw" && /--dport 53/ && /-m bpf/ {
+      gsub(/[^0-9:]/, "", $1); split($1, c, ":"); n += c[1]} END {print n + 0}'
 }
+# The whole machine's busy time so far, in clock ticks (/proc/stat's first line: user, nice, system,
+# interrupts; not idle, waiting for a disk, or taken by the host).
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 # Whether every run so far was whole: no query lost, none dropped by the limit (the paced runs'
 # apart).
 whole=yes
@@ -69,11 +75,13 @@ problems=()
 # queries the queue was given), codes (the answers' response codes), and verdict (empty when
 # whole, else what went wrong).
 dnsperf_run() {
-  local before out queued_before fast_before
+  local before out queued_before fast_before ticks_before ticks_after
   before=$(limit_drops)
   queued_before=$(queued)
   fast_before=$(fast_passed)
+  ticks_before=$(busy_ticks)
   out=$(${ASKER:-as_kid} dnsperf -s 127.0.0.1 "$@" 2>&1)
+  ticks_after=$(busy_ticks)
   dropped=$(( $(limit_drops) - before ))
   through=$(( $(queued) - queued_before ))
   kernel=$(( $(fast_passed) - fast_before ))
@@ -82,6 +90,10 @@ dnsperf_run() {
   completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
   lost=$(awk '/Queries lost:/ {print $3}' <<<"$out")
   qps=$(awk '/Queries per second:/ {print $4}' <<<"$out")
+  # The machine's busy time a query answered, in µs (dnsperf, her resolver, the kernel's work for
+  # both and anything else running).
+  busy=$(awk -v t=$((ticks_after - ticks_before)) -v hz="$(getconf CLK_TCK)" -v q="${completed:-0}" \
+    'BEGIN {if (q > 0) printf "%.2f", t / hz / q * 1e6}')
   VERBOSE=$out
   verdict=""
   if [ -z "$sent" ] || [ -z "$completed" ]; then verdict="dnsperf said nothing usable: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
@@ -184,22 +196,36 @@ ROUNDS=${ROUNDS:-5}
 echo "== her rate through the filter and the rate with no filter, in turn ($ROUNDS rounds of 5 s each)"
 start_agent
 ratios=()
+# And the machine's busy time a query answered, hers against no filter's: steadier than the rate
+# (which moves with how much of the machine the host gives), and what the filter costs the PC.
+busy_ratios=()
+added=()
 for round in $(seq 1 "$ROUNDS"); do
   st authorize --child $KID
   st shield --user $KID --domain blocked.test
   # Each name's first question through the queue, outside the measured run.
   dnsperf_run -d $DIR/allowed.txt -n 1 -c 1 -q 10
-  throughput $DIR/allowed.txt "through the filter, round $round" judged; her=$result
+  throughput $DIR/allowed.txt "through the filter, round $round" judged; her=$result; her_busy=$busy
   st revoke --user $KID
-  throughput $DIR/allowed.txt "no filter, round $round" none; none=$result
+  throughput $DIR/allowed.txt "no filter, round $round" none; none=$result; none_busy=$busy
   ratio=$(awk -v a="${her%% *}" -v b="${none%% *}" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b}')
-  printf "  round %d: through the filter %10s q/s, no filter %10s q/s   %s\n" "$round" "$her" "$none" \
-    "${ratio:+$ratio×}"
-  if [[ $her != *"("* && $none != *"("* && -n $ratio ]]; then ratios+=("$ratio"); fi
+  printf "  round %d: through the filter %10s q/s, no filter %10s q/s   %s   busy %s against %s µs a query\n" \
+    "$round" "$her" "$none" "${ratio:+$ratio×}" "${her_busy:-?}" "${none_busy:-?}"
+  if [[ $her != *"("* && $none != *"("* && -n $ratio ]]; then
+    ratios+=("$ratio")
+    if [ -n "$her_busy" ] && [ -n "$none_busy" ]; then
+      busy_ratios+=("$(awk -v a="$her_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", b / a}')")
+      added+=("$(awk -v a="$her_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", a - b}')")
+    fi
+  fi
 done
+median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 if [ ${#ratios[@]} -gt 0 ]; then
-  printf "  median of the %d whole rounds: %s× (goal ≥ 0.9×)\n" "${#ratios[@]}" \
-    "$(printf "%s\n" "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')"
+  printf "  median of the %d whole rounds: %s× (goal ≥ 0.9×)\n" "${#ratios[@]}" "$(median "${ratios[@]}")"
+  if [ ${#added[@]} -gt 0 ]; then
+    printf "  the machine's busy time a query: her filter adds a median %s µs; no filter's time over hers, %s×\n" \
+      "$(median "${added[@]}")" "$(median "${busy_ratios[@]}")"
+  fi
 else
   echo "  !! NO RATIO: no round was whole"
 fi
