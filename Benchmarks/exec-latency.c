@@ -13,6 +13,8 @@
  * With "main", nothing is expected to stop it: the time to main() (the kernel's exec and the
  * loader) is measured instead, for comparison. Before each exec the child, already the user,
  * waits until the agent has looked at it and let it be.
+ * With EXEC_LATENCY_GAP=MICROSECONDS, each exec comes that long after the last run settled, the
+ * machine idle between: a child's start of an app now and then, not one start after another.
  * Prints one line per run: microseconds, and 1 if main() ran. Needs root. */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -93,6 +95,8 @@ int main(int argc, char **argv) {
     if (idle_watch ? sched_setscheduler(0, SCHED_IDLE, &idle) != 0 : sched_setscheduler(0, SCHED_FIFO, &watcher) != 0)
         perror("sched_setscheduler");
     const struct timespec look_again = {0, 50000};
+    const char *gap_text = getenv("EXEC_LATENCY_GAP");
+    useconds_t gap = gap_text ? (useconds_t)atoi(gap_text) : 0;
     double *started = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     for (int i = 0; i < count; i++) {
         int marker[2], go[2];
@@ -131,6 +135,7 @@ int main(int argc, char **argv) {
             settled = close_paren && close_paren[2] == 'S' ? settled + 1 : 0;
         }
         *started = 0;
+        if (gap) usleep(gap);
         if (write(go[1], "g", 1) != 1) return 1;
         close(go[1]);
         if (main_mode) {

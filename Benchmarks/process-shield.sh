@@ -7,7 +7,8 @@
 #     exec gate (the kernel asks the agent inside execve, and the process is moved into the frozen
 #     group before its first instruction), and with the process watcher alone (execGate false:
 #     the proc connector's exec event, read on a real-time thread, then SIGSTOP and the move) —
-#     each idle and with two busy loops loading both cores — beside a poller that reads /proc once
+#     each idle and with two busy loops loading both cores, and the gate with one start every
+#     50 ms (SPACED_RUNS, 100), the machine idle between — beside a poller that reads /proc once
 #     a second (30 starts; ~0.5 s on average by construction). p50/p99/max, and how many starts
 #     reached main() before they were held. The time is taken by a real-time watcher that looks
 #     every 50 µs (exec-latency.c), below the agent's threads, so that a busy machine delays the
@@ -22,7 +23,7 @@ if [ "$(id -u)" -ne 0 ]; then echo "process benchmark skipped: needs root"; exit
 HERE=$(cd "$(dirname "$0")" && pwd)
 ID=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
 KID=stbkid$ID; DIR=/tmp/screentime-bench-$ID; GROUP=screentime-bench-$ID
-RUNS=${RUNS:-500}; POLL_RUNS=${POLL_RUNS:-30}
+RUNS=${RUNS:-500}; POLL_RUNS=${POLL_RUNS:-30}; SPACED_RUNS=${SPACED_RUNS:-100}
 mkdir -p $DIR/data/applications $DIR/bin
 chmod 755 $DIR $DIR/bin
 cleanup() {
@@ -85,6 +86,10 @@ st shield --user $KID --app org.example.Probe
 printf '  exec gate, idle                 '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log | summary
 gate_answers idle
+# One start every 50 ms, the machine idle between: how a child starts an app now and then, each
+# start meeting an agent and a kernel that did nothing just before.
+printf '  exec gate, one every 50 ms      '
+EXEC_LATENCY_GAP=50000 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $SPACED_RUNS 2>>$DIR/latency.log | summary
 load
 printf '  exec gate, both cores busy      '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log | summary
