@@ -145,6 +145,15 @@ static __always_inline __u32 word_at(const __u8 *bytes, __u32 at) {
     return (__u32)bytes[at] << 8 | bytes[at + 1];
 }
 
+/// Whether the first `length` bytes (at most DNS_FAST_PATH_NAME_MAX) of two names are the same.
+static __always_inline int same_name(const __u8 *a, const __u8 *b, __u32 length) {
+    for (__u32 i = 0; i < DNS_FAST_PATH_NAME_MAX; i++) {
+        if (i >= length) break;
+        if (a[i] != b[i]) return 0;
+    }
+    return 1;
+}
+
 /// Reads the message's one question (at 12) into `key` (name, type; uid left alone) and gives
 /// the offset just past it, or 0 for a question the fast path does not take: a name longer than
 /// the table holds, compressed, or not class IN, type A or AAAA.
@@ -257,10 +266,7 @@ int answer(struct __sk_buff *skb) {
     __u32 length = asked->asked.length;
     asm volatile("" : "+r"(length));
     if (length < 1 || length > DNS_FAST_PATH_NAME_MAX || 12 + length + 4 > end) goto judged_again;
-    for (__u32 i = 0; i < DNS_FAST_PATH_NAME_MAX; i++) {
-        if (i >= length) break;
-        if (bytes[12 + i] != asked->asked.name[i]) goto judged_again;
-    }
+    if (!same_name(bytes + 12, asked->asked.name, length)) goto judged_again;
     __u32 type = asked->asked.type;
     if (word_at(bytes, 12 + length) != type || word_at(bytes, 12 + length + 2) != 1) goto judged_again;
     // Each answer: the question's own name (a pointer to it, offset 12), its type, class IN, an
@@ -302,12 +308,7 @@ int asked(struct __sk_buff *skb) {
     struct dns_question_value *let_go = bpf_map_lookup_elem(&questions, &packet.flow);
     if (!let_go || let_go->asked.type != key.type || let_go->asked.length != key.length) return 0;
     // (Up to the length both have: the names are the same when those bytes are.)
-    __u32 length = key.length;
-    for (__u32 i = 0; i < DNS_FAST_PATH_NAME_MAX; i++) {
-        if (i >= length) break;
-        if (let_go->asked.name[i] != key.name[i]) return 0;
-    }
-    return 1;
+    return same_name(let_go->asked.name, key.name, key.length);
 }
 
 // The hello fast path: `hello` matches a filtered user's first data segment of a TCP connection
