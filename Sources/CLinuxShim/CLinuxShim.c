@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <linux/fs.h>
+#include <linux/mount.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -45,6 +46,17 @@ int screentime_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0)
 
 int screentime_pidfd_send_signal(int pidfd, int signal) {
     return (int)syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0);
+}
+
+int screentime_fspick(const char *path) { return (int)syscall(SYS_fspick, AT_FDCWD, path, FSPICK_CLOEXEC); }
+
+int screentime_fsconfig_set(int fd, const char *key, const char *value) {
+    if (value) return (int)syscall(SYS_fsconfig, fd, FSCONFIG_SET_STRING, key, value, 0);
+    return (int)syscall(SYS_fsconfig, fd, FSCONFIG_SET_FLAG, key, NULL, 0);
+}
+
+int screentime_fsconfig_reconfigure(int fd) {
+    return (int)syscall(SYS_fsconfig, fd, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0);
 }
 
 int screentime_filesystem_type(int fd, long *type) {

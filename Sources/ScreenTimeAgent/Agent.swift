@@ -244,6 +244,11 @@ public struct Agent {
     }
 
     /// Removes the firewall chains (`make uninstall`). Stopping the agent leaves them on purpose.
+    /// Where the agent notes the cgroup hierarchy whose `favordynmods` it turned on.
+    static func favoredMovesPath(_ configuration: AgentConfiguration) -> String {
+        configuration.stateDirectory + "/favored-cgroup-moves"
+    }
+
     public func removeFirewall() throws {
         do {
             try Firewall(
@@ -253,6 +258,20 @@ public struct Agent {
             throw AgentError(.firewall, "cannot remove the firewall chains: \(error.message)", cause: error)
         }
         logger.notice("firewall chains removed", metadata: ["chain": "\(configuration.firewallChain)"])
+        // The cgroup file system's favordynmods, if this agent turned it on (`favorCgroupMoves`).
+        let favored = Self.favoredMovesPath(configuration)
+        if let bytes = try? Files.read(favored, limit: 4096) {
+            let hierarchy = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first.map(String.init) ?? ""
+            do {
+                try CgroupMoves.favor(false, at: hierarchy)
+                _ = Files.remove(favored)
+                logger.notice("cgroup moves no longer favored", metadata: ["hierarchy": "\(hierarchy)"])
+            } catch {
+                logger.warning(
+                    "cannot turn favordynmods off",
+                    metadata: ["hierarchy": "\(hierarchy)", "error": "\(error.message)"])
+            }
+        }
         // The browsers' managed policies go too: an agent that is gone filters no one.
         guard !configuration.browserPolicies.isEmpty else { return }
         do {

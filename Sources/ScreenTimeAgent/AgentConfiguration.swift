@@ -56,6 +56,10 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             "ask the kernel before shielded and blocked programs run (fanotify); `false` leaves them to the process watcher alone (for comparison: they are then caught just after exec)"
         ),
         (
+            "favorCgroupMoves", "true",
+            "turn on the cgroup v2 file system's `favordynmods` option (until the next boot; its other options kept) so that moving a shielded program into the frozen group does not wait for the kernel's RCU grace period, at a small cost to every fork and exit; `--remove-firewall` turns it off again if the agent turned it on. `false`: the mount is left as it is"
+        ),
+        (
             "connectionMark", "83",
             "the byte (1–241) of the connection mark (bits 16–23) that tells the filtered users' DNS replies; the next thirteen values mark their other connections as pending, refused, passed (eight generations), watched and watched by the kernel, and TCP connections opened from outside, and the one after them (as a packet's mark) the DNS the fast path lets go untracked; bits 24–27 that a watched connection's opening was acknowledged"
         ),
@@ -125,6 +129,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
     public var subordinateGIDs = "/etc/subgid"
     public var eventRetentionDays = 30
     public var execGate = true
+    public var favorCgroupMoves = true
     public var acknowledgementLog = true
     public var dnsFastPath = true
     public var helloFastPath = true
@@ -152,7 +157,7 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
         case guardianGroup, stateDirectory, socket, pamService, adminGroups, categoriesDirectory, publicSuffixList
         case bypassList, dnsQueue, firewallChain, freezerGroup, freezer, subordinateUIDs, subordinateGIDs
         case eventRetentionDays, connectionMark, dnsRateLimit, connectionRateLimit, execGate, extensionUser
-        case acknowledgementLog, dnsFastPath, helloFastPath
+        case acknowledgementLog, dnsFastPath, helloFastPath, favorCgroupMoves
         case browserPolicies, idleTimeout, logindBus, focusSocket, suspendCommand, webUser
         case webProgram, webStateDirectory, servicesDirectory
     }
@@ -231,6 +236,8 @@ public struct AgentConfiguration: Codable, Sendable, Hashable {
             eventRetentionDays = days
         }
         execGate = try container.decodeIfPresent(Bool.self, forKey: .execGate) ?? defaults.execGate
+        favorCgroupMoves =
+            try container.decodeIfPresent(Bool.self, forKey: .favorCgroupMoves) ?? defaults.favorCgroupMoves
         acknowledgementLog =
             try container.decodeIfPresent(Bool.self, forKey: .acknowledgementLog) ?? defaults.acknowledgementLog
         dnsFastPath = try container.decodeIfPresent(Bool.self, forKey: .dnsFastPath) ?? defaults.dnsFastPath

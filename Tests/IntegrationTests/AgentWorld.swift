@@ -227,6 +227,8 @@ final class AgentWorld {
         if extra["browserPolicies"] == nil { extra["browserPolicies"] = "\"\(directory)/root\"" }
         // The machine's own system bus is not the test's: a test that reads logind brings its own.
         if extra["logindBus"] == nil { extra["logindBus"] = "\"\"" }
+        // The machine's cgroup mount as it is (the agent's `favordynmods`): one test turns it on.
+        if extra["favorCgroupMoves"] == nil { extra["favorCgroupMoves"] = "false" }
         // Compositors' focus: a socket of the world's own.
         if extra["focusSocket"] == nil { extra["focusSocket"] = "\"\(directory)/focus.socket\"" }
         // The dashboard's account (`screentime-web` when installed) is the bystander's here.

@@ -141,6 +141,30 @@ struct ProcessShieldIntegrationTests {
         #expect(world.count(home + "/count") ?? 0 == held)
     }
 
+    /// `favorCgroupMoves`: the agent turns the v2 file system's `favordynmods` on, its other
+    /// options kept, holds a shielded program as before, and `--remove-firewall` turns it off again;
+    /// one the machine had on already (an installed agent's) is left on.
+    @Test func theAgentFavorsCgroupMovesAndGivesTheMountBackAtRemoval() throws {
+        let hierarchy = try #require(FreezerCgroup.systemHierarchy(.v2))
+        let before = try #require(CgroupMoves.options(at: hierarchy))
+        do {
+            let world = try AgentWorld(configuration: ["favorCgroupMoves": "true"])
+            defer { world.tearDown() }  // (which runs `screentimed --remove-firewall`)
+            let during = try #require(CgroupMoves.options(at: hierarchy))
+            #expect(during.contains(CgroupMoves.option))
+            #expect(Set(before).subtracting([CgroupMoves.option]).isSubset(of: Set(during)))
+            let noted = Files.exists(world.directory + "/state/favored-cgroup-moves")
+            #expect(noted == !before.contains(CgroupMoves.option))
+            try world.authorizeChildAndShieldCounter()
+            let file = try world.childDirectory() + "/count"
+            let pid = try world.launch(as: world.child, world.counter, [file])
+            #expect(eventually { world.isHeld(pid, running: world.counter) })
+            #expect((world.count(file) ?? 0) <= Self.barely)
+        }
+        let after = try #require(CgroupMoves.options(at: hierarchy))
+        #expect(Set(after) == Set(before))
+    }
+
     @Test func withoutAFreezerSIGSTOPIsSentAgainWhenTheChildContinuesIt() throws {
         let world = try AgentWorld(freezer: "signal")
         defer { world.tearDown() }

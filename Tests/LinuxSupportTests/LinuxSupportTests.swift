@@ -716,3 +716,39 @@ struct NetfilterQueueTests {
         #expect(SystemResolvers.unseenLookups(hostsLine: debian, resolved: false, nscd: true).count == 1)
     }
 }
+
+@Suite struct CgroupMovesTests {
+    static let mountinfo = """
+        25 30 0:22 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sysfs sysfs rw
+        31 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
+        40 25 0:35 / /sys/fs/cgroup/freezer rw,nosuid,nodev,noexec,relatime shared:20 - cgroup cgroup rw,freezer
+        50 25 0:40 / /mnt/with\\040space rw,relatime - cgroup2 cgroup2 rw,favordynmods
+        """
+
+    @Test func theFileSystemsOwnOptionsAreReadWithoutReadWrite() {
+        let table = MountTable(parsing: Self.mountinfo)
+        #expect(CgroupMoves.options(at: "/sys/fs/cgroup", in: table) == ["nsdelegate", "memory_recursiveprot"])
+        #expect(CgroupMoves.options(at: "/sys/fs/cgroup/freezer", in: table) == ["freezer"])
+        #expect(CgroupMoves.options(at: "/mnt/with space", in: table) == ["favordynmods"])
+        // Not a cgroup file system, or nothing mounted there.
+        #expect(CgroupMoves.options(at: "/sys", in: table) == nil)
+        #expect(CgroupMoves.options(at: "/sys/fs/cgroup/unified", in: table) == nil)
+    }
+
+    @Test func turningTheOptionOnOrOffKeepsTheOthers() {
+        let current = ["nsdelegate", "memory_recursiveprot"]
+        #expect(CgroupMoves.options(current, favoring: true) == ["nsdelegate", "memory_recursiveprot", "favordynmods"])
+        #expect(CgroupMoves.options(current + ["favordynmods"], favoring: false) == current)
+        #expect(CgroupMoves.options(current + ["favordynmods"], favoring: true) == current + ["favordynmods"])
+    }
+
+    /// The last mount at a path is the one seen there.
+    @Test func aPathMountedTwiceIsReadFromItsLastMount() {
+        let table = MountTable(
+            parsing: """
+                31 25 0:26 / /sys/fs/cgroup rw,relatime - cgroup2 cgroup2 rw
+                60 31 0:26 / /sys/fs/cgroup rw,relatime - cgroup2 cgroup2 rw,nsdelegate
+                """)
+        #expect(CgroupMoves.options(at: "/sys/fs/cgroup", in: table) == ["nsdelegate"])
+    }
+}

@@ -68,6 +68,15 @@ int screentime_enter_network_namespace(int fd);
 int screentime_pidfd_open(int pid);
 int screentime_pidfd_send_signal(int pidfd, int signal);
 
+/// A file system's reconfiguration through the mount API (fspick(2), fsconfig(2); through syscall,
+/// not wrapped for Swift): `screentime_fspick` opens the file system mounted at `path` (close-on-
+/// exec), `screentime_fsconfig_set` sets one option on it (a flag, or `key=value` when `value` is
+/// not NULL), `screentime_fsconfig_reconfigure` applies them. Only the file system's own options
+/// change, not the mount's (nosuid and the like). Return a descriptor / 0, or -1 with errno set.
+int screentime_fspick(const char *path);
+int screentime_fsconfig_set(int fd, const char *key, const char *value);
+int screentime_fsconfig_reconfigure(int fd);
+
 /// A new pseudo-terminal (/dev/ptmx, unlocked; ioctl is variadic): its master, non-blocking and
 /// close-on-exec, and the number N of its /dev/pts/N. Returns the master, or -1 with errno set.
 int screentime_open_pty(int *number);

@@ -5,6 +5,8 @@ public struct MountTable: Sendable {
         public var mountPoint: String
         public var filesystem: String
         public var options: Set<String>
+        /// The file system's own options (the superblock's, as the kernel lists them), in order.
+        public var superOptions: [String] = []
     }
 
     public var mounts: [Mount]
@@ -27,7 +29,9 @@ public struct MountTable: Sendable {
             mounts.append(
                 Mount(
                     mountPoint: Self.unescape(fields[4]), filesystem: fields[separator + 1],
-                    options: Set(fields[5].split(separator: ",").map(String.init))))
+                    options: Set(fields[5].split(separator: ",").map(String.init)),
+                    superOptions: separator + 3 < fields.count
+                        ? fields[separator + 3].split(separator: ",").map(String.init) : []))
         }
         self.mounts = mounts
     }

@@ -21,6 +21,7 @@ extension ProcessShield {
             problems.append("new processes cannot be watched, so shields apply only at changes: \(error.message)")
         }
         let freezer = makeFreezer(&problems)
+        if freezer != nil { favorCgroupMoves() }
         holder.withLock { $0 = ProcessHolder(freezer: freezer) }
         releaseLeftovers(keeping: freezer)
         do {
@@ -147,6 +148,28 @@ extension ProcessShield {
                 "shielded processes are only stopped (SIGSTOP), not frozen: \(failures.joined(separator: "; "))")
         }
         return nil
+    }
+
+    /// With `favorCgroupMoves`, the cgroup v2 file system's `favordynmods` on (see `CgroupMoves`):
+    /// a move into the frozen group, the exec gate's or the watcher's, then does not wait for an
+    /// RCU grace period. The lock it spares is shared by every hierarchy, so a v1 freezer gains
+    /// too. Noted in the state directory when the agent turned it on, for `--remove-firewall`.
+    func favorCgroupMoves() {
+        guard configuration.favorCgroupMoves else { return }
+        guard let hierarchy = FreezerCgroup.systemHierarchy(.v2) else {
+            logger.notice("cgroup moves not favored: there is no cgroup v2 hierarchy")
+            return
+        }
+        do {
+            guard try CgroupMoves.favor(true, at: hierarchy) else { return }
+            logger.notice("cgroup moves favored (favordynmods)", metadata: ["hierarchy": "\(hierarchy)"])
+            try Files.writeAtomically(
+                Array((hierarchy + "\n").utf8), to: Agent.favoredMovesPath(configuration), mode: 0o644)
+        } catch {
+            logger.notice(
+                "cgroup moves not favored: a shielded program may wait for the kernel to be held",
+                metadata: ["error": "\(error.message)"])
+        }
     }
 
     /// Processes an earlier run froze with another kind of freezer (the configuration changed)
