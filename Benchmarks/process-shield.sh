@@ -9,7 +9,9 @@
 #     the proc connector's exec event, read on a real-time thread, then SIGSTOP and the move) —
 #     each idle and with two busy loops loading both cores, and the gate with one start every
 #     50 ms (SPACED_RUNS, 100), the machine idle between — beside a poller that reads /proc once
-#     a second (30 starts; ~0.5 s on average by construction). p50/p99/max, and how many starts
+#     a second (30 starts; ~0.5 s on average by construction). For comparison, the kernel's exec
+#     and the gate once more with the cores kept out of their idle states (/dev/cpu_dma_latency
+#     held at 0): how much of the idle tail is cores waking, not the agent. p50/p99/max, and how many starts
 #     reached main() before they were held. The time is taken by a real-time watcher that looks
 #     every 50 µs (exec-latency.c), below the agent's threads, so that a busy machine delays the
 #     probe and the agent, as it would for a child, but not the looking.
@@ -76,12 +78,31 @@ LOAD=()
 load() { for _ in 1 2; do (while :; do :; done) & LOAD+=($!); done; }
 unload() { kill "${LOAD[@]}" 2>/dev/null || true; wait "${LOAD[@]}" 2>/dev/null || true; LOAD=(); }
 echo "Exec to held (a shielded program started by the child: in the frozen group, or stopped):"
+# The agent turns it on (favorCgroupMoves): a move into the frozen group then waits for no RCU
+# grace period. `--remove-firewall` at the end turns it off again if the agent turned it on.
+favored=$(awk '{ for (i = 7; i < NF; i++) if ($i == "-") break }
+  $(i + 1) == "cgroup2" && index("," $(i + 3) ",", ",favordynmods,") { found = 1 } END { if (found) print "on" }' \
+  /proc/self/mountinfo)
+echo "  (the cgroup v2 file system's favordynmods: ${favored:-off})"
 printf '  not shielded: exec to main()    '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log main | summary
 load
 printf '  not shielded, both cores busy   '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log main | summary
 unload
+awake() { # Where the idle tail goes: the cores kept out of their idle states while the descriptor
+  # is open (a PM QoS request of 0 µs on /dev/cpu_dma_latency), so that no wake waits on a core
+  # coming out of its sleep (in a virtual machine, the host scheduling the halted core again).
+  # For comparison only: the goal is read from the idle lines, cores free to sleep.
+  exec 9>/dev/cpu_dma_latency
+  printf '\x00\x00\x00\x00' >&9
+  "$@"
+  exec 9>&-
+}
+if [ -w /dev/cpu_dma_latency ]; then
+  printf '  not shielded, cores kept awake  '
+  awake $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log main | summary
+fi
 st shield --user $KID --app org.example.Probe
 printf '  exec gate, idle                 '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log | summary
@@ -90,11 +111,15 @@ gate_answers idle
 # start meeting an agent and a kernel that did nothing just before.
 printf '  exec gate, one every 50 ms      '
 EXEC_LATENCY_GAP=50000 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $SPACED_RUNS 2>>$DIR/latency.log | summary
+if [ -w /dev/cpu_dma_latency ]; then
+  printf '  exec gate, cores kept awake     '
+  awake $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log | summary
+fi
 load
 printf '  exec gate, both cores busy      '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log | summary
 unload
-gate_answers "busy and idle"
+gate_answers "all the gate's runs above"
 start_agent false
 printf '  watcher alone, idle             '
 $DIR/bin/exec-latency $KID_UID $DIR/bin/probe $RUNS 2>>$DIR/latency.log | summary
