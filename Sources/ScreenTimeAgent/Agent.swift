@@ -148,6 +148,15 @@ public struct Agent {
     /// before anything async runs: capabilities belong to threads, and the threads started after
     /// the drop inherit the reduced sets.
     public func prepare() throws -> Prepared {
+        // One descriptor per held process: a child's storm of held execs must not use them up.
+        do {
+            let (before, after) = try OpenFileLimit.raise()
+            if after != before {
+                logger.info("open files limit raised", metadata: ["from": "\(before)", "to": "\(after)"])
+            }
+        } catch {
+            logger.warning("cannot raise the open files limit", metadata: ["error": "\(error.message)"])
+        }
         // The launcher keeps what starting programs as other users needs; started first, while
         // the agent has one thread and every capability.
         let launcher = ProgramLauncher.start(
