@@ -150,6 +150,15 @@ extension ProcessShield {
     /// inherits what each of those is. With no such process known it is judged from its own uid
     /// and program, as an exec is: no process of an authorized user goes untracked.
     func forked(_ child: Int32, parent: Int32, _ table: inout Table, policy: AppPolicy) {
+        // Held already as this very process: its exec was read first, or the gate's hold was
+        // taken over (a storm of execs delays the events by seconds). A fresh entry would drop the
+        // hold, and, its forker not held, move it out of the frozen group (the attack on the
+        // installed agent, 2026-12-02: 6 of 6,000 starts of a shielded program reached main()).
+        if let existing = table.processes[child], existing.hold != nil,
+            existing.startTime == inspector.startTime(pid: child)
+        {
+            return
+        }
         let known = table.processes[parent]
         if known == nil {
             // Most forks on the machine are other users': one read tells.
