@@ -252,12 +252,12 @@ public struct Agent {
         ]
     }
 
-    /// Removes the firewall chains (`make uninstall`). Stopping the agent leaves them on purpose.
     /// Where the agent notes the cgroup hierarchy whose `favordynmods` it turned on.
     static func favoredMovesPath(_ configuration: AgentConfiguration) -> String {
         configuration.stateDirectory + "/favored-cgroup-moves"
     }
 
+    /// Removes the firewall chains (`make uninstall`). Stopping the agent leaves them on purpose.
     public func removeFirewall() throws {
         do {
             try Firewall(

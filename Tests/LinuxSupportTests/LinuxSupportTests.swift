@@ -752,3 +752,22 @@ struct NetfilterQueueTests {
         #expect(CgroupMoves.options(at: "/sys/fs/cgroup", in: table) == ["nsdelegate"])
     }
 }
+
+@Suite struct OpenFileLimitTests {
+    /// The test process's own limit: raised (to fs.nr_open, or its soft limit to its hard one),
+    /// never lowered, and what `raise` says is what the kernel then holds.
+    @Test func theLimitIsRaisedAndWhatItSaysIsWhatTheKernelHolds() throws {
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        var limit = rlimit()
+        #expect(getrlimit(resource, &limit) == 0)
+        let (before, after) = try OpenFileLimit.raise()
+        #expect(before == UInt(limit.rlim_cur))
+        #expect(after >= before)
+        // fs.nr_open with CAP_SYS_RESOURCE, else the hard limit.
+        let nrOpen = UInt(try String(contentsOfFile: "/proc/sys/fs/nr_open", encoding: .utf8).split(separator: "\n")[0])
+        #expect(after == max(before, nrOpen ?? 0) || after == UInt(limit.rlim_max))
+        var now = rlimit()
+        #expect(getrlimit(resource, &now) == 0)
+        #expect(UInt(now.rlim_cur) == after)
+    }
+}

@@ -22,9 +22,8 @@ public enum OpenFileLimit {
         if setrlimit(resource, &raised) == 0 { return (before, most) }
         // Without CAP_SYS_RESOURCE (systemd's unit bounds it away; its LimitNOFILE raises the hard
         // limit instead): the soft limit up to the hard one.
-        guard errno == EPERM, limit.rlim_max > limit.rlim_cur else {
-            throw SystemError.call("setrlimit(RLIMIT_NOFILE, \(most))", errno)
-        }
+        guard errno == EPERM else { throw SystemError.call("setrlimit(RLIMIT_NOFILE, \(most))", errno) }
+        if limit.rlim_max <= limit.rlim_cur { return (before, before) }
         var soft = rlimit(rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max)
         _ = try systemCall("setrlimit(RLIMIT_NOFILE, \(limit.rlim_max))") { setrlimit(resource, &soft) }
         return (before, UInt(limit.rlim_max))
