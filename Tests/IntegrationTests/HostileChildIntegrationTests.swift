@@ -757,6 +757,51 @@ struct HostileChildIntegrationTests {
         kill(root, SIGKILL)
     }
 
+    /// The attack of 2026-12-02: in a user and mount namespace of her own the child mounts an
+    /// overlay over the game's directory and starts the game through it (held: the kernel asks
+    /// about the real file underneath), then reads and starts it again through the same mount.
+    /// The gate had marked the game's overlay file at the first start; the read's ask was for it,
+    /// and the kernel, opening it for the gate, opened the real file underneath, which asked the
+    /// gate again: its thread waited on itself for good, and every exec and open of a shielded
+    /// program waited after, root's too. Now the game through her overlay never runs, and the
+    /// gate answers on: the game started plainly after it is held, and the bystander's runs.
+    @Test func anExecThroughHerOwnOverlayIsHeldAndTheGateAnswersOn() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let directory = URL(fileURLWithPath: world.counter).deletingLastPathComponent().path
+        let mount =
+            "mount -t overlay overlay -o lowerdir=\(directory),upperdir=\(home)/up,workdir=\(home)/work \(home)/m"
+        let inside = [
+            "\(mount) || exit 9", "\(home)/m/counter \(home)/first & sleep 1",
+            "timeout 5 cat \(home)/m/counter > \(home)/copy; echo read $?",
+            "timeout 5 \(home)/m/counter \(home)/second; echo again $?",
+        ].joined(separator: "\n")
+        try inside.write(toFile: home + "/inside.sh", atomically: true, encoding: .utf8)
+        let output = home + "/attack.out"
+        let attack = try world.launch(
+            as: world.child, "/bin/sh",
+            ["-c", "mkdir -p \(home)/up \(home)/work \(home)/m && exec unshare -Urm sh \(home)/inside.sh"],
+            output: output)
+        let ended = world.wait(attack, seconds: 30)
+        let said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(ended == 0, "the child's script did not end (the gate is stuck?): \(said)\n\(world.agentLog())")
+        #expect(said.contains("read 1"), "the read through her overlay: \(said)")
+        Thread.sleep(forTimeInterval: 0.3)
+        for name in ["first", "second"] {
+            #expect((world.count(home + "/" + name) ?? 0) <= Self.barely, "\(name) ran through the overlay")
+        }
+        // The gate answers on: a plain start is held, and the bystander's copy runs.
+        let plain = try world.launch(as: world.child, world.counter, [home + "/plain"])
+        #expect(eventually(10) { world.isFrozen(plain) }, "the gate is stuck: \(world.agentLog())")
+        let theirs = world.directory + "/bystander-count"
+        FileManager.default.createFile(atPath: theirs, contents: nil, attributes: [.posixPermissions: 0o666])
+        let bystander = try world.command(as: world.bystander, "/usr/bin/timeout", ["3", world.counter, theirs])
+        #expect(bystander.status == 124 && (world.count(theirs) ?? 0) > 0, "the bystander's exec: \(bystander)")
+        #expect(world.agentIsRunning)
+    }
+
     /// Finding 4: a changed copy was hashed once, then the byte and the modification time were
     /// put back and the cached hash let the shielded program run. The cache keys on the change
     /// time, which the child cannot set. And the class closes with `deny-installs`: only programs

@@ -771,3 +771,31 @@ struct NetfilterQueueTests {
         #expect(UInt(now.rlim_cur) == after)
     }
 }
+
+@Suite(.enabled(if: getuid() == 0, "needs root: fanotify groups and an overlay mount"))
+struct ExecGateMarkTests {
+    /// A program on an overlay is not marked (the gate would open the file underneath from inside
+    /// its own read, and wait on itself): refused with an error naming the file system. The same
+    /// program in the directory under the overlay is marked as ever.
+    @Test func aProgramOnAnOverlayIsNotMarkedAndTheFileUnderneathIs() throws {
+        let fixture = try Fixture()
+        for directory in ["lower", "upper", "work", "merged"] {
+            try Files.makeDirectory(fixture.root + "/" + directory, mode: 0o755)
+        }
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: fixture.root + "/lower/game")
+        let options = "lowerdir=\(fixture.root)/lower,upperdir=\(fixture.root)/upper,workdir=\(fixture.root)/work"
+        let mounted = try ChildProcess.run(
+            "/usr/bin/mount", ["-t", "overlay", "overlay", "-o", options, fixture.root + "/merged"], environment: [])
+        try #require(mounted.status == 0, "\(String(decoding: mounted.errors, as: UTF8.self))")
+        defer { _ = try? ChildProcess.run("/usr/bin/umount", [fixture.root + "/merged"], environment: []) }
+        let gate = try ExecGate()
+        #expect(throws: SystemError.self) { try gate.mark(fixture.root + "/merged/game") }
+        do {
+            try gate.mark(fixture.root + "/merged/game")
+        } catch {
+            #expect(error.code == .badFile && error.message.contains("overlayfs"), "\(error.message)")
+        }
+        try gate.mark(fixture.root + "/lower/game")
+        #expect(throws: SystemError.self) { try gate.mark(fixture.root + "/lower/missing") }
+    }
+}

@@ -81,10 +81,30 @@ public final class ExecGate: @unchecked Sendable {
         return fd
     }
 
-    /// Asks for every later exec and open of this file (by any path or hard link to it).
+    /// File systems whose files are not marked (`f_type`): opening one of their files runs more
+    /// than the kernel's own code. To hand the gate an event's file, the kernel opens it inside
+    /// the gate's `read`: an overlay (or eCryptfs) file opens the file underneath, whose open asks
+    /// the same group again while the gate's thread waits in that very read (seen with a child's
+    /// overlay in a user namespace of hers, 2026-12-02: the gate waited on itself for good); a
+    /// FUSE file's open waits on the process serving it, which may be the child's.
+    static let unmarkable: [Int: String] = [0x794c_7630: "overlayfs", 0xf15f: "eCryptfs", 0x6573_5546: "FUSE"]
+
+    /// Asks for every later exec and open of this file (by any path or hard link to it). Refused
+    /// (`badFile`) for a file on a file system in `unmarkable`: such a program is held by the
+    /// process watcher after its exec instead, as an unmarked copy is.
     public func mark(_ path: String) throws(SystemError) {
+        // Looked at and marked through one descriptor: the file looked at is the file marked.
+        let look = try systemCall("open(\(path), O_PATH)") { screentime_open_path(path, 1) }
+        defer { close(look) }
+        var type = 0
+        _ = try systemCall("fstatfs(\(path))") { screentime_filesystem_type(look, &type) }
+        if let name = Self.unmarkable[type] {
+            throw SystemError(.badFile, "\(path) is on \(name), whose opens the gate cannot be asked about")
+        }
         _ = try systemCall("fanotify_mark(\(path))") {
-            fanotify_mark(files, UInt32(FAN_MARK_ADD), UInt64(FAN_OPEN_EXEC_PERM | FAN_OPEN_PERM), AT_FDCWD, path)
+            fanotify_mark(
+                files, UInt32(FAN_MARK_ADD), UInt64(FAN_OPEN_EXEC_PERM | FAN_OPEN_PERM), AT_FDCWD,
+                "/proc/self/fd/\(look)")
         }
     }
 
