@@ -61,6 +61,9 @@ struct StatusText {
                     process.token.isEmpty ? "(\(process.reason ?? "held"))" : namer.name(process.token, kind: "app")
                 out += "    pid \(process.pid) \(process.command)  \(what)  since \(Self.format(process.since))\n"
             }
+            if let count = processes.frozenCount, count > processes.frozen.count {
+                out += "    and \(count - processes.frozen.count) more\n"
+            }
             if !processes.recent.isEmpty { out += "  recently, newest first:\n" }
             for event in processes.recent {
                 out +=

@@ -52,6 +52,81 @@ struct HostileChildIntegrationTests {
         #expect(eventually { world.isFrozen(again) })
     }
 
+    /// The attack of 2026-12-02: thousands of forks at once, each an exec of the shielded game.
+    /// The gate held each inside its exec; but with the machine that busy an exec could take
+    /// longer than a second after the gate's answer, and the gate's hold was then taken for one
+    /// whose exec had failed and let go — the game ran (176 of 12,000 by hand). Every one stays
+    /// held: none of them makes its counter's file, which it does first thing in `main()`.
+    func aStormOfShieldedExecsHoldsEveryOne(_ count: Int) throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let storm = world.directory + "/bin/execstorm"
+        try system("/usr/bin/cc", "-O1", "-o", storm, AgentWorld.fixture("execstorm.c"))
+        #expect(try asChild(world, "mkdir \(home)/storm").status == 0)
+        let output = home + "/storm.out"
+        let forker = try world.launch(
+            as: world.child, storm, ["\(count)", world.counter, home + "/storm"], output: output)
+        let counter = URL(fileURLWithPath: world.counter).resolvingSymlinksInPath().path
+        var running: [(pid: Int32, uid: UInt32)] = []
+        #expect(
+            eventually(180) {
+                running = processes(running: counter)
+                return running.count == count
+            },
+            "\(running.count) of \(count) counters: \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
+        // Every one held, once the agent has read what the storm made.
+        var loose: [Int32] = []
+        let settled = eventually(180) {
+            loose = running.map(\.pid).filter { !world.isFrozen($0) && world.processState($0) != nil }
+            return loose.isEmpty
+        }
+        #expect(
+            settled, "\(loose.count) counters not held, \(loose.prefix(5)): \(world.agentLog(naming: nil, last: 20))")
+        let ran = ((try? FileManager.default.contentsOfDirectory(atPath: home + "/storm")) ?? []).count
+        #expect(ran == 0, "\(ran) of \(count) reached main(): \(world.agentLog(naming: nil, last: 20))")
+        #expect(world.processState(forker) != nil)
+        // Her thousands of held processes do not make the guardian's status too long to send.
+        let status = try world.cli(as: world.guardian, "status", "--user", world.child)
+        #expect(status.status == 0, "\(status.stderr)")
+        #expect(
+            status.stdout.contains("and \(count - ProcessShieldReport.frozenListed) more"),
+            "\(status.stdout.suffix(500))")
+    }
+
+    /// The child slows her own exec of the game down (2026-12-02): it runs as `SCHED_IDLE` while
+    /// forty loops of hers keep both cores busy, so the rest of its exec, after the gate's
+    /// answer, waits seconds for a core. The gate's hold was taken, after a second, for one whose
+    /// exec had failed, and let go: the game ran once its exec was done. Held through it now.
+    func anExecTheChildSlowsDownIsHeldThroughIt() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let busy = try world.launch(
+            as: world.child, "/bin/sh",
+            ["-c", "for i in $(seq 40); do (while :; do :; done) & done; wait"])
+        defer { _ = try? run("/usr/bin/pkill", ["-KILL", "-u", world.child, "-x", "sh"]) }
+        Thread.sleep(forTimeInterval: 0.5)
+        var games: [Int32] = []
+        for index in 0..<4 {
+            games.append(
+                try world.launch(as: world.child, "/usr/bin/chrt", ["-i", "0", world.counter, home + "/slow-\(index)"]))
+        }
+        Thread.sleep(forTimeInterval: 8)
+        kill(busy, SIGKILL)
+        _ = try? run("/usr/bin/pkill", ["-KILL", "-u", world.child, "-x", "sh"])
+        // Run as SCHED_IDLE, they wait for every other runnable task on the machine first.
+        #expect(
+            eventually(60) { games.allSatisfy { world.isHeld($0, running: world.counter) } },
+            "\(games.map { "\($0): \(world.processState($0).map(String.init) ?? "gone") \(Files.readLink("/proc/\($0)/exe") ?? "?") \(world.isFrozen($0) ? "frozen" : "not frozen")" })\n\(world.agentLog())"
+        )
+        Thread.sleep(forTimeInterval: 0.3)
+        let ran = (0..<4).filter { (world.count(home + "/slow-\($0)") ?? 0) > 0 || Files.exists(home + "/slow-\($0)") }
+        #expect(ran.isEmpty, "reached main(): \(ran)")
+    }
+
     /// The child's processes still there (state, freezer group, program), what the agent says of
     /// its holds, and its log's end: what a storm that does not end was waiting on.
     private func leftOfStorm(_ world: AgentWorld) -> String {
@@ -1137,6 +1212,15 @@ extension HostileChildIntegrationTests {
 
         @Test func aRefusalStormIsRefusedAndWrittenDownWithinABudget() throws {
             try HostileChildIntegrationTests().aRefusalStormIsRefusedAndWrittenDownWithinABudget()
+        }
+
+        @Test func anExecTheChildSlowsDownIsHeldThroughIt() throws {
+            try HostileChildIntegrationTests().anExecTheChildSlowsDownIsHeldThroughIt()
+        }
+
+        @Test func aStormOfShieldedExecsHoldsEveryOne() throws {
+            try HostileChildIntegrationTests().aStormOfShieldedExecsHoldsEveryOne(
+                Int(ProcessInfo.processInfo.environment["SCREENTIME_STORM"] ?? "") ?? 4_000)
         }
 
         /// It compares the limit's count with the report's to 2 s, and waits out minutes: beside

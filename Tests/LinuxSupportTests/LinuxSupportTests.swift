@@ -447,6 +447,40 @@ struct ProcConnectorTests {
             ])
     }
 
+    /// Past its system call: stopped, or ended (a zombie nobody reaped). Not while it sleeps in
+    /// one (`sleep`'s nanosleep) or runs.
+    @Test func aProcessIsPastItsSystemCallOnlyParkedOrEnded() throws {
+        let inspector = ProcessInspector()
+        func eventually(_ condition: () -> Bool) -> Bool {
+            for _ in 0..<250 {
+                if condition() { return true }
+                usleep(20_000)
+            }
+            return false
+        }
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { close(null) }
+        let sleeper = try ChildProcess.spawn("/bin/sleep", ["100"], environment: [], stdio: (null, null, null))
+        let spinner = try ChildProcess.spawn(
+            "/bin/sh", ["-c", "while :; do :; done"], environment: [], stdio: (null, null, null))
+        defer {
+            for pid in [sleeper, spinner] {
+                kill(pid, SIGKILL)
+                waitpid(pid, nil, 0)
+            }
+        }
+        #expect(eventually { inspector.state(pid: sleeper) == "S" })
+        #expect(!inspector.isPastItsSystemCall(pid: sleeper))
+        #expect(!inspector.isPastItsSystemCall(pid: spinner))
+        kill(sleeper, SIGSTOP)
+        #expect(eventually { inspector.isPastItsSystemCall(pid: sleeper) })
+        kill(sleeper, SIGCONT)
+        #expect(eventually { !inspector.isPastItsSystemCall(pid: sleeper) })
+        kill(spinner, SIGKILL)
+        #expect(eventually { inspector.state(pid: spinner) == "Z" })
+        #expect(inspector.isPastItsSystemCall(pid: spinner))
+    }
+
     @Test func kernelRecordsAreReadAsTheKernelWritesThem() throws {
         let fixture = try Fixture()
         let process = fixture.root + "/proc/77"
@@ -615,6 +649,7 @@ struct FreezerCgroupTests {
         #expect(freezer.group(of: pid) == "/" + freezer.name)
         #expect(freezer.isFrozen)
         #expect(!runs(pid), "frozen: it uses no CPU")
+        #expect(ProcessInspector().isPastItsSystemCall(pid: pid), "frozen on its way to user space")
         kill(pid, SIGCONT)
         #expect(!runs(pid), "SIGCONT does not thaw a frozen group")
 

@@ -233,6 +233,24 @@ public struct ProcessInspector: Sendable {
         return KernelRecord.number(fields[19], as: UInt64.self)
     }
 
+    /// Kernel functions a task sleeps in only on its way back to user space, its system call
+    /// over: frozen (cgroup v2's trap, which the compiler may fold into `get_signal`; the v1
+    /// freezer's refrigerator), stopped, or stopped for a tracer.
+    static let parkedOnTheWayOut: Set<String> = [
+        "do_freezer_trap", "get_signal", "arch_do_signal_or_restart", "__refrigerator", "do_signal_stop",
+        "ptrace_stop",
+    ]
+
+    /// Whether a process is parked on its way back to user space (`parkedOnTheWayOut`, read from
+    /// `/proc/PID/wchan`), or has ended: either way no system call of its is still running. False
+    /// while it runs or sleeps anywhere else, and when the kernel does not say (no symbols).
+    public func isPastItsSystemCall(pid: Int32) -> Bool {
+        if state(pid: pid) == "Z" { return true }
+        guard let bytes = KernelRecord.read("\(root)/\(pid)/wchan", limit: 128) else { return false }
+        let symbol = String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        return Self.parkedOnTheWayOut.contains(symbol)
+    }
+
     /// The scheduler state letter of a process (`R`, `S`, `D`, `T` stopped, `t` traced, `Z`…).
     public func state(pid: Int32) -> Character? {
         guard let stat = KernelRecord.read("\(root)/\(pid)/stat"),

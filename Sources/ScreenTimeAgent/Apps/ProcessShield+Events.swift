@@ -214,8 +214,11 @@ extension ProcessShield {
             let handle = ProcessHandle(pid: child, startTime: tracked.startTime, inspector: inspector)
             let origin = holder.withLock { $0 }.group(of: first) ?? "/"
             do {
-                _ = try releaseUnlessTheGateHolds(child, handle: handle, origin: origin)
-                logger.info("let go: forked in the frozen group", metadata: ["pid": "\(child)", "forker": "\(first)"])
+                // Unless the gate holds it: it ran a shielded program since (its exec read later).
+                if try releaseUnlessTheGateHolds(child, handle: handle, origin: origin) {
+                    logger.info(
+                        "let go: forked in the frozen group", metadata: ["pid": "\(child)", "forker": "\(first)"])
+                }
             } catch {
                 logger.error(
                     "cannot move a process out of the frozen group",

@@ -97,12 +97,25 @@ extension ProcessShield {
         guard held else { return }
         // The exec waits for this answer: the event and the check that the exec did happen are
         // made after it. The exec event comes within microseconds; if it has not come in a
-        // second, the exec failed and the process still runs its old program.
+        // second, the hold is looked at (`takeOverGateHolds`).
         DispatchQueue.global().async { [self] in
             note(.frozen, pid: pid, uid: apps.uid, verdict: verdict, apps: apps)
         }
+        scheduleTakeover()
+    }
+
+    /// Looks at the gate's holds in 1.5 s, unless a look is due already; while holds are left
+    /// after it, again a second later.
+    func scheduleTakeover() {
+        let due = gateState.withLock { state -> Bool in
+            defer { state.takeoverDue = true }
+            return state.takeoverDue
+        }
+        if due { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { [self] in
+            gateState.withLock { $0.takeoverDue = false }
             table.withLock { takeOverGateHolds(&$0, policy: currentPolicy(), olderThan: 1) }
+            if !gateState.withLock({ $0.held.isEmpty }) { scheduleTakeover() }
         }
     }
 

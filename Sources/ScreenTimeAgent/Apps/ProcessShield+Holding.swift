@@ -246,24 +246,28 @@ extension ProcessShield {
         }
     }
 
-    /// Processes the gate held inside `execve` whose exec event never came (the exec failed
-    /// after the gate let it go on): judged again as the program they still run.
+    /// Processes the gate held inside `execve` whose exec event has not come: taken over as
+    /// that exec where it did happen; judged again as the program they still run where it failed
+    /// (the gate let it go on, and the kernel refused it after); held on while it is still going.
     func takeOverGateHolds(_ table: inout Table, policy: AppPolicy, olderThan seconds: TimeInterval) {
         let now = Date()
         let late = gateState.withLock { state in
             state.held.filter { now.timeIntervalSince($0.value.since) >= seconds }
         }
         for (pid, gateHold) in late {
+            let sameProcess = inspector.startTime(pid: pid) == gateHold.handle.startTime
             // The exec did happen, but its event is late (a watcher behind a burst of events) or
             // was lost: judged now as that exec, which takes the hold over as the event would. The
             // table's entry may still be the program before it (setpriv, a shell): judging the
             // hold by that one would let a shielded program go.
-            if inspector.executableStatus(pid: pid).map({ FileIdentity($0.key) }) == gateHold.file,
-                inspector.startTime(pid: pid) == gateHold.handle.startTime
-            {
+            if sameProcess, inspector.executableStatus(pid: pid).map({ FileIdentity($0.key) }) == gateHold.file {
                 judgeExec(pid, &table, policy: policy)
                 if gateState.withLock({ $0.held[pid] == nil }) { continue }
             }
+            // Its old program still, and its exec not over: on a machine this busy an exec can
+            // take seconds after the gate's answer (a child's storm of 12,000 did, 2026-12-02,
+            // and the game ran). Only a process back on its way to user space had its exec fail.
+            if sameProcess, !inspector.isPastItsSystemCall(pid: pid) { continue }
             gateState.withLock { $0.held[pid] = nil }
             if let tracked = table.processes[pid] {
                 // Stopped by the gate, never moved: kept stopped until judged.

@@ -12,8 +12,9 @@ extension ProcessShield {
             var held = table.processes.compactMap { pid, tracked in
                 tracked.owner == uid ? tracked.hold.map { (pid: pid, hold: $0) } : nil
             }
+            let listed = Set(held.map(\.pid))
             // Held by the gate inside an exec the watcher has not read yet.
-            for (pid, gateHold) in gateState.withLock({ $0.held }) where !held.contains(where: { $0.pid == pid }) {
+            for (pid, gateHold) in gateState.withLock({ $0.held }) where !listed.contains(pid) {
                 guard let status = inspector.status(pid: pid), policy.owner(ofKernelUID: status.uid) == uid else {
                     continue
                 }
@@ -37,7 +38,7 @@ extension ProcessShield {
             )
         }
         flush()
-        let reports = held.map { item in
+        let reports = held.prefix(ProcessShieldReport.frozenListed).map { item in
             let command = (try? Files.read("\(inspector.root)/\(item.pid)/comm", limit: 64)).map {
                 String(decoding: $0, as: UTF8.self).trimmingWhitespace()
             }
@@ -53,6 +54,7 @@ extension ProcessShield {
         var report = ProcessShieldReport(
             watching: state.watching, method: holder.withLock { $0 }.method, problems: problems, frozen: reports,
             recent: recent, refusesBlockedExecs: state.gateRunning)
+        report.frozenCount = held.count
         report.onlyInstalledPrograms = apps.denyInstalls
         report.gateAnswers = gate.withLock({ $0 })?.answerTimes.map {
             TimingReport(count: $0.count, p50: $0.p50, p99: $0.p99, slowest: $0.slowest)

@@ -109,6 +109,9 @@ public final class ProcessShield: Service, PolicyConsumer, Sendable {
         var held: [Int32: GateHold] = [:]
         /// The exec each thread was just let through: the open of the same file that follows.
         var execOpens: [Int32: FileIdentity] = [:]
+        /// Whether a look at late holds (`takeOverGateHolds`) is due: one at a time, however many
+        /// execs a storm brings.
+        var takeoverDue = false
     }
 
     struct GateHold {

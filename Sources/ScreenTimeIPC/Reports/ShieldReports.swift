@@ -33,8 +33,14 @@ public struct ProcessShieldReport: Codable, Sendable, Hashable {
     public var method: String
     /// What keeps the shield from working as it should, in words; empty when all is well.
     public var problems: [String]
-    /// The user's processes frozen now.
+    /// The user's processes frozen now, by pid: at most `ProcessShieldReport.frozenListed` of
+    /// them (a child can hold thousands; the reply stays within a message).
     public var frozen: [FrozenProcessReport]
+    /// How many of the user's processes are frozen now, listed or not (nil from an agent before
+    /// the list had a limit: then all are listed).
+    public var frozenCount: Int?
+    /// The most frozen processes a report lists.
+    public static let frozenListed = 200
     /// The latest things done to the user's processes, newest first.
     public var recent: [ApplicationEventReport]
     /// Whether blocked apps' known programs are refused before they run (fanotify), rather than
