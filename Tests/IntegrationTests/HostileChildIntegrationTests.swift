@@ -52,6 +52,45 @@ struct HostileChildIntegrationTests {
         #expect(eventually { world.isFrozen(again) })
     }
 
+    /// An exec that waits on its own process (the attack of 2026-12-02, second round): the game
+    /// is started from a second thread while the first process traces a third, so the exec waits
+    /// in the kernel until that tracer reaps it, four seconds on; the first thread is a zombie
+    /// meanwhile. The gate's late hold was taken for an ended process and let go, and the game
+    /// ran once the tracer let the exec finish. Held through it now.
+    @Test func anExecWaitingOnATracedSiblingIsHeldThroughIt() throws {
+        let world = try AgentWorld()
+        defer { world.tearDown() }
+        try world.authorizeChildAndShieldCounter()
+        let home = try world.makeHome(for: world.child)
+        let program = world.directory + "/bin/tracedsibling"
+        try system("/usr/bin/cc", "-O1", "-pthread", "-o", program, AgentWorld.fixture("tracedsibling.c"))
+        let output = home + "/traced.out"
+        let tracer = try world.launch(
+            as: world.child, program, ["4", world.counter, home + "/traced"], output: output)
+        var game: Int32?
+        #expect(
+            eventually(10) {
+                game = ((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").split(separator: "\n").first
+                    .flatMap { Int32($0) }
+                return game != nil
+            })
+        let pid = try #require(game)
+        // Held by the gate at once, and never let go while the exec waits (the gate's late looks
+        // come after a second) nor after it.
+        #expect(eventually(5) { world.isFrozen(pid) })
+        var loose: [Double] = []
+        let start = Date()
+        while Date().timeIntervalSince(start) < 6 {
+            if !world.isFrozen(pid) { loose.append(Date().timeIntervalSince(start)) }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        #expect(loose.isEmpty, "out of the frozen group at \(loose.prefix(5)) s: \(world.agentLog())")
+        #expect(eventually(20) { world.isHeld(pid, running: world.counter) }, "\(world.agentLog())")
+        Thread.sleep(forTimeInterval: 1)
+        #expect(!Files.exists(home + "/traced"), "the game reached main()")
+        #expect(world.processState(tracer) != nil)
+    }
+
     /// The attack of 2026-12-02: thousands of forks at once, each an exec of the shielded game.
     /// The gate held each inside its exec; but with the machine that busy an exec could take
     /// longer than a second after the gate's answer, and the gate's hold was then taken for one

@@ -241,14 +241,37 @@ public struct ProcessInspector: Sendable {
         "ptrace_stop",
     ]
 
-    /// Whether a process is parked on its way back to user space (`parkedOnTheWayOut`, read from
-    /// `/proc/PID/wchan`), or has ended: either way no system call of its is still running. False
-    /// while it runs or sleeps anywhere else, and when the kernel does not say (no symbols).
+    /// Whether no thread of a process is inside a system call any more: each of its threads is
+    /// parked on its way back to user space (`parkedOnTheWayOut`, read from
+    /// `/proc/PID/task/TID/wchan`) or has ended, and so has the process when none is left. False
+    /// while any thread runs or sleeps anywhere else (an exec from a second thread waits in the
+    /// kernel for its siblings to end, the first one already a zombie: the attack of 2026-12-02
+    /// ptraced a sibling so that it waited for seconds), and when the kernel does not say.
     public func isPastItsSystemCall(pid: Int32) -> Bool {
-        if state(pid: pid) == "Z" { return true }
-        guard let bytes = KernelRecord.read("\(root)/\(pid)/wchan", limit: 128) else { return false }
-        let symbol = String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
-        return Self.parkedOnTheWayOut.contains(symbol)
+        for thread in threads(pid: pid) {
+            let task = "\(root)/\(pid)/task/\(thread)"
+            guard let stat = KernelRecord.read(task + "/stat"), let state = KernelRecord.statFields(stat)?.first?.first
+            else { continue }
+            if state == UInt8(ascii: "Z") || state == UInt8(ascii: "X") { continue }
+            guard let bytes = KernelRecord.read(task + "/wchan", limit: 128) else { return false }
+            let symbol = String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+            if !Self.parkedOnTheWayOut.contains(symbol) { return false }
+        }
+        return true
+    }
+
+    /// The threads of a process (`/proc/PID/task`); empty when it is gone.
+    public func threads(pid: Int32) -> [Int32] {
+        guard let directory = opendir("\(root)/\(pid)/task") else { return [] }
+        defer { closedir(directory) }
+        var threads: [Int32] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if let thread = Int32(name) { threads.append(thread) }
+        }
+        return threads
     }
 
     /// The scheduler state letter of a process (`R`, `S`, `D`, `T` stopped, `t` traced, `Z`…).
