@@ -87,7 +87,9 @@ public final class ExecGate: @unchecked Sendable {
     /// the same group again while the gate's thread waits in that very read (seen with a child's
     /// overlay in a user namespace of hers, 2026-12-02: the gate waited on itself for good); a
     /// FUSE file's open waits on the process serving it, which may be the child's.
-    static let unmarkable: [Int: String] = [0x794c_7630: "overlayfs", 0xf15f: "eCryptfs", 0x6573_5546: "FUSE"]
+    static let unmarkable: [Int: String] = [
+        0x794c_7630: "overlayfs", 0xf15f: "eCryptfs", UntrustedFile.fuseMagic: "FUSE",
+    ]
 
     /// Asks for every later exec and open of this file (by any path or hard link to it). Refused
     /// (`badFile`) for a file on a file system in `unmarkable`: such a program is held by the

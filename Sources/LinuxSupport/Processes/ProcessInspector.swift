@@ -41,16 +41,22 @@ public struct ProcessInspector: Sendable {
 
     /// Every process's pid, as listed now.
     public func pids() -> [Int32] {
-        guard let directory = opendir(root) else { return [] }
+        Self.numberedEntries(of: root).filter { $0 > 0 }.sorted()
+    }
+
+    /// The entries of a directory whose names are numbers (`/proc`'s processes, a process's
+    /// `task` threads); empty when it cannot be opened.
+    static func numberedEntries(of path: String) -> [Int32] {
+        guard let directory = opendir(path) else { return [] }
         defer { closedir(directory) }
-        var pids: [Int32] = []
+        var numbers: [Int32] = []
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                 String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            if let pid = Int32(name), pid > 0 { pids.append(pid) }
+            if let number = Int32(name) { numbers.append(number) }
         }
-        return pids.sorted()
+        return numbers
     }
 
     /// A process's real uid and parent (`Uid:` and `PPid:` of `status`): the one read made for
@@ -250,8 +256,7 @@ public struct ProcessInspector: Sendable {
     public func isPastItsSystemCall(pid: Int32) -> Bool {
         for thread in threads(pid: pid) {
             let task = "\(root)/\(pid)/task/\(thread)"
-            guard let stat = KernelRecord.read(task + "/stat"), let state = KernelRecord.statFields(stat)?.first?.first
-            else { continue }
+            guard let state = Self.stateLetter(task + "/stat") else { continue }
             if state == UInt8(ascii: "Z") || state == UInt8(ascii: "X") { continue }
             guard let bytes = KernelRecord.read(task + "/wchan", limit: 128) else { return false }
             let symbol = String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
@@ -261,25 +266,16 @@ public struct ProcessInspector: Sendable {
     }
 
     /// The threads of a process (`/proc/PID/task`); empty when it is gone.
-    public func threads(pid: Int32) -> [Int32] {
-        guard let directory = opendir("\(root)/\(pid)/task") else { return [] }
-        defer { closedir(directory) }
-        var threads: [Int32] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if let thread = Int32(name) { threads.append(thread) }
-        }
-        return threads
-    }
+    public func threads(pid: Int32) -> [Int32] { Self.numberedEntries(of: "\(root)/\(pid)/task") }
 
     /// The scheduler state letter of a process (`R`, `S`, `D`, `T` stopped, `t` traced, `Z`…).
     public func state(pid: Int32) -> Character? {
-        guard let stat = KernelRecord.read("\(root)/\(pid)/stat"),
-            let state = KernelRecord.statFields(stat)?.first?.first
-        else { return nil }
-        return Character(Unicode.Scalar(state))
+        Self.stateLetter("\(root)/\(pid)/stat").map { Character(Unicode.Scalar($0)) }
+    }
+
+    /// The state letter of a `stat` record (a process's, or one thread's under `task`).
+    static func stateLetter(_ path: String) -> UInt8? {
+        KernelRecord.read(path).flatMap { KernelRecord.statFields($0)?.first?.first }
     }
 
     /// Where a file of the process's is read: `/proc/PID/NAME`, or, when its leader thread ended
