@@ -80,10 +80,11 @@ PACKAGING_PACKAGES := dpkg-dev
 #   logrotate       reads the package's rotation of the agent's log, in the package test
 #   valgrind        callgrind, which finds the functions the agent runs (make link-order)
 #   conntrack       takes a connection's entry out of the kernel's table, as time does, in a test
+#   nftables        nft, with which `make bench` sets up the least a DNS filter in netfilter costs
 TEST_PACKAGES := python3-dnspython util-linux iproute2 dnsmasq-base bind9-dnsutils dnsperf gcc procps \
 	zbar-tools uidmap tshark curl openssl iperf3 chromium firefox-esr libnss3-tools chromium-driver \
 	python3-selenium libxcb-shape0-dev xvfb openbox xdotool x11-utils x11-apps xterm xauth sway foot \
-	dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland netpbm debootstrap lintian gdb logrotate valgrind conntrack
+	dbus-daemon python3-dbusmock weston gnome-shell kwin-wayland netpbm debootstrap lintian gdb logrotate valgrind conntrack nftables
 
 SWIFT_SOURCES := $(shell find Sources Tests Benchmarks Examples -name '*.swift' 2>/dev/null) Package.swift
 # What the installed programs (screentimed, screentime-web, screentime-shield, screentime) are made

@@ -16,6 +16,12 @@
 #     ROUNDS times (5), each round's ratio and their median: the ratio the goal (≥ 0.9×) is read
 #     from, as the machine's own rate swings between runs; and beside each, the whole machine's
 #     busy time a query answered (/proc/stat), which swings less: what the filter adds a query.
+#     Each round also measures the floor: the least any DNS filter in netfilter costs her before
+#     it judges anything, when connection tracking is loaded (her connections' shield keeps its
+#     verdicts there): one native nftables chain that lets her questions and their answers go
+#     untracked, nothing else. The median split of what her filter adds: the floor, the fast
+#     path's programs (kernel.bpf_stats_enabled), and the rest (the agent's rules in the raw,
+#     mangle and filter tables).
 #  2. The default limit, as a browser meets it: a page that looks up 150 names at once (all
 #     answered? how long until the last?), two such pages back to back, and a flood (which the
 #     limit is there to stop).
@@ -201,6 +207,26 @@ ratios=()
 # (which moves with how much of the machine the host gives), and what the filter costs the PC.
 busy_ratios=()
 added=()
+floor_ratios=()
+floor_busy_ratios=()
+floor_added=()
+# The floor's table: her questions and the loopback resolver's answers marked as the fast path
+# marks them and let go untracked, at the raw table's priority; its last rule, which matches
+# nothing here (no flow has the connection mark 1 with the agent's rules out), names connection
+# tracking, which loads it for every packet of the namespace.
+FLOOR=${CHAIN}floor
+floor_on() {
+  in_ns nft -f - <<NFT
+table inet $FLOOR {
+  chain output {
+    type filter hook output priority raw; policy accept;
+    udp dport 53 meta skuid $(id -u "$KID") meta mark set 0x610000 notrack accept
+    oif lo udp sport 53 meta mark set 0x610000 notrack accept
+    ct mark 0x1 accept
+  }
+}
+NFT
+}
 for round in $(seq 1 "$ROUNDS"); do
   st authorize --child $KID
   st shield --user $KID --domain blocked.test
@@ -209,14 +235,27 @@ for round in $(seq 1 "$ROUNDS"); do
   throughput $DIR/allowed.txt "through the filter, round $round" judged; her=$result; her_busy=$busy
   st revoke --user $KID
   throughput $DIR/allowed.txt "no filter, round $round" none; none=$result; none_busy=$busy
+  floor_on
+  throughput $DIR/allowed.txt "the floor, round $round" none; floor=$result; floor_busy=$busy
+  in_ns nft delete table inet "$FLOOR"
   ratio=$(awk -v a="${her%% *}" -v b="${none%% *}" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b}')
+  floor_ratio=$(awk -v a="${floor%% *}" -v b="${none%% *}" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b}')
   printf "  round %d: through the filter %10s q/s, no filter %10s q/s   %s   busy %s against %s µs a query\n" \
     "$round" "$her" "$none" "${ratio:+$ratio×}" "${her_busy:-?}" "${none_busy:-?}"
+  printf "           the floor          %10s q/s                        %s   busy %s µs a query\n" \
+    "$floor" "${floor_ratio:+$floor_ratio×}" "${floor_busy:-?}"
   if [[ $her != *"("* && $none != *"("* && -n $ratio ]]; then
     ratios+=("$ratio")
     if [ -n "$her_busy" ] && [ -n "$none_busy" ]; then
       busy_ratios+=("$(awk -v a="$her_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", b / a}')")
       added+=("$(awk -v a="$her_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", a - b}')")
+    fi
+  fi
+  if [[ $floor != *"("* && $none != *"("* && -n $floor_ratio ]]; then
+    floor_ratios+=("$floor_ratio")
+    if [ -n "$floor_busy" ] && [ -n "$none_busy" ]; then
+      floor_busy_ratios+=("$(awk -v a="$floor_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", b / a}')")
+      floor_added+=("$(awk -v a="$floor_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", a - b}')")
     fi
   fi
 done
@@ -226,6 +265,16 @@ if [ ${#ratios[@]} -gt 0 ]; then
   if [ ${#added[@]} -gt 0 ]; then
     printf "  the machine's busy time a query: her filter adds a median %s µs; no filter's time over hers, %s×\n" \
       "$(median "${added[@]}")" "$(median "${busy_ratios[@]}")"
+  fi
+  if [ ${#floor_ratios[@]} -gt 0 ] && [ ${#floor_added[@]} -gt 0 ] && [ ${#added[@]} -gt 0 ]; then
+    # The programs' time a query: one question, one asked, one answer (the first section's runs).
+    programs=$(awk -v t="${filt_programs:-}" 'BEGIN {n = split(t, w, " "); for (i = 2; i <= n; i++)
+      if (w[i] == "ns" && w[i - 1] + 0 > 0) s += w[i - 1]; if (s > 0) printf "%.2f", s / 1000}')
+    printf "  the floor (one native chain lets her DNS go untracked, nothing judged, connection tracking loaded): median %s×; it adds %s µs busy a query (no filter's time over its, %s×)\n" \
+      "$(median "${floor_ratios[@]}")" "$(median "${floor_added[@]}")" "$(median "${floor_busy_ratios[@]}")"
+    awk -v a="$(median "${added[@]}")" -v f="$(median "${floor_added[@]}")" -v p="${programs:-}" 'BEGIN {
+      if (p == "") {printf "  of her filter'"'"'s %.2f µs a query: the floor %.2f µs, the rest %.2f µs (the programs'"'"' time unknown)\n", a, f, a - f; exit}
+      printf "  of her filter'"'"'s %.2f µs a query: the floor %.2f µs, the fast path'"'"'s programs %.2f µs, the rest (the agent'"'"'s rules in the raw, mangle and filter tables) %.2f µs\n", a, f, p, a - f - p }'
   fi
 else
   echo "  !! NO RATIO: no round was whole"
