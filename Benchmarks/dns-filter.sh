@@ -215,6 +215,20 @@ floor_added=()
 # nothing here (no flow has the connection mark 1 with the agent's rules out), names connection
 # tracking, which loads it for every packet of the namespace.
 FLOOR=${CHAIN}floor
+# A run of this round ($1 its rate, $2 its busy time a query) against this round's no filter
+# ($none, $none_busy): sets round_ratio (rate over no filter's), and, when both runs were whole,
+# adds to the arrays named $3 (that ratio), $4 (no filter's busy time over the run's) and $5
+# (the busy time the run adds a query).
+against_none() {
+  local -n kept_ratios=$3 kept_busy_ratios=$4 kept_added=$5
+  round_ratio=$(awk -v a="${1%% *}" -v b="${none%% *}" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b}')
+  [[ $1 != *"("* && $none != *"("* && -n $round_ratio ]] || return 0
+  kept_ratios+=("$round_ratio")
+  if [ -n "$2" ] && [ -n "$none_busy" ]; then
+    kept_busy_ratios+=("$(awk -v a="$2" -v b="$none_busy" 'BEGIN {printf "%.2f", b / a}')")
+    kept_added+=("$(awk -v a="$2" -v b="$none_busy" 'BEGIN {printf "%.2f", a - b}')")
+  fi
+}
 floor_on() {
   in_ns nft -f - <<NFT
 table inet $FLOOR {
@@ -238,26 +252,12 @@ for round in $(seq 1 "$ROUNDS"); do
   floor_on
   throughput $DIR/allowed.txt "the floor, round $round" none; floor=$result; floor_busy=$busy
   in_ns nft delete table inet "$FLOOR"
-  ratio=$(awk -v a="${her%% *}" -v b="${none%% *}" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b}')
-  floor_ratio=$(awk -v a="${floor%% *}" -v b="${none%% *}" 'BEGIN {if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b}')
+  against_none "$her" "$her_busy" ratios busy_ratios added; ratio=$round_ratio
+  against_none "$floor" "$floor_busy" floor_ratios floor_busy_ratios floor_added; floor_ratio=$round_ratio
   printf "  round %d: through the filter %10s q/s, no filter %10s q/s   %s   busy %s against %s µs a query\n" \
     "$round" "$her" "$none" "${ratio:+$ratio×}" "${her_busy:-?}" "${none_busy:-?}"
   printf "           the floor          %10s q/s                        %s   busy %s µs a query\n" \
     "$floor" "${floor_ratio:+$floor_ratio×}" "${floor_busy:-?}"
-  if [[ $her != *"("* && $none != *"("* && -n $ratio ]]; then
-    ratios+=("$ratio")
-    if [ -n "$her_busy" ] && [ -n "$none_busy" ]; then
-      busy_ratios+=("$(awk -v a="$her_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", b / a}')")
-      added+=("$(awk -v a="$her_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", a - b}')")
-    fi
-  fi
-  if [[ $floor != *"("* && $none != *"("* && -n $floor_ratio ]]; then
-    floor_ratios+=("$floor_ratio")
-    if [ -n "$floor_busy" ] && [ -n "$none_busy" ]; then
-      floor_busy_ratios+=("$(awk -v a="$floor_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", b / a}')")
-      floor_added+=("$(awk -v a="$floor_busy" -v b="$none_busy" 'BEGIN {printf "%.2f", a - b}')")
-    fi
-  fi
 done
 median() { printf "%s\n" "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 if [ ${#ratios[@]} -gt 0 ]; then

@@ -47,16 +47,25 @@ public struct ProcessInspector: Sendable {
     /// The entries of a directory whose names are numbers (`/proc`'s processes, a process's
     /// `task` threads); empty when it cannot be opened.
     static func numberedEntries(of path: String) -> [Int32] {
-        guard let directory = opendir(path) else { return [] }
-        defer { closedir(directory) }
         var numbers: [Int32] = []
+        eachNumberedEntry(of: path) { number in
+            numbers.append(number)
+            return false
+        }
+        return numbers
+    }
+
+    /// Gives `body` each entry of a directory whose name is a number, in the directory's order,
+    /// until it says stop (true).
+    static func eachNumberedEntry(of path: String, _ body: (Int32) -> Bool) {
+        guard let directory = opendir(path) else { return }
+        defer { closedir(directory) }
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
                 String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
             }
-            if let number = Int32(name) { numbers.append(number) }
+            if let number = Int32(name), body(number) { return }
         }
-        return numbers
     }
 
     /// A process's real uid and parent (`Uid:` and `PPid:` of `status`): the one read made for
@@ -266,7 +275,7 @@ public struct ProcessInspector: Sendable {
     }
 
     /// The threads of a process (`/proc/PID/task`); empty when it is gone.
-    public func threads(pid: Int32) -> [Int32] { Self.numberedEntries(of: "\(root)/\(pid)/task") }
+    func threads(pid: Int32) -> [Int32] { Self.numberedEntries(of: "\(root)/\(pid)/task") }
 
     /// The scheduler state letter of a process (`R`, `S`, `D`, `T` stopped, `t` traced, `Z`…).
     public func state(pid: Int32) -> Character? {
@@ -308,15 +317,13 @@ public struct ProcessInspector: Sendable {
 
     /// A thread of the process other than its leader, if any.
     public func otherThread(pid: Int32) -> Int32? {
-        guard let directory = opendir("\(root)/\(pid)/task") else { return nil }
-        defer { closedir(directory) }
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if let thread = Int32(name), thread != pid { return thread }
+        var other: Int32?
+        // (The first found is enough: this runs at each exit of a tracked process.)
+        Self.eachNumberedEntry(of: "\(root)/\(pid)/task") { thread in
+            if thread != pid { other = thread }
+            return other != nil
         }
-        return nil
+        return other
     }
 
     /// Whether the process is in the foreground process group of its controlling terminal (a
