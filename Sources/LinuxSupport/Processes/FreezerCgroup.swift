@@ -130,13 +130,7 @@ public struct FreezerCgroup: Sendable {
     /// (a zombie, its other threads running on) is where its live threads are: a move of the
     /// process moves them, not the leader.
     public static func group(of pid: Int32, version: Version = .v2, proc: String = "/proc") -> String? {
-        var task = "\(proc)/\(pid)"
-        if let stat = KernelRecord.read(task + "/stat"),
-            KernelRecord.statFields(stat)?.first?.first == UInt8(ascii: "Z"),
-            let other = ProcessInspector(root: proc).otherThread(pid: pid)
-        {
-            task = "\(proc)/\(pid)/task/\(other)"
-        }
+        let task = ProcessInspector(root: proc).leaderGone(pid) ?? "\(proc)/\(pid)"
         guard let record = KernelRecord.read(task + "/cgroup") else { return nil }
         let colon = UInt8(ascii: ":")
         for line in record.split(separator: UInt8(ascii: "\n")) {

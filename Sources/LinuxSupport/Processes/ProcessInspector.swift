@@ -298,7 +298,8 @@ public struct ProcessInspector: Sendable {
     }
 
     /// A live thread's directory of a process whose leader thread ended first; nil otherwise.
-    private func leaderGone(_ pid: Int32) -> String? {
+    /// (Also where `FreezerCgroup.group` reads such a process's group.)
+    func leaderGone(_ pid: Int32) -> String? {
         guard state(pid: pid) == "Z", let other = otherThread(pid: pid) else { return nil }
         return "\(root)/\(pid)/task/\(other)"
     }
