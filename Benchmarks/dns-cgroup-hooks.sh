@@ -1,0 +1,152 @@
+#!/bin/bash
+# How near no filter a child's DNS could come if the DNS fast path's programs were all that
+# judged it: not the agent's design, a measurement of what a redesign could reach (not part of
+# `make bench`; run it as root: Benchmarks/dns-cgroup-hooks.sh).
+#
+# The fast path's own programs (Sources/CDNSFastPath/bpf), rebuilt as cgroup programs and
+# attached to a cgroup v2 group her dnsperf runs in: `question` then `asked` on her sockets'
+# egress, `answer` on their ingress, with her 200 names in their table (as the agent puts them
+# after judging each once), every packet let through. No netfilter rule and no connection
+# tracking in the namespace: the least her lookups could cost with these programs reading them,
+# if her DNS left netfilter and the connection shield kept its verdicts elsewhere than in
+# connection marks. Beside it, in alternating rounds (4 s each, 4 clients, dnsmasq on loopback):
+# no filter; the floor (dns-filter.sh's: one native chain lets her DNS go untracked, connection
+# tracking loaded); and the floor with the cgroup programs (her DNS judged outside netfilter,
+# the connection shield left in connection tracking). Each cgroup run counts only if the table
+# let go at least as many questions as were answered.
+set -euo pipefail
+if [ "$(id -u)" -ne 0 ]; then echo "dns cgroup hooks skipped: needs root"; exit 0; fi
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROUNDS=${ROUNDS:-6}
+ID=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
+NS=stc$ID; KID=stckid$ID; DIR=/tmp/screentime-bench-$ID
+UNIFIED=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts)
+if [ -z "$UNIFIED" ]; then echo "dns cgroup hooks skipped: no cgroup v2 hierarchy mounted"; exit 0; fi
+GROUP=$UNIFIED/screentime-bench-$ID
+LOADER=""
+cleanup() {
+  [ -n "$LOADER" ] && kill "$LOADER" 2>/dev/null || true
+  for pid in $(ip netns pids $NS 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 50); do [ -d "$GROUP" ] || break; rmdir "$GROUP" 2>/dev/null || sleep 0.02; done
+  ip netns del $NS 2>/dev/null || true
+  userdel $KID 2>/dev/null || true
+  rm -rf $DIR
+}
+trap cleanup EXIT
+mkdir -p $DIR/bpf
+# The programs as cgroup programs: the three entry points made inline functions of two wrappers.
+perl -0pe 's/SEC\("socket"\)\nint (question|answer|asked)\(/static __always_inline int $1(/g' \
+  "$HERE/../Sources/CDNSFastPath/bpf/dns-fast-path.bpf.c" > $DIR/bpf/cgroup.bpf.c
+[ "$(grep -c '__always_inline int \(question\|answer\|asked\)(' $DIR/bpf/cgroup.bpf.c)" -eq 3 ] ||
+  { echo "dns cgroup hooks: the programs' entry points were not found in the source"; exit 1; }
+cat >> $DIR/bpf/cgroup.bpf.c <<'C'
+
+SEC("cgroup_skb/egress")
+int cg_egress(struct __sk_buff *skb) {
+    if (question(skb)) asked(skb);
+    return 1;
+}
+
+SEC("cgroup_skb/ingress")
+int cg_ingress(struct __sk_buff *skb) {
+    answer(skb);
+    return 1;
+}
+C
+ln -s "$HERE/../Sources/CDNSFastPath/include" $DIR/include
+tools=$(dirname "$(readlink -f "$(command -v "${SWIFT:-swift}")")")
+"$tools/clang" -O2 -g -target bpf -I"/usr/include/$(gcc -dumpmachine)" -c $DIR/bpf/cgroup.bpf.c -o $DIR/cgroup.bpf.o
+cc -O2 -o $DIR/loader "$HERE/dns-cgroup-hooks.c" -lbpf
+
+useradd -M -N -s /bin/sh $KID
+KIDUID=$(id -u $KID)
+ip netns add $NS
+ip -n $NS link set lo up
+mkdir "$GROUP"
+ip netns exec $NS dnsmasq --no-resolv --no-hosts --bind-interfaces --listen-address=127.0.0.1 --port=53 --user=root \
+  --cache-size=0 --address=/allowed.test/10.1.1.1 </dev/null >/dev/null 2>&1
+for i in $(seq 1 200); do echo "host$i.allowed.test A"; done > $DIR/allowed.txt
+
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+HZ=$(getconf CLK_TCK)
+# Her dnsperf, in the group (moved there before `ip netns exec`, which mounts a /sys of its own):
+# sets qps, busy (µs of the machine's busy time a query) and completed, or leaves qps empty when
+# queries were lost.
+measure() {
+  local t0 t1 out lost
+  t0=$(busy_ticks)
+  out=$(sh -c "echo \$\$ > $GROUP/cgroup.procs && exec ip netns exec $NS setpriv --reuid=$KID --regid=users \
+    --init-groups -- dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -l 4 -c 4 -q 100" 2>&1)
+  t1=$(busy_ticks)
+  completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
+  lost=$(awk '/Queries lost:/ {print $3}' <<<"$out")
+  qps=""; busy=""
+  [ -n "$completed" ] && [ "$completed" -gt 0 ] && [ "${lost:-1}" -eq 0 ] || return 0
+  qps=$(awk '/Queries per second:/ {printf "%.0f", $4}' <<<"$out")
+  busy=$(awk -v t=$((t1 - t0)) -v hz=$HZ -v q=$completed 'BEGIN {printf "%.2f", t / hz / q * 1e6}')
+}
+attach() {
+  $DIR/loader $DIR/cgroup.bpf.o "$GROUP" $KIDUID 200 > $DIR/loader.out 2>&1 &
+  LOADER=$!
+  for _ in $(seq 1 500); do grep -q '^attached' $DIR/loader.out && return; sleep 0.01; done
+  echo "dns cgroup hooks: the programs were not attached: $(cat $DIR/loader.out)"; exit 1
+}
+# Detaches; sets passed (the questions the table let go) and said (the loader's figures).
+detach() {
+  kill "$LOADER"; wait "$LOADER" 2>/dev/null || true; LOADER=""
+  passed=$(awk '/^passed/ {print $2}' $DIR/loader.out)
+  said=$({ grep -v -e '^attached' -e '^passed' $DIR/loader.out || true; } | tr '\n' ';' | sed 's/;$//; s/;/; /g')
+}
+floor_on() {
+  ip netns exec $NS nft -f - <<NFT
+table inet floor$ID {
+  chain output {
+    type filter hook output priority raw; policy accept;
+    udp dport 53 meta skuid $KIDUID meta mark set 0x610000 notrack accept
+    oif lo udp sport 53 meta mark set 0x610000 notrack accept
+    ct mark 0x1 accept
+  }
+}
+NFT
+}
+floor_off() { ip netns exec $NS nft delete table inet floor$ID; }
+declare -A rates=() times=()
+# One measured run of mode $1 ("programs" ones attached around it): keeps its figures if whole.
+run_mode() {
+  local mode=$1 note=""
+  [[ $mode != *programs* ]] || attach
+  measure
+  if [[ $mode == *programs* ]]; then
+    detach
+    if [ -n "$qps" ] && [ "${passed:-0}" -lt "$completed" ]; then note="NOT JUDGED: $passed of $completed let go by the table"; fi
+  fi
+  [ -n "$qps" ] || note="LOST QUERIES"
+  if [ -z "$note" ]; then rates[$mode]+="$qps "; times[$mode]+="$busy "; fi
+  printf "  round %d: %-22s %8s q/s  busy %6s µs a query  %s\n" "$round" "$mode" "${qps:-?}" "${busy:-?}" "$note"
+}
+
+echo "== her DNS judged by the fast path's programs from her cgroup's hooks, no netfilter (dnsperf as a child, dnsmasq on loopback)"
+was=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+attach; measure; detach
+sysctl -qw kernel.bpf_stats_enabled="$was"
+echo "  the programs' time (kernel.bpf_stats_enabled, one run): $said; $passed questions let go, $completed answered"
+modes=("no filter" "programs" "floor" "floor and programs")
+for round in $(seq 1 "$ROUNDS"); do
+  for mode in "${modes[@]}"; do
+    [[ $mode != floor* ]] || floor_on
+    run_mode "$mode"
+    [[ $mode != floor* ]] || floor_off
+  done
+done
+median() { printf "%s\n" $1 | sort -g | awk '{a[NR]=$1} END {if (NR) print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+base_rate=$(median "${rates[no filter]:-}"); base_busy=$(median "${times[no filter]:-}")
+if [ -z "$base_rate" ]; then echo "  !! no whole round with no filter"; exit 0; fi
+printf "  medians of %d rounds: no filter %.0f q/s, busy %.2f µs a query\n" "$ROUNDS" "$base_rate" "$base_busy"
+for mode in "${modes[@]:1}"; do
+  rate=$(median "${rates[$mode]:-}"); busy=$(median "${times[$mode]:-}")
+  if [ -z "$rate" ]; then echo "  $mode: !! no whole round"; continue; fi
+  awk -v m="$mode" -v r=$rate -v n=$base_rate -v t=$busy -v u=$base_busy 'BEGIN {
+    printf "  %-22s %.0f q/s (%.2f× of no filter); busy %.2f µs a query (+%.2f; no filter'"'"'s time over it %.2f×)\n",
+      m, r, r / n, t, t - u, u / t}'
+done
