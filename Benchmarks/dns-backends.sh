@@ -51,21 +51,9 @@ fast_passed() {
     gsub(/[^0-9:]/, "", $1); split($1, c, ":"); n += c[1]} END {print n + 0}'
 }
 rules_of() { in_ns iptables-$1-save 2>/dev/null | grep -c -- "-j $CHAIN" || true; }
-busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-HZ=$(getconf CLK_TCK)
+. "$(dirname "$0")/dnsperf-measure.sh"
 # One run of her dnsperf: sets qps and busy (µs a query), or leaves them empty when queries were lost.
-measure() {
-  local t0 t1 out completed lost
-  t0=$(busy_ticks)
-  out=$(as_kid dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -l 4 -c 4 -q 100 2>&1)
-  t1=$(busy_ticks)
-  completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
-  lost=$(awk '/Queries lost:/ {print $3}' <<<"$out")
-  qps=""; busy=""
-  [ -n "$completed" ] && [ "$completed" -gt 0 ] && [ "${lost:-1}" -eq 0 ] || return 0
-  qps=$(awk '/Queries per second:/ {printf "%.0f", $4}' <<<"$out")
-  busy=$(awk -v t=$((t1 - t0)) -v hz=$HZ -v q=$completed 'BEGIN {printf "%.2f", t / hz / q * 1e6}')
-}
+her_dnsperf() { measure as_kid dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -l 4 -c 4 -q 100; }
 declare -A rates=() times=()
 for round in $(seq 1 "$ROUNDS"); do
   for backend in nft legacy; do
@@ -73,7 +61,7 @@ for round in $(seq 1 "$ROUNDS"); do
     AGENT_WRAP="$DIR/wrap $backend" start_agent
     as_kid dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -n 1 -c 1 -q 10 >/dev/null 2>&1 || true
     before=$(fast_passed $backend)
-    measure
+    her_dnsperf
     passed=$(( $(fast_passed $backend) - before ))
     stray=$(rules_of $other)
     note=""
@@ -85,7 +73,7 @@ for round in $(seq 1 "$ROUNDS"); do
     stop_agent
     clear_rules
   done
-  measure
+  her_dnsperf
   if [ -n "$qps" ]; then rates[none]+="$qps "; times[none]+="$busy "; fi
   printf "  round %d: %-7s %8s q/s  busy %6s µs a query\n" $round none "${qps:-?}" "${busy:-?}"
 done

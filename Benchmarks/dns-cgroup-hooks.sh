@@ -37,6 +37,15 @@ mkdir -p $DIR/bpf
 # The programs as cgroup programs: the three entry points made inline functions of two wrappers.
 perl -0pe 's/SEC\("socket"\)\nint (question|answer|asked)\(/static __always_inline int $1(/g' \
   "$HERE/../Sources/CDNSFastPath/bpf/dns-fast-path.bpf.c" > $DIR/bpf/cgroup.bpf.c
+# QUESTIONS=hash: the table of questions let go a plain hash table (its entries made ahead, none
+# pushed out: a full table lets no more go) rather than the LRU one, to see what the LRU's insert
+# and delete cost a query.
+if [ "${QUESTIONS:-lru}" = hash ]; then
+  perl -0pi -e 's/BPF_MAP_TYPE_LRU_HASH\);(\s+__uint\(max_entries, DNS_QUESTIONS_ENTRIES\))/BPF_MAP_TYPE_HASH);$1/' \
+    $DIR/bpf/cgroup.bpf.c
+  grep -q 'BPF_MAP_TYPE_HASH);' $DIR/bpf/cgroup.bpf.c ||
+    { echo "dns cgroup hooks: the table of questions was not found in the source"; exit 1; }
+fi
 [ "$(grep -c '__always_inline int \(question\|answer\|asked\)(' $DIR/bpf/cgroup.bpf.c)" -eq 3 ] ||
   { echo "dns cgroup hooks: the programs' entry points were not found in the source"; exit 1; }
 cat >> $DIR/bpf/cgroup.bpf.c <<'C'
@@ -67,23 +76,13 @@ ip netns exec $NS dnsmasq --no-resolv --no-hosts --bind-interfaces --listen-addr
   --cache-size=0 --address=/allowed.test/10.1.1.1 </dev/null >/dev/null 2>&1
 for i in $(seq 1 200); do echo "host$i.allowed.test A"; done > $DIR/allowed.txt
 
-busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-HZ=$(getconf CLK_TCK)
+. "$HERE/dnsperf-measure.sh"
 # Her dnsperf, in the group (moved there before `ip netns exec`, which mounts a /sys of its own):
 # sets qps, busy (µs of the machine's busy time a query) and completed, or leaves qps empty when
 # queries were lost.
-measure() {
-  local t0 t1 out lost
-  t0=$(busy_ticks)
-  out=$(sh -c "echo \$\$ > $GROUP/cgroup.procs && exec ip netns exec $NS setpriv --reuid=$KID --regid=users \
-    --init-groups -- dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -l 4 -c 4 -q 100" 2>&1)
-  t1=$(busy_ticks)
-  completed=$(awk '/Queries completed:/ {print $3}' <<<"$out")
-  lost=$(awk '/Queries lost:/ {print $3}' <<<"$out")
-  qps=""; busy=""
-  [ -n "$completed" ] && [ "$completed" -gt 0 ] && [ "${lost:-1}" -eq 0 ] || return 0
-  qps=$(awk '/Queries per second:/ {printf "%.0f", $4}' <<<"$out")
-  busy=$(awk -v t=$((t1 - t0)) -v hz=$HZ -v q=$completed 'BEGIN {printf "%.2f", t / hz / q * 1e6}')
+her_dnsperf() {
+  measure sh -c "echo \$\$ > $GROUP/cgroup.procs && exec ip netns exec $NS setpriv --reuid=$KID --regid=users \
+    --init-groups -- dnsperf -s 127.0.0.1 -d $DIR/allowed.txt -l 4 -c 4 -q 100"
 }
 attach() {
   $DIR/loader $DIR/cgroup.bpf.o "$GROUP" $KIDUID 200 > $DIR/loader.out 2>&1 &
@@ -115,7 +114,7 @@ declare -A rates=() times=()
 run_mode() {
   local mode=$1 note=""
   [[ $mode != *programs* ]] || attach
-  measure
+  her_dnsperf
   if [[ $mode == *programs* ]]; then
     detach
     if [ -n "$qps" ] && [ "${passed:-0}" -lt "$completed" ]; then note="NOT JUDGED: $passed of $completed let go by the table"; fi
@@ -125,10 +124,10 @@ run_mode() {
   printf "  round %d: %-22s %8s q/s  busy %6s µs a query  %s\n" "$round" "$mode" "${qps:-?}" "${busy:-?}" "$note"
 }
 
-echo "== her DNS judged by the fast path's programs from her cgroup's hooks, no netfilter (dnsperf as a child, dnsmasq on loopback)"
+echo "== her DNS judged by the fast path's programs from her cgroup's hooks, no netfilter (dnsperf as a child, dnsmasq on loopback; the questions' table: ${QUESTIONS:-lru})"
 was=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
-attach; measure; detach
+attach; her_dnsperf; detach
 sysctl -qw kernel.bpf_stats_enabled="$was"
 echo "  the programs' time (kernel.bpf_stats_enabled, one run): $said; $passed questions let go, $completed answered"
 modes=("no filter" "programs" "floor" "floor and programs")
