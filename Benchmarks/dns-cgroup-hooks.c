@@ -3,7 +3,8 @@
  * host1..N.allowed.test (type A) in their table for one uid, as the agent would after judging
  * each once, and attaches both to a cgroup v2 directory. Says "attached" on stdout, waits for
  * SIGTERM, then prints the programs' runs and time a run (kernel.bpf_stats_enabled, if it was on)
- * and how many questions the table let go, and detaches.
+ * and how many questions the table let go, and detaches. An object with a table `small_names`
+ * (STAGE=small) has the same names put there too, by their hash, and its hits counted too.
  *   dns-cgroup-hooks OBJECT CGROUP_DIRECTORY UID NAMES */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -27,6 +28,14 @@ static int fail(const char *what) {
     perror(what);
     return 1;
 }
+
+/* STAGE=small's key: her uid, the type, the name's length and its 64-bit FNV-1a hash. */
+struct small_key {
+    __u32 uid;
+    __u16 type;
+    __u16 length;
+    __u64 hash;
+};
 
 /* The wire form of hostI.allowed.test, its final zero included; its length. */
 static unsigned wire_name(unsigned i, __u8 *name) {
@@ -56,6 +65,8 @@ int main(int argc, char **argv) {
     if (!object || bpf_object__load(object)) return fail("loading the programs");
     int generation = bpf_map__fd(bpf_object__find_map_by_name(object, "generation"));
     int table = bpf_map__fd(bpf_object__find_map_by_name(object, "names"));
+    struct bpf_map *small_map = bpf_object__find_map_by_name(object, "small_names");
+    int small = small_map ? bpf_map__fd(small_map) : -1;
     __u32 zero = 0;
     __u64 current = 1;
     if (bpf_map_update_elem(generation, &zero, &current, BPF_ANY)) return fail("the generation");
@@ -70,6 +81,11 @@ int main(int argc, char **argv) {
         struct dns_fast_path_value value = {
             .expires = ((__u64)now.tv_sec + 3600) * 1000000000ull, .generation = current};
         if (bpf_map_update_elem(table, &key, &value, BPF_ANY)) return fail("the names");
+        if (small >= 0) {
+            struct small_key small_key = {.uid = uid, .type = key.type, .length = key.length, .hash = 0xcbf29ce484222325ull};
+            for (unsigned j = 0; j < key.length; j++) small_key.hash = (small_key.hash ^ key.name[j]) * 0x100000001b3ull;
+            if (bpf_map_update_elem(small, &small_key, &value, BPF_ANY)) return fail("the names by hash");
+        }
     }
     int cgroup = open(argv[2], O_RDONLY | O_DIRECTORY);
     if (cgroup < 0) return fail(argv[2]);
@@ -101,6 +117,15 @@ int main(int argc, char **argv) {
         if (bpf_map_lookup_elem(table, &next, &value) == 0) passed += value.hits;
         key = next;
         after = &key;
+    }
+    if (small >= 0) {
+        struct small_key small_key, small_next;
+        void *small_after = NULL;
+        while (bpf_map_get_next_key(small, small_after, &small_next) == 0) {
+            if (bpf_map_lookup_elem(small, &small_next, &value) == 0) passed += value.hits;
+            small_key = small_next;
+            small_after = &small_key;
+        }
     }
     printf("passed %llu\n", passed);
     bpf_prog_detach2(egress, cgroup, BPF_CGROUP_INET_EGRESS);
