@@ -1668,39 +1668,55 @@ struct UsageIntegrationTests {
             else { return nil }
             return session.inFrontName
         }
+        // A process of hers with no window, which her own program says is in front below.
+        let sleeper = try world.launch(as: world.child, "/bin/sleep", ["600"])
+        defer { kill(sleeper, SIGKILL) }
         // The name is kept as it was seen: a third `status` asked of a busy machine may time out.
         var seen: String?
-        #expect(
-            eventually(30) {
-                guard let name = told(), ["Shm", "Paint"].contains(name) else { return false }
-                Thread.sleep(forTimeInterval: 2)
-                seen = name
-                return told() == name
-            }, "\(String(describing: try? world.status(of: world.child).sessions))\ngnome-shell's log: \(desktop.log)")
-        // Both connected, one in front.
-        let first = try #require(seen)
-        let before = try report(world)
-        let start = Date()
-        // The child's own program says the other is in front: it is not the compositor.
-        let liar = try world.launch(
-            as: world.child, "/usr/bin/python3",
-            [
-                "-c",
-                "import socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
-                    + "for _ in range(40):\n    s.sendall(b'{\"focus\": {\"pid\": ' + sys.argv[2].encode() + b'}}\\n')\n"
-                    + "    time.sleep(0.1)\n",
-                world.directory + "/focus.socket", "\(first == "Shm" ? paint : shm)",
-            ])
-        Thread.sleep(forTimeInterval: 4)
-        kill(liar, SIGKILL)
-        let both = try report(world)
-        let elapsed = Date().timeIntervalSince(start)
+        var first = ""
+        // Up to three tries: on a loaded machine mutter may give the focus to a window mapped
+        // late, after the first was picked (CI-like fresh run, 2026-12-03: the other window told
+        // in front from 0.13 s into the measured 4.2 s). Such a try, told so by the extension at
+        // its end, is measured again; a try in which the lie was believed is not one of them (the
+        // agent would then name neither window).
+        for attempt in 1...3 {
+            seen = nil
+            #expect(
+                eventually(30) {
+                    guard let name = told(), ["Shm", "Paint"].contains(name) else { return false }
+                    Thread.sleep(forTimeInterval: 2)
+                    seen = name
+                    return told() == name
+                },
+                "\(String(describing: try? world.status(of: world.child).sessions))\ngnome-shell's log: \(desktop.log)")
+            // Both connected, one in front.
+            first = try #require(seen)
+            let before = try report(world)
+            let start = Date()
+            // The child's own program says her windowless process is in front: it is not the
+            // compositor.
+            let liar = try world.launch(
+                as: world.child, "/usr/bin/python3",
+                [
+                    "-c",
+                    "import socket, sys, time\ns = socket.socket(socket.AF_UNIX)\ns.connect(sys.argv[1])\n"
+                        + "for _ in range(40):\n    s.sendall(b'{\"focus\": {\"pid\": ' + sys.argv[2].encode() + b'}}\\n')\n"
+                        + "    time.sleep(0.1)\n",
+                    world.directory + "/focus.socket", "\(sleeper)",
+                ])
+            Thread.sleep(forTimeInterval: 4)
+            kill(liar, SIGKILL)
+            let both = try report(world)
+            let elapsed = Date().timeIntervalSince(start)
+            let other = first == "Shm" ? "Paint" : "Shm"
+            if attempt < 3, told() == other { continue }
+            let firstSeconds = seconds(both, "org.example.\(first)") - seconds(before, "org.example.\(first)")
+            let otherSeconds = seconds(both, "org.example.\(other)") - seconds(before, "org.example.\(other)")
+            #expect(firstSeconds > elapsed - 1.5, "\(first) in front: \(firstSeconds) s of \(elapsed) s")
+            #expect(otherSeconds < 0.5, "the other, connected, not in front: \(otherSeconds) s")
+            break
+        }
         let firstID = "org.example.\(first)"
-        let otherID = first == "Shm" ? "org.example.Paint" : "org.example.Shm"
-        let firstSeconds = seconds(both, firstID) - seconds(before, firstID)
-        let otherSeconds = seconds(both, otherID) - seconds(before, otherID)
-        #expect(firstSeconds > elapsed - 1.5, "\(first) in front: \(firstSeconds) s of \(elapsed) s")
-        #expect(otherSeconds < 0.5, "the other, connected, not in front: \(otherSeconds) s")
         // The window in front closed: it counts no more (the shell then tells whichever window
         // it gives the focus, if any).
         kill(first == "Shm" ? shm : paint, SIGKILL)
