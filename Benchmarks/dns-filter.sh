@@ -69,10 +69,8 @@ fast_passed() {
     awk '/^\*/ {table = $1} table == "*raw" && /--dport 53/ && /-m bpf/ {
       gsub(/[^0-9:]/, "", $1); split($1, c, ":"); n += c[1]} END {print n + 0}'
 }
-# The whole machine's busy time so far, in clock ticks (/proc/stat's first line: user, nice, system,
-# interrupts; not idle, waiting for a disk, or taken by the host).
-busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
-TICKS_PER_SECOND=$(getconf CLK_TCK)
+# busy_ticks: the whole machine's busy time so far, in clock ticks; HZ, ticks a second.
+. "$(dirname "$0")/dnsperf-measure.sh"
 # Whether every run so far was whole: no query lost, none dropped by the limit (the paced runs'
 # apart).
 whole=yes
@@ -99,7 +97,7 @@ dnsperf_run() {
   qps=$(awk '/Queries per second:/ {print $4}' <<<"$out")
   # The machine's busy time a query answered, in µs (dnsperf, her resolver, the kernel's work for
   # both and anything else running).
-  busy=$(awk -v t=$((ticks_after - ticks_before)) -v hz="$TICKS_PER_SECOND" -v q="${completed:-0}" \
+  busy=$(awk -v t=$((ticks_after - ticks_before)) -v hz="$HZ" -v q="${completed:-0}" \
     'BEGIN {if (q > 0) printf "%.2f", t / hz / q * 1e6}')
   VERBOSE=$out
   verdict=""

@@ -1,4 +1,5 @@
-# Sourced by the DNS what-ifs (dns-backends.sh, dns-cgroup-hooks.sh): one measured run of a
+# Sourced by dns-filter.sh (busy_ticks, HZ) and the DNS what-ifs (dns-backends.sh, dns-cgroup-hooks.sh,
+# which call measure): one measured run of a
 # child's dnsperf. `measure CMD...` runs CMD (which runs dnsperf, as her) and sets qps, completed
 # and busy (µs of the whole machine's busy time a query answered: dnsperf, her resolver, the
 # kernel's work for both and anything else running), or leaves qps and busy empty when any query
